@@ -1,0 +1,32 @@
+#include "cli/command.h"
+
+#include <iostream>
+
+#include "common/errors.h"
+#include "common/report.h"
+#include "reports/report_render.h"
+
+namespace fabkit::cli {
+
+int run_command(const std::string& kind, bool json, const std::function<int()>& fn) {
+  auto report = [&](int code, const std::string& msg) {
+    if (json)
+      reports::render_error_json(kind, code, msg, std::cout);
+    else
+      std::cerr << "fabcheck " << kind << ": " << msg << "\n";
+    return code;
+  };
+  try {
+    return fn();
+  } catch (const UsageError& e) {
+    return report(kExitUsage, e.what());
+  } catch (const InternalError& e) {
+    return report(kExitInternal, e.what());
+  } catch (const SysErrorException& e) {
+    return report(kExitInternal, std::string("system call failed: ") + e.what());
+  } catch (const std::exception& e) {
+    return report(kExitInternal, std::string("internal error: ") + e.what());
+  }
+}
+
+}  // namespace fabkit::cli

@@ -1,0 +1,19 @@
+// Shared plumbing for subcommands: one file per subcommand binds its options into a struct and
+// calls the library; this maps what escapes to the documented exit codes (STYLE.md §3).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace fabkit::cli {
+
+// Runs fn. UsageError -> 2, SysErrorException/InternalError/std::exception -> 3; the message goes
+// to stderr as text, or to stdout as a JSON error document when json is set.
+int run_command(const std::string& kind, bool json, const std::function<int()>& fn);
+
+// Every subcommand registers itself on the app and stores its exit code in *exit_code.
+void register_node_command(CLI::App& app, int* exit_code);
+
+}  // namespace fabkit::cli

@@ -1,0 +1,35 @@
+// fabcheck: find the silent fabric failures before a job burns GPU hours.
+#include <cstring>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "common/build_info.h"
+#include "common/report.h"
+#include "reports/report_render.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"fabcheck: check RDMA/RoCE/socket fabrics for multi-node GPU training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("fabcheck ") + fabkit::fabkit_version());
+  int exit_code = fabkit::kExitClean;
+
+  fabkit::cli::register_node_command(app, &exit_code);
+  // [register commands]
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    bool json = false;
+    for (int i = 1; i < argc; ++i) json = json || std::strcmp(argv[i], "--json") == 0;
+    if (json) {
+      fabkit::reports::render_error_json("usage", fabkit::kExitUsage, e.what(), std::cout);
+    } else {
+      app.exit(e);
+    }
+    return fabkit::kExitUsage;
+  }
+  return exit_code;
+}

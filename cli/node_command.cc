@@ -1,0 +1,59 @@
+// fabcheck node: inspect this node (or a --sysroot fixture tree) and report findings.
+#include <filesystem>
+#include <iostream>
+
+#include "cli/command.h"
+#include "common/errors.h"
+#include "probes/node_probe.h"
+#include "reports/report_render.h"
+
+namespace fabkit::cli {
+namespace {
+
+struct NodeArgs {
+  bool json = false;
+  std::string sysroot;
+  std::string peer;
+  std::string topo;
+};
+
+int run_node(const NodeArgs& a) {
+  ProbeContext ctx;
+  ctx.env = Environment::from_process();
+  if (!a.sysroot.empty()) {
+    if (!std::filesystem::is_directory(a.sysroot))
+      throw UsageError("--sysroot " + a.sysroot +
+                       ": not a directory; give the root of a copied tree holding sys/, proc/, etc/");
+    ctx.roots = SystemRoots::under(a.sysroot);
+  } else {
+    ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
+  }
+  if (!a.peer.empty()) ctx.options.peer = a.peer;
+  if (!a.topo.empty()) ctx.options.topo_file = a.topo;
+  // [verbs wiring]
+  Report r = run_node_probe(ctx);
+  if (a.json)
+    reports::render_json(r, std::cout);
+  else
+    reports::render_text(r, std::cout);
+  return exit_code_for(r.findings);
+}
+
+}  // namespace
+
+void register_node_command(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<NodeArgs>();
+  auto* sub = app.add_subcommand("node", "Inspect this node: RDMA, limits, interfaces, NCCL "
+                                         "settings, topology, locality, GPUDirect, GPUs");
+  sub->add_flag("--json", args->json, "Print the report as JSON (docs/json-schema.md)");
+  sub->add_option("--sysroot", args->sysroot,
+                  "Read sys/, proc/, dev/, etc/ under DIR instead of / (fixtures, copied trees)");
+  sub->add_option("--peer", args->peer,
+                  "Host or address of a peer: recommend the interface on its subnet");
+  sub->add_option("--topo", args->topo, "NCCL topology XML to check (default: NCCL_TOPO_FILE)");
+  sub->callback([args, exit_code] {
+    *exit_code = run_command("node", args->json, [&] { return run_node(*args); });
+  });
+}
+
+}  // namespace fabkit::cli

@@ -1,0 +1,82 @@
+#include "common/file_reader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <system_error>
+
+namespace fabkit {
+
+Expected<std::string> read_text(const std::filesystem::path& p, size_t max_bytes) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return SysError{"open", errno ? errno : ENOENT, p.string()};
+  std::string out;
+  out.resize(max_bytes);
+  in.read(out.data(), static_cast<std::streamsize>(max_bytes));
+  if (in.bad()) return SysError{"read", errno ? errno : EIO, p.string()};
+  out.resize(static_cast<size_t>(in.gcount()));
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  auto b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return {};
+  auto e = s.find_last_not_of(ws);
+  return s.substr(b, e - b + 1);
+}
+
+std::optional<std::string> read_line(const std::filesystem::path& p) {
+  auto t = read_text(p, 64 * 1024);
+  if (!ok(t)) return std::nullopt;
+  const std::string& s = value(t);
+  return trim(s.substr(0, s.find('\n')));
+}
+
+std::optional<int64_t> read_int(const std::filesystem::path& p) {
+  auto l = read_line(p);
+  if (!l || l->empty()) return std::nullopt;
+  try {
+    size_t used = 0;
+    int64_t v = std::stoll(*l, &used, 0);
+    if (used != l->size()) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::vector<std::string> list_dir(const std::filesystem::path& p) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(p, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    names.push_back(it->path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::optional<std::string> symlink_basename(const std::filesystem::path& p) {
+  std::error_code ec;
+  auto target = std::filesystem::read_symlink(p, ec);
+  if (ec) return std::nullopt;
+  return target.filename().string();
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    auto pos = s.find(sep, start);
+    out.push_back(s.substr(start, pos - start));
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+}  // namespace fabkit

@@ -1,0 +1,20 @@
+#include "common/report.h"
+
+#include <ctime>
+
+namespace fabkit {
+
+int exit_code_for(const std::vector<Finding>& findings) {
+  return worst_severity(findings) >= Severity::kWarn ? kExitFindings : kExitClean;
+}
+
+std::string utc_now_rfc3339() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace fabkit

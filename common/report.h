@@ -1,0 +1,35 @@
+// The report every fabcheck subcommand builds: findings plus one section of gathered facts per
+// probe. reports/ renders it (text, JSON); nothing else prints.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/finding.h"
+#include "common/json.h"
+
+namespace fabkit {
+
+// Bumped on any incompatible change of a --json document; docs/json-schema.md lists the history.
+inline constexpr int kReportSchemaVersion = 1;
+
+struct Section {
+  std::string name;  // "rdma", "limits", ... : the JSON key
+  Json facts;
+};
+
+struct Report {
+  std::string kind;  // "node", "topo", "pair", "nccl-log", "validate"
+  std::string hostname;
+  std::string generated_at;  // RFC 3339 UTC
+  std::vector<Finding> findings;
+  std::vector<Section> sections;
+};
+
+// 0 clean (info only), 1 warn or fail findings, 2 usage error, 3 internal error (STYLE.md §3).
+enum ExitCode : int { kExitClean = 0, kExitFindings = 1, kExitUsage = 2, kExitInternal = 3 };
+int exit_code_for(const std::vector<Finding>& findings);
+
+std::string utc_now_rfc3339();
+
+}  // namespace fabkit

@@ -1,0 +1,30 @@
+// What every gather receives: where the system is (roots), the environment snapshot, the user's
+// options, and the verbs seam (null when libibverbs is absent or under --sysroot, in which case
+// sysfs is the source).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "common/environment.h"
+#include "common/roots.h"
+
+namespace fabkit {
+namespace verbs {
+class VerbsApi;
+}
+
+struct NodeOptions {
+  std::optional<std::string> peer;                 // --peer HOST: choose the interface on its subnet
+  std::optional<std::filesystem::path> topo_file;  // --topo FILE (else NCCL_TOPO_FILE)
+};
+
+struct ProbeContext {
+  SystemRoots roots;
+  Environment env;
+  NodeOptions options;
+  verbs::VerbsApi* verbs = nullptr;
+};
+
+}  // namespace fabkit

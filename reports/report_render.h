@@ -1,0 +1,22 @@
+// Renderers: the only code that turns a Report into bytes for a person or a program.
+#pragma once
+
+#include <ostream>
+
+#include "common/json.h"
+#include "common/report.h"
+
+namespace fabkit::reports {
+
+// {"schema_version": N, "kind", "hostname", "generated_at", "build", "summary", "findings": [...],
+//  "<section>": {...}, ...}. schema_version is always the first key.
+Json report_to_json(const Report& r);
+Report report_from_json(const Json& j);  // throws std::invalid_argument naming the field
+void render_json(const Report& r, std::ostream& out);
+// Findings grouped by severity (fail, warn, info), each with its fix; then a short facts summary.
+void render_text(const Report& r, std::ostream& out);
+// A usage/internal error as JSON when --json was asked, so scripts always get JSON.
+void render_error_json(const std::string& kind, int exit_code, const std::string& message,
+                       std::ostream& out);
+
+}  // namespace fabkit::reports
