@@ -1,0 +1,54 @@
+"""`fabcheck node --json` on this machine validates against docs/schema/report.schema.json, and a
+usage error under --json against docs/schema/error.schema.json; warn/fail findings all carry a fix.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+import jsonschema
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+FABCHECK = None
+
+
+def schema(name):
+    with open(os.path.join(ROOT, "docs", "schema", name)) as f:
+        return json.load(f)
+
+
+class JsonSchema(unittest.TestCase):
+    def test_node_report_matches_schema(self):
+        r = subprocess.run([FABCHECK, "node", "--json"], stdout=subprocess.PIPE, text=True, timeout=60)
+        self.assertIn(r.returncode, (0, 1))
+        doc = json.loads(r.stdout)
+        jsonschema.validate(doc, schema("report.schema.json"))
+        self.assertEqual(list(doc)[0], "schema_version")
+        self.assertEqual(r.returncode, doc["summary"]["exit_code"])
+        for f in doc["findings"]:
+            if f["severity"] != "info":
+                self.assertTrue(f["fix"], "finding %s has no fix" % f["code"])
+
+    def test_usage_error_is_json_with_exit_2(self):
+        r = subprocess.run([FABCHECK, "node", "--json", "--no-such-flag"], stdout=subprocess.PIPE,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        doc = json.loads(r.stdout)
+        jsonschema.validate(doc, schema("error.schema.json"))
+        self.assertIn("--no-such-flag", doc["error"]["message"])
+
+    def test_missing_sysroot_is_usage_error_naming_it(self):
+        r = subprocess.run([FABCHECK, "node", "--json", "--sysroot", "/nonexistent/fabkit"],
+                           stdout=subprocess.PIPE, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("/nonexistent/fabkit", json.loads(r.stdout)["error"]["message"])
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fabcheck", required=True)
+    args, rest = ap.parse_known_args()
+    FABCHECK = os.path.abspath(args.fabcheck)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
