@@ -5,6 +5,7 @@
 #include <atomic>
 #include <fstream>
 #include <stdexcept>
+#include <string>
 
 namespace fabkit::testing {
 namespace {
@@ -48,9 +49,14 @@ void unpack_ttar(const std::filesystem::path& ttar, const std::filesystem::path&
         if (!std::getline(in, line))
           throw std::runtime_error(ttar.string() + ": truncated file body of " + current);
         ++lineno;
-        // ttar marks a final line without newline with the suffix "NULLBYTE"/"EOF"; sysfs
-        // attributes always end in a newline, so keep it simple and faithful.
-        body += line + "\n";
+        // ttar marks a file without a final newline by suffixing its last line with "EOF"
+        // (procfs's own node_guid capture uses it), and encodes NUL bytes as "NULLBYTE".
+        bool last = i + 1 == n;
+        if (last && line.size() >= 3 && line.compare(line.size() - 3, 3, "EOF") == 0) {
+          body += line.substr(0, line.size() - 3);
+        } else {
+          body += line + "\n";
+        }
       }
       auto t = target_of(current);
       if (!t.empty()) {

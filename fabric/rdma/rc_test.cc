@@ -1,0 +1,196 @@
+// The measurement loops. write_bw: the client keeps tx_depth RDMA WRITEs in flight and times
+// `iters` of them, then SENDs the elapsed time so the server can report the same figure and check
+// the data (RC delivers the WRITEs before the SEND that follows them). send_lat: ping-pong of
+// SENDs; one-way latency is half the round trip, as ib_send_lat reports it.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "fabric/rdma/rc_endpoint.h"
+
+namespace fabkit::fabric::rdma {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kDoneWrId = ~0ull;
+
+uint8_t pattern_byte(size_t offset) { return static_cast<uint8_t>((offset * 131 + 7) & 0xff); }
+
+struct Progress {
+  uint64_t sends = 0;
+  uint64_t recvs = 0;
+};
+
+bool completion_failed(const verbs::WorkCompletion& wc, RcEndpoint& ep, RcTestResult& r) {
+  std::string what = std::string(wc.is_recv ? "receive" : "send/write") + " completed with " +
+                     wc_status_name(wc.status);
+  r.reason = what;
+  if (wc.status == 12)  // RETRY_EXC_ERR: no acknowledgement from the peer
+    r.diagnoses.push_back(fail("rdma.rc.retry_exceeded", ep.local.device,
+                               what + ": the peer never acknowledged; packets do not reach its QP",
+                               "check that both sides use reachable addresses (LID on InfiniBand, a "
+                               "RoCE v2 GID on the same IP network), the same path MTU, and that "
+                               "the peer process is running"));
+  else
+    r.diagnoses.push_back(fail("rdma.rc.completion_error", ep.local.device, what,
+                               "compare keys, addresses and sizes exchanged with the peer; 'dmesg' "
+                               "shows the HCA's view"));
+  return false;
+}
+
+// Polls until at least `sends` send-side and `recvs` receive completions have arrived in total.
+bool wait_for(RcEndpoint& ep, Progress& p, uint64_t sends, uint64_t recvs, int timeout_ms,
+              RcTestResult& r) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (p.sends < sends || p.recvs < recvs) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    auto wcs = ep.api->poll_cq(ep.cq.get(), 32, static_cast<int>(std::max<int64_t>(left, 0)));
+    if (!ok(wcs)) {
+      r.reason = error(wcs).to_string();
+      return false;
+    }
+    for (const auto& wc : value(wcs)) {
+      if (wc.status != 0) return completion_failed(wc, ep, r);
+      ++(wc.is_recv ? p.recvs : p.sends);
+    }
+    if (value(wcs).empty() && Clock::now() >= deadline) {
+      r.reason = "timed out after " + std::to_string(timeout_ms) + " ms waiting for " +
+                 std::to_string(sends - std::min(p.sends, sends)) + " send and " +
+                 std::to_string(recvs - std::min(p.recvs, recvs)) + " receive completions";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool post(RcEndpoint& ep, verbs::WrOpcode op, uint64_t wr_id, size_t offset, uint32_t len,
+          uint64_t remote_addr, RcTestResult& r) {
+  verbs::SendWr w{wr_id, op, ep.addr(offset), len, ep.mr_keys.lkey, true, remote_addr, ep.remote.rkey};
+  auto p = ep.api->post_send(ep.qp.get(), w);
+  if (!ok(p)) r.reason = error(p).to_string();
+  return ok(p);
+}
+
+bool post_recv(RcEndpoint& ep, size_t offset, uint32_t len, RcTestResult& r) {
+  auto p = ep.api->post_recv(ep.qp.get(), {0, ep.addr(offset), len, ep.mr_keys.lkey});
+  if (!ok(p)) r.reason = error(p).to_string();
+  return ok(p);
+}
+
+double gbps(uint64_t bytes, uint64_t ns) { return ns ? bytes * 8.0 / static_cast<double>(ns) : 0.0; }
+
+bool write_bw_client(RcEndpoint& ep, const RcTestSpec& s, RcTestResult& r) {
+  for (size_t i = 0; i < s.size_bytes; ++i) ep.buffer[i] = pattern_byte(i);
+  Progress p;
+  auto run = [&](int n) {
+    uint64_t target = p.sends + static_cast<uint64_t>(n), posted = p.sends;
+    while (p.sends < target) {
+      while (posted < target && posted - p.sends < static_cast<uint64_t>(s.tx_depth))
+        if (!post(ep, verbs::WrOpcode::kRdmaWrite, posted++, 0, s.size_bytes, ep.remote.addr, r))
+          return false;
+      if (!wait_for(ep, p, p.sends + 1, 0, s.timeout_ms, r)) return false;
+    }
+    return true;
+  };
+  if (!run(s.warmup_iters)) return false;
+  auto t0 = Clock::now();
+  if (!run(s.iters)) return false;
+  uint64_t ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  std::memcpy(ep.buffer.data() + s.size_bytes, &ns, sizeof ns);
+  if (!post(ep, verbs::WrOpcode::kSend, kDoneWrId, s.size_bytes, sizeof ns, 0, r)) return false;
+  if (!wait_for(ep, p, p.sends + 1, 0, s.timeout_ms, r)) return false;
+  r.bw_gbps = gbps(r.bytes, ns);
+  return true;
+}
+
+bool write_bw_server(RcEndpoint& ep, const RcTestSpec& s, RcTestResult& r) {
+  // The client's whole run precedes its "done": allow it at a pessimistic 1 Gbit/s on top of the
+  // per-wait timeout, so a dead peer still ends the wait.
+  uint64_t total = static_cast<uint64_t>(s.size_bytes) * static_cast<uint64_t>(s.iters + s.warmup_iters);
+  int budget_ms = s.timeout_ms + static_cast<int>(std::min<uint64_t>(total * 8 / 1000000, 3600000));
+  Progress p;
+  if (!wait_for(ep, p, 0, 1, budget_ms, r)) return false;
+  uint64_t ns = 0;
+  std::memcpy(&ns, ep.buffer.data() + s.size_bytes, sizeof ns);
+  bool same = true;
+  for (size_t i = 0; i < s.size_bytes && same; ++i) same = ep.buffer[i] == pattern_byte(i);
+  r.data_verified = same;
+  r.bw_gbps = gbps(r.bytes, ns);
+  if (!same) r.reason = "the written buffer does not hold the client's pattern";
+  return same;
+}
+
+bool send_lat(RcEndpoint& ep, const RcTestSpec& s, RcTestResult& r) {
+  const size_t send_off = 0, recv_off = s.size_bytes;
+  std::vector<double> half_rtt_us;
+  Progress p;
+  bool client = s.role == RcRole::kClient;
+  for (int i = 0; i < s.warmup_iters + s.iters; ++i) {
+    auto t0 = Clock::now();
+    if (client && !post(ep, verbs::WrOpcode::kSend, i, send_off, s.size_bytes, 0, r)) return false;
+    // Targets by iteration, not "one more than seen": one poll may return the send completion
+    // together with the peer's next message.
+    uint64_t n = static_cast<uint64_t>(i) + 1;
+    if (!wait_for(ep, p, 0, n, s.timeout_ms, r)) return false;
+    if (!post_recv(ep, recv_off, s.size_bytes, r)) return false;
+    if (!client && !post(ep, verbs::WrOpcode::kSend, i, send_off, s.size_bytes, 0, r)) return false;
+    if (!wait_for(ep, p, n, 0, s.timeout_ms, r)) return false;
+    if (client && i >= s.warmup_iters)
+      half_rtt_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 2);
+  }
+  if (client) {
+    r.lat_us_median = percentile(half_rtt_us, 50);
+    r.lat_us_p99 = percentile(half_rtt_us, 99);
+  }
+  return true;
+}
+
+}  // namespace
+
+RcTestResult run_rc_test(verbs::VerbsApi& api, const RcTestSpec& s, const RcExchange& exchange) {
+  RcTestResult r;
+  if (s.size_bytes == 0 || s.iters <= 0 || s.warmup_iters < 0 || s.tx_depth <= 0 || s.timeout_ms <= 0) {
+    r.reason = "invalid spec: size_bytes, iters, tx_depth and timeout_ms must be positive";
+    return r;
+  }
+  bool lat = s.mode == RcMode::kSendLat;
+  RcEndpoint ep;
+  ep.api = &api;
+  size_t bytes = (lat ? 2 * size_t{s.size_bytes} : size_t{s.size_bytes}) + kControlBytes;
+  if (!setup_endpoint(ep, s, bytes, lat ? 2 : s.tx_depth, r)) return r;
+  // Receives go up before the peer can send (rc_pingpong does the same).
+  if (lat && !post_recv(ep, s.size_bytes, s.size_bytes, r)) return r;
+  if (!lat && s.role == RcRole::kServer && !post_recv(ep, s.size_bytes, kControlBytes, r)) return r;
+
+  auto remote = exchange(ep.local);
+  if (!ok(remote)) {
+    r.reason = "endpoint exchange: " + error(remote).to_string();
+    return r;
+  }
+  ep.remote = value(remote);
+  auto diag = diagnose_rc_pair(ep.local, ep.remote);
+  r.diagnoses.insert(r.diagnoses.end(), diag.begin(), diag.end());
+  for (const auto& f : diag)
+    if (f.severity == Severity::kFail) {
+      r.reason = "not connecting: " + f.message;
+      return r;
+    }
+  r.path_mtu = std::min(ep.local.mtu, ep.remote.mtu);
+  if (!connect_endpoint(ep, r.path_mtu, r)) return r;
+  // Barrier: a SEND or WRITE that reaches a QP not yet in RTR is dropped and retried until
+  // retry_cnt runs out; perftest and rc_pingpong also handshake again after connecting.
+  auto ready = exchange(ep.local);
+  if (!ok(ready)) {
+    r.reason = "ready barrier: " + error(ready).to_string();
+    return r;
+  }
+
+  r.iters = s.iters;
+  r.bytes = uint64_t{s.size_bytes} * static_cast<uint64_t>(s.iters);
+  bool done = lat ? send_lat(ep, s, r)
+                  : (s.role == RcRole::kClient ? write_bw_client(ep, s, r) : write_bw_server(ep, s, r));
+  if (done) r.status = "ok";
+  return r;
+}
+
+}  // namespace fabkit::fabric::rdma

@@ -1,0 +1,178 @@
+#include <gtest/gtest.h>
+
+#include "probes/rdma/rdma_facts.h"
+#include "tests/support/ttar.h"
+
+namespace fabkit::probes {
+namespace {
+
+using testing::TempDir;
+using testing::write_file;
+using verbs::GidType;
+using verbs::LinkLayer;
+using verbs::PhysState;
+using verbs::PortState;
+
+bool has(const std::vector<Finding>& fs, const std::string& code, Severity sev) {
+  for (const auto& f : fs)
+    if (f.code == code && f.severity == sev) return true;
+  return false;
+}
+
+RdmaFacts gather_ttar(const std::filesystem::path& ttar, const std::string& prefix, TempDir& dir) {
+  testing::unpack_ttar(ttar, dir.path(), prefix);
+  return gather_rdma_sysfs(dir.path() / "sys");
+}
+
+TEST(RdmaSysfs, ParsesCodedValuesAndRates) {
+  EXPECT_EQ(parse_sysfs_coded("4: ACTIVE"), 4);
+  EXPECT_EQ(parse_sysfs_coded("5: LinkUp"), 5);
+  EXPECT_FALSE(parse_sysfs_coded("ACTIVE"));
+  EXPECT_FALSE(parse_sysfs_coded("4:"));
+  EXPECT_FALSE(parse_sysfs_coded("x4: ACTIVE"));
+  EXPECT_FALSE(parse_sysfs_coded("99999999999999999999: ACTIVE"));
+  EXPECT_EQ(parse_sysfs_rate_gbps("100 Gb/sec (4X EDR)"), 100.0);
+  EXPECT_EQ(parse_sysfs_rate_gbps("2.5 Gb/sec (1X SDR)"), 2.5);
+  EXPECT_FALSE(parse_sysfs_rate_gbps("fast"));
+  EXPECT_FALSE(parse_sysfs_rate_gbps("100 Mb/sec"));
+}
+
+// prometheus/procfs's capture: hfi1 (Omni-Path), a 2-port mlx4 and an mlx5, no LIDs or GIDs.
+TEST(RdmaSysfs, RealProcfsCapture) {
+  TempDir dir("rdma_real");
+  auto f = gather_ttar(testing::project_fixtures() / "real/sysfs/procfs_sys_class_infiniband.ttar",
+                       "fixtures", dir);
+  EXPECT_EQ(f.source, "sysfs");
+  EXPECT_TRUE(f.errors.empty()) << f.errors.front().to_string();
+  ASSERT_EQ(f.devices.size(), 3u);
+  const auto& hfi = f.devices[0];
+  EXPECT_EQ(hfi.name, "hfi1_0");
+  EXPECT_EQ(hfi.fw_ver, "1.27.0");
+  EXPECT_FALSE(hfi.node_guid);
+  ASSERT_EQ(hfi.ports.size(), 1u);
+  EXPECT_EQ(hfi.ports[0].state, PortState::kActive);
+  EXPECT_EQ(hfi.ports[0].phys_state, PhysState::kLinkUp);
+  EXPECT_EQ(hfi.ports[0].link_layer, LinkLayer::kInfiniBand);
+  EXPECT_EQ(hfi.ports[0].rate_gbps, 100.0);
+  EXPECT_EQ(hfi.ports[0].rate_text, "100 Gb/sec (4X EDR)");
+  EXPECT_FALSE(hfi.ports[0].lid);  // not in the capture: unknown, not 0
+  EXPECT_FALSE(hfi.ports[0].gids_known);
+  const auto& mlx4 = f.devices[1];
+  EXPECT_EQ(mlx4.name, "mlx4_0");
+  ASSERT_EQ(mlx4.ports.size(), 2u);
+  EXPECT_EQ(mlx4.ports[1].port, 2);
+  EXPECT_EQ(mlx4.ports[1].link_layer, LinkLayer::kInfiniBand);  // file has a trailing blank line
+  EXPECT_EQ(mlx4.ports[1].rate_gbps, 40.0);
+  const auto& mlx5 = f.devices[2];
+  EXPECT_EQ(mlx5.fw_ver, "14.28.2006");
+  ASSERT_EQ(mlx5.ports.size(), 1u);
+  // The capture's phys_state reads "4: ACTIVE"; the kernel derives the name from the code, so
+  // the code (4 = PortConfigurationTraining) is what counts.
+  EXPECT_EQ(mlx5.ports[0].phys_state, PhysState::kPortConfigurationTraining);
+  EXPECT_EQ(mlx5.ports[0].rate_gbps, 25.0);
+
+  auto findings = judge_rdma(f);
+  EXPECT_TRUE(has(findings, "rdma.mixed_rates", Severity::kWarn));
+  EXPECT_FALSE(has(findings, "rdma.lid_zero", Severity::kFail));  // LID unknown: no claim
+  EXPECT_EQ(worst_severity(findings), Severity::kWarn);
+  Json j = to_json(f);
+  EXPECT_EQ(j["devices"][1]["ports"][1]["rate_gbps"], 40.0);
+  EXPECT_TRUE(j["devices"][0]["ports"][0]["lid"].is_null());
+}
+
+// The capture stores mlx5_0/node_guid without a final newline (ttar's "EOF" suffix).
+TEST(RdmaSysfs, RealProcfsCaptureNodeGuid) {
+  TempDir dir("rdma_real_guid");
+  auto f = gather_ttar(testing::project_fixtures() / "real/sysfs/procfs_sys_class_infiniband.ttar",
+                       "fixtures", dir);
+  ASSERT_EQ(f.devices.size(), 3u);
+  EXPECT_EQ(f.devices[2].node_guid, "0a7f:bc12:45ef:d23b");
+}
+
+TEST(RdmaSysfs, IbHdrAndRoceV2Tree) {
+  TempDir dir("rdma_own");
+  auto f = gather_ttar(testing::project_fixtures() / "rdma/sysfs_ib_hdr_roce_v2.ttar", "", dir);
+  ASSERT_TRUE(f.errors.empty()) << f.errors.front().to_string();
+  ASSERT_EQ(f.devices.size(), 2u);
+  const auto& ib = f.devices[0].ports.at(0);
+  EXPECT_EQ(f.devices[0].node_guid, "b859:9f03:00d6:5b3e");
+  EXPECT_EQ(ib.rate_gbps, 200.0);
+  EXPECT_EQ(ib.lid, 12);
+  EXPECT_EQ(ib.sm_lid, 1);
+  EXPECT_EQ(ib.netdev, "ib0");
+  ASSERT_EQ(ib.gids.size(), 1u);  // 7 all-zero slots skipped
+  EXPECT_EQ(ib.gids[0].type, GidType::kIb);
+  EXPECT_FALSE(ib.roce_v2_gid_index);
+  const auto& roce = f.devices[1].ports.at(0);
+  EXPECT_EQ(f.devices[1].name, "mlx5_2");
+  EXPECT_EQ(roce.link_layer, LinkLayer::kEthernet);
+  EXPECT_EQ(roce.lid, 0);
+  EXPECT_EQ(roce.netdev, "ens1f0np0");
+  ASSERT_EQ(roce.gids.size(), 4u);
+  EXPECT_EQ(roce.gids[0].type, GidType::kRoceV1);  // "IB/RoCE v1" on an Ethernet port
+  EXPECT_EQ(roce.gids[3].type, GidType::kRoceV2);
+  EXPECT_EQ(roce.gids[3].gid, "0000:0000:0000:0000:0000:ffff:c612:0105");
+  EXPECT_EQ(roce.roce_v2_gid_index, 3);  // the IPv4-mapped v2 entry, not index 1
+
+  auto findings = judge_rdma(f);
+  EXPECT_TRUE(has(findings, "rdma.mixed_link_layers", Severity::kWarn));
+  EXPECT_TRUE(has(findings, "rdma.mixed_rates", Severity::kWarn));
+  EXPECT_FALSE(has(findings, "rdma.lid_zero", Severity::kFail));  // LID 0 is normal on RoCE
+  EXPECT_NE(worst_severity(findings), Severity::kFail);
+  Json j = to_json(f)["devices"][1]["ports"][0];
+  EXPECT_EQ(j["roce_v2_gid_index"], 3);
+  EXPECT_EQ(j["gids"][3]["type"], "RoCE v2");
+  EXPECT_EQ(j["gids"][3]["netdev"], "ens1f0np0");
+  EXPECT_EQ(j["link_layer"], "Ethernet");
+  EXPECT_EQ(j["state"], "ACTIVE");
+}
+
+TEST(RdmaSysfs, NoInfinibandClassMeansNoDevices) {
+  TempDir dir("rdma_none");
+  std::filesystem::create_directories(dir.path() / "sys/class/net");
+  auto f = gather_rdma_sysfs(dir.path() / "sys");
+  EXPECT_EQ(f.source, "none");
+  EXPECT_TRUE(f.devices.empty());
+  auto findings = judge_rdma(f);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].code, "rdma.no_devices");
+  EXPECT_EQ(findings[0].severity, Severity::kInfo);
+}
+
+TEST(RdmaSysfs, MalformedAndMissingFilesBecomeErrors) {
+  TempDir dir("rdma_bad");
+  auto p = dir.path() / "sys/class/infiniband/mlx5_0/ports/1";
+  write_file(p / "state", "ACTIVE\n");
+  write_file(p / "phys_state", "5: LinkUp\n");
+  write_file(p / "link_layer", "Ethernet\n");
+  write_file(p / "lid", "zero\n");
+  auto f = gather_rdma_sysfs(dir.path() / "sys");
+  ASSERT_EQ(f.devices.size(), 1u);
+  EXPECT_FALSE(f.devices[0].ports[0].state);
+  ASSERT_EQ(f.errors.size(), 3u);  // state unparsable, rate missing, lid unparsable
+  EXPECT_NE(f.errors[0].object.find("ports/1/state: 'ACTIVE'"), std::string::npos);
+  EXPECT_TRUE(has(judge_rdma(f), "rdma.gather_error", Severity::kWarn));
+}
+
+TEST(RdmaSysfs, PortNetdevByDevPortOnMultiPortFunctions) {
+  TempDir dir("rdma_mlx4");
+  auto d = dir.path() / "sys/class/infiniband/mlx4_0";
+  for (int port : {1, 2}) {
+    auto p = d / "ports" / std::to_string(port);
+    write_file(p / "state", "4: ACTIVE\n");
+    write_file(p / "phys_state", "5: LinkUp\n");
+    write_file(p / "link_layer", "Ethernet\n");
+    write_file(p / "rate", "40 Gb/sec (4X QDR)\n");
+  }
+  write_file(d / "device/net/eth2/dev_port", "0\n");
+  write_file(d / "device/net/eth3/dev_port", "1\n");
+  auto f = gather_rdma_sysfs(dir.path() / "sys");
+  ASSERT_EQ(f.devices.at(0).ports.size(), 2u);
+  EXPECT_EQ(f.devices[0].ports[0].netdev, "eth2");
+  EXPECT_EQ(f.devices[0].ports[1].netdev, "eth3");
+  EXPECT_FALSE(f.devices[0].ports[0].gids_known);  // no gids/ dir: no RoCE v2 claim either way
+  EXPECT_FALSE(has(judge_rdma(f), "rdma.roce_no_v2_gid", Severity::kFail));
+}
+
+}  // namespace
+}  // namespace fabkit::probes
