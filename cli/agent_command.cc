@@ -1,0 +1,89 @@
+// fabcheck agent: the far end of `fabcheck pair` (started by the controller's launcher, not by
+// hand). The session token comes from FABKIT_SESSION_TOKEN or the first line of stdin — never
+// argv, which every user on the host can read in /proc/PID/cmdline.
+#include <poll.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "cli/command.h"
+#include "common/errors.h"
+#include "fabric/agent/agent.h"
+#include "fabric/wire/messages.h"
+#include "fabric/wire/token.h"
+
+namespace fabkit::cli {
+namespace {
+
+struct AgentArgs {
+  std::string bind;
+  int port = 0;
+  std::string name;
+  int accept_timeout_ms = 30000;
+  int idle_timeout_ms = 120000;
+  int token_timeout_ms = 10000;
+};
+
+std::string read_token(int timeout_ms) {
+  if (const char* env = std::getenv("FABKIT_SESSION_TOKEN"); env != nullptr && *env != '\0') return env;
+  std::string line;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    pollfd p{0, POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0)
+      throw UsageError("no session token: set FABKIT_SESSION_TOKEN or write it as the first line of "
+                       "stdin within " + std::to_string(timeout_ms) + " ms (fabcheck pair does this)");
+    char c;
+    ssize_t r = ::read(0, &c, 1);  // byte by byte: nothing after the first line is consumed
+    if (r <= 0 || c == '\n') break;
+    if (line.size() > 1024) throw UsageError("the session token on stdin is longer than 1024 characters");
+    line.push_back(c);
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
+int run_agent_cmd(const AgentArgs& a) {
+  if (!a.bind.empty() && !wire::is_ipv4_literal(a.bind))
+    throw UsageError("--bind " + a.bind + ": give an IPv4 address of this host, e.g. --bind 198.18.0.1");
+  agent::AgentOptions o;
+  o.bind_addr = a.bind;
+  o.port = static_cast<uint16_t>(a.port);
+  o.name = a.name;
+  o.accept_timeout_ms = a.accept_timeout_ms;
+  o.idle_timeout_ms = a.idle_timeout_ms;
+  o.token = read_token(a.token_timeout_ms);
+  if (auto why = wire::token_problem(o.token); !why.empty())
+    throw UsageError("the session token " + why + "; fabcheck pair makes a 64-character one");
+  auto e = agent::run_agent(
+      o,
+      [](const Json& hello) {
+        std::cout << hello.dump() << std::endl;  // the one line the controller waits for
+      },
+      [&](const std::string& msg) { std::cerr << "fabcheck agent " << a.name << ": " << msg << std::endl; });
+  return e == agent::AgentExit::kBye ? 0 : 1;
+}
+
+}  // namespace
+
+void register_agent_command(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<AgentArgs>();
+  auto* sub = app.add_subcommand("agent", "Agent for `fabcheck pair` (started by its launcher; "
+                                          "token on stdin or FABKIT_SESSION_TOKEN)");
+  sub->group("");  // hidden from the top-level help: people run `pair`, which starts agents
+  sub->add_option("--bind", args->bind, "Listen on this IPv4 address only (default: all)");
+  sub->add_option("--port", args->port, "Listen port (default: ephemeral)")->check(CLI::Range(0, 65535));
+  sub->add_option("--name", args->name, "Host name the controller uses, for messages");
+  sub->add_option("--accept-timeout-ms", args->accept_timeout_ms, "Wait this long for the controller")
+      ->check(CLI::Range(100, 3600000));
+  sub->add_option("--idle-timeout-ms", args->idle_timeout_ms, "Exit after this long without a request")
+      ->check(CLI::Range(100, 86400000));
+  sub->add_option("--token-timeout-ms", args->token_timeout_ms, "Wait this long for the token on stdin")
+      ->check(CLI::Range(1, 600000));
+  sub->callback([args, exit_code] {
+    *exit_code = run_command("agent", false, [&] { return run_agent_cmd(*args); });
+  });
+}
+
+}  // namespace fabkit::cli

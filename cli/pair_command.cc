@@ -1,0 +1,102 @@
+// fabcheck pair A B: measure the fabric between two hosts through agents started by a launcher,
+// and say which interface and transport training should use (docs/pair.md).
+#include <unistd.h>
+
+#include <climits>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/command.h"
+#include "common/errors.h"
+#include "fabric/pair/pair_controller.h"
+#include "fabric/pair/pair_text.h"
+#include "reports/report_render.h"
+
+namespace fabkit::cli {
+namespace {
+
+struct PairArgs {
+  std::vector<std::string> hosts;
+  std::string launcher = "ssh";
+  std::string agent_path;
+  int port = 29400;
+  std::string sizes;
+  std::string transports;
+  int timeout_ms = 10000;
+  int transport_timeout_ms = 300000;
+  int iters = 20, warmup_iters = 5;
+  int pings = 1000, streams = 4, bandwidth_ms = 1000;
+  bool json = false;
+};
+
+std::string self_path() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw UsageError("cannot find this binary's path (/proc/self/exe): pass --agent-path");
+  return p.string();
+}
+
+int run_pair_cmd(const PairArgs& a) {
+  if (a.hosts.size() != 2) throw UsageError("give exactly two hosts: fabcheck pair nodeA nodeB");
+  if (a.hosts[0] == a.hosts[1]) throw UsageError("the two hosts are the same (" + a.hosts[0] + ")");
+  pair::PairOptions o;
+  o.host_a = a.hosts[0];
+  o.host_b = a.hosts[1];
+  o.launcher_text = a.launcher;
+  o.launcher = launch::parse_launcher(a.launcher, std::max(1, a.timeout_ms / 1000));
+  o.agent_path = a.agent_path.empty() ? self_path() : a.agent_path;
+  o.port = static_cast<uint16_t>(a.port);
+  o.sizes_bytes = a.sizes.empty() ? pair::default_pair_sizes() : pair::parse_sizes(a.sizes);
+  if (!a.transports.empty())
+    for (size_t s = 0, e; s <= a.transports.size(); s = e + 1) {
+      e = a.transports.find(',', s);
+      if (e == std::string::npos) e = a.transports.size();
+      if (e > s) o.transports.push_back(a.transports.substr(s, e - s));
+    }
+  o.timeout_ms = a.timeout_ms;
+  o.transport_timeout_ms = a.transport_timeout_ms;
+  o.iters = a.iters;
+  o.warmup_iters = a.warmup_iters;
+  o.pings = a.pings;
+  o.streams = a.streams;
+  o.bandwidth_ms = a.bandwidth_ms;
+  // Validate the launcher argv before starting anything (bad host names are usage errors).
+  launch::launcher_argv(o.launcher, o.host_a, {o.agent_path});
+  launch::launcher_argv(o.launcher, o.host_b, {o.agent_path});
+  Report r = pair::build_pair_report(pair::run_pair(o));
+  if (a.json)
+    reports::render_json(r, std::cout);
+  else
+    pair::render_pair_text(r, std::cout);
+  return exit_code_for(r.findings);
+}
+
+}  // namespace
+
+void register_pair_command(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<PairArgs>();
+  auto* sub = app.add_subcommand("pair", "Measure the fabric between two nodes (TCP per interface "
+                                         "pair, rendezvous port, all-reduce per transport) and "
+                                         "recommend the interface and transport");
+  sub->add_option("hosts", a->hosts, "nodeA nodeB (rank 0 is nodeA)")->expected(2)->required();
+  sub->add_option("--launcher", a->launcher,
+                  "ssh (default), srun, or a template such as 'ip netns exec {host}'");
+  sub->add_option("--agent-path", a->agent_path, "fabcheck on the hosts (default: this binary's path)");
+  sub->add_option("--port", a->port, "Rendezvous port to check (MASTER_PORT)")->check(CLI::Range(1, 65535));
+  sub->add_option("--sizes", a->sizes, "All-reduce sizes, e.g. 8,1K,1M,64M (default 8 B .. 256 MiB x4)");
+  sub->add_option("--transports", a->transports, "Only these transports (comma list; none = skip the all-reduce runs)");
+  sub->add_option("--timeout-ms", a->timeout_ms, "Bound on each control step")->check(CLI::Range(100, 600000));
+  sub->add_option("--transport-timeout-ms", a->transport_timeout_ms, "Bound on one transport's sweep")
+      ->check(CLI::Range(100, 3600000));
+  sub->add_option("--iters", a->iters, "Timed all-reduce iterations per size")->check(CLI::Range(1, 100000));
+  sub->add_option("--warmup-iters", a->warmup_iters, "Untimed iterations per size")->check(CLI::Range(0, 100000));
+  sub->add_option("--pings", a->pings, "Round trips per interface pair")->check(CLI::Range(1, 100000));
+  sub->add_option("--streams", a->streams, "Streams in the multi-stream test")->check(CLI::Range(1, 64));
+  sub->add_option("--bandwidth-ms", a->bandwidth_ms, "Duration of each bandwidth test")->check(CLI::Range(10, 60000));
+  sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/pair.md)");
+  sub->callback([a, exit_code] {
+    *exit_code = run_command("pair", a->json, [&] { return run_pair_cmd(*a); });
+  });
+}
+
+}  // namespace fabkit::cli

@@ -1,0 +1,34 @@
+// `fabcheck agent`: the far end of `fabcheck pair`. It listens on one address, accepts exactly one
+// controller that presents the session token, answers requests from a fixed table of operations
+// (agent_commands.h), and exits when the controller says bye, when the controller's connection
+// drops, or when it has been idle too long. Nothing it receives is executed: requests name an
+// operation and carry typed, range-checked arguments.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "common/json.h"
+
+namespace fabkit::agent {
+
+struct AgentOptions {
+  std::string bind_addr;          // "" = all addresses (the token still gates every connection)
+  uint16_t port = 0;              // 0 = ephemeral; reported in the hello line
+  std::string token;              // from stdin or FABKIT_SESSION_TOKEN, never argv
+  std::string name;               // how the controller calls this host (for messages)
+  int accept_timeout_ms = 30000;  // how long to wait for the controller to connect
+  int idle_timeout_ms = 120000;   // exit after this long without a request
+};
+
+enum class AgentExit { kBye, kControllerDropped, kIdleTimeout, kNoController, kProtocolError };
+const char* to_string(AgentExit e);
+
+// on_listening receives the hello document (port, addresses, pid, version) once the socket is
+// bound; the CLI prints it as the one JSON line the controller waits for. log receives one line
+// per notable event (rejected token, exit reason) for the agent's stderr.
+AgentExit run_agent(const AgentOptions& opts, const std::function<void(const Json&)>& on_listening,
+                    const std::function<void(const std::string&)>& log);
+
+}  // namespace fabkit::agent

@@ -1,0 +1,108 @@
+#include "fabric/agent/agent_commands.h"
+
+#include "fabric/agent/agent_requests.h"
+#include "fabric/agent/agent_transports.h"
+#include "fabric/agent/local_interfaces.h"
+#include "fabric/wire/wire_error.h"
+#include "probes/node_probe.h"
+#include "reports/report_render.h"
+
+namespace fabkit::agent {
+namespace {
+
+using wire::get_int;
+using wire::get_int_or;
+using wire::get_ipv4;
+
+Json port_probe(const Json& a) {
+  std::string addr = get_ipv4(a, "addr");
+  auto port = static_cast<uint16_t>(get_int(a, "port", 1, 65535));
+  std::string local = get_ipv4(a, "local_addr");
+  int timeout_ms = static_cast<int>(get_int(a, "timeout_ms", 1, kMaxTimeoutMs));
+  auto c = tcp::connect_tcp(addr, port, local, timeout_ms);
+  Json j = {{"status", tcp::to_string(c.status)}, {"timeout_ms", timeout_ms}};
+  j["connect_time_us"] = c.status == tcp::ConnectStatus::kOpen ? Json(c.connect_time_us) : Json();
+  j["error"] = c.message.empty() ? Json() : Json(c.message);
+  return j;
+}
+
+}  // namespace
+
+void AgentSession::validate(const wire::Request& req) { validate_request(req); }
+
+Json AgentSession::handle(const wire::Request& req) {
+  validate(req);  // every argument is checked before anything runs
+  const Json& a = req.args;
+  if (req.op == "facts") return facts();
+  if (req.op == "transports") return {{"transports", agent_transport_names()}};
+  if (req.op == "tcp_serve") return tcp_serve(a);
+  if (req.op == "tcp_stop") return tcp_stop(a);
+  if (req.op == "tcp_measure") return tcp::to_json(tcp::measure_link(parse_link_spec(a, token_)));
+  if (req.op == "port_listen") return port_listen(a);
+  if (req.op == "port_probe") return port_probe(a);
+  if (req.op == "port_close") {
+    uint64_t accepted = port_listener_ ? port_listener_->accepted() : 0;
+    port_listener_.reset();
+    return {{"accepted", accepted}};
+  }
+  if (req.op == "free_port") return free_port(a);
+  // op == "allreduce" (validate() accepted nothing else)
+  return run_agent_transport(wire::get_string(a, "transport", 64), parse_transport_args(a), token_);
+}
+
+Json AgentSession::facts() {
+  ProbeContext ctx;
+  ctx.env = Environment::from_process();
+  ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
+  Report r = run_node_probe(ctx);
+  Json report = reports::report_to_json(r);
+  Json ifs = interfaces_for_report(report, ctx.roots);
+  return {{"report", report}, {"interfaces", ifs}, {"transports", agent_transport_names()}};
+}
+
+Json AgentSession::tcp_serve(const Json& a) {
+  std::string addr = get_ipv4(a, "addr");
+  try {
+    auto server = std::make_unique<tcp::TcpTestServer>(addr, token_, idle_timeout_ms_, ifname_arg(a, "ifname"));
+    int id = next_server_id_++;
+    uint16_t port = server->port();
+    servers_[id] = std::move(server);
+    return {{"server_id", id}, {"port", port}};
+  } catch (const wire::WireError& e) {
+    throw AgentOpError("agent.bind_failed", e.what());
+  }
+}
+
+Json AgentSession::tcp_stop(const Json& a) {
+  int id = static_cast<int>(get_int(a, "server_id", 1, INT32_MAX));
+  auto it = servers_.find(id);
+  if (it == servers_.end())
+    throw AgentOpError("agent.no_such_server", "no test server with id " + std::to_string(id));
+  uint64_t rejected = it->second->rejected_connections();
+  servers_.erase(it);
+  return {{"rejected_connections", rejected}};
+}
+
+Json AgentSession::port_listen(const Json& a) {
+  std::string addr = get_ipv4(a, "addr");
+  auto port = static_cast<uint16_t>(get_int(a, "port", 1, 65535));
+  port_listener_.reset();
+  try {
+    port_listener_ = std::make_unique<PortListener>(addr, port);
+    return {{"status", "listening"}, {"error", nullptr}};
+  } catch (const wire::WireError& e) {
+    // EADDRINUSE here is a finding, not a tool failure: torchrun's rank 0 would fail the same way.
+    return {{"status", "in_use"}, {"error", e.what()}};
+  }
+}
+
+Json AgentSession::free_port(const Json& a) {
+  try {
+    wire::Fd fd = tcp::listen_tcp(get_ipv4(a, "addr"), 0);
+    return {{"port", tcp::local_port(fd.get())}};
+  } catch (const wire::WireError& e) {
+    throw AgentOpError("agent.bind_failed", e.what());
+  }
+}
+
+}  // namespace fabkit::agent

@@ -1,0 +1,50 @@
+// The fixed table of operations an agent performs for its controller. Each handler validates its
+// arguments (wire::get_* name the bad field) and returns a JSON result; failures the controller
+// must report by name are AgentOpError {code, message}.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "common/json.h"
+#include "fabric/agent/port_listener.h"
+#include "fabric/tcp/tcp_test.h"
+#include "fabric/wire/messages.h"
+
+namespace fabkit::agent {
+
+class AgentOpError : public std::runtime_error {
+ public:
+  AgentOpError(std::string code, const std::string& message)
+      : std::runtime_error(message), code_(std::move(code)) {}
+  const std::string& code() const { return code_; }
+
+ private:
+  std::string code_;
+};
+
+class AgentSession {
+ public:
+  AgentSession(std::string token, int idle_timeout_ms)
+      : token_(std::move(token)), idle_timeout_ms_(idle_timeout_ms) {}
+  // Throws wire::WireError (bad arguments) or AgentOpError (the operation failed).
+  Json handle(const wire::Request& req);
+  // Argument validation only, for the fuzz target: parses args exactly as handle() would.
+  static void validate(const wire::Request& req);
+
+ private:
+  Json facts();
+  Json tcp_serve(const Json& args);
+  Json tcp_stop(const Json& args);
+  Json port_listen(const Json& args);
+  Json free_port(const Json& args);
+  std::string token_;
+  int idle_timeout_ms_;
+  int next_server_id_ = 1;
+  std::map<int, std::unique_ptr<tcp::TcpTestServer>> servers_;
+  std::unique_ptr<PortListener> port_listener_;
+};
+
+}  // namespace fabkit::agent

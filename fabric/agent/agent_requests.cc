@@ -1,0 +1,91 @@
+#include "fabric/agent/agent_requests.h"
+
+#include "fabric/wire/wire_error.h"
+
+namespace fabkit::agent {
+
+using wire::get_int;
+using wire::get_int_or;
+using wire::get_ipv4;
+
+std::string ifname_arg(const Json& a, const char* field) {
+  if (!a.contains(field)) return {};
+  std::string s = wire::get_string(a, field, 15);
+  for (char c : s)
+    if (c == '/' || c <= ' ' || c > '~')
+      throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                            std::string("field '") + field + "' is not an interface name");
+  return s;
+}
+
+tcp::LinkTestSpec parse_link_spec(const Json& a, const std::string& token) {
+  tcp::LinkTestSpec s;
+  s.peer_addr = get_ipv4(a, "peer_addr");
+  s.port = static_cast<uint16_t>(get_int(a, "port", 1, 65535));
+  s.local_addr = get_ipv4(a, "local_addr");
+  s.local_ifname = ifname_arg(a, "local_ifname");
+  s.token = token;
+  s.pings = static_cast<int>(get_int_or(a, "pings", 1, 100000, 1000));
+  s.streams = static_cast<int>(get_int_or(a, "streams", 1, 64, 4));
+  s.duration_ms = static_cast<int>(get_int_or(a, "duration_ms", 10, 60000, 1000));
+  s.max_bytes = static_cast<uint64_t>(get_int_or(a, "max_bytes", 1, int64_t{1} << 40, int64_t{4} << 30));
+  s.connect_timeout_ms = static_cast<int>(get_int_or(a, "connect_timeout_ms", 1, kMaxTimeoutMs, 2000));
+  return s;
+}
+
+TransportArgs parse_transport_args(const Json& a) {
+  TransportArgs t;
+  t.rank = static_cast<int>(get_int(a, "rank", 0, 1));
+  t.local_addr = wire::get_ipv4(a, "local_addr");
+  t.peer_addr = wire::get_ipv4(a, "peer_addr");
+  t.port = static_cast<uint16_t>(get_int(a, "port", 1, 65535));
+  t.ifname = a.contains("ifname") ? wire::get_string(a, "ifname", 64) : std::string();
+  auto sizes = a.find("sizes_bytes");
+  if (sizes == a.end() || !sizes->is_array() || sizes->empty() || sizes->size() > 64)
+    throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                          "field 'sizes_bytes' must be an array of 1..64 sizes");
+  for (const auto& s : *sizes) {
+    // 4 bytes (one float) .. 4 GiB: a hostile size must not make an agent allocate unbounded memory.
+    if (!s.is_number_unsigned() || s.get<uint64_t>() < 4 || s.get<uint64_t>() > (4ull << 30))
+      throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                            "field 'sizes_bytes' holds " + s.dump() + "; sizes are 4 B .. 4 GiB");
+    t.sizes_bytes.push_back(s.get<uint64_t>());
+  }
+  t.iters = static_cast<int>(get_int_or(a, "iters", 1, 100000, 20));
+  t.warmup_iters = static_cast<int>(get_int_or(a, "warmup_iters", 0, 100000, 5));
+  t.timeout_ms = static_cast<int>(get_int_or(a, "timeout_ms", 1, 600000, 30000));
+  if (a.contains("extra")) {
+    if (!a["extra"].is_object())
+      throw wire::WireError(wire::WireErrorKind::kBadMessage, "field 'extra' must be an object");
+    t.extra = a["extra"];
+  }
+  return t;
+}
+
+void validate_request(const wire::Request& req) {
+  const Json& a = req.args;
+  if (req.op == "facts" || req.op == "port_close" || req.op == "transports") return;
+  if (req.op == "tcp_serve" || req.op == "free_port") {
+    ifname_arg(a, "ifname");
+    return void(get_ipv4(a, "addr"));
+  }
+  if (req.op == "tcp_stop") return void(get_int(a, "server_id", 1, INT32_MAX));
+  if (req.op == "tcp_measure") return void(parse_link_spec(a, ""));
+  if (req.op == "port_listen") {
+    get_ipv4(a, "addr");
+    return void(get_int(a, "port", 1, 65535));
+  }
+  if (req.op == "port_probe") {
+    get_ipv4(a, "addr");
+    get_int(a, "port", 1, 65535);
+    get_ipv4(a, "local_addr");
+    return void(get_int(a, "timeout_ms", 1, kMaxTimeoutMs));
+  }
+  if (req.op == "allreduce") {
+    wire::get_string(a, "transport", 64);
+    return void(parse_transport_args(a));
+  }
+  throw wire::WireError(wire::WireErrorKind::kBadMessage, "unknown op '" + req.op + "'");
+}
+
+}  // namespace fabkit::agent

@@ -1,0 +1,20 @@
+// The all-reduce / RDMA runners an agent can run on command, behind one small table so the
+// runners (fabric/allreduce, fabric/nccl_runner, fabric/rdma) are wired in one file
+// (agent_transports.cc) and a build without them still runs the reachability tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "fabric/agent/agent_requests.h"
+
+namespace fabkit::agent {
+
+std::vector<std::string> agent_transport_names();  // what this build can run, in preference order
+// Runs one transport as this agent's rank; returns the runner's TransportRun JSON
+// ({transport, status ok|unavailable|failed, reason, sizes[], extra}). Throws AgentOpError
+// "agent.unknown_transport" for a name not in agent_transport_names().
+Json run_agent_transport(const std::string& name, const TransportArgs& args, const std::string& token);
+
+}  // namespace fabkit::agent

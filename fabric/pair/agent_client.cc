@@ -1,0 +1,172 @@
+#include "fabric/pair/agent_client.h"
+
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "fabric/tcp/tcp_socket.h"
+#include "fabric/wire/messages.h"
+#include "fabric/wire/wire_error.h"
+
+namespace fabkit::pair {
+namespace {
+
+using wire::WireError;
+using wire::WireErrorKind;
+
+std::string with_stderr(const launch::ChildProcess* c, std::string msg) {
+  if (c == nullptr) return msg;
+  std::string tail = c->stderr_tail(600);
+  if (!tail.empty()) msg += "; agent/launcher stderr: " + tail;
+  return msg;
+}
+
+}  // namespace
+
+void AgentClient::launch(const std::vector<std::string>& argv) {
+  try {
+    child_ = std::make_unique<launch::ChildProcess>(argv, token_);
+  } catch (const SysErrorException& e) {
+    throw StepError(host_, "pair.launch_failed", std::string("could not start the launcher: ") + e.what());
+  }
+}
+
+Json AgentClient::await_hello(int timeout_ms) {
+  auto deadline = wire::deadline_in_ms(timeout_ms);
+  try {
+    // ssh may print a banner first; the hello is the first line that is a JSON object with
+    // "fabkit_agent".
+    for (int lines = 0; lines < 100; ++lines) {
+      std::string line = child_->read_line(deadline);
+      Json j = Json::parse(line, nullptr, false);
+      if (j.is_object() && j.contains("fabkit_agent")) {
+        if (j["fabkit_agent"] != wire::kProtocolVersion)
+          throw StepError(host_, "pair.launch_failed", "the agent speaks protocol " + j["fabkit_agent"].dump() +
+                                                    ", this controller " + std::to_string(wire::kProtocolVersion) +
+                                                    "; install the same fabcheck on both");
+        hello_ = j;
+        return j;
+      }
+    }
+    throw StepError(host_, "pair.launch_failed", "no agent hello in the first 100 lines of output");
+  } catch (const WireError& e) {
+    ::usleep(50000);  // let a failing launcher finish writing stderr and exit
+    child_->exited();
+    std::string what = e.kind() == WireErrorKind::kTimeout
+                           ? "no hello from the agent within " + std::to_string(timeout_ms) + " ms"
+                           : "the launcher ended before the agent said hello (" + child_->describe_exit() + ")";
+    throw StepError(host_, "pair.launch_failed", with_stderr(child_.get(), what));
+  }
+}
+
+void AgentClient::connect(int timeout_ms) {
+  auto deadline = wire::deadline_in_ms(timeout_ms);
+  uint16_t port = hello_.value("port", 0);
+  std::vector<std::string> addrs;
+  if (hello_.contains("bind_addr") && hello_["bind_addr"].is_string())
+    addrs.push_back(hello_["bind_addr"].get<std::string>());
+  else
+    for (const auto& a : hello_.value("addresses", Json::array()))
+      if (a.is_string() && wire::is_ipv4_literal(a.get<std::string>())) addrs.push_back(a.get<std::string>());
+  std::string tried;
+  for (const auto& addr : addrs) {
+    int left = wire::ms_left(deadline);
+    if (left <= 0) break;
+    // The agent may have several addresses, and some are not routable from here: give each a
+    // slice of the budget so one dead address cannot eat all of it.
+    auto c = tcp::connect_tcp(addr, port, "", std::min(left, 3000));
+    if (c.status != tcp::ConnectStatus::kOpen) {
+      tried += (tried.empty() ? "" : "; ") + c.message;
+      continue;
+    }
+    fd_ = std::move(c.fd);
+    try {
+      wire::Hello h;
+      h.token = token_;
+      h.role = "controller";
+      wire::write_frame(fd_.get(), wire::make_frame(h), deadline);
+      wire::Frame f = wire::read_frame(fd_.get(), deadline);
+      if (f.type == wire::FrameType::kError) {
+        auto e = wire::parse_error(f);
+        throw StepError(host_, "pair.agent_rejected", "the agent at " + addr + " refused the session: " +
+                                                   e.code + ": " + e.message);
+      }
+      wire::parse_hello(f);
+      return;
+    } catch (const WireError& e) {
+      throw StepError(host_, e.kind() == WireErrorKind::kTimeout ? "pair.agent_timeout" : "pair.agent_unreachable",
+                      "session handshake with " + addr + ":" + std::to_string(port) + ": " + e.what());
+    }
+  }
+  throw StepError(host_, "pair.agent_unreachable",
+                  "could not reach the agent's port " + std::to_string(port) + " on any of its addresses" +
+                      (tried.empty() ? std::string(" (it reported none)") : ": " + tried));
+}
+
+void AgentClient::lost(const std::string& what) {
+  ::usleep(50000);
+  bool gone = child_ && child_->exited();
+  throw StepError(host_, "pair.agent_lost",
+                  with_stderr(child_.get(), what + (gone ? " (agent process: " + child_->describe_exit() + ")" : "")));
+}
+
+void AgentClient::send(const std::string& op, const Json& args) {
+  wire::Request r;
+  r.id = next_id_++;
+  r.op = op;
+  r.args = args;
+  try {
+    wire::write_frame(fd_.get(), wire::make_frame(r), wire::deadline_in_ms(10000));
+  } catch (const WireError& e) {
+    lost("sending '" + op + "': " + e.what());
+  }
+  pending_.push_back(r.id);
+}
+
+Json AgentClient::receive(int timeout_ms) {
+  FABKIT_ENFORCE(!pending_.empty(), "receive() without a pending request");
+  uint64_t id = pending_.front();
+  pending_.erase(pending_.begin());
+  wire::Frame f;
+  try {
+    f = wire::read_frame(fd_.get(), wire::deadline_in_ms(timeout_ms));
+  } catch (const WireError& e) {
+    if (e.kind() == WireErrorKind::kTimeout)
+      throw StepError(host_, "pair.agent_timeout", "no answer from the agent within " + std::to_string(timeout_ms) + " ms");
+    lost(std::string("control connection: ") + e.what());
+  }
+  try {
+    if (f.type == wire::FrameType::kError) {
+      auto e = wire::parse_error(f);
+      throw StepError(host_, "pair.agent_error", "the agent ended the session: " + e.code + ": " + e.message);
+    }
+    auto r = wire::parse_response(f);
+    if (r.id != id) throw StepError(host_, "pair.agent_error", "answer to request " + std::to_string(r.id) +
+                                                            " while waiting for " + std::to_string(id));
+    if (!r.ok) throw StepError(host_, "pair.agent_error", r.error_code + ": " + r.error_message);
+    return r.result;
+  } catch (const WireError& e) {
+    throw StepError(host_, "pair.agent_error", std::string("unreadable answer: ") + e.what());
+  }
+}
+
+Json AgentClient::call(const std::string& op, const Json& args, int timeout_ms) {
+  send(op, args);
+  return receive(timeout_ms);
+}
+
+void AgentClient::bye() {
+  if (fd_.valid()) {
+    try {
+      wire::write_frame(fd_.get(), wire::make_bye(), wire::deadline_in_ms(1000));
+    } catch (const WireError&) {
+    }
+    fd_.reset();
+  }
+  if (child_) {
+    auto deadline = wire::deadline_in_ms(2000);  // an agent exits promptly after bye
+    while (!child_->exited() && wire::ms_left(deadline) > 0) ::usleep(10000);
+    child_->stop();
+  }
+}
+
+}  // namespace fabkit::pair

@@ -1,0 +1,54 @@
+// The controller's handle on one agent: the launched process, its hello line, and the
+// authenticated control connection. Every call is bounded by a deadline; failures are StepError
+// with the finding code that names them (pair.launch_failed, pair.agent_unreachable,
+// pair.agent_rejected, pair.agent_lost, pair.agent_timeout, pair.agent_error).
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "fabric/launch/child_process.h"
+#include "fabric/wire/socket_io.h"
+
+namespace fabkit::pair {
+
+class StepError : public std::runtime_error {
+ public:
+  StepError(std::string host, std::string code, const std::string& message)
+      : std::runtime_error(message), host_(std::move(host)), code_(std::move(code)) {}
+  const std::string& host() const { return host_; }  // the agent that failed
+  const std::string& code() const { return code_; }
+
+ private:
+  std::string host_;
+  std::string code_;
+};
+
+class AgentClient {
+ public:
+  AgentClient(std::string host, std::string token) : host_(std::move(host)), token_(std::move(token)) {}
+  const std::string& host() const { return host_; }
+
+  void launch(const std::vector<std::string>& argv);  // spawn; token on stdin
+  Json await_hello(int timeout_ms);                     // the agent's one JSON line on stdout
+  void connect(int timeout_ms);                         // try its addresses, present the token
+  void send(const std::string& op, const Json& args);
+  Json receive(int timeout_ms);                         // result of the oldest pending request
+  Json call(const std::string& op, const Json& args, int timeout_ms);
+  void bye();                                           // best effort, then stop the process
+  launch::ChildProcess* child() { return child_.get(); }
+
+ private:
+  [[noreturn]] void lost(const std::string& what);
+  std::string host_, token_;
+  std::unique_ptr<launch::ChildProcess> child_;
+  Json hello_ = Json::object();
+  wire::Fd fd_;
+  uint64_t next_id_ = 1;
+  std::vector<uint64_t> pending_;
+};
+
+}  // namespace fabkit::pair

@@ -1,0 +1,259 @@
+#include "fabric/pair/pair_controller.h"
+
+#include <algorithm>
+
+#include "fabric/launch/child_process.h"
+#include "fabric/pair/agent_client.h"
+#include "fabric/pair/transport_plan.h"
+#include "fabric/pair/verdict.h"
+#include "fabric/wire/token.h"
+
+namespace fabkit::pair {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs fn as a named step; a StepError becomes a failed StepRecord. Returns success.
+template <typename F>
+bool step(PairFacts& f, const std::string& name, const std::string& host, F&& fn) {
+  auto t0 = Clock::now();
+  StepRecord r{name, host, "ok", "", "", 0};
+  bool ok = true;
+  try {
+    fn();
+  } catch (const StepError& e) {
+    r.status = "failed";
+    if (!e.host().empty()) r.host = e.host();  // a two-host step failed on this one
+    r.code = e.code();
+    r.error = e.what();
+    ok = false;
+  }
+  r.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  f.steps.push_back(r);
+  return ok;
+}
+
+bool fatal(const StepError& e) { return e.code() != "pair.agent_error"; }
+
+std::vector<std::string> agent_argv(const PairOptions& o, const std::string& host) {
+  int idle_ms = std::max(60000, o.transport_timeout_ms + 10000);
+  return {o.agent_path, "agent", "--name", host, "--accept-timeout-ms",
+          std::to_string(o.timeout_ms + 5000), "--idle-timeout-ms", std::to_string(idle_ms)};
+}
+
+AgentFacts agent_facts(const std::string& host, const Json& hello, const Json& facts) {
+  AgentFacts a;
+  a.host = host;
+  a.hello = hello;
+  a.report = facts.value("report", Json());
+  Json ifs = facts.value("interfaces", Json::object());
+  a.interfaces_source = ifs.value("source", "");
+  a.candidates = candidates_from_interfaces(ifs.value("interfaces", Json::array()));
+  for (const auto& t : facts.value("transports", Json::array()))
+    if (t.is_string()) a.transports.push_back(t.get<std::string>());
+  return a;
+}
+
+LinkResult link_from_json(const Candidate& a, const Candidate& b, const Json& m) {
+  LinkResult l;
+  l.a = a;
+  l.b = b;
+  l.raw = m;
+  l.status = m.value("status", "error");
+  l.error = m.contains("error") && m["error"].is_string() ? m["error"].get<std::string>() : "";
+  if (l.status != "open") return l;
+  l.connect_time_us = m.value("connect_time_us", 0.0);
+  Json rtt = m.value("rtt", Json::object());
+  l.rtt_median_us = rtt.value("median_us", 0.0);
+  l.rtt_p99_us = rtt.value("p99_us", 0.0);
+  l.pings = rtt.value("count", 0);
+  l.single_stream_gbit_s = m.value("single_stream_gbit_s", 0.0);
+  l.streams = m.value("streams", 0);
+  if (m.contains("multi_stream_gbit_s") && m["multi_stream_gbit_s"].is_number())
+    l.multi_stream_gbit_s = m["multi_stream_gbit_s"].get<double>();
+  return l;
+}
+
+TransportResult combine_ranks(const std::string& name, const Json& r0, const Json& r1) {
+  TransportResult t;
+  t.transport = name;
+  t.ranks = Json::array({r0, r1});
+  std::string s0 = r0.value("status", "failed"), s1 = r1.value("status", "failed");
+  t.status = s0 == "ok" && s1 == "ok" ? "ok" : (s0 == "unavailable" || s1 == "unavailable") ? "unavailable" : "failed";
+  for (const Json* r : {&r0, &r1}) {
+    std::string reason = r->value("reason", "");
+    if (!reason.empty()) t.reason += (t.reason.empty() ? "" : "; ") + std::string(r == &r0 ? "rank 0: " : "rank 1: ") + reason;
+  }
+  Json sizes1 = r1.value("sizes", Json::array());
+  for (const auto& s : r0.value("sizes", Json::array())) {
+    SizeRow row;
+    row.bytes = s.value("bytes", uint64_t{0});
+    row.time_us = s.value("time_us", 0.0);
+    row.algbw_gbps = s.value("algbw_gbps", 0.0);
+    row.busbw_gbps = s.value("busbw_gbps", 0.0);
+    bool c1 = false;
+    for (const auto& o : sizes1)
+      if (o.value("bytes", uint64_t{0}) == row.bytes) c1 = o.value("correct", false);
+    row.correct = s.value("correct", false) && c1;
+    t.sizes.push_back(row);
+  }
+  return t;
+}
+
+void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o) {
+  // B serves on each of its candidate addresses; A measures from each of its own.
+  std::vector<std::pair<int, uint16_t>> servers;  // per B candidate: server id, port
+  for (const auto& cb : f.b.candidates) {
+    try {
+      Json r = B.call("tcp_serve", {{"addr", cb.addr}, {"ifname", cb.ifname}}, o.timeout_ms);
+      servers.emplace_back(r.value("server_id", 0), r.value("port", 0));
+    } catch (const StepError& e) {
+      if (fatal(e)) throw;
+      servers.emplace_back(0, 0);
+    }
+  }
+  // A healthy connect takes well under a millisecond on a cluster network; a second is generous
+  // and keeps dead decoy pairs (ARP that nobody answers) from dominating the run.
+  int connect_ms = std::min(o.timeout_ms, 1000);
+  int measure_ms = o.timeout_ms + 2 * o.bandwidth_ms + 10000;
+  for (const auto& ca : f.a.candidates) {
+    for (size_t j = 0; j < f.b.candidates.size(); ++j) {
+      const auto& cb = f.b.candidates[j];
+      Json m;
+      if (servers[j].first == 0) {
+        m = {{"status", "error"}, {"error", "the test server on " + cb.addr + " could not start"}};
+      } else {
+        try {
+          m = A.call("tcp_measure", {{"peer_addr", cb.addr}, {"port", servers[j].second},
+                                      {"local_addr", ca.addr}, {"local_ifname", ca.ifname},
+                                      {"pings", o.pings},
+                                      {"streams", o.streams}, {"duration_ms", o.bandwidth_ms},
+                                      {"connect_timeout_ms", connect_ms}}, measure_ms);
+        } catch (const StepError& e) {
+          if (fatal(e)) throw;
+          m = {{"status", "error"}, {"error", e.what()}};
+        }
+      }
+      f.links.push_back(link_from_json(ca, cb, m));
+    }
+  }
+  for (const auto& s : servers)
+    if (s.first != 0) B.call("tcp_stop", {{"server_id", s.first}}, o.timeout_ms);
+}
+
+void check_port(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o) {
+  const auto& l = f.links[*f.chosen_link];
+  auto& p = f.rendezvous;
+  p.ran = true;
+  p.port = o.port;
+  p.listen_addr = l.a.addr;
+  p.from_addr = l.b.addr;
+  p.timeout_ms = std::min(o.timeout_ms, 3000);
+  Json lr = A.call("port_listen", {{"addr", p.listen_addr}, {"port", o.port}}, o.timeout_ms);
+  p.listen_status = lr.value("status", "");
+  if (p.listen_status != "listening") {
+    p.error = lr.value("error", "");
+    return;
+  }
+  Json pr = B.call("port_probe", {{"addr", p.listen_addr}, {"port", o.port}, {"local_addr", p.from_addr},
+                                  {"timeout_ms", p.timeout_ms}}, o.timeout_ms + p.timeout_ms);
+  p.status = pr.value("status", "error");
+  if (pr["connect_time_us"].is_number()) p.connect_time_us = pr["connect_time_us"].get<double>();
+  if (pr["error"].is_string()) p.error = pr["error"].get<std::string>();
+  A.call("port_close", Json::object(), o.timeout_ms);
+}
+
+void run_transport(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o, const std::string& name) {
+  const auto& l = f.links[*f.chosen_link];
+  TransportPlan plan = plan_transport(name, f.a, f.b);
+  if (!plan.runnable) {
+    TransportResult t;
+    t.transport = name;
+    t.status = "unavailable";
+    t.reason = plan.reason;
+    f.transports.push_back(t);
+    return;
+  }
+  Json port = A.call("free_port", {{"addr", l.a.addr}}, o.timeout_ms);
+  Json args = {{"transport", name}, {"port", port.value("port", 0)}, {"sizes_bytes", o.sizes_bytes},
+               {"iters", o.iters}, {"warmup_iters", o.warmup_iters}, {"timeout_ms", o.timeout_ms}};
+  Json a0 = args, a1 = args;
+  a0.update({{"rank", 0}, {"local_addr", l.a.addr}, {"peer_addr", l.b.addr}, {"ifname", l.a.ifname},
+             {"extra", plan.extra_a}});
+  a1.update({{"rank", 1}, {"local_addr", l.b.addr}, {"peer_addr", l.a.addr}, {"ifname", l.b.ifname},
+             {"extra", plan.extra_b}});
+  A.send("allreduce", a0);
+  B.send("allreduce", a1);
+  Json r0, r1;
+  try {
+    r0 = A.receive(o.transport_timeout_ms);
+  } catch (const StepError& e) {
+    if (fatal(e)) throw;
+    r0 = {{"status", "failed"}, {"reason", e.what()}};
+  }
+  try {
+    r1 = B.receive(o.transport_timeout_ms);
+  } catch (const StepError& e) {
+    if (fatal(e)) throw;
+    r1 = {{"status", "failed"}, {"reason", e.what()}};
+  }
+  f.transports.push_back(combine_ranks(name, r0, r1));
+}
+
+}  // namespace
+
+PairFacts run_pair(const PairOptions& o) {
+  PairFacts f;
+  f.host_a = o.host_a;
+  f.host_b = o.host_b;
+  f.launcher = o.launcher_text;
+  f.timeout_ms = o.timeout_ms;
+  f.rendezvous_port = o.port;
+  f.transports_skipped = o.transports == std::vector<std::string>{"none"};
+  launch::install_stop_handler();
+  std::string token = wire::generate_token();
+  AgentClient A(o.host_a, token), B(o.host_b, token);
+  Json hello_a, hello_b;
+  auto both = [&](const std::string& name, auto&& fn) {
+    return step(f, name, o.host_a, [&] { fn(A); }) && step(f, name, o.host_b, [&] { fn(B); });
+  };
+  bool ok = both("launch", [&](AgentClient& c) {
+    c.launch(launch::launcher_argv(o.launcher, c.host(), agent_argv(o, c.host())));
+  });
+  ok = ok && step(f, "hello", o.host_a, [&] { hello_a = A.await_hello(o.timeout_ms); }) &&
+       step(f, "hello", o.host_b, [&] { hello_b = B.await_hello(o.timeout_ms); });
+  ok = ok && both("connect", [&](AgentClient& c) { c.connect(o.timeout_ms); });
+  Json facts_a, facts_b;
+  ok = ok && step(f, "facts", "", [&] {
+         A.send("facts", Json::object());
+         B.send("facts", Json::object());
+         facts_a = A.receive(o.timeout_ms);
+         facts_b = B.receive(o.timeout_ms);
+       });
+  if (ok) {
+    f.a = agent_facts(o.host_a, hello_a, facts_a);
+    f.b = agent_facts(o.host_b, hello_b, facts_b);
+  }
+  ok = ok && step(f, "reachability", "", [&] { measure_links(f, A, B, o); });
+  if (ok) f.chosen_link = choose_link(f.links);
+  if (ok && f.chosen_link) {
+    ok = step(f, "port_check", "", [&] { check_port(f, A, B, o); });
+    std::vector<std::string> names;
+    for (const auto& t : f.a.transports)
+      if (std::find(f.b.transports.begin(), f.b.transports.end(), t) != f.b.transports.end() &&
+          (o.transports.empty() || std::find(o.transports.begin(), o.transports.end(), t) != o.transports.end()))
+        names.push_back(t);
+    for (const auto& n : names) {
+      if (!ok) break;
+      ok = step(f, "allreduce:" + n, "", [&] { run_transport(f, A, B, o, n); });
+    }
+  }
+  // Orderly end in every case: bye, then the process groups are stopped (~AgentClient too).
+  step(f, "bye", "", [&] {
+    A.bye();
+    B.bye();
+  });
+  return f;
+}
+
+}  // namespace fabkit::pair

@@ -1,0 +1,42 @@
+// `fabcheck pair A B`: launch an agent on each host, gather their node facts, measure every
+// candidate interface pair (TCP connect, RTT, 1- and N-stream bandwidth), check the rendezvous
+// port, run the all-reduce transports both agents can run, and return the facts for the verdict.
+// Failures are recorded as steps with a finding code; the run never hangs (every step has a
+// deadline) and never leaves an agent behind (bye, then the process group is stopped).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/report.h"
+#include "fabric/launch/launcher.h"
+#include "fabric/pair/pair_facts.h"
+
+namespace fabkit::pair {
+
+struct PairOptions {
+  std::string host_a, host_b;
+  std::string launcher_text = "ssh";
+  launch::LauncherSpec launcher;
+  std::string agent_path;        // fabcheck on the hosts (default: this binary's path)
+  uint16_t port = 29400;         // the rendezvous port (MASTER_PORT) to check
+  std::vector<uint64_t> sizes_bytes;
+  int iters = 20, warmup_iters = 5;
+  int timeout_ms = 10000;        // bound on each control step (launch+hello, connect, a request)
+  int transport_timeout_ms = 300000;  // bound on one transport's whole size sweep
+  int pings = 1000, streams = 4, bandwidth_ms = 1000;
+  std::vector<std::string> transports;  // empty: every transport both agents can run
+};
+
+PairFacts run_pair(const PairOptions& o);
+
+// Report{kind "pair"} with the verdict's findings and the "pair" section (docs/json/pair.md).
+Report build_pair_report(const PairFacts& f);
+
+// nccl-tests default sweep: 8 B .. 256 MiB, x4 per step.
+std::vector<uint64_t> default_pair_sizes();
+// "8,1K,64M,1G" (binary suffixes K M G). Throws UsageError naming the bad item.
+std::vector<uint64_t> parse_sizes(const std::string& text);
+
+}  // namespace fabkit::pair

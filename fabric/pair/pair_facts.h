@@ -1,0 +1,95 @@
+// What `fabcheck pair` gathered between two hosts: plain structs filled by the controller
+// (pair_controller.cc), judged by pure functions (verdict.h), serialised by pair_json.cc.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+
+namespace fabkit::pair {
+
+// One step of the run, on one host or both: the record that lets a failure be named with the step
+// that failed ("launch", "hello", "connect", "facts", "reachability", "port_check",
+// "allreduce:gloo-tcp", "bye").
+struct StepRecord {
+  std::string step;
+  std::string host;    // "" when the step spans both hosts
+  std::string status;  // ok | failed | skipped
+  std::string code;    // when failed: the finding code (pair.launch_failed, pair.agent_lost, ...)
+  std::string error;
+  double elapsed_ms = 0;
+};
+
+struct Candidate {
+  std::string ifname;
+  std::string addr;
+  int prefix_len = 0;
+  std::optional<int64_t> mtu;
+  std::optional<int64_t> speed_mbps;
+  std::string kind;  // from the net section: physical, veth, bridge, ...
+};
+
+struct AgentFacts {
+  std::string host;                // as given on the command line
+  Json hello = Json::object();     // the agent's stdout hello line
+  Json report = Json();            // its node report (kind "node"), null when not gathered
+  std::string interfaces_source;   // "net" | "getifaddrs"
+  std::vector<Candidate> candidates;
+  std::vector<std::string> transports;  // runners the agent's build can run
+};
+
+struct LinkResult {
+  Candidate a, b;              // client side (host A) and server side (host B)
+  std::string status;          // open | blocked | closed | unreachable | error
+  std::string error;
+  double connect_time_us = 0;
+  double rtt_median_us = 0, rtt_p99_us = 0;
+  int pings = 0;
+  double single_stream_gbit_s = 0, multi_stream_gbit_s = 0;
+  int streams = 0;
+  Json raw = Json::object();  // the agent's measurement document
+};
+
+struct PortCheck {
+  bool ran = false;
+  uint16_t port = 0;
+  std::string listen_addr, from_addr;  // A listens (rank 0 / MASTER_ADDR), B connects
+  std::string listen_status;           // listening | in_use
+  std::string status;                  // open | blocked | closed | unreachable | error
+  std::optional<double> connect_time_us;
+  int timeout_ms = 0;
+  std::string error;
+};
+
+struct SizeRow {
+  uint64_t bytes = 0;
+  double time_us = 0, algbw_gbps = 0, busbw_gbps = 0;  // GB/s = 1e9 bytes/s (nccl-tests)
+  bool correct = false;  // both ranks checked their result
+};
+
+struct TransportResult {
+  std::string transport;
+  std::string status;  // ok | unavailable | failed
+  std::string reason;
+  std::vector<SizeRow> sizes;  // rank 0's timings; correct = rank 0 && rank 1
+  Json ranks = Json::array();  // both runners' full documents
+};
+
+struct PairFacts {
+  std::string host_a, host_b;
+  std::string launcher;
+  int timeout_ms = 0;
+  uint16_t rendezvous_port = 29400;
+  AgentFacts a, b;
+  std::vector<LinkResult> links;
+  std::optional<size_t> chosen_link;  // index into links (the verdict's choice, used for the tests)
+  PortCheck rendezvous;
+  std::vector<TransportResult> transports;
+  bool transports_skipped = false;  // --transports none
+  std::vector<StepRecord> steps;
+};
+
+}  // namespace fabkit::pair

@@ -1,0 +1,163 @@
+// The "pair" section of a Report (kind "pair"); docs/json/pair.md describes every field.
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "fabric/pair/pair_controller.h"
+#include "fabric/pair/verdict.h"
+
+namespace fabkit::pair {
+namespace {
+
+// Bumped on any incompatible change of the "pair" section (docs/json/pair.md lists the history).
+constexpr int kPairSectionVersion = 1;
+
+Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(); }
+Json opt(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(); }
+
+Json to_json(const Candidate& c) {
+  return {{"ifname", c.ifname}, {"addr", c.addr}, {"prefix_len", c.prefix_len}, {"mtu", opt(c.mtu)},
+          {"speed_mbps", opt(c.speed_mbps)}, {"kind", c.kind}};
+}
+
+Json to_json(const AgentFacts& a) {
+  Json cands = Json::array();
+  for (const auto& c : a.candidates) cands.push_back(to_json(c));
+  return {{"host", a.host}, {"hostname", a.hello.value("hostname", "")},
+          {"agent_version", a.hello.value("version", "")}, {"interfaces_source", a.interfaces_source},
+          {"candidates", cands}, {"transports", a.transports}, {"node_report", a.report}};
+}
+
+Json to_json(const LinkResult& l, bool chosen) {
+  Json j = {{"a", to_json(l.a)}, {"b", to_json(l.b)}, {"chosen", chosen}, {"status", l.status},
+            {"error", l.error.empty() ? Json() : Json(l.error)}};
+  bool open = l.status == "open";
+  j["connect_time_us"] = open ? Json(l.connect_time_us) : Json();
+  j["rtt_median_us"] = open ? Json(l.rtt_median_us) : Json();
+  j["rtt_p99_us"] = open ? Json(l.rtt_p99_us) : Json();
+  j["pings"] = l.pings;
+  j["single_stream_gbit_s"] = open ? Json(l.single_stream_gbit_s) : Json();
+  j["multi_stream_gbit_s"] = open && l.streams > 1 ? Json(l.multi_stream_gbit_s) : Json();
+  j["streams"] = l.streams;
+  j["mtu_match"] = l.a.mtu && l.b.mtu ? Json(*l.a.mtu == *l.b.mtu) : Json();
+  j["link_rate_gbit_s"] = opt(link_rate_gbit_s(l.a, l.b));
+  return j;
+}
+
+Json to_json(const PortCheck& p) {
+  if (!p.ran) return nullptr;
+  return {{"port", p.port}, {"listen_addr", p.listen_addr}, {"from_addr", p.from_addr},
+          {"listen_status", p.listen_status}, {"status", p.status.empty() ? Json() : Json(p.status)},
+          {"connect_time_us", opt(p.connect_time_us)}, {"timeout_ms", p.timeout_ms},
+          {"error", p.error.empty() ? Json() : Json(p.error)}};
+}
+
+Json to_json(const TransportResult& t, const RankedTransport* r) {
+  Json sizes = Json::array();
+  for (const auto& s : t.sizes)
+    sizes.push_back({{"bytes", s.bytes}, {"time_us", s.time_us}, {"algbw_gbps", s.algbw_gbps},
+                     {"busbw_gbps", s.busbw_gbps}, {"correct", s.correct}});
+  Json j = {{"transport", t.transport}, {"status", t.status}, {"reason", t.reason}};
+  if (r) {
+    j["peak_busbw_gbps"] = r->peak_busbw_gbps;
+    j["peak_bytes"] = r->peak_bytes;
+    j["all_correct"] = r->all_correct;
+    j["link_rate_gbit_s"] = opt(r->link_rate_gbit_s);
+    j["link_fraction"] = opt(r->link_fraction);
+    j["vs_raw_exchange"] = opt(r->vs_raw_exchange);
+  }
+  j["sizes"] = sizes;
+  j["ranks"] = t.ranks;
+  return j;
+}
+
+}  // namespace
+
+std::vector<uint64_t> default_pair_sizes() {
+  std::vector<uint64_t> out;
+  for (uint64_t s = 8; s <= (256ull << 20); s *= 4) out.push_back(s);
+  return out;
+}
+
+std::vector<uint64_t> parse_sizes(const std::string& text) {
+  std::vector<uint64_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    std::string item = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    uint64_t mult = 1;
+    std::string digits = item;
+    if (!item.empty()) {
+      char u = static_cast<char>(std::toupper(static_cast<unsigned char>(item.back())));
+      if (u == 'K' || u == 'M' || u == 'G') {
+        mult = u == 'K' ? 1ull << 10 : u == 'M' ? 1ull << 20 : 1ull << 30;
+        digits.pop_back();
+      }
+    }
+    bool ok = !digits.empty() && digits.size() <= 10 &&
+              digits.find_first_not_of("0123456789") == std::string::npos;
+    uint64_t v = ok ? std::stoull(digits) * mult : 0;
+    if (!ok || v < 4 || v > (4ull << 30))
+      throw UsageError("--sizes '" + text + "': item '" + item +
+                       "' must be a byte count from 4 to 4G with an optional K, M or G suffix, "
+                       "e.g. --sizes 8,1K,1M,64M");
+    out.push_back(v);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+Report build_pair_report(const PairFacts& f) {
+  Verdict v = compute_verdict(f);
+  Report r;
+  r.kind = "pair";
+  char buf[256] = {};
+  r.hostname = ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
+  r.generated_at = utc_now_rfc3339();
+  r.findings = judge_pair(f, v);
+
+  Json steps = Json::array();
+  for (const auto& s : f.steps)
+    steps.push_back({{"step", s.step}, {"host", s.host.empty() ? Json() : Json(s.host)},
+                     {"status", s.status}, {"code", s.code.empty() ? Json() : Json(s.code)},
+                     {"error", s.error.empty() ? Json() : Json(s.error)}, {"elapsed_ms", s.elapsed_ms}});
+  Json links = Json::array();
+  for (size_t i = 0; i < f.links.size(); ++i) links.push_back(to_json(f.links[i], v.link && *v.link == i));
+  Json transports = Json::array();
+  Json ranking = Json::array();
+  for (const auto& rt : v.ranking) {
+    ranking.push_back(rt.transport);
+    for (const auto& t : f.transports)
+      if (t.transport == rt.transport) transports.push_back(to_json(t, &rt));
+  }
+  Json rec = {{"interface_a", nullptr}, {"interface_b", nullptr}, {"addr_a", nullptr},
+              {"addr_b", nullptr}, {"transport", v.transport ? Json(*v.transport) : Json()},
+              {"env", Json::object()}, {"reason", v.reason}};
+  if (v.link) {
+    const auto& l = f.links[*v.link];
+    rec["interface_a"] = l.a.ifname;
+    rec["interface_b"] = l.b.ifname;
+    rec["addr_a"] = l.a.addr;
+    rec["addr_b"] = l.b.addr;
+    // Interface names are per host; the env block is per host too (profile/ turns it into files).
+    rec["env"] = {{f.host_a, {{"NCCL_SOCKET_IFNAME", "=" + l.a.ifname}, {"GLOO_SOCKET_IFNAME", l.a.ifname},
+                              {"MASTER_ADDR", l.a.addr}, {"MASTER_PORT", std::to_string(f.rendezvous_port)}}},
+                  {f.host_b, {{"NCCL_SOCKET_IFNAME", "=" + l.b.ifname}, {"GLOO_SOCKET_IFNAME", l.b.ifname},
+                              {"MASTER_ADDR", l.a.addr}, {"MASTER_PORT", std::to_string(f.rendezvous_port)}}}};
+  }
+  Json section = {{"pair_version", kPairSectionVersion},
+                  {"hosts", {{"a", f.host_a}, {"b", f.host_b}}},
+                  {"launcher", f.launcher},
+                  {"timeout_ms", f.timeout_ms},
+                  {"steps", steps},
+                  {"agents", {{"a", to_json(f.a)}, {"b", to_json(f.b)}}},
+                  {"links", links},
+                  {"rendezvous", to_json(f.rendezvous)},
+                  {"transports", transports},
+                  {"ranking", ranking},
+                  {"recommended", rec}};
+  r.sections.push_back({"pair", section});
+  return r;
+}
+
+}  // namespace fabkit::pair

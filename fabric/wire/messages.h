@@ -1,0 +1,66 @@
+// The control messages carried in frames: JSON objects with checked fields. Parsing validates
+// shape and ranges and names the offending field; what is received is data, never code or a
+// command line (agents map an "op" name onto a fixed table of handlers, agent_commands.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/json.h"
+#include "fabric/wire/frame.h"
+
+namespace fabkit::wire {
+
+// Bumped on any incompatible change of the frames or messages below.
+inline constexpr int kProtocolVersion = 1;
+
+struct Hello {
+  int protocol = kProtocolVersion;
+  std::string token;  // client -> agent only; agents answer with an empty token
+  std::string role;   // "controller" | "agent" | "peer"
+  Json info = Json::object();  // agent -> client: hostname, fabkit version
+};
+
+struct Request {
+  uint64_t id = 0;
+  std::string op;
+  Json args = Json::object();
+};
+
+struct Response {
+  uint64_t id = 0;
+  bool ok = true;
+  Json result = Json::object();
+  std::string error_code;  // when !ok: "wire.bad_message", "agent.bind_failed", ...
+  std::string error_message;
+};
+
+struct ErrorMessage {
+  std::string code;
+  std::string message;
+};
+
+Json parse_json_payload(const Frame& f);  // throws kMalformedJson / kBadMessage (not an object)
+
+Hello parse_hello(const Frame& f);
+Request parse_request(const Frame& f);
+Response parse_response(const Frame& f);
+ErrorMessage parse_error(const Frame& f);
+
+Frame make_frame(const Hello& h);
+Frame make_frame(const Request& r);
+Frame make_frame(const Response& r);
+Frame make_frame(const ErrorMessage& e);
+Frame make_bye();
+
+// Field accessors for request arguments: throw WireError kBadMessage naming the field and the
+// accepted range, so a bad request is answered with an error instead of a crash.
+std::string get_string(const Json& obj, const char* field, size_t max_len = 4096);
+int64_t get_int(const Json& obj, const char* field, int64_t lo, int64_t hi);
+int64_t get_int_or(const Json& obj, const char* field, int64_t lo, int64_t hi, int64_t dflt);
+bool get_bool_or(const Json& obj, const char* field, bool dflt);
+// An IPv4 literal ("198.18.0.1"); received addresses are never resolved through DNS.
+std::string get_ipv4(const Json& obj, const char* field);
+bool is_ipv4_literal(const std::string& s);
+
+}  // namespace fabkit::wire

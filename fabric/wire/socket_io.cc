@@ -1,0 +1,101 @@
+#include "fabric/wire/socket_io.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fabric/wire/wire_error.h"
+
+namespace fabkit::wire {
+
+int ms_left(Deadline d) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - Clock::now()).count();
+  return left < 0 ? 0 : static_cast<int>(left);
+}
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) reset(o.release());
+  return *this;
+}
+
+void Fd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+void wait_fd(int fd, short events, Deadline deadline, const char* what) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    int left = ms_left(deadline);
+    int r = ::poll(&p, 1, left);
+    if (r > 0) return;  // readable, writable, or an error/hangup the next call will report
+    if (r == 0) throw WireError(WireErrorKind::kTimeout, std::string("no progress on ") + what);
+    if (errno != EINTR)
+      throw WireError(WireErrorKind::kIo, std::string("poll on ") + what + ": " + std::strerror(errno));
+  }
+}
+
+void read_exact(int fd, void* buf, size_t n, Deadline deadline, const char* what) {
+  auto* p = static_cast<char*>(buf);
+  size_t got = 0;
+  while (got < n) {
+    wait_fd(fd, POLLIN, deadline, what);
+    ssize_t r = ::recv(fd, p + got, n - got, MSG_DONTWAIT);
+    if (r > 0) {
+      got += static_cast<size_t>(r);
+    } else if (r == 0) {
+      if (got == 0) throw WireError(WireErrorKind::kClosed, std::string("peer closed ") + what);
+      throw WireError(WireErrorKind::kTruncated, std::string("peer closed ") + what + " after " +
+                                                     std::to_string(got) + " of " +
+                                                     std::to_string(n) + " bytes");
+    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      if (errno == ECONNRESET && got == 0)
+        throw WireError(WireErrorKind::kClosed, std::string("peer reset ") + what);
+      throw WireError(WireErrorKind::kIo, std::string("recv on ") + what + ": " + std::strerror(errno));
+    }
+  }
+}
+
+void write_all(int fd, const void* buf, size_t n, Deadline deadline, const char* what) {
+  auto* p = static_cast<const char*>(buf);
+  size_t sent = 0;
+  while (sent < n) {
+    wait_fd(fd, POLLOUT, deadline, what);
+    ssize_t r = ::send(fd, p + sent, n - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (r > 0) {
+      sent += static_cast<size_t>(r);
+    } else if (r < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+      if (errno == EPIPE || errno == ECONNRESET)
+        throw WireError(WireErrorKind::kClosed, std::string("peer closed ") + what);
+      throw WireError(WireErrorKind::kIo, std::string("send on ") + what + ": " + std::strerror(errno));
+    }
+  }
+}
+
+Frame read_frame(int fd, Deadline deadline, uint32_t max_payload_bytes) {
+  unsigned char header[kFrameHeaderBytes];
+  read_exact(fd, header, sizeof header, deadline, "frame header");
+  uint32_t len = check_header(header, max_payload_bytes);  // before allocating the payload
+  Frame f;
+  f.type = static_cast<FrameType>(header[4]);
+  f.payload.resize(len);
+  try {
+    if (len > 0) read_exact(fd, f.payload.data(), len, deadline, "frame payload");
+  } catch (const WireError& e) {
+    if (e.kind() == WireErrorKind::kClosed)
+      throw WireError(WireErrorKind::kTruncated, "peer closed after a frame header announcing " +
+                                                     std::to_string(len) + " bytes");
+    throw;
+  }
+  return f;
+}
+
+void write_frame(int fd, const Frame& f, Deadline deadline) {
+  std::string bytes = encode_frame(f);
+  write_all(fd, bytes.data(), bytes.size(), deadline, "frame");
+}
+
+}  // namespace fabkit::wire

@@ -1,0 +1,2 @@
+# Control-plane frames and messages (fabric/wire, the agent's argument validation).
+fabkit_add_fuzzer(wire_fuzz ${CMAKE_CURRENT_SOURCE_DIR}/wire_fuzz.cc fabkit_agent_requests fabkit_wire)

@@ -1,0 +1,39 @@
+// libFuzzer target: the control-plane frame decoder and the message parsers, exactly as an agent
+// applies them to bytes from the network (decode -> parse hello/request/response/error -> the
+// agent's argument validation). Anything but a WireError escaping is a bug.
+#include <cstddef>
+#include <cstdint>
+
+#include <algorithm>
+
+#include "fabric/agent/agent_requests.h"
+#include "fabric/wire/frame.h"
+#include "fabric/wire/messages.h"
+#include "fabric/wire/wire_error.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace fabkit::wire;
+  // A small cap so oversize handling is exercised too; the first byte picks chunking.
+  FrameDecoder d(size > 0 && (data[0] & 1) ? 4096 : kMaxControlFrameBytes);
+  size_t step = size > 0 ? 1 + data[0] % 7 : 1;
+  try {
+    for (size_t off = 0; off < size; off += step) {
+      d.feed(reinterpret_cast<const char*>(data) + off, std::min(step, size - off));
+      while (auto f = d.next()) {
+        try {
+          switch (f->type) {
+            case FrameType::kHello: parse_hello(*f); break;
+            case FrameType::kRequest: fabkit::agent::validate_request(parse_request(*f)); break;
+            case FrameType::kResponse: parse_response(*f); break;
+            case FrameType::kError: parse_error(*f); break;
+            case FrameType::kBye: break;
+          }
+        } catch (const WireError&) {
+        }
+      }
+    }
+    d.finish();
+  } catch (const WireError&) {
+  }
+  return 0;
+}

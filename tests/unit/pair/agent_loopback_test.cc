@@ -1,0 +1,187 @@
+// The agent and the TCP tests over loopback, in-process: the session handshake (right token,
+// wrong token, wrong protocol), request validation, the measurement figures' consistency and the
+// connect classification. The netns integration tests (tests/integration/pair) cover real hosts.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "fabric/agent/agent.h"
+#include "fabric/agent/agent_commands.h"
+#include "fabric/tcp/tcp_socket.h"
+#include "fabric/tcp/tcp_test.h"
+#include "fabric/wire/messages.h"
+#include "fabric/wire/token.h"
+#include "fabric/wire/wire_error.h"
+
+namespace fabkit {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct RunningAgent {
+  std::promise<uint16_t> port;
+  std::future<agent::AgentExit> exit;
+  std::string token = wire::generate_token();
+  explicit RunningAgent(int accept_ms = 5000, int idle_ms = 5000) {
+    agent::AgentOptions o;
+    o.bind_addr = "127.0.0.1";
+    o.token = token;
+    o.name = "loop";
+    o.accept_timeout_ms = accept_ms;
+    o.idle_timeout_ms = idle_ms;
+    exit = std::async(std::launch::async, [this, o] {
+      return agent::run_agent(o, [this](const Json& h) { port.set_value(h["port"].get<uint16_t>()); },
+                              [](const std::string&) {});
+    });
+  }
+};
+
+wire::Fd dial(uint16_t port) {
+  auto c = tcp::connect_tcp("127.0.0.1", port, "", 2000);
+  EXPECT_EQ(c.status, tcp::ConnectStatus::kOpen) << c.message;
+  return std::move(c.fd);
+}
+
+wire::Frame hello(int fd, const std::string& token, int protocol = wire::kProtocolVersion) {
+  wire::Hello h;
+  h.token = token;
+  h.role = "controller";
+  h.protocol = protocol;
+  wire::write_frame(fd, wire::make_frame(h), wire::deadline_in_ms(2000));
+  return wire::read_frame(fd, wire::deadline_in_ms(2000));
+}
+
+wire::Response call(int fd, const std::string& op, const Json& args, int timeout_ms = 10000) {
+  static uint64_t id = 1;
+  wire::write_frame(fd, wire::make_frame(wire::Request{id++, op, args}), wire::deadline_in_ms(2000));
+  return wire::parse_response(wire::read_frame(fd, wire::deadline_in_ms(timeout_ms)));
+}
+
+TEST(Agent, WrongTokenIsRefusedByNameThenTheRightOneIsServed) {
+  RunningAgent a;
+  uint16_t port = a.port.get_future().get();
+  {
+    auto fd = dial(port);
+    std::string wrong = a.token;
+    wrong[0] = wrong[0] == 'a' ? 'b' : 'a';
+    auto t0 = wire::Clock::now();
+    wire::Frame f = hello(fd.get(), wrong);
+    ASSERT_EQ(f.type, wire::FrameType::kError);
+    EXPECT_EQ(wire::parse_error(f).code, "wire.bad_token");
+    EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(wire::Clock::now() - t0).count(), 1000);
+  }
+  {
+    auto fd = dial(port);
+    wire::Frame f = hello(fd.get(), a.token, wire::kProtocolVersion + 1);
+    EXPECT_EQ(wire::parse_error(f).code, "wire.version_mismatch");
+  }
+  auto fd = dial(port);
+  ASSERT_EQ(hello(fd.get(), a.token).type, wire::FrameType::kHello);
+  // Unknown op and bad arguments: an error answer, the session goes on.
+  auto r = call(fd.get(), "rm -rf /", Json::object());
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error_code, "wire.bad_message");
+  r = call(fd.get(), "tcp_serve", {{"addr", "localhost"}});
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error_message.find("'addr'"), std::string::npos);
+  r = call(fd.get(), "tcp_serve", {{"addr", "127.0.0.1"}});
+  ASSERT_TRUE(r.ok) << r.error_message;
+  wire::write_frame(fd.get(), wire::make_bye(), wire::deadline_in_ms(1000));
+  ASSERT_EQ(a.exit.wait_for(3s), std::future_status::ready);
+  EXPECT_EQ(a.exit.get(), agent::AgentExit::kBye);
+}
+
+TEST(Agent, ExitsWhenTheControllerDropsOrNobodyComes) {
+  RunningAgent a;
+  uint16_t port = a.port.get_future().get();
+  {
+    auto fd = dial(port);
+    ASSERT_EQ(hello(fd.get(), a.token).type, wire::FrameType::kHello);
+  }  // closed without bye
+  ASSERT_EQ(a.exit.wait_for(3s), std::future_status::ready);
+  EXPECT_EQ(a.exit.get(), agent::AgentExit::kControllerDropped);
+
+  RunningAgent lonely(/*accept_ms=*/200);
+  auto t0 = wire::Clock::now();
+  EXPECT_EQ(lonely.exit.get(), agent::AgentExit::kNoController);
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(wire::Clock::now() - t0).count(), 2000);
+
+  RunningAgent idle(5000, /*idle_ms=*/200);
+  auto fd = dial(idle.port.get_future().get());
+  ASSERT_EQ(hello(fd.get(), idle.token).type, wire::FrameType::kHello);
+  ASSERT_EQ(idle.exit.wait_for(3s), std::future_status::ready);
+  EXPECT_EQ(idle.exit.get(), agent::AgentExit::kIdleTimeout);
+}
+
+TEST(Agent, OversizedFrameFromTheControllerEndsTheSessionWithANamedError) {
+  RunningAgent a;
+  auto fd = dial(a.port.get_future().get());
+  ASSERT_EQ(hello(fd.get(), a.token).type, wire::FrameType::kHello);
+  std::string h("\x7f\x00\x00\x00\x02", 5);
+  wire::write_all(fd.get(), h.data(), h.size(), wire::deadline_in_ms(1000), "test");
+  wire::Frame f = wire::read_frame(fd.get(), wire::deadline_in_ms(2000));
+  EXPECT_EQ(wire::parse_error(f).code, "wire.oversized");
+  EXPECT_EQ(a.exit.get(), agent::AgentExit::kProtocolError);
+}
+
+TEST(TcpTest, LoopbackFiguresAreSelfConsistent) {
+  std::string token = wire::generate_token();
+  tcp::TcpTestServer server("127.0.0.1", token, 5000);
+  tcp::LinkTestSpec s;
+  s.peer_addr = "127.0.0.1";
+  s.port = server.port();
+  s.local_addr = "127.0.0.1";
+  s.token = token;
+  s.pings = 200;
+  s.streams = 2;
+  s.duration_ms = 100;
+  auto m = tcp::measure_link(s);
+  ASSERT_EQ(m.status, tcp::ConnectStatus::kOpen) << m.error;
+  EXPECT_EQ(m.rtt.count, 200);
+  EXPECT_GT(m.rtt.min_us, 0);
+  EXPECT_LE(m.rtt.min_us, m.rtt.median_us);
+  EXPECT_LE(m.rtt.median_us, m.rtt.p99_us);
+  EXPECT_LE(m.rtt.p99_us, m.rtt.max_us);
+  EXPECT_GT(m.single_stream_gbit_s, 0);
+  EXPECT_GT(m.multi_stream_gbit_s, 0);
+  EXPECT_GT(m.single_stream_bytes, 0u);
+  // A physical bound for loopback on any machine this runs on: memory copies, < 2 Tbit/s.
+  EXPECT_LT(m.single_stream_gbit_s, 2000);
+
+  tcp::LinkTestSpec wrong = s;
+  wrong.token = wire::generate_token();
+  auto w = tcp::measure_link(wrong);
+  EXPECT_NE(w.status, tcp::ConnectStatus::kOpen);
+  EXPECT_FALSE(w.error.empty());
+  EXPECT_GE(server.rejected_connections(), 1u);
+}
+
+TEST(TcpTest, PingStatsUseNearestRank) {
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  auto s = tcp::ping_stats(v);
+  EXPECT_DOUBLE_EQ(s.median_us, 50);
+  EXPECT_DOUBLE_EQ(s.p99_us, 99);
+  EXPECT_DOUBLE_EQ(s.max_us, 100);
+  EXPECT_EQ(tcp::ping_stats({}).count, 0);
+}
+
+TEST(TcpSocket, ConnectClassification) {
+  EXPECT_EQ(tcp::classify_connect_errno(ETIMEDOUT), tcp::ConnectStatus::kBlocked);
+  EXPECT_EQ(tcp::classify_connect_errno(ECONNREFUSED), tcp::ConnectStatus::kClosed);
+  EXPECT_EQ(tcp::classify_connect_errno(ENETUNREACH), tcp::ConnectStatus::kUnreachable);
+  EXPECT_EQ(tcp::classify_connect_errno(EACCES), tcp::ConnectStatus::kError);
+  // Nothing listening on a freshly released loopback port: RST -> closed, quickly.
+  uint16_t port;
+  {
+    auto fd = tcp::listen_tcp("127.0.0.1", 0);
+    port = tcp::local_port(fd.get());
+  }
+  auto c = tcp::connect_tcp("127.0.0.1", port, "", 1000);
+  EXPECT_EQ(c.status, tcp::ConnectStatus::kClosed) << c.message;
+  EXPECT_NE(c.message.find("refused"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fabkit
