@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""`fabcheck node --json` on this machine and on a --sysroot fixture tree, checked against the
+system's own tools (ip -j addr, ulimit -l) and against the fixture's facts.
+usage: node_cli_test.py FABCHECK SOURCE_DIR"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fabcheck_run import check, clean_env, parse, run  # noqa: E402
+
+FABCHECK, SOURCE_DIR = sys.argv[1], sys.argv[2]
+
+
+def exit_code_for(findings):
+    return 1 if any(f["severity"] in ("warn", "fail") for f in findings) else 0
+
+
+def test_live():
+    p = run([FABCHECK, "node", "--json"])
+    check(p.returncode in (0, 1), f"exit {p.returncode}, stderr: {p.stderr}")
+    pairs, doc = parse(p.stdout)
+    check(pairs[0][0] == "schema_version", f"first key is {pairs[0][0]}, not schema_version")
+    check(doc["kind"] == "node", "kind")
+    check(p.returncode == exit_code_for(doc["findings"]),
+          f"exit {p.returncode} does not match the findings' severities")
+
+    # Interfaces: the same names, addresses and flags as `ip -j addr`.
+    ip = json.loads(subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True,
+                                   check=True).stdout)
+    ours = {i["name"]: i for i in doc["net"]["interfaces"]}
+    check(set(ours) == {l["ifname"] for l in ip},
+          f"interfaces differ: fabcheck {sorted(ours)} vs ip {sorted(l['ifname'] for l in ip)}")
+    for link in ip:
+        mine = ours[link["ifname"]]
+        want = sorted((("ipv4" if a["family"] == "inet" else "ipv6"), a["local"], a["prefixlen"])
+                      for a in link.get("addr_info", []) if a["family"] in ("inet", "inet6"))
+        got = sorted((a["family"], a["address"], a["prefix_len"]) for a in mine["addresses"])
+        check(got == want, f"{link['ifname']}: addresses {got} vs ip {want}")
+        up = "UP" in link["flags"]
+        check(mine["up"] == up, f"{link['ifname']}: up {mine['up']} vs ip flags {link['flags']}")
+        # IFF_RUNNING = up and operstate UP/UNKNOWN (what `ip` prints as operstate).
+        running = up and link.get("operstate") in ("UP", "UNKNOWN")
+        check(mine["running"] == running,
+              f"{link['ifname']}: running {mine['running']} vs ip operstate {link.get('operstate')}")
+        check(mine["mtu"] == link["mtu"], f"{link['ifname']}: mtu {mine['mtu']} vs {link['mtu']}")
+    check(ours["lo"]["kind"] == "loopback" and ours["lo"]["virtual"], "lo is a virtual loopback")
+    check(doc["net"]["recommended"]["name"] != "lo", "never recommend loopback")
+
+    # memlock soft limit: what the shell reports for the same environment.
+    out = subprocess.run(["sh", "-c", "ulimit -l"], capture_output=True, text=True,
+                         env=clean_env()).stdout.strip()
+    soft = doc["limits"]["memlock_bytes"]["soft"]
+    check(soft == ("unlimited" if out == "unlimited" else int(out) * 1024),
+          f"memlock soft {soft} vs ulimit -l {out}")
+
+    # RDMA: this machine has none; once the rdma probe is built its section must say so.
+    if os.path.exists(os.path.join(SOURCE_DIR, "probes/rdma/CMakeLists.txt")):
+        check("rdma" in doc, "the rdma probe is built but the report has no rdma section")
+        check(doc["rdma"]["devices"] == [], f"rdma devices {doc['rdma']['devices']}")
+        check(any(f["code"].startswith("rdma.") and f["severity"] == "info"
+                  for f in doc["findings"]), "no info finding about the missing RDMA devices")
+    else:
+        print("note: probes/rdma not in the tree; rdma assertions not applicable")
+    check("nccl_env" in doc and isinstance(doc["nccl_env"]["variables"], list), "nccl_env section")
+
+
+def test_bad_flags():
+    p = run([FABCHECK, "node", "--json", "--no-such-flag"])
+    check(p.returncode == 2, f"bad flag: exit {p.returncode}")
+    pairs, doc = parse(p.stdout)
+    check(pairs[0][0] == "schema_version", "error JSON starts with schema_version")
+    check(doc["error"]["exit_code"] == 2 and "no-such-flag" in doc["error"]["message"],
+          f"error document {doc}")
+    p = run([FABCHECK, "node", "--json", "--sysroot", "/nonexistent/fabkit"])
+    check(p.returncode == 2 and "--sysroot" in json.loads(p.stdout)["error"]["message"],
+          f"missing sysroot: exit {p.returncode} {p.stdout}")
+    p = run([FABCHECK, "nccl-log", "--json", "/nonexistent/nccl.log"])
+    check(p.returncode == 2 and json.loads(p.stdout)["error"]["exit_code"] == 2,
+          f"missing log: exit {p.returncode}")
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def make_if(root, name, ifindex, typ, flags, oper, mtu, speed=None, device=None):
+    d = os.path.join(root, "sys/class/net", name)
+    for k, v in (("ifindex", ifindex), ("iflink", ifindex), ("type", typ), ("flags", flags),
+                 ("operstate", oper), ("mtu", mtu)):
+        write(os.path.join(d, k), f"{v}\n")
+    if speed is not None:
+        write(os.path.join(d, "speed"), f"{speed}\n")
+    if device:
+        os.symlink(f"../../../devices/pci0000:00/{device}", os.path.join(d, "device"))
+
+
+def test_sysroot():
+    root = tempfile.mkdtemp(prefix="fabkit-sysroot-")
+    try:
+        make_if(root, "lo", 1, 772, "0x9", "unknown", 65536)
+        make_if(root, "eth0", 2, 1, "0x1003", "up", 9000, 25000, "0000:17:00.0")
+        make_if(root, "ib0", 3, 32, "0x1003", "up", 2044, 100000, "0000:3b:00.0")
+        make_if(root, "docker0", 4, 1, "0x1003", "down", 1500)
+        os.makedirs(os.path.join(root, "sys/class/net/docker0/bridge"))
+        write(os.path.join(root, "proc/self/limits"),
+              "Limit                     Soft Limit           Hard Limit           Units\n"
+              "Max stack size            8388608              unlimited            bytes\n"
+              "Max open files            1048576              1048576              files\n"
+              "Max locked memory         8388608              8388608              bytes\n")
+        write(os.path.join(root, "proc/mounts"), "shm /dev/shm tmpfs rw,size=65536k 0 0\n")
+        write(os.path.join(root, "etc/nccl.conf"), "NCCL_SOCKET_IFNAME=eth9\nNCCL_IB_GID_INDEX=abc\n")
+        write(os.path.join(root, "root/.nccl.conf"), "NCCL_DEBUG=INFO\nNCCL_IB_GID_INDEX=3\n")
+        p = run([FABCHECK, "node", "--json", "--sysroot", root])
+        _, doc = parse(p.stdout)
+        check(doc["hostname"] == "sysroot:" + root, f"hostname {doc['hostname']}")
+        net = doc["net"]
+        check(net["source"] == "sysfs" and net["addresses_known"] is False, "sysfs-only source")
+        ifs = {i["name"]: i for i in net["interfaces"]}
+        check(sorted(ifs) == ["docker0", "eth0", "ib0", "lo"], f"interfaces {sorted(ifs)}")
+        check((ifs["eth0"]["kind"], ifs["eth0"]["speed_mbps"], ifs["eth0"]["mtu"],
+               ifs["eth0"]["running"], ifs["eth0"]["addresses"]) ==
+              ("physical", 25000, 9000, True, None), f"eth0 {ifs['eth0']}")
+        check((ifs["ib0"]["kind"], ifs["ib0"]["virtual"]) == ("ipoib", False), f"ib0 {ifs['ib0']}")
+        check((ifs["docker0"]["kind"], ifs["docker0"]["running"]) == ("docker", False), "docker0")
+        check(ifs["lo"]["speed_mbps"] is None, "lo has no speed")
+        s = net["nccl_socket_ifname"]
+        check((s["value"], s["source"], s["matched"]) ==
+              ("eth9", os.path.join(root, "etc/nccl.conf"), []), f"socket ifname {s}")
+        vars_ = {v["name"]: v for v in doc["nccl_env"]["variables"]}
+        check(vars_["NCCL_DEBUG"]["source"] == os.path.join(root, "root/.nccl.conf"), "NCCL_DEBUG")
+        check(vars_["NCCL_IB_GID_INDEX"]["value"] == "3", "first file wins for NCCL_IB_GID_INDEX")
+        codes = {(f["code"], f["severity"]) for f in doc["findings"]}
+        for want in (("net.ifname_matches_nothing", "fail"), ("net.addresses_unknown", "info"),
+                     ("nccl_env.overridden", "info")):
+            check(want in codes, f"missing finding {want}; have {sorted(codes)}")
+        check(("nccl_env.bad_value", "warn") not in codes, "the overridden 'abc' is not in effect")
+        check(doc["limits"]["memlock_bytes"]["soft"] == 8388608, "memlock from proc/self/limits")
+        check(p.returncode == 1, f"exit {p.returncode} with a fail finding")
+    finally:
+        shutil.rmtree(root)
+
+
+def test_nccl_log():
+    log = os.path.join(SOURCE_DIR, "tests/fixtures/nccl_log/nccl_2.21_socket_fallback.log")
+    p = run([FABCHECK, "nccl-log", log, "--json"])
+    pairs, doc = parse(p.stdout)
+    check(pairs[0][0] == "schema_version" and doc["kind"] == "nccl-log", "nccl-log JSON header")
+    check(doc["nccl_log"]["network"] == "Socket", "network")
+    check(p.returncode == 1 and any(f["code"] == "nccl_log.socket_fallback"
+                                    for f in doc["findings"]), "socket fallback finding")
+    p = run([FABCHECK, "nccl-log", os.path.join(SOURCE_DIR,
+                                                "tests/fixtures/nccl_log/nccl_2.18_ib_gdr.log"),
+             "--json", "--expect", "IB"])
+    check(p.returncode == 0, f"clean IB log: exit {p.returncode}: {p.stdout}")
+
+
+for t in (test_live, test_bad_flags, test_sysroot, test_nccl_log):
+    t()
+    print(f"ok {t.__name__}")
