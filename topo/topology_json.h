@@ -1,0 +1,16 @@
+// JSON form of a topology model (docs/json/topo.md): used by `fabcheck topo --json` and by the
+// topo_file and locality sections of `fabcheck node --json`.
+#pragma once
+
+#include "common/json.h"
+#include "topo/topology.h"
+
+namespace fabkit::topo {
+
+// {source, numa_nodes[], gpus[] (with nearest_nic, path_level, numa_node), nics[], pci_nodes}
+Json to_json(const Topology& t);
+Json gpu_to_json(const Topology& t, const Gpu& g);  // one GPU with its nearest NIC
+Json nic_to_json(const Topology& t, const Nic& n);
+std::string nic_label(const Nic& n);  // "mlx5_0" / "mlx5_0,mlx5_1" / the bus id when unnamed
+
+}  // namespace fabkit::topo

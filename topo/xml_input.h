@@ -1,0 +1,53 @@
+// Reading an XML document the user handed us (NCCL_TOPO_FILE, `fabcheck topo FILE`): size cap,
+// UTF-8 check, pugixml parse, and errors that name file, line and element.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+#include <pugixml.hpp>
+
+namespace fabkit::topo {
+
+// A topology/XML file that cannot be used. what() is "FILE:LINE: <element>: detail" (line 0 and
+// no element when the problem is the whole file: unreadable, empty).
+class TopoParseError : public std::runtime_error {
+ public:
+  TopoParseError(std::string file, int line, std::string element, std::string detail);
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+  const std::string& element() const { return element_; }
+  const std::string& detail() const { return detail_; }
+
+ private:
+  std::string file_;
+  int line_;
+  std::string element_;
+  std::string detail_;
+};
+
+// Topology files are a few KiB (a 72-GPU NVL72 dump is ~200 KiB); anything this large is not one.
+inline constexpr size_t kMaxTopoFileBytes = 16u << 20;
+// Deeper than any PCI tree (NCCL_TOPO_MAX_HOPS-sized paths are far shorter); bounds our recursion.
+inline constexpr int kMaxXmlDepth = 64;
+
+// 1-based line of a byte offset.
+int line_of_offset(const std::string& text, ptrdiff_t offset);
+// Reads path (capped); throws TopoParseError when unreadable or too large.
+std::string read_topo_file(const std::filesystem::path& path);
+
+// A parsed document kept with its text so node offsets map back to lines.
+struct XmlDocument {
+  std::string file;
+  std::string text;
+  pugi::xml_document doc;
+  int line_of(const pugi::xml_node& n) const;
+};
+
+// Validates UTF-8 and parses; throws TopoParseError for empty input, invalid bytes, and XML syntax
+// errors (truncated files, mismatched tags), with the line and the nearest element.
+void parse_xml(const std::string& file, std::string text, XmlDocument& out);
+
+}  // namespace fabkit::topo
