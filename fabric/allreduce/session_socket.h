@@ -1,0 +1,68 @@
+// Authenticated TCP connections between ranks: the session token is the first bytes a connector
+// sends, then a small hello (rank, world, plan digest). Every wait is a poll() bounded by the
+// caller's timeout. Shared by the socket all-reduce, the raw exchange, the Gloo store and the NCCL
+// rendezvous, so all of them reject a wrong token the same way.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace fabkit::fabric {
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+  int get() const { return fd_; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+struct HelloInfo {
+  uint32_t rank = 0;
+  uint32_t world = 0;
+  uint64_t plan_digest = 0;  // both sides must run the same sizes/iterations/collective
+};
+
+// Listening socket on addr:port (SO_REUSEADDR). Throws PeerError io_error naming addr:port.
+Fd listen_on(const std::string& addr, uint16_t port, const std::string& ifname);
+
+// Accepts until a connection presents `token` and a hello with the same plan; wrong-token
+// connections are answered "rejected" and closed, and counted in the error if none succeeds
+// before timeout_ms (PeerError accept_timeout). A different plan -> PeerError plan_mismatch.
+Fd accept_peer(int listen_fd, const std::string& token, const HelloInfo& mine, int timeout_ms,
+               HelloInfo* peer);
+
+// Connects (retrying refused connections until timeout_ms: the listener may start later), sends
+// the token and hello, waits for the verdict. PeerError connect_failed / token_rejected /
+// plan_mismatch / peer_timeout.
+Fd connect_peer(const std::string& peer_addr, uint16_t port, const std::string& local_addr,
+                const std::string& ifname, const std::string& token, const HelloInfo& mine,
+                int timeout_ms, HelloInfo* peer);
+
+// Throughput tuning for data connections: TCP_NODELAY (every message is a whole segment; Nagle
+// would only add latency to the small sizes), and SO_SNDBUF/SO_RCVBUF when buffer_bytes > 0.
+// Returns a note for the report ("" when all applied).
+std::string tune_data_socket(int fd, int buffer_bytes);
+
+// Blocking-with-timeout helpers on a non-blocking fd; `what` names the step in the error.
+void send_all(int fd, const void* data, size_t len, int timeout_ms, const std::string& what);
+void recv_all(int fd, void* data, size_t len, int timeout_ms, const std::string& what);
+
+void set_nonblocking(int fd);
+uint64_t fnv1a64(const std::string& s);
+
+}  // namespace fabkit::fabric

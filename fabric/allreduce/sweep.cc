@@ -1,0 +1,85 @@
+#include "fabric/allreduce/sweep.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+namespace fabkit::fabric {
+
+float input_value(int rank, uint64_t index, size_t size_index) {
+  // Mixing rank and index keeps every rank's data distinct and position dependent, so a swapped,
+  // shifted or stale segment shows up as a mismatch.
+  return static_cast<float>((index * 7 + static_cast<uint64_t>(rank) * 131 + size_index * 17) % 4093);
+}
+
+void fill_input(float* data, uint64_t count, int rank, size_t size_index) {
+  for (uint64_t i = 0; i < count; ++i) data[i] = input_value(rank, i, size_index);
+}
+
+int64_t first_mismatch(const float* out, uint64_t count, int world_size, size_t size_index) {
+  for (uint64_t i = 0; i < count; ++i) {
+    float expected = 0;
+    for (int r = 0; r < world_size; ++r) expected += input_value(r, i, size_index);
+    if (out[i] != expected) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+int64_t first_mismatch_copy(const float* out, uint64_t count, int peer_rank, size_t size_index) {
+  for (uint64_t i = 0; i < count; ++i)
+    if (out[i] != input_value(peer_rank, i, size_index)) return static_cast<int64_t>(i);
+  return -1;
+}
+
+std::vector<uint64_t> effective_sizes(const AllreduceSpec& spec) {
+  std::vector<uint64_t> sizes = spec.sizes_bytes.empty() ? default_sizes_bytes() : spec.sizes_bytes;
+  for (auto& b : sizes) b = b / sizeof(float) * sizeof(float);
+  return sizes;
+}
+
+namespace {
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+using FloatBuf = std::unique_ptr<float, FreeDeleter>;
+FloatBuf alloc_floats(uint64_t count) {
+  // 64-byte alignment: whole cache lines for the reduction loops and the kernel's copies.
+  size_t bytes = ((count * sizeof(float) + 63) / 64) * 64;
+  FloatBuf buf(static_cast<float*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes)));
+  if (!buf) throw std::bad_alloc();
+  return buf;
+}
+}  // namespace
+
+std::vector<SizeResult> run_sweep(const std::vector<uint64_t>& sizes, int rank,
+                                  const SweepOptions& opt, const CollectiveFn& fn) {
+  std::vector<SizeResult> results;
+  uint64_t max_count = 0;
+  for (uint64_t b : sizes) max_count = std::max<uint64_t>(max_count, b / sizeof(float));
+  FloatBuf in = alloc_floats(max_count);
+  FloatBuf out = alloc_floats(max_count);
+  for (size_t si = 0; si < sizes.size(); ++si) {
+    uint64_t count = sizes[si] / sizeof(float);
+    fill_input(in.get(), count, rank, si);
+    // NaN sentinel: an element the collective never wrote cannot pass the check by accident.
+    std::fill(out.get(), out.get() + count, std::numeric_limits<float>::quiet_NaN());
+    for (int i = 0; i < opt.warmup_iters; ++i) fn(in.get(), out.get(), count);
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < opt.iters; ++i) fn(in.get(), out.get(), count);
+    auto t1 = std::chrono::steady_clock::now();
+    SizeResult r;
+    r.bytes = count * sizeof(float);
+    r.time_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / opt.iters;
+    r.algbw_gbps = algbw_gbps(r.bytes, r.time_us);
+    r.busbw_gbps = allreduce_busbw_gbps(r.algbw_gbps, opt.world_size);
+    r.correct = (opt.copy_check ? first_mismatch_copy(out.get(), count, opt.peer_rank, si)
+                                : first_mismatch(out.get(), count, opt.world_size, si)) < 0;
+    results.push_back(r);
+  }
+  return results;
+}
+
+}  // namespace fabkit::fabric

@@ -1,0 +1,74 @@
+#include "fabric/nccl_runner/child_protocol.h"
+
+#include <cctype>
+
+namespace fabkit::fabric {
+namespace {
+ChildLine invalid(const std::string& why) { return {ChildLineKind::kInvalid, "", why}; }
+}  // namespace
+
+bool is_unique_id_hex(const std::string& s) {
+  if (s.size() != 2 * kUniqueIdBytes) return false;
+  for (char c : s)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+std::string hex_encode(const void* data, size_t len) {
+  static const char* kDigits = "0123456789abcdef";
+  const auto* p = static_cast<const uint8_t*>(data);
+  std::string out;
+  for (size_t i = 0; i < len; ++i) {
+    out.push_back(kDigits[p[i] >> 4]);
+    out.push_back(kDigits[p[i] & 15]);
+  }
+  return out;
+}
+
+bool hex_decode(const std::string& hex, std::vector<uint8_t>* out) {
+  if (hex.size() % 2) return false;
+  auto val = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  out->clear();
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    int hi = val(hex[i]), lo = val(hex[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out->push_back(static_cast<uint8_t>(hi * 16 + lo));
+  }
+  return true;
+}
+
+ChildLine parse_child_line(const std::string& raw) {
+  std::string line = raw;
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  size_t sp = line.find(' ');
+  std::string head = line.substr(0, sp);
+  std::string rest = sp == std::string::npos ? "" : line.substr(sp + 1);
+  if (head == "READY" || head == "GO") {
+    bool any = head == "READY" && rest == "-";
+    if (!any && !is_unique_id_hex(rest)) return invalid(head + " needs a 256-digit hex unique id" + (head == "READY" ? " or '-'" : ""));
+    return {head == "READY" ? ChildLineKind::kReady : ChildLineKind::kGo, rest, ""};
+  }
+  if (head == "STOP") return {ChildLineKind::kStop, "", ""};
+  if (head == "UNAVAILABLE") return {ChildLineKind::kUnavailable, "", rest.empty() ? "no reason given" : rest};
+  if (head == "FAILED") {
+    size_t sp2 = rest.find(' ');
+    if (rest.empty()) return invalid("FAILED needs a kind");
+    return {ChildLineKind::kFailed, rest.substr(0, sp2), sp2 == std::string::npos ? "" : rest.substr(sp2 + 1)};
+  }
+  if (head == "PROGRESS") {
+    if (rest.empty() || rest.find_first_not_of("0123456789") != std::string::npos) return invalid("PROGRESS needs a byte count");
+    return {ChildLineKind::kProgress, rest, ""};
+  }
+  if (head == "RESULT") {
+    if (rest.empty() || rest.front() != '{') return invalid("RESULT needs a JSON object");
+    return {ChildLineKind::kResult, "", rest};
+  }
+  return invalid("unknown line '" + line.substr(0, 40) + "'");
+}
+
+}  // namespace fabkit::fabric

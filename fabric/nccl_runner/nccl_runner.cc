@@ -1,0 +1,213 @@
+#include "fabric/nccl_runner/nccl_runner.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "common/environment.h"
+#include "common/errors.h"
+#include "fabric/allreduce/session_socket.h"
+#include "fabric/allreduce/sweep.h"
+#include "fabric/nccl_log/nccl_log.h"
+#include "fabric/nccl_runner/child_process.h"
+#include "fabric/nccl_runner/child_protocol.h"
+
+namespace fabkit::fabric {
+namespace {
+
+constexpr size_t kMaxFrameBytes = 4096;
+
+bool executable(const std::string& p) { return !p.empty() && ::access(p.c_str(), X_OK) == 0; }
+
+// Agent <-> agent frames: u32 length + text (the peer child's READY/UNAVAILABLE/FAILED line).
+void send_frame(int fd, const std::string& text, int timeout_ms) {
+  uint32_t len = static_cast<uint32_t>(text.size());
+  unsigned char h[4] = {static_cast<unsigned char>(len), static_cast<unsigned char>(len >> 8),
+                        static_cast<unsigned char>(len >> 16), static_cast<unsigned char>(len >> 24)};
+  send_all(fd, h, 4, timeout_ms, "sending the NCCL readiness to the peer agent");
+  send_all(fd, text.data(), text.size(), timeout_ms, "sending the NCCL readiness to the peer agent");
+}
+
+std::string recv_frame(int fd, int timeout_ms) {
+  unsigned char h[4];
+  recv_all(fd, h, 4, timeout_ms, "waiting for the peer agent's NCCL readiness");
+  uint32_t len = h[0] | (h[1] << 8) | (h[2] << 16) | (static_cast<uint32_t>(h[3]) << 24);
+  if (len > kMaxFrameBytes) throw PeerError("io_error", "peer agent sent a " + std::to_string(len) + "-byte frame (cap 4096)");
+  std::string s(len, '\0');
+  recv_all(fd, s.data(), len, timeout_ms, "waiting for the peer agent's NCCL readiness");
+  return s;
+}
+
+TransportRun make_run(const std::string& transport, const std::string& status, const std::string& kind,
+                      const std::string& reason) {
+  TransportRun run;
+  run.transport = transport;
+  run.status = status;
+  run.reason = reason;
+  if (!kind.empty()) run.extra["error"] = kind;
+  return run;
+}
+
+std::string join_sizes(const std::vector<uint64_t>& sizes) {
+  std::string s;
+  for (uint64_t b : sizes) s += (s.empty() ? "" : ",") + std::to_string(b);
+  return s;
+}
+
+}  // namespace
+
+std::string find_nccl_runner(const NcclTransportChoice& choice) {
+  if (!choice.runner_path.empty()) return executable(choice.runner_path) ? choice.runner_path : "";
+  if (const char* env = std::getenv("FABKIT_NCCL_RUNNER"); env && executable(env)) return env;
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    std::string dir(self, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    if (executable(dir + "/fabcheck-nccl-runner")) return dir + "/fabcheck-nccl-runner";
+  }
+#ifdef FABKIT_NCCL_RUNNER_BUILD_PATH
+  if (executable(FABKIT_NCCL_RUNNER_BUILD_PATH)) return FABKIT_NCCL_RUNNER_BUILD_PATH;
+#endif
+  return "";
+}
+
+void judge_transport_used(const std::string& expected, const Json& summary, Json* extra) {
+  Json& x = *extra;
+  x["expected_network"] = expected;
+  const Json& net = summary.contains("network") ? summary["network"] : Json();
+  x["nccl_network"] = net;
+  x["fallback_evidence"] = Json::array();
+  if (!net.is_string()) {
+    // No "Using network" line: the run may not have reached transport setup, or NCCL_DEBUG was
+    // overridden. Unknown, not a silent pass.
+    x["fell_back"] = nullptr;
+    x["fallback_evidence"].push_back("the NCCL log names no network (no 'Using network' line)");
+    return;
+  }
+  bool fell_back = net.get<std::string>() != expected;
+  x["fell_back"] = fell_back;
+  if (fell_back) {
+    if (summary.contains("network_evidence") && summary["network_evidence"].is_string())
+      x["fallback_evidence"].push_back(summary["network_evidence"]);
+    x["fallback_evidence"].push_back("asked for " + expected + ", NCCL used " + net.get<std::string>());
+    if (summary.contains("errors"))
+      for (const auto& e : summary["errors"]) x["fallback_evidence"].push_back(e.value("text", e.dump()));
+  }
+}
+
+TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportChoice& choice) {
+  std::string transport = nccl_transport_label(choice);
+  NcclChildEnv env;
+  try {
+    validate_spec(spec);
+    if (spec.world_size != 2) throw UsageError("NCCL runner: world_size = " + std::to_string(spec.world_size) + " is invalid: the pair runner runs 2 ranks");
+    env = nccl_child_env(choice, spec.ifname);
+  } catch (const UsageError& e) {
+    return make_run(transport, "failed", "invalid_spec", e.what());
+  }
+  std::string runner = find_nccl_runner(choice);
+  if (runner.empty())
+    return make_run(transport, "unavailable", "runner_not_built",
+                    "fabcheck-nccl-runner not found (this fabcheck was built without NCCL, or the runner was not installed beside it; set FABKIT_NCCL_RUNNER)");
+  try {
+    // 1. The agents meet first: no child is started for a peer that never shows up.
+    auto sizes = effective_sizes(spec);
+    HelloInfo mine{static_cast<uint32_t>(spec.rank), 2, fnv1a64(transport + "|" + join_sizes(sizes) + "|" + std::to_string(spec.iters))};
+    Fd peer;
+    if (spec.rank == 0) {
+      Fd listener = listen_on(spec.local_addr, spec.port, spec.ifname);
+      peer = accept_peer(listener.get(), spec.token, mine, spec.timeout_ms, nullptr);
+    } else {
+      peer = connect_peer(spec.peer_addr, spec.port, spec.local_addr, spec.ifname, spec.token, mine, spec.timeout_ms, nullptr);
+    }
+    set_nonblocking(peer.get());
+    // 2. The child: CUDA device check and (rank 0) the unique id, then READY.
+    std::vector<std::string> args = {"--rank", std::to_string(spec.rank), "--world-size", "2", "--sizes", join_sizes(sizes),
+                                     "--iters", std::to_string(spec.iters), "--warmup", std::to_string(spec.warmup_iters),
+                                     "--timeout-ms", std::to_string(spec.timeout_ms)};
+    ChildProcess child(runner, args, merge_child_env(Environment::from_process().vars(), env));
+    bool eof = false;
+    std::string first = child.next_line(spec.timeout_ms, &eof);
+    ChildLine mine_line = eof ? ChildLine{ChildLineKind::kFailed, "child_died", "exited before READY"} : parse_child_line(first);
+    // 3. Exchange readiness; both READY -> GO with rank 0's id, else STOP and say why.
+    send_frame(peer.get(), eof ? "FAILED child_died exited before READY" : first, spec.timeout_ms);
+    ChildLine theirs = parse_child_line(recv_frame(peer.get(), spec.timeout_ms));
+    TransportRun run;
+    run.transport = transport;
+    run.extra["env"] = Json(env.set);
+    run.extra["runner"] = runner;
+    auto finish_log = [&](TransportRun& r) {
+      r.extra["child_exit"] = child.wait_exit(spec.timeout_ms);
+      nccl_log::NcclLogSummary summary = nccl_log::parse_nccl_log(child.log());
+      r.extra["nccl_log"] = nccl_log::to_json(summary);
+      r.extra["log_truncated"] = child.log_truncated();
+      std::string expected = choice.network;
+      judge_transport_used(expected, r.extra["nccl_log"], &r.extra);
+      Json findings = Json::array();
+      for (const auto& f : nccl_log::judge_nccl_log(summary, expected)) findings.push_back(to_json(f));
+      r.extra["findings"] = findings;
+    };
+    if (mine_line.kind != ChildLineKind::kReady || theirs.kind != ChildLineKind::kReady) {
+      try {
+        child.send_line("STOP", spec.timeout_ms);
+      } catch (const PeerError&) {
+        // A child that reported UNAVAILABLE/FAILED has usually exited already: nothing to stop.
+      }
+      child.wait_exit(spec.timeout_ms);
+      const ChildLine& bad = mine_line.kind != ChildLineKind::kReady ? mine_line : theirs;
+      std::string who = mine_line.kind != ChildLineKind::kReady ? "this node" : "peer node";
+      bool unavailable = bad.kind == ChildLineKind::kUnavailable;
+      TransportRun r = make_run(transport, unavailable ? "unavailable" : "failed", unavailable ? "unavailable" : (bad.word.empty() ? "child_protocol" : bad.word),
+                                who + ": " + bad.text);
+      r.extra["env"] = Json(env.set);
+      return r;
+    }
+    std::string id = spec.rank == 0 ? mine_line.word : theirs.word;
+    child.send_line("GO " + id, spec.timeout_ms);
+    // 4. The sweep: every PROGRESS line restarts the timeout (one size may take seconds on Socket).
+    for (;;) {
+      std::string line = child.next_line(spec.timeout_ms, &eof);
+      if (eof) {
+        TransportRun r = make_run(transport, "failed", "child_died", "the NCCL runner child exited without a result");
+        r.extra["env"] = Json(env.set);
+        finish_log(r);
+        return r;
+      }
+      ChildLine l = parse_child_line(line);
+      if (l.kind == ChildLineKind::kProgress) continue;
+      if (l.kind == ChildLineKind::kFailed || l.kind == ChildLineKind::kInvalid) {
+        TransportRun r = make_run(transport, "failed", l.kind == ChildLineKind::kFailed ? l.word : "child_protocol", l.text);
+        r.extra["env"] = Json(env.set);
+        finish_log(r);
+        return r;
+      }
+      if (l.kind == ChildLineKind::kResult) {
+        Json result = Json::parse(l.text, nullptr, false);
+        if (result.is_discarded() || !result.contains("sizes") || !result["sizes"].is_array())
+          throw PeerError("child_protocol", "the NCCL runner child's RESULT is not {\"sizes\":[...]}");
+        bool ok = true;
+        for (const auto& s : result["sizes"]) {
+          SizeResult sr{s.value("bytes", uint64_t{0}), s.value("time_us", 0.0), s.value("algbw_gbps", 0.0),
+                        s.value("busbw_gbps", 0.0), s.value("correct", false)};
+          ok = ok && sr.correct;
+          run.sizes.push_back(sr);
+        }
+        run.status = ok ? "ok" : "failed";
+        if (!ok) {
+          run.reason = "result check failed for at least one size";
+          run.extra["error"] = "wrong_result";
+        }
+        finish_log(run);
+        return run;
+      }
+    }
+  } catch (const PeerError& e) {
+    TransportRun r = make_run(transport, "failed", e.kind(), e.what());
+    r.extra["env"] = Json(env.set);
+    return r;
+  }
+}
+
+}  // namespace fabkit::fabric

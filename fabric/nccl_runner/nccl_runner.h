@@ -1,0 +1,27 @@
+// NCCL all-reduce for one transport configuration, in a fresh fabcheck-nccl-runner child process
+// (fabcheck itself never loads libnccl or the CUDA driver). The two agents exchange their child's
+// readiness and rank 0's ncclUniqueId over a token-authenticated connection (rank 0 listens on
+// local_addr:port); the child's NCCL_DEBUG=INFO log is parsed to confirm the transport NCCL really
+// used: a silent fallback (asked IB, got Socket) is status "ok" with extra.fell_back = true and
+// the evidence lines.
+#pragma once
+
+#include <string>
+
+#include "common/json.h"
+#include "fabric/allreduce/allreduce_types.h"
+#include "fabric/nccl_runner/nccl_env.h"
+
+namespace fabkit::fabric {
+
+TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportChoice& choice);
+
+// Where the child binary is: choice.runner_path, $FABKIT_NCCL_RUNNER, beside /proc/self/exe, the
+// build tree. "" when none exists (fabcheck was built without NCCL).
+std::string find_nccl_runner(const NcclTransportChoice& choice);
+
+// Pure: the transport confirmation from a parsed log. Sets extra.nccl_network, extra.fell_back
+// (true/false, null when the log names no network) and extra.fallback_evidence.
+void judge_transport_used(const std::string& expected_network, const Json& nccl_log_summary, Json* extra);
+
+}  // namespace fabkit::fabric
