@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""fabtrain vs PyTorch (Python API, eager CPU, same LibTorch 1.13): tokens/s at 1 rank and at
+2 ranks (fabtrain sharded vs torch DDP on Gloo), and fabtrain's per-rank sharded state at 1/2/4
+ranks. The machine is noisy, so the contenders alternate and the ratio is the median of the
+per-round ratios.
+
+  /usr/bin/python3 bench/trainer/run_bench.py --fabtrain BUILD/trainer/app/fabtrain [--rounds 3]
+"""
+import argparse, json, os, random, statistics, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def blas():
+    try:
+        return os.path.realpath("/etc/alternatives/libblas.so.3-x86_64-linux-gnu")
+    except OSError:
+        return "unknown"
+
+
+def make_inputs(d, a):
+    os.makedirs(os.path.join(d, "model"), exist_ok=True)
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": a.hidden,
+           "intermediate_size": a.hidden * 8 // 3 // 16 * 16, "num_hidden_layers": a.layers,
+           "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": a.vocab,
+           "max_position_embeddings": 512, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+           "hidden_act": "silu", "tie_word_embeddings": False, "torch_dtype": "float32",
+           "initializer_range": 0.02, "bos_token_id": 1, "eos_token_id": 2}
+    json.dump(cfg, open(os.path.join(d, "model", "config.json"), "w"), indent=1)
+    rng = random.Random(7)
+    with open(os.path.join(d, "train.jsonl"), "w") as f:
+        for _ in range(600):
+            f.write(json.dumps({"input_ids": [rng.randrange(3, a.vocab) for _ in range(200)]}) + "\n")
+
+
+def fabtrain(a, d, ranks, tag, steps=None, mb=None):
+    out = os.path.join(d, "ft-" + tag)
+    cmd = [a.fabtrain, "--model", os.path.join(d, "model"), "--data", os.path.join(d, "train.jsonl"),
+           "--output", out, "--max-length", str(a.max_length), "--micro-batch-size", str(mb or a.micro_batch),
+           "--max-steps", str(steps or a.steps), "--lr", "1e-4", "--no-resume", "--nproc", str(ranks)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("fabtrain failed: " + " ".join(cmd) + "\n" + r.stderr[-3000:])
+    rows = [json.loads(l) for l in open(os.path.join(out, "metrics.jsonl")) if l.strip()]
+    steady = rows[a.warmup:] or rows
+    med = statistics.median(x["step_time_ms"] for x in steady)
+    return {"tokens_per_s": steady[-1]["tokens"] / (med / 1000), "state_bytes_per_rank": rows[-1]["state_bytes_per_rank"],
+            "max_rss_bytes": rows[-1]["max_rss_bytes"]}
+
+
+def torch_ref(a, d, ranks):
+    cmd = ["/usr/bin/python3", os.path.join(HERE, "torch_reference.py"), "--model", os.path.join(d, "model"),
+           "--data", os.path.join(d, "train.jsonl"), "--ranks", str(ranks), "--steps", str(a.steps),
+           "--warmup", str(a.warmup), "--micro-batch-size", str(a.micro_batch), "--max-length", str(a.max_length),
+           "--port", str(random.randrange(20000, 60000))]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("torch reference failed: " + " ".join(cmd) + "\n" + r.stderr[-3000:])
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--fabtrain", required=True)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--micro-batch", type=int, default=4)
+    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=4096)
+    a = p.parse_args()
+    print(f"BLAS: {blas()}  (must be openblas-pthread for meaningful numbers)")
+    print(f"model: hidden {a.hidden}, {a.layers} layers, vocab {a.vocab}; micro-batch {a.micro_batch} x "
+          f"{a.max_length} tokens per rank; {a.steps} steps, first {a.warmup} dropped; {a.rounds} rounds")
+    with tempfile.TemporaryDirectory(prefix="fabtrain-bench-") as d:
+        make_inputs(d, a)
+        for ranks in (1, 2):
+            ft, pt, ratios = [], [], []
+            for rnd in range(a.rounds):
+                # Alternate who goes first: the machine's load drifts.
+                if rnd % 2 == 0:
+                    f = fabtrain(a, d, ranks, f"{ranks}-{rnd}"); t = torch_ref(a, d, ranks)
+                else:
+                    t = torch_ref(a, d, ranks); f = fabtrain(a, d, ranks, f"{ranks}-{rnd}")
+                ft.append(f["tokens_per_s"]); pt.append(t["tokens_per_s"]); ratios.append(f["tokens_per_s"] / t["tokens_per_s"])
+            label = "1 rank (fabtrain vs torch eager)" if ranks == 1 else "2 ranks (fabtrain sharded vs torch DDP/Gloo)"
+            print(f"{label:48s} fabtrain {statistics.median(ft):9.0f} tok/s   torch {statistics.median(pt):9.0f} tok/s   "
+                  f"ratio median {statistics.median(ratios):.2f}x  (rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
+        base = None
+        for ranks in (1, 2, 4):
+            m = fabtrain(a, d, ranks, f"mem-{ranks}", steps=1, mb=1)
+            base = base or m["state_bytes_per_rank"]
+            print(f"sharded state per rank at {ranks} rank(s): {m['state_bytes_per_rank'] / 2**20:8.2f} MiB "
+                  f"({m['state_bytes_per_rank'] / base:.3f} of 1 rank)  peak RSS {m['max_rss_bytes'] / 2**20:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+#include "tests/integration/trainer/run_support.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/ttar.h"
+
+namespace fabkit::testing {
+
+void write_tiny_model(const std::filesystem::path& dir, bool tied) {
+  Json c = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", 32},
+            {"intermediate_size", 48}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+            {"num_key_value_heads", 2}, {"vocab_size", 300}, {"max_position_embeddings", 64},
+            {"rms_norm_eps", 1e-6}, {"rope_theta", 10000.0}, {"hidden_act", "silu"},
+            {"tie_word_embeddings", tied}, {"torch_dtype", "float32"}, {"initializer_range", 0.02},
+            {"bos_token_id", 1}, {"eos_token_id", 2}};
+  write_file(dir / "config.json", c.dump(2));
+}
+
+void write_token_data(const std::filesystem::path& file, int records, int len, int vocab) {
+  std::mt19937_64 rng(1234);
+  std::ostringstream out;
+  for (int r = 0; r < records; ++r) {
+    Json ids = Json::array();
+    // A learnable pattern (runs of +1) so the loss falls visibly.
+    int64_t x = 3 + static_cast<int64_t>(rng() % (vocab - 3));
+    for (int i = 0; i < len; ++i) {
+      ids.push_back(x);
+      x = (rng() % 4 == 0) ? 3 + static_cast<int64_t>(rng() % (vocab - 3)) : 3 + (x - 3 + 1) % (vocab - 3);
+    }
+    out << Json{{"input_ids", ids}}.dump() << "\n";
+  }
+  write_file(file, out.str());
+}
+
+RunResult run_fabtrain(const std::vector<std::string>& args, int timeout_s) {
+  char tmpl[] = "/tmp/fabtrain-test-out-XXXXXX";
+  int fd = mkstemp(tmpl);
+  const auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    setpgid(0, 0);  // the deadline kill reaches the spawned ranks too
+    std::vector<char*> argv{const_cast<char*>(FABTRAIN_BIN)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(FABTRAIN_BIN, argv.data());
+    _exit(127);
+  }
+  RunResult r;
+  int status = 0;
+  while (true) {
+    pid_t p = waitpid(pid, &status, WNOHANG);
+    if (p == pid) break;
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(timeout_s)) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  close(fd);
+  std::ifstream in(tmpl);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.output = ss.str();
+  unlink(tmpl);
+  return r;
+}
+
+std::vector<Json> read_jsonl(const std::filesystem::path& file) {
+  std::vector<Json> out;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(Json::parse(line));
+  }
+  return out;
+}
+
+}  // namespace fabkit::testing

@@ -1,0 +1,29 @@
+// Helpers for running fabtrain in tests: a tiny model directory, JSONL data, and running the
+// binary with a deadline.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+
+namespace fabkit::testing {
+
+// config.json of a 2-layer Llama (no weights: fabtrain seeds the init).
+void write_tiny_model(const std::filesystem::path& dir, bool tied);
+// `records` lines of {"input_ids": [...]} with `len` ids each, deterministic.
+void write_token_data(const std::filesystem::path& file, int records, int len, int vocab);
+
+struct RunResult {
+  int exit_code = -1;     // 128 + signal when killed
+  std::string output;     // stdout + stderr
+  double seconds = 0;
+};
+// Runs FABTRAIN_BIN with args; kills it (SIGKILL) at the deadline.
+RunResult run_fabtrain(const std::vector<std::string>& args, int timeout_s = 240);
+
+std::vector<Json> read_jsonl(const std::filesystem::path& file);
+
+}  // namespace fabkit::testing

@@ -1,0 +1,74 @@
+"""fabtrain launched by a real Slurm (slurm-wlm + munge started by the test, one node):
+`srun -N1 -n2 fabtrain ...` gives each task SLURM_PROCID/SLURM_NTASKS/SLURM_JOB_NODELIST and no
+RANK/MASTER_ADDR; fabtrain must take the master from the nodelist, rendezvous over Gloo and
+train, and the result must equal a 1-process run on the same global batch.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "slurm"))
+from slurm_cluster import SlurmCluster  # noqa: E402
+
+FABTRAIN = None
+
+
+def write_inputs(d):
+    os.makedirs(os.path.join(d, "model"))
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 32,
+           "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 64,
+           "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "torch_dtype": "float32",
+           "bos_token_id": 1, "eos_token_id": 2}
+    json.dump(cfg, open(os.path.join(d, "model", "config.json"), "w"))
+    with open(os.path.join(d, "train.jsonl"), "w") as f:
+        for r in range(24):
+            f.write(json.dumps({"input_ids": [3 + (r * 7 + i) % 290 for i in range(30)]}) + "\n")
+
+
+def losses(out):
+    return [json.loads(l)["loss"] for l in open(os.path.join(out, "metrics.jsonl")) if l.strip()]
+
+
+class FabtrainUnderSlurm(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="fabtrain-slurm-")
+        write_inputs(self.dir)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def args(self, out, mb):
+        return [FABTRAIN, "--model", os.path.join(self.dir, "model"), "--data",
+                os.path.join(self.dir, "train.jsonl"), "--output", os.path.join(self.dir, out),
+                "--max-length", "16", "--max-steps", "3", "--lr", "3e-3", "--micro-batch-size", str(mb),
+                "--rendezvous-timeout-ms", "30000", "--collective-timeout-ms", "30000"]
+
+    def test_srun_two_tasks_equal_one_process(self):
+        with SlurmCluster(nodes=1) as c:
+            r = c.run(["srun", "-N1", "-n2", "--kill-on-bad-exit=1"] + self.args("srun", 2), timeout_s=240,
+                      extra_env={"MASTER_PORT": str(30000 + os.getpid() % 20000)})
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr + c.logs())
+        self.assertIn("launcher slurm", r.stderr)
+        self.assertIn("rank 0/2", r.stderr)
+        self.assertIn("master " + os.uname().nodename, r.stderr)
+        import subprocess
+        one = subprocess.run(self.args("one", 4), capture_output=True, text=True, timeout=240)
+        self.assertEqual(one.returncode, 0, one.stderr)
+        a, b = losses(os.path.join(self.dir, "srun")), losses(os.path.join(self.dir, "one"))
+        self.assertEqual(len(a), 3)
+        for x, y in zip(a, b):
+            self.assertAlmostEqual(x, y, delta=1e-4 * abs(y))
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--fabtrain", required=True)
+    a, rest = p.parse_known_args()
+    FABTRAIN = a.fabtrain
+    unittest.main(argv=[sys.argv[0]] + rest)

@@ -1,0 +1,105 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/errors.h"
+#include "tests/support/ttar.h"
+#include "trainer/checkpoint/checkpoint.h"
+#include "trainer/checkpoint/shard_file.h"
+
+namespace fs = std::filesystem;
+
+namespace fabkit::trainer {
+namespace {
+
+std::vector<FlatShard> tiny_shards() {
+  std::vector<FlatShard> s;
+  s.push_back(make_flat_shard("u0", {{"w", {3, 2}, 0, 0}, {"b", {3}, 0, 0}}, 0, 1));
+  s.push_back(make_flat_shard("u1", {{"v", {5}, 0, 0}}, 0, 1));
+  for (auto& sh : s) {
+    for (size_t i = 0; i < sh.param.size(); ++i) sh.param[i] = 0.5f * static_cast<float>(i) + 1.0f;
+  }
+  return s;
+}
+
+TEST(ShardFile, RoundTripsAndRejectsTruncation) {
+  fabkit::testing::TempDir dir("ckpt");
+  ShardFileUnit u{"u0", {{"param", {1, 2, 3}}, {"exp_avg", {4, 5, 6}}}};
+  const fs::path f = dir.path() / "s.bin";
+  write_shard_file(f, {{"rank", 0}}, {u});
+  auto c = read_shard_file(f);
+  ASSERT_EQ(c.units.size(), 1u);
+  EXPECT_EQ(c.units[0].arrays[1].name, "exp_avg");
+  EXPECT_EQ(c.units[0].arrays[1].values, (std::vector<float>{4, 5, 6}));
+  fs::resize_file(f, fs::file_size(f) - 4);
+  try {
+    read_shard_file(f);
+    FAIL();
+  } catch (const UsageError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find(f.string()), std::string::npos) << m;
+    EXPECT_NE(m.find("offset"), std::string::npos) << m;
+    EXPECT_NE(m.find("truncated"), std::string::npos) << m;
+  }
+}
+
+TEST(Checkpoint, ResumeTakesTheNewestCompleteAndSkipsCorruptOnes) {
+  fabkit::testing::TempDir dir("ckpt");
+  auto comm = make_local_comm();
+  auto shards = tiny_shards();
+  auto opt = make_adamw(shards, {});
+  SaveRequest req{dir.path(), {}, Json::object(), "", 0};
+  req.state.step = 2;
+  save_checkpoint(*comm, req, shards, *opt, nullptr);
+  shards[0].param[0] = 42.0f;
+  req.state.step = 4;
+  save_checkpoint(*comm, req, shards, *opt, nullptr);
+  // An incomplete step-6 checkpoint: shard written, no manifest.
+  fs::create_directories(dir.path() / "checkpoint-00000006");
+  ASSERT_EQ(list_checkpoints(dir.path()).size(), 2u);
+
+  // Corrupt the step-4 shard: resume falls back to step 2 with a warning naming why.
+  {
+    std::fstream f(dir.path() / "checkpoint-00000004" / "rank-00000-of-00001.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('\x7f');
+  }
+  auto fresh = tiny_shards();
+  fresh[0].param[0] = -1.0f;
+  auto opt2 = make_adamw(fresh, {});
+  std::vector<std::string> warnings;
+  auto st = resume_latest(*comm, dir.path(), fresh, *opt2, &warnings);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->step, 2);
+  EXPECT_EQ(fresh[0].param[0], 1.0f);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("SHA-256"), std::string::npos) << warnings[0];
+  EXPECT_THROW(gather_checkpoint(dir.path() / "checkpoint-00000004"), UsageError);
+  EXPECT_THROW(gather_checkpoint(dir.path() / "checkpoint-00000006"), UsageError);
+}
+
+TEST(Checkpoint, SaveTotalLimitPrunesOldestAndGatherRebuildsTensors) {
+  fabkit::testing::TempDir dir("ckpt");
+  auto comm = make_local_comm();
+  auto shards = tiny_shards();
+  auto opt = make_adamw(shards, {});
+  SaveRequest req{dir.path(), {}, Json::object(), "", 2};
+  std::vector<std::string> warnings;
+  for (int64_t step : {1, 2, 3}) {
+    req.state.step = step;
+    save_checkpoint(*comm, req, shards, *opt, &warnings);
+  }
+  auto left = list_checkpoints(dir.path());
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].filename(), "checkpoint-00000003");
+  EXPECT_FALSE(fs::exists(dir.path() / "checkpoint-00000001"));
+  auto g = gather_checkpoint(left[0]);
+  ASSERT_EQ(g.params.size(), 3u);
+  EXPECT_EQ(g.params[1].first, "b");
+  EXPECT_EQ(g.params[1].second.values, (std::vector<float>{4.0f, 4.5f, 5.0f}));
+  EXPECT_EQ(g.params[0].second.shape, (std::vector<int64_t>{3, 2}));
+}
+
+}  // namespace
+}  // namespace fabkit::trainer

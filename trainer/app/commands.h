@@ -1,0 +1,10 @@
+// fabtrain's subcommands (one file each).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace fabkit::trainer {
+
+void register_export_command(CLI::App& app, int* exit_code);
+
+}  // namespace fabkit::trainer

@@ -1,0 +1,241 @@
+// `fabtrain train`: the whole run as a story, one numbered section per stage.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <iostream>
+#include <thread>
+#include <filesystem>
+
+#include "common/errors.h"
+#include "trainer/app/fabric_setup.h"
+#include "trainer/app/train_log.h"
+#include "trainer/app/train_options.h"
+#include "trainer/checkpoint/checkpoint.h"
+#include "trainer/data/batch.h"
+#include "trainer/data/sampler.h"
+#include "trainer/distributed/comm.h"
+#include "trainer/distributed/launch_env.h"
+#include "trainer/distributed/local_spawn.h"
+#include "trainer/model/ignore_label.h"
+#include "trainer/model/pretrained.h"
+#include "trainer/optim/optimizer.h"
+#include "trainer/optim/schedule.h"
+#include "trainer/parallel/llama_plan.h"
+#include "trainer/tokenizer/tokenizer.h"
+
+namespace fs = std::filesystem;
+
+namespace fabkit::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Target tokens the causal loss counts: labels[:, 1:] != -100 (the logits at t predict t+1).
+int64_t target_tokens(const at::Tensor& labels) {
+  return labels.slice(1, 1).ne(kIgnoreLabel).sum().item<int64_t>();
+}
+
+DataOptions data_options(const TrainOptions& o, int64_t vocab_size) {
+  DataOptions d;
+  d.format = parse_data_format(o.format);
+  d.text_column = o.text_column;
+  d.chat_template = o.chat_template;
+  d.max_length = o.max_length;
+  d.packing = !o.no_packing;
+  d.valid_split = o.valid_split;
+  d.valid_file = o.valid_data;
+  d.seed = o.seed;
+  d.skip_bad_lines = o.skip_bad_lines;
+  d.vocab_size = vocab_size;
+  return d;
+}
+
+// Mean loss over the validation set: every rank runs its shard; sums cross ranks once.
+double validation_loss(ShardedModel& model, MicroBatch& mb, const std::vector<Example>& valid,
+                       const TrainOptions& o, Comm& comm) {
+  double acc[2] = {0.0, 0.0};  // loss sum, tokens
+  for (const auto& idx : epoch_batches(valid.size(), o.seed, 0, comm.rank(), comm.world_size(),
+                                       static_cast<size_t>(o.micro_batch_size))) {
+    Batch b = make_batch(valid, idx);
+    mb.input_ids = b.input_ids;
+    mb.labels = b.labels;
+    mb.attention_mask = b.attention_mask;
+    mb.loss_normalizer = 1.0;
+    acc[0] += model.forward_loss();
+    acc[1] += static_cast<double>(target_tokens(b.labels));
+  }
+  comm.allreduce_sum(acc, 2);
+  return acc[1] > 0 ? acc[0] / acc[1] : 0.0;
+}
+
+}  // namespace
+
+int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
+  // 1. Launch: --nproc N makes this process the parent of N local ranks and nothing else.
+  Environment env = Environment::from_process();
+  if (o.nproc > 1 && !env.has("FABTRAIN_LOCAL_SPAWN")) {
+    if (env.has("RANK") || env.has("SLURM_PROCID") || env.has("OMPI_COMM_WORLD_RANK")) {
+      throw UsageError("--nproc " + std::to_string(o.nproc) + " under a launcher that already started ranks "
+                       "(RANK, SLURM_PROCID or OMPI_COMM_WORLD_RANK is set): drop --nproc");
+    }
+    uint16_t port = env.has("MASTER_PORT") ? detect_launch_env(env, std::nullopt).master_port : pick_free_port();
+    SpawnResult r = spawn_local_ranks(argv, o.nproc, port);
+    if (r.exit_code != 0) std::cerr << "[fabtrain] error: " << r.message << std::endl;
+    return r.exit_code;
+  }
+  LaunchEnv launch = detect_launch_env(env, std::nullopt);
+  TrainLog log(launch.rank);
+  log.info("launcher " + launch.launcher + " (" + launch.evidence + "): rank " + std::to_string(launch.rank) + "/" +
+           std::to_string(launch.world_size) + ", local " + std::to_string(launch.local_rank) + "/" +
+           std::to_string(launch.local_world_size) + ", master " + launch.master_addr + ":" +
+           std::to_string(launch.master_port) + " (port from " + launch.master_port_source + ")");
+  validate_degrees(launch.world_size, o.dp == 0 ? launch.world_size : o.dp, o.pp);
+
+  // 2. Fabric: the profile's env for this host and the node check, before any communicator.
+  FabricSetup fabric = setup_fabric(o.profile, o.skip_validate, log);
+
+  // 3. Communicator.
+  CommOptions co;
+  co.rank = launch.rank;
+  co.world_size = launch.world_size;
+  co.master_addr = launch.master_addr;
+  co.master_port = launch.master_port;
+  co.store_hosted_by_agent = launch.store_hosted_by_agent;
+  co.socket_ifname = fabric.gloo_socket_ifname;
+  co.rendezvous_timeout_ms = o.rendezvous_timeout_ms;
+  co.collective_timeout_ms = o.collective_timeout_ms;
+  std::unique_ptr<Comm> comm = make_comm(co);
+  log.info("backend " + comm->backend() + ", transport " + comm->transport());
+  torch::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / launch.local_world_size));
+
+  // 4. Model: every rank loads (or seeds) the same weights; sharding broadcasts rank 0's.
+  LoadOptions lo;
+  lo.seed = o.seed;
+  LoadedModel loaded = load_pretrained(o.model_dir, lo);
+  log.info("model " + o.model_dir + (loaded.random_init ? " (no weights: seeded random init)" : "") + ": " +
+           std::to_string(loaded.config.num_hidden_layers) + " layers, hidden " + std::to_string(loaded.config.hidden_size));
+
+  // 5. Data: the same global order on every rank; each takes its slice (sampler.h).
+  auto tokenizer = load_tokenizer(o.model_dir);
+  LoadedData data = load_dataset(o.data, *tokenizer, data_options(o, loaded.config.vocab_size));
+  const int64_t batches_per_epoch = static_cast<int64_t>(
+      epoch_batches(data.train.size(), o.seed, 0, comm->rank(), comm->world_size(), o.micro_batch_size).size());
+  const int64_t steps_per_epoch = batches_per_epoch / o.grad_accum;
+  if (steps_per_epoch == 0) {
+    throw UsageError(o.data + ": " + std::to_string(data.train.size()) + " examples of " + std::to_string(o.max_length) +
+                     " tokens are too few for one step of " + std::to_string(comm->world_size()) + " ranks x micro-batch " +
+                     std::to_string(o.micro_batch_size) + " x grad-accum " + std::to_string(o.grad_accum));
+  }
+  const int64_t total_steps = o.max_steps > 0 ? o.max_steps : o.num_epochs * steps_per_epoch;
+  log.info("data " + o.data + ": " + std::to_string(data.train.size()) + " train / " + std::to_string(data.valid.size()) +
+           " valid examples, " + std::to_string(steps_per_epoch) + " steps per epoch, " + std::to_string(total_steps) + " steps");
+
+  // 6. Sharding, optimizer, schedule.
+  auto mb = std::make_shared<MicroBatch>();
+  LlamaPlan plan = plan_llama(loaded.model, mb);
+  ShardedModel model(*comm, std::move(plan.units), std::move(plan.stages), o.recompute);
+  std::unique_ptr<ShardOptimizer> opt;
+  if (o.optimizer == "adamw") {
+    opt = make_adamw(model.shards(), {o.beta1, o.beta2, o.eps, o.weight_decay});
+  } else {
+    AdafactorOptions ao;
+    ao.weight_decay = o.weight_decay;
+    opt = make_adafactor(model.shards(), ao, [&](float* d, size_t n) { comm->allreduce_sum(d, n); });
+  }
+  const CosineSchedule schedule{o.lr, o.warmup_steps, total_steps, o.min_lr_ratio};
+  const int64_t state_bytes = shard_state_bytes(model.shards()) + opt->state_bytes();
+  log.info("sharded " + std::to_string(model.shards().size()) + " units over " + std::to_string(comm->world_size()) +
+           " ranks: params+grads+" + opt->name() + " state " + std::to_string(state_bytes) + " bytes per rank (" +
+           std::to_string(model.unsharded_param_numel()) + " parameters)" + (o.recompute ? ", recompute on" : ""));
+
+  // 7. Resume from the newest complete checkpoint.
+  fs::create_directories(o.output_dir);
+  TrainState state;
+  state.seed = o.seed;
+  if (o.resume) {
+    std::vector<std::string> warnings;
+    if (auto resumed = resume_latest(*comm, o.output_dir, model.shards(), *opt, &warnings)) {
+      state = *resumed;
+      log.info("resumed from step " + std::to_string(state.step) + " (epoch " + std::to_string(state.epoch) + ")");
+    }
+    for (const auto& w : warnings) log.warn(w);
+  }
+  log.open_metrics(fs::path(o.output_dir) / "metrics.jsonl");
+  SaveRequest save{o.output_dir, state, to_hf_json(loaded.config), o.model_dir, o.save_total_limit};
+  auto checkpoint = [&] {
+    save.state = state;
+    std::vector<std::string> warnings;
+    fs::path dir = save_checkpoint(*comm, save, model.shards(), *opt, &warnings);
+    log.info("checkpoint " + dir.string());
+    for (const auto& w : warnings) log.info(w);
+  };
+
+  // 8. The loop: grad-accum micro-steps, clip, step, log, eval, checkpoint.
+  int64_t steps_this_process = 0;
+  std::vector<std::vector<size_t>> batches;
+  int64_t batches_epoch = -1;
+  while (state.step < total_steps) {
+    if (batches_epoch != state.epoch) {
+      batches = epoch_batches(data.train.size(), o.seed, state.epoch, comm->rank(), comm->world_size(), o.micro_batch_size);
+      batches_epoch = state.epoch;
+    }
+    if (state.batch_in_epoch + o.grad_accum > static_cast<int64_t>(batches.size())) {
+      ++state.epoch;
+      state.batch_in_epoch = 0;
+      continue;
+    }
+    const auto t0 = Clock::now();
+    std::vector<Batch> micro;
+    double counts[2] = {0.0, 0.0};  // target tokens, real tokens (this rank, then global)
+    for (int64_t a = 0; a < o.grad_accum; ++a) {
+      micro.push_back(make_batch(data.train, batches[state.batch_in_epoch + a]));
+      counts[0] += static_cast<double>(target_tokens(micro.back().labels));
+      counts[1] += micro.back().attention_mask.sum().item<double>();
+    }
+    comm->allreduce_sum(counts, 2);
+    double loss = 0.0;
+    model.zero_grad();
+    for (const Batch& b : micro) {
+      mb->input_ids = b.input_ids;
+      mb->labels = b.labels;
+      mb->attention_mask = b.attention_mask;
+      mb->loss_normalizer = std::max(1.0, counts[0]);
+      loss += model.forward_backward();
+    }
+    comm->allreduce_sum(&loss, 1);
+    const double grad_norm = clip_grad_norm(model.shards(), o.max_grad_norm, [&](double* d, size_t n) { comm->allreduce_sum(d, n); });
+    const double lr = schedule.lr_at(state.step);
+    opt->step(model.shards(), lr);
+    state.batch_in_epoch += o.grad_accum;
+    ++state.step;
+    ++steps_this_process;
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (state.step % o.log_every == 0 || state.step == total_steps) {
+      log.step({{"step", state.step}, {"total_steps", total_steps}, {"epoch", state.epoch}, {"loss", loss},
+                {"lr", lr}, {"grad_norm", grad_norm}, {"tokens", counts[1]}, {"tokens_per_s", counts[1] / (ms / 1000.0)},
+                {"step_time_ms", ms}, {"state_bytes_per_rank", state_bytes}, {"max_rss_bytes", max_rss_bytes()}});
+    }
+    if (o.eval_every > 0 && !data.valid.empty() && (state.step % o.eval_every == 0 || state.step == total_steps)) {
+      const double v = validation_loss(model, *mb, data.valid, o, *comm);
+      log.eval({{"step", state.step}, {"valid_loss", v}, {"valid_perplexity", std::exp(v)}});
+    }
+    if (o.save_every > 0 && state.step % o.save_every == 0 && state.step < total_steps) checkpoint();
+    if (o.exit_after_steps > 0 && steps_this_process >= o.exit_after_steps && state.step < total_steps) {
+      log.info("--exit-after-steps " + std::to_string(o.exit_after_steps) + ": stopping at step " +
+               std::to_string(state.step) + " without a final checkpoint");
+      comm->barrier();
+      return 0;
+    }
+  }
+
+  // 9. The final checkpoint (export it with `fabtrain export`).
+  if (steps_this_process > 0) {
+    checkpoint();
+  } else {
+    log.info("the newest checkpoint is already at step " + std::to_string(state.step) + ": nothing to train");
+  }
+  log.info("done: " + std::to_string(state.step) + " steps");
+  return 0;
+}
+
+}  // namespace fabkit::trainer

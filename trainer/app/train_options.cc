@@ -1,0 +1,49 @@
+#include "trainer/app/train_options.h"
+
+namespace fabkit::trainer {
+
+void bind_train_options(CLI::App& c, TrainOptions& o) {
+  c.add_option("--profile", o.profile, "cluster.json from `fabcheck profile`: env to apply + node check")->check(CLI::ExistingFile);
+  c.add_flag("--skip-validate", o.skip_validate, "start even when this node disagrees with the profile (logged)");
+  c.add_option("--nproc", o.nproc, "start N local ranks (fork/exec of this program)")->check(CLI::Range(1, 1024));
+  c.add_option("--dp", o.dp, "data-parallel degree (default: world size)");
+  c.add_option("--pp", o.pp, "pipeline degree (only 1 for now)");
+  c.add_option("--rendezvous-timeout-ms", o.rendezvous_timeout_ms)->check(CLI::Range(100, 3600000));
+  c.add_option("--collective-timeout-ms", o.collective_timeout_ms)->check(CLI::Range(100, 3600000));
+  c.add_option("--model", o.model_dir, "HF model directory (config.json [+ safetensors])")->required()->check(CLI::ExistingDirectory);
+  c.add_option("--data", o.data, "training JSONL")->required()->check(CLI::ExistingFile);
+  c.add_option("--valid-data", o.valid_data, "validation JSONL")->check(CLI::ExistingFile);
+  c.add_option("--valid-split", o.valid_split, "fraction of --data held out for validation")->check(CLI::Range(0.0, 0.9));
+  c.add_option("--output", o.output_dir, "checkpoints, metrics.jsonl");
+  c.add_option("--format", o.format, "auto|text|input_ids|chat");
+  c.add_option("--text-column", o.text_column);
+  c.add_option("--chat-template", o.chat_template);
+  c.add_option("--max-length", o.max_length)->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  c.add_flag("--no-packing", o.no_packing, "one padded example per record instead of packed blocks");
+  c.add_flag("--skip-bad-lines", o.skip_bad_lines);
+  c.add_option("--seed", o.seed);
+  c.add_option("--max-steps", o.max_steps)->check(CLI::NonNegativeNumber);
+  c.add_option("--num-epochs", o.num_epochs)->check(CLI::PositiveNumber);
+  c.add_option("--micro-batch-size", o.micro_batch_size, "sequences per rank per micro-step")->check(CLI::PositiveNumber);
+  c.add_option("--grad-accum", o.grad_accum)->check(CLI::PositiveNumber);
+  c.add_flag("--recompute", o.recompute, "activation checkpointing per decoder layer");
+  c.add_option("--eval-every", o.eval_every)->check(CLI::NonNegativeNumber);
+  c.add_option("--log-every", o.log_every)->check(CLI::PositiveNumber);
+  c.add_option("--optimizer", o.optimizer)->check(CLI::IsMember({"adamw", "adafactor"}));
+  c.add_option("--lr", o.lr)->check(CLI::PositiveNumber);
+  c.add_option("--warmup-steps", o.warmup_steps)->check(CLI::NonNegativeNumber);
+  c.add_option("--min-lr-ratio", o.min_lr_ratio)->check(CLI::Range(0.0, 1.0));
+  c.add_option("--weight-decay", o.weight_decay)->check(CLI::NonNegativeNumber);
+  c.add_option("--beta1", o.beta1)->check(CLI::Range(0.0, 1.0));
+  c.add_option("--beta2", o.beta2)->check(CLI::Range(0.0, 1.0));
+  c.add_option("--eps", o.eps)->check(CLI::PositiveNumber);
+  c.add_option("--max-grad-norm", o.max_grad_norm, "0: no clipping")->check(CLI::NonNegativeNumber);
+  c.add_option("--save-every", o.save_every)->check(CLI::NonNegativeNumber);
+  c.add_option("--save-total-limit", o.save_total_limit)->check(CLI::NonNegativeNumber);
+  c.add_flag("--resume,!--no-resume", o.resume, "continue from the newest complete checkpoint (default on)");
+  c.add_option("--exit-after-steps", o.exit_after_steps,
+               "stop after N steps of this process without a final checkpoint (preemption drill)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+}  // namespace fabkit::trainer

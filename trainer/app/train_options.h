@@ -1,0 +1,63 @@
+// Everything `fabtrain train` takes, bound once to CLI11 (train_options.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace fabkit::trainer {
+
+struct TrainOptions {
+  // Fabric
+  std::string profile;
+  bool skip_validate = false;
+  int nproc = 1;
+  int dp = 0;  // 0: the world size
+  int pp = 1;
+  int rendezvous_timeout_ms = 120000;
+  int collective_timeout_ms = 120000;
+  // Model and data
+  std::string model_dir;
+  std::string data;
+  std::string valid_data;
+  double valid_split = 0.0;
+  std::string output_dir = "fabtrain-out";
+  std::string format = "auto";
+  std::string text_column = "text";
+  std::string chat_template = "chatml";
+  int64_t max_length = 512;
+  bool no_packing = false;
+  bool skip_bad_lines = false;
+  uint64_t seed = 0;
+  // Loop
+  int64_t max_steps = 0;  // 0: num_epochs decides
+  int64_t num_epochs = 1;
+  int64_t micro_batch_size = 1;  // per rank
+  int64_t grad_accum = 1;
+  bool recompute = false;
+  int64_t eval_every = 0;
+  int64_t log_every = 1;
+  // Optimizer
+  std::string optimizer = "adamw";
+  double lr = 1e-4;
+  int64_t warmup_steps = 0;
+  double min_lr_ratio = 0.0;
+  double weight_decay = 0.0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double max_grad_norm = 1.0;
+  // Checkpoints
+  int64_t save_every = 0;
+  int save_total_limit = 0;
+  bool resume = true;
+  int64_t exit_after_steps = 0;  // stop (as if preempted) after this many steps in this process
+};
+
+void bind_train_options(CLI::App& cmd, TrainOptions& o);
+
+// The exit code; argv is re-used by --nproc to start the ranks.
+int run_train(const TrainOptions& o, const std::vector<std::string>& argv);
+
+}  // namespace fabkit::trainer

@@ -1,0 +1,293 @@
+#include "trainer/checkpoint/checkpoint.h"
+
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "common/errors.h"
+#include "trainer/checkpoint/shard_file.h"
+
+namespace fs = std::filesystem;
+
+namespace fabkit::trainer {
+namespace {
+
+std::string step_dir_name(int64_t step) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "checkpoint-%08lld", static_cast<long long>(step));
+  return buf;
+}
+
+std::string shard_name(int rank, int world) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "rank-%05d-of-%05d.bin", rank, world);
+  return buf;
+}
+
+void write_text_atomic(const fs::path& path, const std::string& text) {
+  fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw SysErrorException({"write", errno, tmp.string()});
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw SysErrorException({"rename", ec.value(), tmp.string() + " -> " + path.string()});
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Json layout_json(const std::vector<FlatShard>& shards) {
+  Json units = Json::array();
+  for (const auto& s : shards) {
+    Json params = Json::array();
+    for (const auto& p : s.params) params.push_back({{"name", p.name}, {"shape", p.shape}, {"offset", p.offset}});
+    units.push_back({{"unit", s.unit}, {"total_numel", s.total_numel}, {"shard_numel", s.shard_numel}, {"params", params}});
+  }
+  return units;
+}
+
+Json state_json(const TrainState& t) {
+  return {{"step", t.step}, {"epoch", t.epoch}, {"batch_in_epoch", t.batch_in_epoch}, {"seed", t.seed}};
+}
+
+TrainState state_from_json(const Json& j) {
+  TrainState t;
+  t.step = j.at("step").get<int64_t>();
+  t.epoch = j.at("epoch").get<int64_t>();
+  t.batch_in_epoch = j.at("batch_in_epoch").get<int64_t>();
+  t.seed = j.at("seed").get<uint64_t>();
+  return t;
+}
+
+// Why this checkpoint cannot be used by this rank, or "" when it can.
+std::string check_for_rank(const fs::path& dir, const Json& manifest, const std::vector<FlatShard>& shards,
+                           const std::string& optimizer, int rank, int world) {
+  try {
+    if (manifest.at("format") != kCheckpointFormat) return "format " + manifest.at("format").dump();
+    if (manifest.at("world_size").get<int>() != world) {
+      return "written by " + manifest.at("world_size").dump() + " ranks, this job has " + std::to_string(world) +
+             " (resharding on resume is not supported: relaunch with the same world size or start fresh)";
+    }
+    if (manifest.at("optimizer").get<std::string>() != optimizer) {
+      return "optimizer " + manifest.at("optimizer").get<std::string>() + ", this job uses " + optimizer;
+    }
+    if (manifest.at("units") != layout_json(shards)) return "parameter layout differs from this model";
+    const Json& entry = manifest.at("shards").at(rank);
+    const fs::path file = dir / entry.at("file").get<std::string>();
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    if (ec) return "shard " + file.string() + " is missing";
+    if (size != entry.at("bytes").get<uint64_t>()) {
+      return "shard " + file.string() + " has " + std::to_string(size) + " bytes, the manifest says " +
+             entry.at("bytes").dump();
+    }
+    if (sha256_file(file) != entry.at("sha256").get<std::string>()) return "shard " + file.string() + " fails its SHA-256";
+  } catch (const Json::exception& e) {
+    return std::string("manifest field missing or mistyped: ") + e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string sha256_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("cannot open " + path.string() + " to hash it");
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  std::string hex;
+  char b[3];
+  for (unsigned i = 0; i < len; ++i) {
+    std::snprintf(b, sizeof(b), "%02x", md[i]);
+    hex += b;
+  }
+  return hex;
+}
+
+fs::path save_checkpoint(Comm& comm, const SaveRequest& req, const std::vector<FlatShard>& shards,
+                         const ShardOptimizer& optimizer, std::vector<std::string>* warnings) {
+  const fs::path dir = req.output_dir / step_dir_name(req.state.step);
+  const fs::path manifest_path = dir / "manifest.json";
+  const int rank = comm.rank(), world = comm.world_size();
+  // A manifest left from an earlier run of the same step would vouch for shards being rewritten.
+  if (rank == 0) fs::remove(manifest_path);
+  comm.barrier();
+  fs::create_directories(dir);
+
+  std::vector<ShardFileUnit> units;
+  for (size_t u = 0; u < shards.size(); ++u) {
+    ShardFileUnit su{shards[u].unit, {{"param", shards[u].param}}};
+    for (auto& a : optimizer.state(u)) su.arrays.push_back(std::move(a));
+    units.push_back(std::move(su));
+  }
+  const std::string file = shard_name(rank, world);
+  write_shard_file(dir / file, {{"rank", rank}, {"world_size", world}, {"step", req.state.step}}, units);
+  const std::string digest = sha256_file(dir / file);
+  write_text_atomic(dir / (file + ".sha256"),
+                    digest + " " + std::to_string(fs::file_size(dir / file)) + "\n");
+  comm.barrier();  // every shard and its hash is on disk
+
+  if (rank == 0) {
+    Json manifest = {{"format", kCheckpointFormat},
+                     {"step", req.state.step},
+                     {"world_size", world},
+                     {"optimizer", optimizer.name()},
+                     {"optimizer_steps", optimizer.steps()},
+                     {"train_state", state_json(req.state)},
+                     {"model_dir", req.model_dir},
+                     {"model_config", req.model_config},
+                     {"units", layout_json(shards)},
+                     {"shards", Json::array()}};
+    for (int r = 0; r < world; ++r) {
+      const std::string f = shard_name(r, world);
+      std::istringstream side(read_text(dir / (f + ".sha256")));
+      std::string hash;
+      uint64_t bytes = 0;
+      side >> hash >> bytes;
+      if (hash.size() != 64) throw UsageError("checkpoint " + dir.string() + ": hash sidecar of " + f + " is unreadable");
+      manifest["shards"].push_back({{"file", f}, {"bytes", bytes}, {"sha256", hash}});
+    }
+    write_text_atomic(manifest_path, manifest.dump(1) + "\n");
+    if (req.save_total_limit > 0) {
+      auto all = list_checkpoints(req.output_dir);
+      for (size_t i = static_cast<size_t>(req.save_total_limit); i < all.size(); ++i) {
+        // Manifest first: a crash mid-removal leaves an incomplete (ignored) directory.
+        fs::remove(all[i] / "manifest.json");
+        std::error_code ec;
+        fs::remove_all(all[i], ec);
+        if (warnings) warnings->push_back("pruned " + all[i].string() + " (--save-total-limit " +
+                                          std::to_string(req.save_total_limit) + ")");
+      }
+    }
+  }
+  comm.barrier();  // nobody proceeds (or exits) before the manifest exists
+  return dir;
+}
+
+std::vector<fs::path> list_checkpoints(const fs::path& output_dir) {
+  std::vector<std::pair<int64_t, fs::path>> found;
+  std::error_code ec;
+  if (!fs::is_directory(output_dir, ec)) return {};
+  for (const auto& e : fs::directory_iterator(output_dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("checkpoint-", 0) != 0 || !fs::exists(e.path() / "manifest.json")) continue;
+    try {
+      found.emplace_back(std::stoll(n.substr(11)), e.path());
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::vector<fs::path> out;
+  for (auto& f : found) out.push_back(f.second);
+  return out;
+}
+
+std::optional<TrainState> resume_latest(Comm& comm, const fs::path& output_dir, std::vector<FlatShard>& shards,
+                                        ShardOptimizer& optimizer, std::vector<std::string>* warnings) {
+  // Every rank lists the same shared directory; a rank that cannot use a candidate vetoes it
+  // for all (the sum of "ok" votes must equal the world size), so all ranks resume together.
+  // Rank 0's list decides the candidates, broadcast as step numbers.
+  auto candidates = list_checkpoints(output_dir);
+  float count = comm.rank() == 0 ? static_cast<float>(candidates.size()) : 0.0f;
+  comm.broadcast(&count, 1, 0);
+  std::vector<float> steps(static_cast<size_t>(count), 0.0f);
+  for (size_t i = 0; i < steps.size() && comm.rank() == 0; ++i) {
+    steps[i] = static_cast<float>(std::stoll(candidates[i].filename().string().substr(11)));
+  }
+  if (!steps.empty()) comm.broadcast(steps.data(), steps.size(), 0);
+  for (float step : steps) {
+    const fs::path dir = output_dir / step_dir_name(static_cast<int64_t>(step));
+    std::string why;
+    Json manifest;
+    try {
+      manifest = Json::parse(read_text(dir / "manifest.json"));
+      why = check_for_rank(dir, manifest, shards, optimizer.name(), comm.rank(), comm.world_size());
+    } catch (const std::exception& e) {
+      why = std::string("manifest unreadable: ") + e.what();
+    }
+    float ok = why.empty() ? 1.0f : 0.0f;
+    comm.allreduce_sum(&ok, 1);
+    if (ok < static_cast<float>(comm.world_size())) {
+      if (warnings) {
+        warnings->push_back("skipping checkpoint " + dir.string() + ": " +
+                            (why.empty() ? "another rank cannot load its shard" : why));
+      }
+      continue;
+    }
+    const auto contents = read_shard_file(dir / manifest.at("shards").at(static_cast<size_t>(comm.rank())).at("file").get<std::string>());
+    for (size_t u = 0; u < shards.size(); ++u) {
+      const auto& arrays = contents.units.at(u).arrays;
+      if (arrays.at(0).name != "param" || arrays[0].values.size() != shards[u].param.size()) {
+        throw UsageError("checkpoint " + dir.string() + ": unit " + shards[u].unit + " param array has the wrong size");
+      }
+      shards[u].param = arrays[0].values;
+      optimizer.load_state(u, std::vector<NamedArray>(arrays.begin() + 1, arrays.end()));
+    }
+    optimizer.set_steps(manifest.at("optimizer_steps").get<int64_t>());
+    return state_from_json(manifest.at("train_state"));
+  }
+  return std::nullopt;
+}
+
+GatheredCheckpoint gather_checkpoint(const fs::path& dir) {
+  GatheredCheckpoint g;
+  const fs::path mpath = dir / "manifest.json";
+  if (!fs::exists(mpath)) throw UsageError("checkpoint " + dir.string() + " has no manifest.json: it is incomplete");
+  try {
+    g.manifest = Json::parse(read_text(mpath));
+  } catch (const std::exception& e) {
+    throw UsageError(mpath.string() + ": " + e.what());
+  }
+  try {
+    const Json& units = g.manifest.at("units");
+    std::vector<std::vector<float>> full(units.size());
+    for (const auto& entry : g.manifest.at("shards")) {
+      const fs::path f = dir / entry.at("file").get<std::string>();
+      if (sha256_file(f) != entry.at("sha256").get<std::string>()) {
+        throw UsageError("checkpoint shard " + f.string() + " fails its SHA-256 (corrupt or rewritten)");
+      }
+      auto c = read_shard_file(f);
+      for (size_t u = 0; u < units.size(); ++u) {
+        const auto& vals = c.units.at(u).arrays.at(0).values;
+        full[u].insert(full[u].end(), vals.begin(), vals.end());
+      }
+    }
+    for (size_t u = 0; u < units.size(); ++u) {
+      for (const auto& p : units[u].at("params")) {
+        FullTensor t;
+        t.shape = p.at("shape").get<std::vector<int64_t>>();
+        int64_t n = 1;
+        for (auto d : t.shape) n *= d;
+        const int64_t off = p.at("offset").get<int64_t>();
+        t.values.assign(full[u].begin() + off, full[u].begin() + off + n);
+        g.params.emplace_back(p.at("name").get<std::string>(), std::move(t));
+      }
+    }
+  } catch (const Json::exception& e) {
+    throw UsageError(mpath.string() + ": field missing or mistyped: " + e.what());
+  }
+  return g;
+}
+
+}  // namespace fabkit::trainer

@@ -1,0 +1,69 @@
+// Sharded checkpoints: OUT/checkpoint-<step>/ holds one shard file per rank
+// (rank-<r>-of-<n>.bin: this rank's params + optimizer state, with a .sha256 sidecar) and a
+// manifest.json that rank 0 writes last (temp + rename) after a barrier. A checkpoint exists
+// only once its manifest is in place; resume verifies sizes and SHA-256 of the shards and
+// skips (with a warning) anything incomplete or corrupt. The directory must be visible to every
+// rank (a shared file system on multi-node runs).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "trainer/distributed/comm.h"
+#include "trainer/optim/optimizer.h"
+#include "trainer/parallel/flat_shard.h"
+
+namespace fabkit::trainer {
+
+inline constexpr const char* kCheckpointFormat = "fabtrain-checkpoint-1";
+
+struct TrainState {
+  int64_t step = 0;            // optimizer steps completed
+  int64_t epoch = 0;
+  int64_t batch_in_epoch = 0;  // global batches consumed in `epoch` (the data position)
+  uint64_t seed = 0;
+};
+
+struct SaveRequest {
+  std::filesystem::path output_dir;
+  TrainState state;
+  Json model_config;           // HF config.json, stored in the checkpoint for export
+  std::string model_dir;       // where tokenizer files can be copied from on export
+  int save_total_limit = 0;    // > 0: keep only the newest N complete checkpoints
+};
+
+// Collective: every rank calls it. Returns the checkpoint directory. Warnings (pruning) go to
+// *warnings on rank 0.
+std::filesystem::path save_checkpoint(Comm& comm, const SaveRequest& req,
+                                      const std::vector<FlatShard>& shards,
+                                      const ShardOptimizer& optimizer,
+                                      std::vector<std::string>* warnings);
+
+// Complete checkpoints under output_dir (manifest present), newest first.
+std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& output_dir);
+
+// Collective: finds the newest checkpoint every rank can load (manifest parses, same world size
+// and layout, this rank's shard has the recorded size and hash), loads this rank's shard into
+// shards/optimizer, returns its train state. Skipped ones are described in *warnings.
+std::optional<TrainState> resume_latest(Comm& comm, const std::filesystem::path& output_dir,
+                                        std::vector<FlatShard>& shards, ShardOptimizer& optimizer,
+                                        std::vector<std::string>* warnings);
+
+// Offline (one process): the full parameters of a checkpoint by HF name, shards verified.
+struct FullTensor {
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+struct GatheredCheckpoint {
+  Json manifest;
+  std::vector<std::pair<std::string, FullTensor>> params;  // in manifest order
+};
+GatheredCheckpoint gather_checkpoint(const std::filesystem::path& checkpoint_dir);
+
+std::string sha256_file(const std::filesystem::path& path);  // lowercase hex
+
+}  // namespace fabkit::trainer

@@ -1,0 +1,70 @@
+// The ONE communication interface of fabtrain. Everything above it (parallel/, optim/,
+// checkpoint/, app/) talks to ranks only through this class; all c10d use sits in one .cc per
+// backend (comm_gloo.cc; comm_nccl.cc when CUDA + a CUDA LibTorch exist). LibTorch 2.x moved the
+// backends under c10d::Backend: a port touches those files only.
+//
+// Buffers are raw fp32/fp64 pointers, not tensors, so this header pulls in no torch headers (torch
+// TUs compile slowly) and optim/ and checkpoint/ stay plain C++.
+//
+// Why so few operations: LibTorch 1.13's Gloo rejects reduce_scatter, _allgather_base, bf16 and
+// ReduceOp::AVG (DESIGN.md). Reduce-scatter is built by the caller as allreduce + slice, in fp32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace fabkit::trainer {
+
+// A collective or the rendezvous failed. The group is dead after this: no further collective
+// may be issued (a peer may sit in a different one). The message names the operation, the rank
+// and the likely cause.
+class CommError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual std::string backend() const = 0;    // "gloo", "nccl", "local"
+  virtual std::string transport() const = 0;  // "tcp via eth0 (10.0.0.5)", "none"
+
+  virtual void allreduce_sum(float* data, size_t count) = 0;
+  virtual void allreduce_sum(double* data, size_t count) = 0;
+  // out holds world_size() * count floats; rank r's input lands at out + r * count.
+  virtual void allgather(const float* in, size_t count, float* out) = 0;
+  virtual void broadcast(float* data, size_t count, int root) = 0;
+  virtual void barrier() = 0;
+  // Point-to-point, for pipeline stages (later). Tag separates concurrent streams.
+  virtual void send(const float* data, size_t count, int dst_rank, int tag) = 0;
+  virtual void recv(float* data, size_t count, int src_rank, int tag) = 0;
+};
+
+struct CommOptions {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  uint16_t master_port = 29500;
+  // torchrun's agent (TORCHELASTIC_USE_AGENT_STORE=True) already hosts a TCPStore at
+  // master_addr:master_port; every rank then connects as a client.
+  bool store_hosted_by_agent = false;
+  std::string socket_ifname;  // GLOO_SOCKET_IFNAME from the profile; empty: this host's name
+  int rendezvous_timeout_ms = 60000;
+  int collective_timeout_ms = 60000;
+  std::string store_prefix = "fabtrain";
+};
+
+// world_size 1 without a store or sockets.
+std::unique_ptr<Comm> make_local_comm();
+// CPU: c10d::ProcessGroupGloo over a c10d::TCPStore. Throws CommError on rendezvous failure.
+std::unique_ptr<Comm> make_gloo_comm(const CommOptions& options);
+// Backend chosen by the build: NCCL when built with CUDA and a CUDA LibTorch and a GPU is visible,
+// Gloo otherwise; world_size 1 -> local.
+std::unique_ptr<Comm> make_comm(const CommOptions& options);
+
+}  // namespace fabkit::trainer

@@ -1,0 +1,94 @@
+#include <cmath>
+
+#include "common/errors.h"
+#include "trainer/optim/optimizer.h"
+
+namespace fabkit::trainer {
+namespace {
+
+class AdamW : public ShardOptimizer {
+ public:
+  AdamW(const std::vector<FlatShard>& shards, const AdamWOptions& o) : o_(o) {
+    for (const auto& s : shards) {
+      m_.emplace_back(s.shard_numel, 0.0f);
+      v_.emplace_back(s.shard_numel, 0.0f);
+    }
+  }
+  std::string name() const override { return "adamw"; }
+
+  void step(std::vector<FlatShard>& shards, double lr) override {
+    FABKIT_ENFORCE(shards.size() == m_.size(), "AdamW: shard count changed");
+    ++steps_;
+    // Scalars in double as torch computes them, applied in fp32 as torch's kernels do.
+    const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(steps_));
+    const double bc2 = 1.0 - std::pow(o_.beta2, static_cast<double>(steps_));
+    const float decay = static_cast<float>(1.0 - lr * o_.weight_decay);
+    const float step_size = static_cast<float>(lr / bc1);
+    const float sqrt_bc2 = static_cast<float>(std::sqrt(bc2));
+    const float b1 = static_cast<float>(o_.beta1), b2 = static_cast<float>(o_.beta2);
+    const float eps = static_cast<float>(o_.eps);
+    for (size_t u = 0; u < shards.size(); ++u) {
+      float* p = shards[u].param.data();
+      const float* g = shards[u].grad.data();
+      float* m = m_[u].data();
+      float* v = v_[u].data();
+      const int64_t n = shards[u].valid_numel();  // padding stays exactly 0
+      for (int64_t i = 0; i < n; ++i) {
+        p[i] *= decay;
+        m[i] = b1 * m[i] + (1.0f - b1) * g[i];
+        v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+        float denom = std::sqrt(v[i]) / sqrt_bc2 + eps;
+        p[i] -= step_size * (m[i] / denom);
+      }
+    }
+  }
+
+  int64_t state_bytes() const override {
+    int64_t b = 0;
+    for (size_t u = 0; u < m_.size(); ++u) b += static_cast<int64_t>((m_[u].size() + v_[u].size()) * sizeof(float));
+    return b;
+  }
+  std::vector<NamedArray> state(size_t unit) const override {
+    return {{"exp_avg", m_.at(unit)}, {"exp_avg_sq", v_.at(unit)}};
+  }
+  void load_state(size_t unit, const std::vector<NamedArray>& arrays) override {
+    for (const auto& a : arrays) {
+      std::vector<float>* dst = a.name == "exp_avg" ? &m_.at(unit) : a.name == "exp_avg_sq" ? &v_.at(unit) : nullptr;
+      if (!dst) throw UsageError("AdamW state: unknown array '" + a.name + "' for unit " + std::to_string(unit));
+      if (a.values.size() != dst->size()) {
+        throw UsageError("AdamW state '" + a.name + "' of unit " + std::to_string(unit) + " has " +
+                         std::to_string(a.values.size()) + " values, expected " + std::to_string(dst->size()));
+      }
+      *dst = a.values;
+    }
+  }
+
+ private:
+  AdamWOptions o_;
+  std::vector<std::vector<float>> m_, v_;
+};
+
+}  // namespace
+
+std::unique_ptr<ShardOptimizer> make_adamw(const std::vector<FlatShard>& shards, const AdamWOptions& o) {
+  return std::make_unique<AdamW>(shards, o);
+}
+
+double clip_grad_norm(std::vector<FlatShard>& shards, double max_norm,
+                      const std::function<void(double*, size_t)>& sum_across_shards) {
+  double sq = 0.0;
+  for (const auto& s : shards) {
+    for (int64_t i = 0; i < s.valid_numel(); ++i) sq += static_cast<double>(s.grad[i]) * s.grad[i];
+  }
+  sum_across_shards(&sq, 1);
+  const double norm = std::sqrt(sq);
+  if (max_norm > 0 && norm > max_norm) {
+    const float scale = static_cast<float>(max_norm / (norm + 1e-6));
+    for (auto& s : shards) {
+      for (auto& g : s.grad) g *= scale;
+    }
+  }
+  return norm;
+}
+
+}  // namespace fabkit::trainer

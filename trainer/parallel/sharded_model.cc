@@ -1,0 +1,147 @@
+#include "trainer/parallel/sharded_model.h"
+
+#include <torch/torch.h>
+
+#include "common/errors.h"
+
+namespace fabkit::trainer {
+
+ShardedModel::ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vector<Stage> stages,
+                           bool recompute)
+    : comm_(comm), units_(std::move(units)), stages_(std::move(stages)), recompute_(recompute) {
+  torch::NoGradGuard no_grad;
+  for (const auto& u : units_) {
+    std::vector<ParamSlot> slots;
+    for (const auto& [name, t] : u.params) {
+      if (t.scalar_type() != torch::kFloat32) {
+        throw UsageError("sharded training keeps fp32 master weights; parameter " + name + " is " +
+                         std::string(c10::toString(t.scalar_type())) + " (load the model with --dtype float32)");
+      }
+      slots.push_back({name, t.sizes().vec(), 0, 0});
+    }
+    FlatShard s = make_flat_shard(u.unit, std::move(slots), comm_.rank(), comm_.world_size());
+    // Rank 0's values win, so a seeded init or a load that differed per rank cannot split the run.
+    at::Tensor flat = torch::zeros({s.shard_numel * s.world_size}, torch::kFloat32);
+    for (size_t i = 0; i < u.params.size(); ++i) {
+      flat.narrow(0, s.params[i].offset, s.params[i].numel).copy_(u.params[i].second.reshape(-1));
+    }
+    comm_.broadcast(flat.data_ptr<float>(), static_cast<size_t>(flat.numel()), 0);
+    std::copy_n(flat.data_ptr<float>() + s.begin(), s.shard_numel, s.param.data());
+    shards_.push_back(std::move(s));
+  }
+  gathered_.assign(units_.size(), 0);
+  full_.resize(units_.size());
+  for (size_t u = 0; u < units_.size(); ++u) release(u);
+  for (const auto& st : stages_) FABKIT_ENFORCE(st.unit < units_.size(), "stage names a missing unit");
+}
+
+void ShardedModel::gather(size_t u) {
+  if (gathered_[u]++ > 0) return;  // already live (tied unit, or kept from the forward)
+  FlatShard& s = shards_[u];
+  full_[u] = torch::empty({s.shard_numel * s.world_size}, torch::kFloat32);
+  comm_.allgather(s.param.data(), static_cast<size_t>(s.shard_numel), full_[u].data_ptr<float>());
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    const auto& slot = s.params[i];
+    units_[u].params[i].second.set_data(full_[u].narrow(0, slot.offset, slot.numel).view(slot.shape));
+  }
+}
+
+void ShardedModel::release(size_t u) {
+  if (gathered_[u] > 0 && --gathered_[u] > 0) return;
+  gathered_[u] = 0;
+  // An empty placeholder keeps the leaf tensor (and its identity in the model) alive without data.
+  for (auto& p : units_[u].params) p.second.set_data(torch::empty({0}, torch::kFloat32));
+  full_[u] = at::Tensor();
+}
+
+void ShardedModel::reduce_grads(size_t u) {
+  FlatShard& s = shards_[u];
+  at::Tensor full_grad = torch::zeros({s.shard_numel * s.world_size}, torch::kFloat32);
+  bool any = false;
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    at::Tensor& p = units_[u].params[i].second;
+    if (!p.grad().defined()) continue;
+    full_grad.narrow(0, s.params[i].offset, s.params[i].numel).copy_(p.grad().reshape(-1));
+    p.mutable_grad() = at::Tensor();
+    any = true;
+  }
+  // Every rank runs the same stages, so `any` agrees across ranks; the collective must not be
+  // skipped on one rank only.
+  if (!any) return;
+  comm_.allreduce_sum(full_grad.data_ptr<float>(), static_cast<size_t>(full_grad.numel()));
+  const float* src = full_grad.data_ptr<float>() + s.begin();
+  for (int64_t i = 0; i < s.shard_numel; ++i) s.grad[i] += src[i];
+}
+
+double ShardedModel::forward_backward() {
+  const size_t n = stages_.size();
+  std::vector<at::Tensor> inputs(n), outputs(n);
+  at::Tensor h;
+  for (size_t i = 0; i < n; ++i) {
+    const Stage& st = stages_[i];
+    gather(st.unit);
+    at::Tensor x = h.defined() ? h.detach() : h;
+    if (recompute_) {
+      torch::NoGradGuard no_grad;
+      outputs[i] = st.forward(x);
+      release(st.unit);
+    } else {
+      if (x.defined() && x.is_floating_point()) x.requires_grad_(true);
+      outputs[i] = st.forward(x);
+    }
+    inputs[i] = x;
+    h = outputs[i];
+  }
+  const double loss = h.item<double>();
+  at::Tensor grad_out;
+  for (size_t k = n; k-- > 0;) {
+    const Stage& st = stages_[k];
+    at::Tensor x = inputs[k], out = outputs[k];
+    if (recompute_) {
+      gather(st.unit);
+      if (x.defined() && x.is_floating_point()) x = x.detach().requires_grad_(true);
+      out = st.forward(x);
+    }
+    if (k == n - 1) {
+      torch::autograd::backward({out});
+    } else {
+      torch::autograd::backward({out}, {grad_out});
+    }
+    grad_out = (x.defined() && x.requires_grad()) ? x.grad() : at::Tensor();
+    inputs[k] = outputs[k] = at::Tensor();
+    reduce_grads(st.unit);
+    release(st.unit);
+  }
+  return loss;
+}
+
+double ShardedModel::forward_loss() {
+  torch::NoGradGuard no_grad;
+  at::Tensor h;
+  for (const Stage& st : stages_) {
+    gather(st.unit);
+    h = st.forward(h);
+    release(st.unit);
+  }
+  return h.item<double>();
+}
+
+void ShardedModel::zero_grad() {
+  for (auto& s : shards_) std::fill(s.grad.begin(), s.grad.end(), 0.0f);
+}
+
+std::vector<float> ShardedModel::gather_full(size_t u) {
+  const FlatShard& s = shards_[u];
+  std::vector<float> full(static_cast<size_t>(s.shard_numel * s.world_size));
+  comm_.allgather(s.param.data(), static_cast<size_t>(s.shard_numel), full.data());
+  full.resize(static_cast<size_t>(s.total_numel));
+  return full;
+}
+
+int64_t ShardedModel::unsharded_param_numel() const {
+  int64_t n = 0;
+  for (const auto& s : shards_) n += s.total_numel;
+  return n;
+}
+
+}  // namespace fabkit::trainer

@@ -1,0 +1,78 @@
+// FSDP-style execution over units: each unit's parameters live only as this rank's flat shard
+// (flat_shard.h); a unit's full parameters exist only while one of its stages runs.
+//
+// A *unit* is a set of parameters sharded together (one decoder layer; the embedding + final norm
+// + head). A *stage* is one piece of the forward that uses one unit: embed, each layer, head+loss.
+// A unit may serve several stages (tied embeddings: the embedding matrix is also the head).
+//
+// Forward: for each stage: allgather the unit's shards -> full params, run, free.
+// Backward, stage by stage in reverse: re-gather, run the stage's backward, reduce the full
+// gradient into the shard (allreduce + slice: LibTorch 1.13's Gloo has no reduce_scatter), free.
+// With recompute (activation checkpointing) the forward keeps only each stage's input and the
+// backward re-runs the stage with grad; without it the forward keeps the stage's autograd graph
+// and with it the unit's full parameters until that stage's backward (memory: all units' full
+// params plus all activations during a step, like DDP).
+//
+// Gradients are SUMMED over ranks: the loss stage must return sum(token losses) / (tokens of the
+// whole global batch), so the summed gradient equals the 1-process gradient of the global mean.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "trainer/distributed/comm.h"
+#include "trainer/parallel/flat_shard.h"
+
+namespace fabkit::trainer {
+
+struct UnitParams {
+  std::string unit;
+  std::vector<std::pair<std::string, at::Tensor>> params;  // leaf tensors of the model
+};
+
+struct Stage {
+  std::string name;
+  size_t unit = 0;
+  // Input: the previous stage's output (undefined for the first stage). The last stage returns
+  // the scalar loss.
+  std::function<at::Tensor(const at::Tensor& input)> forward;
+};
+
+class ShardedModel {
+ public:
+  // Takes the full parameters (equal on all ranks after a broadcast from rank 0), keeps this
+  // rank's slice and frees the rest.
+  ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vector<Stage> stages, bool recompute);
+
+  // One micro-batch: forward and backward through every stage; grads are added to the shards.
+  // Returns the last stage's value (this rank's part of the loss).
+  double forward_backward();
+  // Forward only, without grad (validation).
+  double forward_loss();
+
+  std::vector<FlatShard>& shards() { return shards_; }
+  const std::vector<FlatShard>& shards() const { return shards_; }
+  void zero_grad();
+  // The unit's full, unpadded parameter vector (a collective: every rank must call it).
+  std::vector<float> gather_full(size_t unit);
+  int64_t unsharded_param_numel() const;
+
+ private:
+  void gather(size_t unit);
+  void release(size_t unit);
+  void reduce_grads(size_t unit);
+
+  Comm& comm_;
+  std::vector<UnitParams> units_;
+  std::vector<Stage> stages_;
+  bool recompute_;
+  std::vector<FlatShard> shards_;
+  std::vector<int> gathered_;        // reference count per unit
+  std::vector<at::Tensor> full_;     // the gathered flat buffer while gathered
+};
+
+}  // namespace fabkit::trainer
