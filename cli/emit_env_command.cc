@@ -1,0 +1,103 @@
+// fabcheck emit-env: the profile's settings for this host in the format a launcher reads.
+#include <iostream>
+
+#include "cli/command.h"
+#include "common/errors.h"
+#include "fabkit/config.h"
+#if FABKIT_HAVE_VERBS
+#include "verbs/ibverbs_api.h"
+#endif
+#include "probes/node_probe.h"
+#include "profile/atomic_write.h"
+#include "profile/builder.h"
+#include "profile/emit/emitter.h"
+#include "profile/local_host.h"
+#include "profile/profile_reader.h"
+#include "profile/value_rules.h"
+
+namespace fabkit::cli {
+namespace {
+
+struct EmitArgs {
+  std::string profile;
+  std::string host;
+  std::string format = "deepspeed";
+  std::string out;
+  std::string sysroot;
+};
+
+int run_emit_env(const EmitArgs& a) {
+  auto format = profile::format_from_string(a.format);
+  if (!format)
+    throw UsageError("--format " + profile::quote_for_message(a.format) + ": not one of " +
+                     profile::kFormatList());
+  if (!a.host.empty())
+    if (auto e = profile::check_hostname(a.host))
+      throw UsageError("--host " + profile::quote_for_message(a.host) + " " + *e);
+  profile::Profile p;
+  std::string source, host = a.host;
+  if (!a.profile.empty()) {
+    if (!a.sysroot.empty()) throw UsageError("--sysroot applies only without --profile");
+    p = profile::load_profile(a.profile);
+    source = a.profile + " (" + p.provenance.content_hash + ")";
+    if (host.empty()) host = profile::local_hostname();
+  } else {
+    // No profile: this node alone, every choice unmeasured (no pair measurement backs it).
+    ProbeContext ctx;
+    ctx.env = Environment::from_process();
+    if (!a.sysroot.empty()) {
+      if (a.host.empty()) throw UsageError("--sysroot needs --host NAME (the tree has no host name)");
+      ctx.roots = SystemRoots::under(a.sysroot);
+    } else {
+      ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
+    }
+#if FABKIT_HAVE_VERBS
+    // Live runs ask libibverbs, as `fabcheck node` does; under --sysroot the fixture's sysfs is
+    // the truth.
+    std::unique_ptr<verbs::VerbsApi> verbs_api;
+    if (ctx.roots.live) {
+      verbs_api = verbs::make_ibverbs_api();
+      ctx.verbs = verbs_api.get();
+    }
+#endif
+    Report r = run_node_probe(ctx);
+    if (host.empty()) host = profile::local_hostname();
+    r.hostname = host;
+    profile::BuildOptions o;
+    o.unmeasured = true;
+    o.created_on = host;
+    p = profile::build_profile({{r, "live probe", true}}, o);
+    source = "a live probe of this node (no profile: unmeasured)";
+  }
+  profile::EmitInput in;
+  in.host = host;
+  in.source = source;
+  in.settings = profile::resolve_settings(p, host);
+  in.container = p.container;
+  in.profile_has_per_host = !p.hosts.empty();
+  std::string text = profile::emit(*format, in);
+  if (a.out.empty() || a.out == "-")
+    std::cout << text;
+  else
+    profile::write_file_atomically(a.out, text);
+  return kExitClean;
+}
+
+}  // namespace
+
+void register_emit_env_command(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<EmitArgs>();
+  auto* sub = app.add_subcommand("emit-env", "Print the profile's environment for this host "
+                                             "(default: DeepSpeed .deepspeed_env lines)");
+  sub->add_option("--profile", args->profile, "cluster.json; without it, probe this node "
+                                              "(every choice unmeasured)");
+  sub->add_option("--host", args->host, "Resolve for this host (default: this host's name)");
+  sub->add_option("--format", args->format, std::string("Output format: ") + profile::kFormatList());
+  sub->add_option("--out", args->out, "Write here (temp file + rename) instead of stdout");
+  sub->add_option("--sysroot", args->sysroot, "Without --profile: probe a fixture tree instead of /");
+  sub->callback([args, exit_code] {
+    *exit_code = run_command("emit-env", false, [&] { return run_emit_env(*args); });
+  });
+}
+
+}  // namespace fabkit::cli

@@ -1,0 +1,103 @@
+// fabcheck profile: node and pair reports (or a live probe of this node) -> cluster.json.
+#include <iostream>
+
+#include "cli/command.h"
+#include "common/errors.h"
+#include "fabkit/config.h"
+#if FABKIT_HAVE_VERBS
+#include "verbs/ibverbs_api.h"
+#endif
+#include "common/file_reader.h"
+#include "probes/node_probe.h"
+#include "profile/atomic_write.h"
+#include "profile/builder.h"
+#include "profile/local_host.h"
+#include "profile/profile_json.h"
+#include "profile/profile_reader.h"
+#include "reports/report_render.h"
+
+namespace fabkit::cli {
+namespace {
+
+struct ProfileArgs {
+  std::string out;
+  std::vector<std::string> inputs;
+  bool live = false;
+  std::string nccl_version;
+  int master_port = 0;
+};
+
+profile::BuildInput read_report(const std::string& path) {
+  auto text = read_text(path, 64u << 20);
+  if (!ok(text)) throw UsageError(path + ": cannot read the report: " + error(text).to_string());
+  Json j;
+  try {
+    j = Json::parse(value(text));
+  } catch (const Json::exception& e) {  // parse_error, out_of_range (number overflow)
+    throw UsageError(path + ": malformed JSON (" + e.what() +
+                     "); give the output of `fabcheck node --json` or `fabcheck pair --json`");
+  }
+  try {
+    return {reports::report_from_json(j), path, false};
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(path + ": " + e.what());
+  }
+}
+
+int run_profile(const ProfileArgs& a) {
+  std::vector<profile::BuildInput> inputs;
+  for (const auto& path : a.inputs) inputs.push_back(read_report(path));
+  if (a.live || a.inputs.empty()) {
+    ProbeContext ctx;
+    ctx.env = Environment::from_process();
+    ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
+#if FABKIT_HAVE_VERBS
+    // Live runs ask libibverbs, as `fabcheck node` does; under --sysroot the fixture's sysfs is
+    // the truth.
+    std::unique_ptr<verbs::VerbsApi> verbs_api;
+    if (ctx.roots.live) {
+      verbs_api = verbs::make_ibverbs_api();
+      ctx.verbs = verbs_api.get();
+    }
+#endif
+    Report r = run_node_probe(ctx);
+    inputs.push_back({r, "live probe", true});
+  }
+  profile::BuildOptions o;
+  if (!a.nccl_version.empty()) o.nccl_version = a.nccl_version;
+  if (a.master_port != 0) o.master_port = a.master_port;
+  o.created_on = profile::local_hostname();
+  std::string text = profile::serialize_profile(profile::build_profile(inputs, o));
+  // Never write what our own reader would refuse.
+  try {
+    profile::parse_profile(text, "generated profile");
+  } catch (const UsageError& e) {
+    throw InternalError(std::string("built a profile the reader refuses: ") + e.what());
+  }
+  if (a.out.empty() || a.out == "-")
+    std::cout << text;
+  else
+    profile::write_file_atomically(a.out, text);
+  return kExitClean;
+}
+
+}  // namespace
+
+void register_profile_command(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<ProfileArgs>();
+  auto* sub = app.add_subcommand(
+      "profile", "Build cluster.json from node/pair reports (--json outputs) or a live probe");
+  sub->add_option("inputs", args->inputs, "Report files: `fabcheck node --json`, `fabcheck pair --json`");
+  sub->add_option("--out", args->out, "Write the profile here (temp file + rename); default stdout");
+  sub->add_flag("--live", args->live, "Also probe this node (the default when no inputs are given)");
+  sub->add_option("--nccl-version", args->nccl_version,
+                  "NCCL version the jobs use (decides NCCL_IB_GID_INDEX); default: from a pair "
+                  "report, else unknown");
+  sub->add_option("--master-port", args->master_port, "Rendezvous port (default 29500)")
+      ->check(CLI::Range(1, 65535));
+  sub->callback([args, exit_code] {
+    *exit_code = run_command("profile", false, [&] { return run_profile(*args); });
+  });
+}
+
+}  // namespace fabkit::cli

@@ -1,0 +1,95 @@
+// fabcheck validate: the profile's schema, then this node against it. Exit codes as `node`.
+// Meant to run as a Slurm prolog: one node probe, no network.
+#include <iostream>
+
+#include "cli/command.h"
+#include "common/errors.h"
+#include "fabkit/config.h"
+#if FABKIT_HAVE_VERBS
+#include "verbs/ibverbs_api.h"
+#endif
+#include "probes/node_probe.h"
+#include "profile/local_host.h"
+#include "profile/profile.h"
+#include "profile/resolver.h"
+#include "profile/value_rules.h"
+#include "reports/report_render.h"
+
+namespace fabkit::cli {
+namespace {
+
+struct ValidateArgs {
+  std::string profile;
+  std::string host;
+  bool json = false;
+  std::string sysroot;
+};
+
+int run_validate(const ValidateArgs& a) {
+  if (!a.host.empty())
+    if (auto e = profile::check_hostname(a.host))
+      throw UsageError("--host " + profile::quote_for_message(a.host) + " " + *e);
+  Profile p = load_profile(a.profile);
+  ProbeContext ctx;
+  ctx.env = Environment::from_process();
+  if (!a.sysroot.empty()) {
+    if (!std::filesystem::is_directory(a.sysroot))
+      throw UsageError("--sysroot " + a.sysroot + ": not a directory");
+    if (a.host.empty()) throw UsageError("--sysroot needs --host NAME (the tree has no host name)");
+    ctx.roots = SystemRoots::under(a.sysroot);
+  } else {
+    ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
+  }
+  std::string host = a.host.empty() ? profile::local_hostname() : a.host;
+  auto name = profile::match_host(p, host);
+  std::map<std::string, std::string> env;
+  if (name || p.hosts.empty()) env = resolve_env(p, name.value_or(host));
+  auto topo = env.find("NCCL_TOPO_FILE");
+  if (topo != env.end()) ctx.options.topo_file = topo->second;
+#if FABKIT_HAVE_VERBS
+  // Live runs ask libibverbs, as `fabcheck node` does; under --sysroot the fixture's sysfs is
+  // the truth.
+  std::unique_ptr<verbs::VerbsApi> verbs_api;
+  if (ctx.roots.live) {
+    verbs_api = verbs::make_ibverbs_api();
+    ctx.verbs = verbs_api.get();
+  }
+#endif
+  Report node = run_node_probe(ctx);
+  if (topo != env.end()) {
+    // The profile's file, looked up through the roots so a fixture tree answers under --sysroot.
+    std::filesystem::path on_disk = ctx.roots.root / std::filesystem::path(topo->second).relative_path();
+    std::error_code ec;
+    node.sections.push_back({"profile_files",
+                             {{"topo_file", {{"path", topo->second},
+                                             {"present", std::filesystem::is_regular_file(on_disk, ec)}}}}});
+  }
+  Report r;
+  r.kind = "validate";
+  r.hostname = host;
+  r.generated_at = utc_now_rfc3339();
+  r.findings = validate_node(p, node, host);
+  r.sections = node.sections;
+  if (a.json)
+    reports::render_json(r, std::cout);
+  else
+    reports::render_text(r, std::cout);
+  return exit_code_for(r.findings);
+}
+
+}  // namespace
+
+void register_validate_command(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<ValidateArgs>();
+  auto* sub = app.add_subcommand("validate", "Check cluster.json, then this node against it "
+                                             "(fast enough for a Slurm prolog)");
+  sub->add_option("profile", args->profile, "cluster.json")->required();
+  sub->add_option("--host", args->host, "Check as this host (default: this host's name)");
+  sub->add_flag("--json", args->json, "Print the report as JSON");
+  sub->add_option("--sysroot", args->sysroot, "Probe a fixture tree instead of /");
+  sub->callback([args, exit_code] {
+    *exit_code = run_command("validate", args->json, [&] { return run_validate(*args); });
+  });
+}
+
+}  // namespace fabkit::cli

@@ -1,0 +1,188 @@
+#include "profile/builder_facts.h"
+
+#include <cctype>
+#include <sstream>
+
+#include "common/errors.h"
+#include "profile/value_rules.h"
+
+namespace fabkit::profile {
+namespace {
+
+const Json* section(const Report& r, const std::string& name) {
+  for (const auto& s : r.sections)
+    if (s.name == name && s.facts.is_object()) return &s.facts;
+  return nullptr;
+}
+
+// Tolerant getters: absent or null -> nullopt; present with the wrong type -> UsageError, since
+// a report that says "rate_gbps": "fast" is a broken input, not an unknown.
+struct Get {
+  const std::string& source;
+  [[noreturn]] void bad(const std::string& field, const Json& v, const char* want) const {
+    throw UsageError(source + ": field '" + field + "': value " +
+                     show_json_value(v) +
+                     " is not " + want + " (HELPER_CONTRACTS.md node report sections)");
+  }
+  std::optional<std::string> str(const Json& j, const char* k, const std::string& path) const {
+    if (!j.is_object() || !j.contains(k) || j[k].is_null()) return std::nullopt;
+    if (!j[k].is_string()) bad(path + "." + k, j[k], "a string");
+    return j[k].get<std::string>();
+  }
+  std::optional<double> num(const Json& j, const char* k, const std::string& path) const {
+    if (!j.is_object() || !j.contains(k) || j[k].is_null()) return std::nullopt;
+    if (!j[k].is_number()) bad(path + "." + k, j[k], "a number");
+    return j[k].get<double>();
+  }
+  std::optional<bool> boolean(const Json& j, const char* k, const std::string& path) const {
+    if (!j.is_object() || !j.contains(k) || j[k].is_null()) return std::nullopt;
+    if (!j[k].is_boolean()) bad(path + "." + k, j[k], "true/false");
+    return j[k].get<bool>();
+  }
+  const Json& arr(const Json& j, const char* k, const std::string& path) const {
+    static const Json kEmpty = Json::array();
+    if (!j.is_object() || !j.contains(k) || j[k].is_null()) return kEmpty;
+    if (!j[k].is_array()) bad(path + "." + k, j[k], "an array");
+    return j[k];
+  }
+};
+
+std::string fmt_rate(std::optional<double> r) {
+  if (!r) return "rate unknown";
+  std::ostringstream o;
+  o << *r << " Gb/s";
+  return o.str();
+}
+
+void read_rdma(const Get& g, const Json& rdma, NodeFacts& f) {
+  f.rdma_known = true;
+  const Json& devices = g.arr(rdma, "devices", "rdma");
+  for (size_t d = 0; d < devices.size(); ++d) {
+    std::string dp = "rdma.devices[" + std::to_string(d) + "]";
+    std::string dev = g.str(devices[d], "name", dp).value_or("");
+    const Json& ports = g.arr(devices[d], "ports", dp);
+    for (size_t p = 0; p < ports.size(); ++p) {
+      std::string pp = dp + ".ports[" + std::to_string(p) + "]";
+      auto port = g.num(ports[p], "port", pp);
+      auto state = g.str(ports[p], "state", pp).value_or("unknown");
+      auto ll = g.str(ports[p], "link_layer", pp).value_or("unknown");
+      auto rate = g.num(ports[p], "rate_gbps", pp);
+      std::string id = dev + ":" + (port ? std::to_string(static_cast<int>(*port)) : "?");
+      f.port_evidence.push_back(f.hostname + " rdma: " + id + " " + state + " " + ll + " " +
+                                fmt_rate(rate));
+      if (state != "ACTIVE" || !port || dev.empty()) continue;
+      if (ll != "InfiniBand" && ll != "Ethernet") continue;
+      HcaPort h;
+      h.device = dev;
+      h.port = static_cast<int>(*port);
+      h.link_layer = ll;
+      h.rate_gbps = rate;
+      if (auto gid = g.num(ports[p], "roce_v2_gid_index", pp)) h.roce_v2_gid_index = static_cast<int>(*gid);
+      // A name we could not write into NCCL_IB_HCA safely is left out, with the reason.
+      if (check_variable_value("NCCL_IB_HCA", h.device)) {
+        f.port_evidence.push_back(f.hostname + " rdma: " + quote_for_message(dev) +
+                                  " skipped: not a valid HCA name");
+        continue;
+      }
+      f.active_ports.push_back(h);
+    }
+  }
+}
+
+void read_interface(const Get& g, const Json& net, NodeFacts& f) {
+  // The net probe's recommendation (peer subnet, physical, up) first, then NCCL's own pick.
+  for (const char* k : {"recommended", "nccl_pick"}) {
+    if (!net.contains(k) || !net[k].is_object()) continue;
+    auto name = g.str(net[k], "name", std::string("net.") + k);
+    if (!name) continue;
+    if (check_interface_name(*name)) continue;
+    f.interface = name;
+    f.interface_evidence = f.hostname + " net." + k + ": " + *name + " (" +
+                           g.str(net[k], "reason", std::string("net.") + k).value_or("") + ")";
+    return;
+  }
+}
+
+}  // namespace
+
+NodeFacts node_facts_from_report(const Report& r, const std::string& source) {
+  Get g{source};
+  NodeFacts f;
+  f.hostname = r.hostname;
+  if (auto e = check_hostname(f.hostname))
+    throw UsageError(source + ": field 'hostname': value " + quote_for_message(f.hostname) + " " +
+                     *e + "; run `fabcheck node --json` on the host itself (not under --sysroot)");
+  if (const Json* rdma = section(r, "rdma")) read_rdma(g, *rdma, f);
+  if (const Json* net = section(r, "net")) read_interface(g, *net, f);
+  if (const Json* gpus = section(r, "gpus"))
+    f.gpu_count = static_cast<int>(g.num(*gpus, "count", "gpus").value_or(0));
+  if (const Json* loc = section(r, "locality")) {
+    const Json& gl = g.arr(*loc, "gpus", "locality");
+    for (size_t i = 0; i < gl.size(); ++i) {
+      std::string p = "locality.gpus[" + std::to_string(i) + "]";
+      GpuNic n;
+      n.gpu_bus_id = g.str(gl[i], "bus_id", p).value_or("");
+      n.nearest_nic = g.str(gl[i], "nearest_nic", p);
+      n.path_level = g.str(gl[i], "path_level", p);
+      f.locality.push_back(n);
+    }
+    if (f.gpu_count == 0) f.gpu_count = static_cast<int>(gl.size());
+  }
+  if (const Json* topo = section(r, "topo_file")) {
+    auto path = g.str(*topo, "path", "topo_file");
+    if (path && g.boolean(*topo, "present", "topo_file").value_or(false) &&
+        !check_variable_value("NCCL_TOPO_FILE", *path))
+      f.topo_file = path;
+  }
+  if (const Json* lim = section(r, "limits")) {
+    if (lim->contains("memlock_bytes") && (*lim)["memlock_bytes"].is_object()) {
+      const Json& soft = (*lim)["memlock_bytes"]["soft"];
+      f.memlock_unlimited = soft.is_string() && soft.get<std::string>() == "unlimited";
+    }
+    if (lim->contains("container") && (*lim)["container"].is_object())
+      f.in_container = g.boolean((*lim)["container"], "detected", "limits.container").value_or(false);
+  }
+  if (const Json* env = section(r, "nccl_env")) {
+    const Json& files = g.arr(*env, "files_read", "nccl_env");
+    for (size_t i = 0; i < files.size(); ++i) {
+      std::string p = "nccl_env.files_read[" + std::to_string(i) + "]";
+      auto path = g.str(files[i], "path", p);
+      if (path && g.boolean(files[i], "present", p).value_or(false) &&
+          !check_variable_value("NCCL_TOPO_FILE", *path))
+        f.nccl_conf_files.push_back(*path);
+    }
+  }
+  return f;
+}
+
+std::optional<PairVerdict> pair_verdict_from_report(const Report& r, const std::string& source) {
+  const Json* pair = section(r, "pair");
+  if (!pair) return std::nullopt;
+  Get g{source};
+  PairVerdict v;
+  const Json& hosts = g.arr(*pair, "hosts", "pair");
+  for (size_t i = 0; i < hosts.size(); ++i)
+    if (hosts[i].is_string()) v.hosts.push_back(hosts[i].get<std::string>());
+  if (!pair->contains("verdict") || !(*pair)["verdict"].is_object()) return v;
+  const Json& verdict = (*pair)["verdict"];
+  v.transport = g.str(verdict, "transport", "pair.verdict");
+  if (v.transport)
+    for (auto& c : *v.transport) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (verdict.contains("interfaces") && verdict["interfaces"].is_object())
+    for (auto it = verdict["interfaces"].begin(); it != verdict["interfaces"].end(); ++it)
+      if (it.value().is_string() && !check_interface_name(it.value().get<std::string>()) &&
+          !check_hostname(it.key()))
+        v.interfaces[it.key()] = it.value().get<std::string>();
+  if (auto port = g.num(verdict, "port", "pair.verdict"))
+    if (*port >= 1 && *port <= 65535) v.port = static_cast<int>(*port);
+  v.nccl_version = g.str(verdict, "nccl_version", "pair.verdict");
+  std::ostringstream s;
+  s << "pair";
+  for (size_t i = 0; i < v.hosts.size(); ++i) s << (i ? "<->" : " ") << v.hosts[i];
+  s << ": transport " << v.transport.value_or("?");
+  if (auto bw = g.num(verdict, "busbw_gbps", "pair.verdict")) s << ", all-reduce busbw " << *bw << " GB/s";
+  v.summary = s.str();
+  return v;
+}
+
+}  // namespace fabkit::profile

@@ -1,0 +1,45 @@
+// What the builder takes from each input report. Node reports follow HELPER_CONTRACTS.md
+// sections; pair reports carry a "pair" section whose fields we read are listed in
+// docs/profile.md ("Pair reports"). Missing sections are facts too ("no rdma section": the node
+// was probed by a fabcheck without the RDMA probe), never a crash.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/report.h"
+#include "profile/profile_model.h"
+
+namespace fabkit::profile {
+
+struct NodeFacts {
+  std::string hostname;
+  bool rdma_known = false;         // the report had an "rdma" section
+  std::vector<HcaPort> active_ports;
+  std::vector<std::string> port_evidence;  // one line per port seen, active or not
+  std::optional<std::string> interface;
+  std::string interface_evidence;
+  int gpu_count = 0;
+  std::vector<GpuNic> locality;
+  std::optional<std::string> topo_file;  // present on disk when probed
+  bool in_container = false;
+  std::optional<bool> memlock_unlimited;   // nullopt: no limits section
+  std::vector<std::string> nccl_conf_files;  // present nccl.conf files the job must see
+};
+
+struct PairVerdict {
+  std::vector<std::string> hosts;
+  std::optional<std::string> transport;  // "ib" | "roce" | "socket" (lower case)
+  std::map<std::string, std::string> interfaces;  // host -> measured interface
+  std::optional<int> port;                         // rendezvous port that passed
+  std::optional<std::string> nccl_version;
+  std::string summary;  // evidence line: "pair a<->b: ib, busbw 180.2 GB/s"
+};
+
+// Throws UsageError naming the source and field when a present field has the wrong type.
+NodeFacts node_facts_from_report(const Report& r, const std::string& source);
+std::optional<PairVerdict> pair_verdict_from_report(const Report& r, const std::string& source);
+
+}  // namespace fabkit::profile
