@@ -1,0 +1,206 @@
+#include "trainer/model/llama.h"
+
+#include <cmath>
+#include <limits>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/functional/activation.h>
+
+#include "common/errors.h"
+
+namespace fabkit::trainer {
+namespace {
+
+torch::nn::Linear linear(int64_t in, int64_t out) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+}
+
+// HF's rotate_half: the two halves of the head dimension, not interleaved pairs (Meta's
+// original layout); HF checkpoints permute q/k weights so this convention holds.
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  int64_t half = x.size(-1) / 2;
+  return torch::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
+}
+
+torch::Tensor apply_rope(const torch::Tensor& x, const RopeCache& r) {
+  return x * r.cos + rotate_half(x) * r.sin;
+}
+
+// [B, kv, T, D] -> [B, kv*rep, T, D], each kv head serving rep query heads in turn.
+torch::Tensor repeat_kv(const torch::Tensor& x, int64_t rep) {
+  if (rep == 1) return x;
+  auto s = x.sizes();
+  return x.unsqueeze(2).expand({s[0], s[1], rep, s[2], s[3]}).reshape({s[0], s[1] * rep, s[2], s[3]});
+}
+
+}  // namespace
+
+RmsNormImpl::RmsNormImpl(int64_t dim, double eps) : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
+  // fp32 statistics regardless of the activation dtype (HF LlamaRMSNorm), cast back before the
+  // weight multiplies.
+  auto xf = x.to(torch::kFloat32);
+  auto var = xf.pow(2).mean(-1, /*keepdim=*/true);
+  xf = xf * torch::rsqrt(var + eps_);
+  return weight * xf.to(x.scalar_type());
+}
+
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
+    : heads_(c.num_attention_heads), kv_heads_(c.num_key_value_heads), head_dim_(c.head_dim) {
+  q_proj = register_module("q_proj", linear(c.hidden_size, heads_ * head_dim_));
+  k_proj = register_module("k_proj", linear(c.hidden_size, kv_heads_ * head_dim_));
+  v_proj = register_module("v_proj", linear(c.hidden_size, kv_heads_ * head_dim_));
+  o_proj = register_module("o_proj", linear(heads_ * head_dim_, c.hidden_size));
+}
+
+torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const RopeCache& rope,
+                                          const torch::Tensor& bias) {
+  int64_t b = x.size(0), t = x.size(1);
+  auto q = q_proj(x).view({b, t, heads_, head_dim_}).transpose(1, 2);
+  auto k = k_proj(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
+  auto v = v_proj(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
+  q = apply_rope(q, rope);
+  k = apply_rope(k, rope);
+  k = repeat_kv(k, heads_ / kv_heads_);
+  v = repeat_kv(v, heads_ / kv_heads_);
+  auto scores = torch::matmul(q, k.transpose(2, 3)) / std::sqrt(static_cast<double>(head_dim_));
+  scores = scores + bias;
+  // Softmax in fp32 then back, as HF's eager attention does (bf16 softmax loses the tail).
+  auto probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
+  auto out = torch::matmul(probs, v).transpose(1, 2).reshape({b, t, heads_ * head_dim_});
+  return o_proj(out);
+}
+
+LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig& c) {
+  gate_proj = register_module("gate_proj", linear(c.hidden_size, c.intermediate_size));
+  up_proj = register_module("up_proj", linear(c.hidden_size, c.intermediate_size));
+  down_proj = register_module("down_proj", linear(c.intermediate_size, c.hidden_size));
+}
+
+torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x) {
+  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const LlamaConfig& c) {
+  // Registration order = HF's named_parameters order.
+  self_attn = register_module("self_attn", LlamaAttention(c));
+  mlp = register_module("mlp", LlamaMlp(c));
+  input_layernorm = register_module("input_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
+  post_attention_layernorm =
+      register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& hidden, const RopeCache& rope,
+                                        const torch::Tensor& bias) {
+  auto h = hidden + self_attn(input_layernorm(hidden), rope, bias);
+  return h + mlp(post_attention_layernorm(h));
+}
+
+LlamaModelImpl::LlamaModelImpl(const LlamaConfig& config, torch::ScalarType dtype, uint64_t seed)
+    : config_(config), dtype_(dtype) {
+  if (dtype != torch::kFloat32 && dtype != torch::kBFloat16 && dtype != torch::kFloat16)
+    throw UsageError("model dtype must be float32, bfloat16 or float16");
+  embed_tokens = register_module(
+      "embed_tokens", torch::nn::Embedding(config.vocab_size, config.hidden_size));
+  layers_ = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) layers_->push_back(DecoderLayer(config));
+  norm = register_module("norm", RmsNorm(config.hidden_size, config.rms_norm_eps));
+  if (!config.tie_word_embeddings)
+    lm_head_ = register_module("lm_head", linear(config.hidden_size, config.vocab_size));
+  // inv_freq = 1 / theta^(2i/d), i = 0..d/2-1, in fp32 like HF (computed from the int64 arange).
+  auto exponents = torch::arange(0, config.head_dim, 2, torch::kInt64).to(torch::kFloat32) /
+                   static_cast<double>(config.head_dim);
+  inv_freq_ = 1.0 / torch::pow(config.rope_theta, exponents);
+  init_weights(seed);
+  this->to(dtype_);
+}
+
+void LlamaModelImpl::init_weights(uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  double std = config_.initializer_range;
+  // One generator walked in HF parameter order: the same seed gives the same model.
+  for (auto& [name, p] : hf_named_parameters()) {
+    bool is_norm = name.find("norm.weight") != std::string::npos;
+    if (is_norm) {
+      p.fill_(1.0);
+      continue;
+    }
+    auto tmp = torch::empty(p.sizes(), torch::kFloat32);
+    tmp.normal_(0.0, std, gen);
+    p.copy_(tmp);
+  }
+  if (config_.pad_token_id) embed_tokens->weight[*config_.pad_token_id].zero_();
+}
+
+torch::Tensor LlamaModelImpl::embed(const torch::Tensor& input_ids) {
+  return embed_tokens(input_ids);
+}
+
+RopeCache LlamaModelImpl::rope(int64_t seq_len, const torch::Tensor& positions) const {
+  auto pos = positions.defined() ? positions : torch::arange(seq_len, torch::kInt64);
+  if (pos.dim() == 1) pos = pos.unsqueeze(0);
+  auto freqs = pos.to(torch::kFloat32).unsqueeze(-1) * inv_freq_;  // [B,T,D/2]
+  auto emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);          // [B,1,T,D]
+  return RopeCache{emb.cos().to(dtype_), emb.sin().to(dtype_)};
+}
+
+torch::Tensor LlamaModelImpl::attention_bias(int64_t seq_len, const torch::Tensor& attention_mask) const {
+  auto i = torch::arange(seq_len, torch::kInt64).unsqueeze(1);
+  auto j = torch::arange(seq_len, torch::kInt64).unsqueeze(0);
+  auto blocked = j > i;  // causal
+  if (config_.sliding_window)
+    // Mistral: a query sees the last sliding_window positions, itself included (HF >= 4.40).
+    blocked = blocked.logical_or(i - j >= *config_.sliding_window);
+  blocked = blocked.unsqueeze(0).unsqueeze(0);  // [1,1,T,T]
+  if (attention_mask.defined()) {
+    FABKIT_ENFORCE(attention_mask.dim() == 2 && attention_mask.size(1) == seq_len,
+                   "attention_mask must be [batch, seq_len]");
+    blocked = blocked.logical_or((attention_mask == 0).unsqueeze(1).unsqueeze(2));
+  }
+  // The dtype's lowest finite value rather than -inf: a fully padded row stays finite (HF).
+  double lowest = dtype_ == torch::kFloat32    ? std::numeric_limits<float>::lowest()
+                  : dtype_ == torch::kBFloat16 ? -3.3895313892515355e38
+                                               : -65504.0;
+  return torch::zeros(blocked.sizes(), dtype_).masked_fill(blocked, lowest);
+}
+
+std::vector<DecoderLayer> LlamaModelImpl::layers() const {
+  std::vector<DecoderLayer> out;
+  for (const auto& m : *layers_) out.emplace_back(std::dynamic_pointer_cast<DecoderLayerImpl>(m));
+  return out;
+}
+
+torch::Tensor LlamaModelImpl::final_norm(const torch::Tensor& hidden) { return norm(hidden); }
+
+torch::Tensor LlamaModelImpl::lm_head(const torch::Tensor& hidden) {
+  if (lm_head_) return lm_head_(hidden);
+  return torch::matmul(hidden, embed_tokens->weight.t());
+}
+
+torch::Tensor LlamaModelImpl::forward(const torch::Tensor& input_ids,
+                                      const torch::Tensor& attention_mask,
+                                      const torch::Tensor& positions) {
+  if (input_ids.dim() != 2) throw UsageError("input_ids must be [batch, seq_len]");
+  int64_t t = input_ids.size(1);
+  auto h = embed(input_ids);
+  auto r = rope(t, positions);
+  auto bias = attention_bias(t, attention_mask);
+  for (auto& layer : layers()) h = layer->forward(h, r, bias);
+  return lm_head(final_norm(h));
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> LlamaModelImpl::hf_named_parameters() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : named_parameters(/*recurse=*/true)) {
+    const std::string& n = item.key();
+    out.emplace_back(n.rfind("lm_head.", 0) == 0 ? n : "model." + n, item.value());
+  }
+  return out;
+}
+
+}  // namespace fabkit::trainer

@@ -1,0 +1,115 @@
+// The Llama-family decoder (Llama 1/2/3-style, Mistral) in LibTorch, numerically following HF
+// transformers' eager LlamaForCausalLM so HF checkpoints load by name and give the same logits.
+// The pieces are public and callable one at a time: parallel/ wraps each DecoderLayer (gather
+// parameters, run, free) without this file knowing about ranks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include "trainer/model/llama_config.h"
+
+namespace fabkit::trainer {
+
+// cos/sin of the rotary angles for the positions of one batch, shaped [B or 1, 1, T, head_dim]
+// so they broadcast over heads; computed in fp32 and cast to the activations' dtype as HF does.
+struct RopeCache {
+  torch::Tensor cos;
+  torch::Tensor sin;
+};
+
+class RmsNormImpl : public torch::nn::Module {
+ public:
+  RmsNormImpl(int64_t dim, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RmsNorm);
+
+class LlamaAttentionImpl : public torch::nn::Module {
+ public:
+  explicit LlamaAttentionImpl(const LlamaConfig& c);
+  // bias: additive [B or 1, 1, T, T] (0 = attend, dtype lowest = masked).
+  torch::Tensor forward(const torch::Tensor& x, const RopeCache& rope, const torch::Tensor& bias);
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+
+ private:
+  int64_t heads_, kv_heads_, head_dim_;
+};
+TORCH_MODULE(LlamaAttention);
+
+class LlamaMlpImpl : public torch::nn::Module {
+ public:
+  explicit LlamaMlpImpl(const LlamaConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);  // down(silu(gate(x)) * up(x))
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(LlamaMlp);
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit DecoderLayerImpl(const LlamaConfig& c);
+  torch::Tensor forward(const torch::Tensor& hidden, const RopeCache& rope, const torch::Tensor& bias);
+  LlamaAttention self_attn{nullptr};
+  LlamaMlp mlp{nullptr};
+  RmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+class LlamaModelImpl : public torch::nn::Module {
+ public:
+  // Parameters start from init_weights(seed) and are then cast to dtype (so a seed gives the same
+  // model in fp32 and bf16, up to rounding).
+  LlamaModelImpl(const LlamaConfig& config, torch::ScalarType dtype = torch::kFloat32,
+                 uint64_t seed = 0);
+
+  const LlamaConfig& config() const { return config_; }
+  torch::ScalarType dtype() const { return dtype_; }
+
+  // The pieces, in the order forward() runs them.
+  torch::Tensor embed(const torch::Tensor& input_ids);  // [B,T] int64 -> [B,T,H]
+  // positions: [T] or [B,T] int64; undefined -> 0..T-1 (HF's default when position_ids is None).
+  RopeCache rope(int64_t seq_len, const torch::Tensor& positions = {}) const;
+  // Causal (and, for Mistral, sliding-window) mask plus padding: attention_mask [B,T] with 1 for
+  // tokens and 0 for padding, or undefined for none.
+  torch::Tensor attention_bias(int64_t seq_len, const torch::Tensor& attention_mask = {}) const;
+  std::vector<DecoderLayer> layers() const;
+  torch::Tensor final_norm(const torch::Tensor& hidden);
+  torch::Tensor lm_head(const torch::Tensor& hidden);  // tied: the embedding matrix
+
+  // logits [B,T,vocab] in the model dtype.
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask = {},
+                        const torch::Tensor& positions = {});
+
+  // (HF name, parameter) in HF's registration order: model.embed_tokens.weight,
+  // model.layers.N.{self_attn.{q,k,v,o}_proj, mlp.{gate,up,down}_proj, input_layernorm,
+  // post_attention_layernorm}.weight, model.norm.weight, lm_head.weight (absent when tied).
+  std::vector<std::pair<std::string, torch::Tensor>> hf_named_parameters() const;
+
+  // HF's _init_weights: Linear and Embedding ~ N(0, initializer_range), the padding row of the
+  // embedding zero, RMSNorm weights one. Deterministic for a seed.
+  void init_weights(uint64_t seed);
+
+ private:
+  LlamaConfig config_;
+  torch::ScalarType dtype_;
+  torch::Tensor inv_freq_;  // fp32 [head_dim/2], not a parameter
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers_{nullptr};
+  RmsNorm norm{nullptr};
+  torch::nn::Linear lm_head_{nullptr};  // null when tied
+};
+TORCH_MODULE(LlamaModel);
+
+}  // namespace fabkit::trainer
