@@ -83,7 +83,7 @@ void register_pair_command(CLI::App& app, int* exit_code) {
                   "ssh (default), srun, or a template such as 'ip netns exec {host}'");
   sub->add_option("--agent-path", a->agent_path, "fabcheck on the hosts (default: this binary's path)");
   sub->add_option("--port", a->port, "Rendezvous port to check (MASTER_PORT)")->check(CLI::Range(1, 65535));
-  sub->add_option("--sizes", a->sizes, "All-reduce sizes, e.g. 8,1K,1M,64M (default 8 B .. 256 MiB x4)");
+  sub->add_option("--sizes", a->sizes, "All-reduce sizes, e.g. 8,1K,1M,64M (default 8 B .. 128 MiB x4, then 256 MiB)");
   sub->add_option("--transports", a->transports, "Only these transports (comma list; none = skip the all-reduce runs)");
   sub->add_option("--timeout-ms", a->timeout_ms, "Bound on each control step")->check(CLI::Range(100, 600000));
   sub->add_option("--transport-timeout-ms", a->transport_timeout_ms, "Bound on one transport's sweep")

@@ -1,5 +1,6 @@
 #include "fabric/agent/agent_commands.h"
 
+#include "fabric/agent/agent_rdma.h"
 #include "fabric/agent/agent_requests.h"
 #include "fabric/agent/agent_transports.h"
 #include "fabric/agent/local_interfaces.h"
@@ -46,6 +47,7 @@ Json AgentSession::handle(const wire::Request& req) {
     return {{"accepted", accepted}};
   }
   if (req.op == "free_port") return free_port(a);
+  if (req.op == "rdma_rc") return run_rc_op_live(parse_rc_args(a), token_);
   // op == "allreduce" (validate() accepted nothing else)
   return run_agent_transport(wire::get_string(a, "transport", 64), parse_transport_args(a), token_);
 }

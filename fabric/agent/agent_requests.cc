@@ -1,5 +1,7 @@
 #include "fabric/agent/agent_requests.h"
 
+#include <cctype>
+
 #include "fabric/wire/wire_error.h"
 
 namespace fabkit::agent {
@@ -62,6 +64,37 @@ TransportArgs parse_transport_args(const Json& a) {
   return t;
 }
 
+RcArgs parse_rc_args(const Json& a) {
+  RcArgs r;
+  r.role = wire::get_string(a, "role", 16);
+  if (r.role != "server" && r.role != "client")
+    throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                          "field 'role' = '" + r.role + "'; expected server or client");
+  r.mode = wire::get_string(a, "mode", 16);
+  if (r.mode != "write_bw" && r.mode != "send_lat")
+    throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                          "field 'mode' = '" + r.mode + "'; expected write_bw or send_lat");
+  // Device names are sysfs names (mlx5_0, rxe0): a short token of letters, digits, '_' and '-'.
+  r.device = wire::get_string(a, "device", 64);
+  bool good = !r.device.empty();
+  for (char c : r.device) good = good && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+  if (!good)
+    throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                          "field 'device' = '" + r.device + "' is not an RDMA device name");
+  r.ib_port = static_cast<int>(get_int(a, "ib_port", 1, 255));
+  r.gid_index = static_cast<int>(get_int_or(a, "gid_index", -1, 255, -1));
+  r.local_addr = get_ipv4(a, "local_addr");
+  if (r.role == "client") r.peer_addr = get_ipv4(a, "peer_addr");
+  r.port = static_cast<uint16_t>(get_int(a, "port", 1, 65535));
+  // Up to 16 MiB per message: perftest's sweep tops out at 8 MiB; this bounds the agent's buffer.
+  r.size_bytes = static_cast<uint32_t>(get_int_or(a, "size_bytes", 1, 16 << 20, r.mode == "send_lat" ? 2 : 65536));
+  r.iters = static_cast<int>(get_int_or(a, "iters", 1, 1000000, r.mode == "send_lat" ? 1000 : 5000));
+  r.warmup_iters = static_cast<int>(get_int_or(a, "warmup_iters", 0, 100000, 10));
+  r.tx_depth = static_cast<int>(get_int_or(a, "tx_depth", 1, 1024, 128));
+  r.timeout_ms = static_cast<int>(get_int_or(a, "timeout_ms", 1, kMaxTimeoutMs, 10000));
+  return r;
+}
+
 void validate_request(const wire::Request& req) {
   const Json& a = req.args;
   if (req.op == "facts" || req.op == "port_close" || req.op == "transports") return;
@@ -81,6 +114,7 @@ void validate_request(const wire::Request& req) {
     get_ipv4(a, "local_addr");
     return void(get_int(a, "timeout_ms", 1, kMaxTimeoutMs));
   }
+  if (req.op == "rdma_rc") return void(parse_rc_args(a));
   if (req.op == "allreduce") {
     wire::get_string(a, "transport", 64);
     return void(parse_transport_args(a));

@@ -24,6 +24,23 @@ struct TransportArgs {
   Json extra = Json::object();  // transport-specific (hca, ib_port, gid_index)
 };
 
+// The "rdma_rc" request: one side of the RC point-to-point test (fabric/rdma) on a local HCA port.
+// The server listens on local_addr:port for the client's endpoint channel (token-authenticated);
+// the client connects to peer_addr:port from local_addr.
+struct RcArgs {
+  std::string role;    // "server" | "client"
+  std::string mode;    // "write_bw" | "send_lat"
+  std::string device;  // "mlx5_0"
+  int ib_port = 1;
+  int gid_index = -1;  // -1: InfiniBand (no GRH) or the RoCE v2 GID the test picks
+  std::string local_addr, peer_addr;  // peer_addr: client only
+  uint16_t port = 0;
+  uint32_t size_bytes = 65536;
+  int iters = 5000, warmup_iters = 10, tx_depth = 128;
+  int timeout_ms = 10000;  // each wait on the peer (channel connect, each exchange, completions)
+};
+RcArgs parse_rc_args(const Json& args);
+
 // The "allreduce" request's arguments (throws wire::WireError naming the field).
 TransportArgs parse_transport_args(const Json& args);
 

@@ -1,6 +1,6 @@
-// The all-reduce / RDMA runners an agent can run on command, behind one small table so the
-// runners (fabric/allreduce, fabric/nccl_runner, fabric/rdma) are wired in one file
-// (agent_transports.cc) and a build without them still runs the reachability tests.
+// The all-reduce runners an agent can run on command, behind one small table so the runners
+// (fabric/allreduce, fabric/nccl_runner) are wired in one file (agent_transports.cc) and a build
+// without them still runs the reachability tests. The RDMA RC test is its own op (agent_rdma.h).
 #pragma once
 
 #include <string>

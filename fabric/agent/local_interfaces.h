@@ -1,5 +1,5 @@
 // The agent's own list of IPv4 interfaces, in the shape of the node report's "net" section
-// (HELPER_CONTRACTS.md), used when the node probe has no "net" section to offer (a build without
+// (docs/json/), used when the node probe has no "net" section to offer (a build without
 // the net probe). Candidate interface pairs come from this list.
 #pragma once
 

@@ -4,6 +4,7 @@
 
 #include "fabric/launch/child_process.h"
 #include "fabric/pair/agent_client.h"
+#include "fabric/pair/rdma_rc_plan.h"
 #include "fabric/pair/transport_plan.h"
 #include "fabric/pair/verdict.h"
 #include "fabric/wire/token.h"
@@ -200,6 +201,45 @@ void run_transport(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
   f.transports.push_back(combine_ranks(name, r0, r1));
 }
 
+// One mode over one port pair: B serves (listens for the endpoint channel on its chosen address),
+// A connects; both requests go out before either answer is awaited, since each side blocks on
+// the other. A side that does not answer in its bound is a failed run, not a hang.
+Json run_rc_mode(const RcPortPair& p, const std::string& mode, AgentClient& A, AgentClient& B,
+                 const LinkResult& l, const PairOptions& o) {
+  Json port = B.call("free_port", {{"addr", l.b.addr}}, o.timeout_ms);
+  uint16_t pn = static_cast<uint16_t>(port.value("port", 0));
+  B.send("rdma_rc", rc_request_args(p, false, mode, l.b.addr, "", pn, o.timeout_ms));
+  A.send("rdma_rc", rc_request_args(p, true, mode, l.a.addr, l.b.addr, pn, o.timeout_ms));
+  int bound_ms = rc_answer_bound_ms(mode, o.timeout_ms);
+  Json docs = Json::array();
+  for (AgentClient* c : {&A, &B}) {
+    try {
+      docs.push_back(c->receive(bound_ms));
+    } catch (const StepError& e) {
+      if (fatal(e)) throw;
+      docs.push_back({{"status", "failed"}, {"reason", e.what()}});
+    }
+  }
+  return docs;
+}
+
+void run_rdma_rc(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o) {
+  auto pairs = rc_port_pairs(f.a.report, f.b.report);
+  if (pairs.empty()) {
+    f.rdma_rc.status = "unavailable";
+    f.rdma_rc.reason = "no active RDMA port pair (an ACTIVE HCA port with the same link layer on "
+                       "both hosts, from the node reports' rdma section)";
+    return;
+  }
+  f.rdma_rc.status = "ran";
+  const auto& l = f.links[*f.chosen_link];
+  for (const auto& p : pairs) {
+    Json bw = run_rc_mode(p, "write_bw", A, B, l, o);
+    Json lat = run_rc_mode(p, "send_lat", A, B, l, o);
+    f.rdma_rc.pairs.push_back(combine_rc(p, bw, lat));
+  }
+}
+
 }  // namespace
 
 PairFacts run_pair(const PairOptions& o) {
@@ -247,6 +287,10 @@ PairFacts run_pair(const PairOptions& o) {
       if (!ok) break;
       ok = step(f, "allreduce:" + n, "", [&] { run_transport(f, A, B, o, n); });
     }
+    if (ok) ok = step(f, "rdma_rc", "", [&] { run_rdma_rc(f, A, B, o); });
+    else f.rdma_rc.reason = "an earlier step failed";
+  } else {
+    f.rdma_rc.reason = "no reachable interface pair for the agents' endpoint exchange";
   }
   // Orderly end in every case: bye, then the process groups are stopped (~AgentClient too).
   step(f, "bye", "", [&] {

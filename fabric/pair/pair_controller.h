@@ -34,7 +34,7 @@ PairFacts run_pair(const PairOptions& o);
 // Report{kind "pair"} with the verdict's findings and the "pair" section (docs/json/pair.md).
 Report build_pair_report(const PairFacts& f);
 
-// nccl-tests default sweep: 8 B .. 256 MiB, x4 per step.
+// nccl-tests style sweep: 8 B .. 128 MiB x4 per step, then the end point 256 MiB (-e 256M).
 std::vector<uint64_t> default_pair_sizes();
 // "8,1K,64M,1G" (binary suffixes K M G). Throws UsageError naming the bad item.
 std::vector<uint64_t> parse_sizes(const std::string& text);

@@ -78,6 +78,33 @@ struct TransportResult {
   Json ranks = Json::array();  // both runners' full documents
 };
 
+// One HCA port on each host with the same link layer, both ACTIVE (node reports' rdma section).
+struct RcPortPair {
+  std::string hca_a, hca_b;
+  int port_a = 1, port_b = 1;
+  int gid_index_a = -1, gid_index_b = -1;  // the probe's RoCE v2 GID index; -1 on InfiniBand
+  std::string link_layer;                   // "InfiniBand" | "Ethernet"
+  std::optional<double> rate_gbps;          // the slower port's rate, when both report one
+};
+
+// The RC point-to-point test over one port pair: B is the server, A the client (as in the TCP
+// tests). Each mode's documents are the agents' "rdma_rc" results, [A (client), B (server)].
+struct RcPairResult {
+  RcPortPair ports;
+  std::string status;  // ok | failed (either mode failed)
+  std::string reason;
+  std::optional<double> bw_gbps;                      // write_bw, from the client's timing
+  std::optional<double> lat_us_median, lat_us_p99;    // send_lat, client's half round trips
+  int path_mtu = 0;
+  Json write_bw = Json::array(), send_lat = Json::array();
+};
+
+struct RdmaRcFacts {
+  std::string status = "skipped";  // ran | unavailable | skipped (an earlier step failed)
+  std::string reason;              // why unavailable / skipped
+  std::vector<RcPairResult> pairs;
+};
+
 struct PairFacts {
   std::string host_a, host_b;
   std::string launcher;
@@ -89,6 +116,7 @@ struct PairFacts {
   PortCheck rendezvous;
   std::vector<TransportResult> transports;
   bool transports_skipped = false;  // --transports none
+  RdmaRcFacts rdma_rc;
   std::vector<StepRecord> steps;
 };
 

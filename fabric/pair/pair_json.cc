@@ -3,6 +3,7 @@
 
 #include "common/errors.h"
 #include "fabric/pair/pair_controller.h"
+#include "fabric/pair/rdma_rc_plan.h"
 #include "fabric/pair/verdict.h"
 
 namespace fabkit::pair {
@@ -75,6 +76,8 @@ Json to_json(const TransportResult& t, const RankedTransport* r) {
 std::vector<uint64_t> default_pair_sizes() {
   std::vector<uint64_t> out;
   for (uint64_t s = 8; s <= (256ull << 20); s *= 4) out.push_back(s);
+  // 8·4^k skips 256 MiB (128 MiB, then 512 MiB); nccl-tests' -e 256M ends the sweep there.
+  out.push_back(256ull << 20);
   return out;
 }
 
@@ -115,6 +118,7 @@ Report build_pair_report(const PairFacts& f) {
   r.hostname = ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
   r.generated_at = utc_now_rfc3339();
   r.findings = judge_pair(f, v);
+  for (auto& fd : judge_rdma_rc(f)) r.findings.push_back(std::move(fd));
 
   Json steps = Json::array();
   for (const auto& s : f.steps)
@@ -155,6 +159,7 @@ Report build_pair_report(const PairFacts& f) {
                   {"rendezvous", to_json(f.rendezvous)},
                   {"transports", transports},
                   {"ranking", ranking},
+                  {"rdma_rc", to_json(f.rdma_rc)},
                   {"recommended", rec}};
   r.sections.push_back({"pair", section});
   return r;

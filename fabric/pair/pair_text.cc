@@ -55,6 +55,22 @@ void render_pair_text(const Report& r, std::ostream& out) {
                     t["link_fraction"].is_null() ? "unknown" : num(t["link_fraction"], 2),
                     num(t.value("vs_raw_exchange", Json()), 2));
     }
+    const Json& rc = s.value("rdma_rc", Json());
+    if (rc.is_object()) {
+      if (rc.value("status", "") != "ran") {
+        out << "\nRDMA RC point-to-point: " << rc.value("status", "") << ": "
+            << (rc["reason"].is_string() ? rc["reason"].get<std::string>() : "") << "\n";
+      } else {
+        out << "\nRDMA RC point-to-point (write_bw 64 KiB, send_lat 2 B; Gbit/s = 1e9 bit/s)\n";
+        const char* rf = "  %-28s %-8s %10s %10s %10s %8s\n";
+        out << line(rf, "ports (A <-> B)", "status", "bw_Gb/s", "lat_p50_us", "lat_p99_us", "mtu");
+        for (const auto& p2 : rc["pairs"])
+          out << line(rf, p2["a"]["hca"].get<std::string>() + ":" + p2["a"]["port"].dump() + "<->" +
+                              p2["b"]["hca"].get<std::string>() + ":" + p2["b"]["port"].dump(),
+                      p2["status"].get<std::string>(), num(p2["bw_gbps"], 2), num(p2["lat_us_median"], 2),
+                      num(p2["lat_us_p99"], 2), p2["path_mtu"].is_null() ? "-" : p2["path_mtu"].dump());
+      }
+    }
     const Json& rec = s["recommended"];
     out << "\nrecommended: transport " << (rec["transport"].is_string() ? rec["transport"].get<std::string>() : "none")
         << ", interface " << (rec["interface_a"].is_string() ? rec["interface_a"].get<std::string>() : "none")

@@ -1,6 +1,6 @@
 // Which transports can run between the two agents, with the per-rank arguments: the RDMA ones need
 // an ACTIVE HCA port on each host with the same link layer (and a RoCE v2 GID on Ethernet), taken
-// from the agents' node reports (rdma section, HELPER_CONTRACTS.md). Pure.
+// from the agents' node reports (rdma section, docs/json/rdma.md). Pure.
 #pragma once
 
 #include <string>

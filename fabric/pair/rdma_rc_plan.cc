@@ -1,0 +1,163 @@
+#include "fabric/pair/rdma_rc_plan.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+namespace fabkit::pair {
+namespace {
+
+struct ActivePort {
+  std::string hca, link_layer;
+  int port = 1, gid_index = -1;
+  std::optional<double> rate_gbps;
+};
+
+std::vector<ActivePort> active_ports(const Json& report) {
+  std::vector<ActivePort> out;
+  if (!report.is_object() || !report.contains("rdma") || !report["rdma"].is_object()) return out;
+  for (const auto& d : report["rdma"].value("devices", Json::array())) {
+    if (!d.is_object() || !d.value("name", Json()).is_string()) continue;
+    for (const auto& p : d.value("ports", Json::array())) {
+      if (!p.is_object() || p.value("state", "") != "ACTIVE") continue;
+      ActivePort a;
+      a.hca = d["name"].get<std::string>();
+      a.port = p.value("port", Json(1)).is_number_integer() ? p["port"].get<int>() : 1;
+      a.link_layer = p.value("link_layer", "");
+      // RoCE uses the probe's RoCE v2 GID; InfiniBand addresses by LID (no GRH, -1).
+      const Json gid = p.value("roce_v2_gid_index", Json());
+      if (a.link_layer == "Ethernet" && gid.is_number_integer()) a.gid_index = gid.get<int>();
+      const Json rate = p.value("rate_gbps", Json());
+      if (rate.is_number()) a.rate_gbps = rate.get<double>();
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+std::optional<double> opt_num(const Json& j, const char* key) {
+  if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
+  return std::nullopt;
+}
+
+Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(); }
+
+std::string side_reason(const Json& doc, const char* who) {
+  std::string r = doc.is_object() ? doc.value("reason", "") : "no answer";
+  return r.empty() ? "" : std::string(who) + ": " + r;
+}
+
+}  // namespace
+
+std::vector<RcPortPair> rc_port_pairs(const Json& report_a, const Json& report_b) {
+  std::vector<RcPortPair> out;
+  for (const auto& a : active_ports(report_a))
+    for (const auto& b : active_ports(report_b)) {
+      if (a.link_layer != b.link_layer || a.link_layer.empty()) continue;
+      RcPortPair p{a.hca, b.hca, a.port, b.port, a.gid_index, b.gid_index, a.link_layer, std::nullopt};
+      if (a.rate_gbps && b.rate_gbps) p.rate_gbps = std::min(*a.rate_gbps, *b.rate_gbps);
+      out.push_back(p);
+    }
+  return out;
+}
+
+Json rc_request_args(const RcPortPair& p, bool on_a, const std::string& mode, const std::string& local_addr,
+                     const std::string& peer_addr, uint16_t port, int timeout_ms) {
+  bool lat = mode == "send_lat";
+  Json j = {{"role", on_a ? "client" : "server"}, {"mode", mode},
+            {"device", on_a ? p.hca_a : p.hca_b}, {"ib_port", on_a ? p.port_a : p.port_b},
+            {"gid_index", on_a ? p.gid_index_a : p.gid_index_b}, {"local_addr", local_addr},
+            {"port", port}, {"size_bytes", lat ? kRcSendLatBytes : kRcWriteBwBytes},
+            {"iters", lat ? kRcSendLatIters : kRcWriteBwIters}, {"timeout_ms", timeout_ms}};
+  if (on_a) j["peer_addr"] = peer_addr;
+  return j;
+}
+
+int rc_answer_bound_ms(const std::string& mode, int timeout_ms) {
+  uint64_t bytes = mode == "send_lat" ? uint64_t{kRcSendLatBytes} * 2 * (kRcSendLatIters + 10)
+                                      : uint64_t{kRcWriteBwBytes} * (kRcWriteBwIters + 10);
+  return 4 * timeout_ms + static_cast<int>(bytes * 8 / 1000000) + 5000;
+}
+
+RcPairResult combine_rc(const RcPortPair& p, const Json& write_bw, const Json& send_lat) {
+  RcPairResult r;
+  r.ports = p;
+  r.write_bw = write_bw;
+  r.send_lat = send_lat;
+  bool all_ok = true;
+  for (const Json* mode : {&write_bw, &send_lat})
+    for (size_t i = 0; i < 2; ++i) {
+      const Json doc = mode->is_array() && mode->size() > i ? (*mode)[i] : Json();
+      if (!doc.is_object() || doc.value("status", "") != "ok") {
+        all_ok = false;
+        std::string why = side_reason(doc, i == 0 ? "A (client)" : "B (server)");
+        if (!why.empty())
+          r.reason += (r.reason.empty() ? "" : "; ") + std::string(mode == &write_bw ? "write_bw " : "send_lat ") + why;
+      }
+    }
+  r.status = all_ok ? "ok" : "failed";
+  const Json wc = write_bw.is_array() && !write_bw.empty() ? write_bw[0] : Json();
+  const Json lc = send_lat.is_array() && !send_lat.empty() ? send_lat[0] : Json();
+  if (wc.is_object() && wc.value("status", "") == "ok") r.bw_gbps = opt_num(wc, "bw_gbps");
+  if (lc.is_object() && lc.value("status", "") == "ok") {
+    r.lat_us_median = opt_num(lc, "lat_us_median");
+    r.lat_us_p99 = opt_num(lc, "lat_us_p99");
+  }
+  for (const Json* d : {&wc, &lc})
+    if (d->is_object() && (*d).value("path_mtu", 0) > 0) r.path_mtu = (*d)["path_mtu"].get<int>();
+  return r;
+}
+
+std::vector<Finding> judge_rdma_rc(const PairFacts& f) {
+  std::vector<Finding> out;
+  if (f.rdma_rc.status == "unavailable")
+    out.push_back(info("pair.rdma_rc_unavailable", f.host_a + "<->" + f.host_b,
+                       "RDMA RC point-to-point test not run: " + f.rdma_rc.reason));
+  for (const auto& r : f.rdma_rc.pairs) {
+    std::string pair_name = f.host_a + ":" + r.ports.hca_a + ":" + std::to_string(r.ports.port_a) + "<->" +
+                            f.host_b + ":" + r.ports.hca_b + ":" + std::to_string(r.ports.port_b);
+    std::set<std::string> seen;
+    bool diagnosed_fail = false;
+    for (const Json* mode : {&r.write_bw, &r.send_lat})
+      for (size_t i = 0; mode->is_array() && i < mode->size(); ++i) {
+        const Json& doc = (*mode)[i];
+        if (!doc.is_object() || !doc.contains("diagnoses") || !doc["diagnoses"].is_array()) continue;
+        for (const auto& d : doc["diagnoses"]) {
+          Finding fd;
+          try {
+            fd = finding_from_json(d);  // the agent's document: checked, never trusted blindly
+          } catch (const std::invalid_argument&) {
+            continue;
+          }
+          if (fd.code.rfind("rdma.rc.", 0) != 0 || !seen.insert(fd.code).second) continue;
+          diagnosed_fail = diagnosed_fail || fd.severity == Severity::kFail;
+          fd.subject = (i == 0 ? f.host_a : f.host_b) + ":" + fd.subject;
+          fd.message = pair_name + ": " + fd.message;
+          out.push_back(fd);
+        }
+      }
+    if (r.status != "ok" && !diagnosed_fail)
+      out.push_back(warn("pair.rdma_rc_failed", pair_name, "RDMA RC test failed: " + r.reason,
+                         "read the reasons per side in pair.rdma_rc.pairs[].write_bw/send_lat; "
+                         "check that both HCA ports are ACTIVE and the agents can reach each other"));
+  }
+  return out;
+}
+
+Json to_json(const RdmaRcFacts& rc) {
+  Json pairs = Json::array();
+  for (const auto& r : rc.pairs) {
+    const auto& p = r.ports;
+    pairs.push_back({{"a", {{"hca", p.hca_a}, {"port", p.port_a}, {"gid_index", p.gid_index_a}}},
+                     {"b", {{"hca", p.hca_b}, {"port", p.port_b}, {"gid_index", p.gid_index_b}}},
+                     {"link_layer", p.link_layer}, {"rate_gbps", opt(p.rate_gbps)},
+                     {"status", r.status}, {"reason", r.reason},
+                     {"bw_gbps", opt(r.bw_gbps)}, {"lat_us_median", opt(r.lat_us_median)},
+                     {"lat_us_p99", opt(r.lat_us_p99)},
+                     {"path_mtu", r.path_mtu > 0 ? Json(r.path_mtu) : Json()},
+                     {"write_bw", r.write_bw}, {"send_lat", r.send_lat}});
+  }
+  return {{"status", rc.status}, {"reason", rc.reason.empty() ? Json() : Json(rc.reason)}, {"pairs", pairs}};
+}
+
+}  // namespace fabkit::pair

@@ -1,0 +1,295 @@
+// The "rdma_rc" agent operation end to end with the fake VerbsApi: two sides in threads (as two
+// agents), each running the op handler, exchanging endpoint info over a real loopback TCP channel
+// authenticated with the session token; plus the controller's pure parts (port pairs, the row,
+// the findings, the section).
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "fabric/agent/agent_commands.h"
+#include "fabric/agent/agent_rdma.h"
+#include "fabric/pair/pair_controller.h"
+#include "fabric/pair/rdma_rc_plan.h"
+#include "fabric/tcp/tcp_socket.h"
+#include "fabric/wire/wire_error.h"
+#include "tests/support/ttar.h"
+#include "verbs/fake_verbs_api.h"
+
+namespace fabkit::agent {
+namespace {
+
+const std::string kToken = "0123456789abcdef0123456789abcdef";
+
+std::unique_ptr<verbs::FakeVerbsApi> fake(const std::string& fixture) {
+  std::ifstream in(testing::project_fixtures() / "rdma" / fixture);
+  return std::make_unique<verbs::FakeVerbsApi>(verbs::load_fake_devices(Json::parse(in)));
+}
+
+uint16_t free_loopback_port() {
+  wire::Fd fd = tcp::listen_tcp("127.0.0.1", 0);
+  return tcp::local_port(fd.get());
+}
+
+// The controller's requests, as rc_request_args builds them: server mlx5_1 (host B), client
+// mlx5_0 (host A), both on loopback.
+Json request(const std::string& role, const std::string& mode, uint16_t port, int timeout_ms = 3000) {
+  pair::RcPortPair p{"mlx5_0", "mlx5_1", 1, 1, -1, -1, "InfiniBand", std::nullopt};
+  Json j = pair::rc_request_args(p, role == "client", mode, "127.0.0.1", "127.0.0.1", port, timeout_ms);
+  if (mode == "write_bw") j["iters"] = 200;  // keep the unit test fast; the fake copies memory
+  return j;
+}
+
+struct Sides {
+  Json server, client;
+  double elapsed_ms = 0;
+};
+
+Sides run_both(verbs::VerbsApi& api, const Json& server_req, const Json& client_req,
+               const std::string& client_token = kToken) {
+  Sides out;
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread t([&] { out.server = run_rc_op(api, parse_rc_args(server_req), kToken); });
+  out.client = run_rc_op(api, parse_rc_args(client_req), client_token);
+  t.join();
+  out.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+bool has_code(const Json& doc, const std::string& code) {
+  for (const auto& d : doc["diagnoses"])
+    if (d["code"] == code) return true;
+  return false;
+}
+
+TEST(RdmaRcOp, WriteBandwidthOverTheTokenChannel) {
+  auto api = fake("cx6_ib_hdr.json");
+  uint16_t port = free_loopback_port();
+  auto r = run_both(*api, request("server", "write_bw", port), request("client", "write_bw", port));
+  ASSERT_EQ(r.client["status"], "ok") << r.client.dump(2);
+  ASSERT_EQ(r.server["status"], "ok") << r.server.dump(2);
+  EXPECT_EQ(r.client["channel"], "ok");
+  EXPECT_EQ(r.client["role"], "client");
+  EXPECT_EQ(r.client["device"], "mlx5_0");
+  EXPECT_EQ(r.client["path_mtu"], 4096);
+  EXPECT_EQ(r.client["bytes"], uint64_t{65536} * 200);
+  ASSERT_TRUE(r.client["bw_gbps"].is_number());
+  EXPECT_GT(r.client["bw_gbps"].get<double>(), 0.0);
+  EXPECT_EQ(r.server["data_verified"], true);
+  // The exchange carried each side's real endpoint to the other.
+  EXPECT_EQ(r.client["remote"]["qpn"], r.server["local"]["qpn"]);
+  EXPECT_EQ(r.server["remote"]["qpn"], r.client["local"]["qpn"]);
+  EXPECT_EQ(r.server["remote"]["device"], "mlx5_0:1");
+  EXPECT_EQ(r.client["remote"]["rkey"], r.server["local"]["rkey"]);
+  EXPECT_TRUE(r.client["diagnoses"].empty());
+}
+
+TEST(RdmaRcOp, SendLatencyOverRoceV2WithTheProbesGidIndex) {
+  auto api = fake("cx5_roce_v2.json");
+  uint16_t port = free_loopback_port();
+  Json s = request("server", "send_lat", port), c = request("client", "send_lat", port);
+  s["gid_index"] = c["gid_index"] = 3;  // the RoCE v2 entry in the fixture (show_gids)
+  auto r = run_both(*api, s, c);
+  ASSERT_EQ(r.client["status"], "ok") << r.client.dump(2) << r.server.dump(2);
+  ASSERT_EQ(r.server["status"], "ok") << r.server.dump(2);
+  EXPECT_EQ(r.client["local"]["gid_index"], 3);
+  EXPECT_EQ(r.client["remote"]["gid_type"], "RoCE v2");
+  ASSERT_TRUE(r.client["lat_us_median"].is_number());
+  EXPECT_GE(r.client["lat_us_p99"].get<double>(), r.client["lat_us_median"].get<double>());
+  EXPECT_TRUE(r.server["lat_us_median"].is_null());  // the client measures
+}
+
+TEST(RdmaRcOp, LidZeroIsDiagnosedOnBothSidesWithoutConnecting) {
+  auto api = fake("cx6_ib_hdr.json");
+  api->port("mlx5_1", 1)->attr.lid = 0;  // no subnet manager on B's port
+  uint16_t port = free_loopback_port();
+  auto r = run_both(*api, request("server", "write_bw", port), request("client", "write_bw", port));
+  EXPECT_EQ(r.client["status"], "failed");
+  EXPECT_EQ(r.server["status"], "failed");
+  EXPECT_TRUE(has_code(r.client, "rdma.rc.lid_zero")) << r.client.dump(2);
+  EXPECT_TRUE(has_code(r.server, "rdma.rc.lid_zero")) << r.server.dump(2);
+  EXPECT_EQ(r.client["remote"]["lid"], 0);
+  for (const auto& c : api->calls()) EXPECT_EQ(c.find("ibv_modify_qp RTR"), std::string::npos) << c;
+}
+
+TEST(RdmaRcOp, MtuMismatchConnectsAtTheMinimumWithAnInfoFinding) {
+  auto api = fake("cx6_ib_hdr.json");
+  api->port("mlx5_1", 1)->attr.active_mtu = verbs::Mtu::k2048;
+  uint16_t port = free_loopback_port();
+  auto r = run_both(*api, request("server", "write_bw", port), request("client", "write_bw", port));
+  ASSERT_EQ(r.client["status"], "ok") << r.client.dump(2);
+  EXPECT_EQ(r.client["path_mtu"], 2048);
+  EXPECT_TRUE(has_code(r.client, "rdma.rc.mtu_mismatch"));
+}
+
+TEST(RdmaRcOp, WrongTokenNeverGetsAnEndpointAndEveryWaitEnds) {
+  auto api = fake("cx6_ib_hdr.json");
+  uint16_t port = free_loopback_port();
+  auto r = run_both(*api, request("server", "write_bw", port, 600), request("client", "write_bw", port, 600),
+                    "ffffffffffffffffffffffffffffffff");
+  EXPECT_EQ(r.server["status"], "failed");
+  EXPECT_EQ(r.server["channel"], "failed");
+  EXPECT_NE(r.server["reason"].get<std::string>().find("no peer connected"), std::string::npos);
+  ASSERT_TRUE(r.server.contains("remote"));
+  EXPECT_TRUE(r.server["remote"].is_null());
+  EXPECT_EQ(r.client["status"], "failed");
+  EXPECT_NE(r.client["reason"].get<std::string>().find("wire.bad_token"), std::string::npos)
+      << r.client["reason"];
+  EXPECT_LT(r.elapsed_ms, 5000);
+}
+
+TEST(RdmaRcOp, RegMrFailureOnOneSideStopsThePeerPromptly) {
+  auto api = fake("cx6_ib_hdr.json");
+  api->fail_next("ibv_reg_mr", ENOMEM);  // whichever side registers first: memlock
+  uint16_t port = free_loopback_port();
+  auto r = run_both(*api, request("server", "write_bw", port, 4000), request("client", "write_bw", port, 4000));
+  EXPECT_EQ(r.client["status"], "failed");
+  EXPECT_EQ(r.server["status"], "failed");
+  const Json& failed = has_code(r.client, "rdma.rc.reg_mr_failed") ? r.client : r.server;
+  const Json& peer = &failed == &r.client ? r.server : r.client;
+  ASSERT_TRUE(has_code(failed, "rdma.rc.reg_mr_failed")) << r.client.dump(2) << r.server.dump(2);
+  EXPECT_NE(peer["reason"].get<std::string>().find("agent.rdma_rc_failed"), std::string::npos) << peer["reason"];
+  EXPECT_LT(r.elapsed_ms, 3000);  // told by the peer, not by its own 4 s timeout
+}
+
+TEST(RdmaRcOp, ArgumentsAreCheckedBeforeAnythingRuns) {
+  auto bad = [](Json args) {
+    wire::Request req{1, "rdma_rc", std::move(args)};
+    EXPECT_THROW(AgentSession::validate(req), wire::WireError) << req.args.dump();
+  };
+  Json good = request("client", "write_bw", 1234);
+  EXPECT_NO_THROW(AgentSession::validate(wire::Request{1, "rdma_rc", good}));
+  for (auto [k, v] : std::vector<std::pair<std::string, Json>>{
+           {"role", "both"}, {"mode", "read_bw"}, {"device", "../mlx5_0"}, {"device", ""},
+           {"ib_port", 0}, {"gid_index", 256}, {"local_addr", "node01"}, {"port", 0},
+           {"size_bytes", (16 << 20) + 1}, {"iters", 0}, {"timeout_ms", 700000}}) {
+    Json j = good;
+    j[k] = v;
+    bad(j);
+  }
+  Json j = good;
+  j.erase("peer_addr");  // a client must know where the server is
+  bad(j);
+}
+
+TEST(RdmaRcOp, LiveOpThroughTheSessionEndsWithoutHardware) {
+  // The real table entry: on this machine (no HCA) both sides fail in setup or report the build
+  // has no verbs; neither hangs, and the server is told by the client's failure frame.
+  AgentSession a(kToken, 10000), b(kToken, 10000);
+  uint16_t port = free_loopback_port();
+  Json server, client;
+  std::thread t([&] { server = b.handle(wire::Request{1, "rdma_rc", request("server", "send_lat", port, 2000)}); });
+  client = a.handle(wire::Request{1, "rdma_rc", request("client", "send_lat", port, 2000)});
+  t.join();
+  for (const Json* d : {&server, &client}) {
+    std::string st = (*d)["status"];
+    EXPECT_TRUE(st == "failed" || st == "unavailable") << d->dump(2);
+    EXPECT_FALSE((*d)["reason"].get<std::string>().empty());
+  }
+}
+
+}  // namespace
+}  // namespace fabkit::agent
+
+namespace fabkit::pair {
+namespace {
+
+Json port(int n, const std::string& state, const std::string& ll, Json gid, double rate) {
+  return {{"port", n}, {"state", state}, {"link_layer", ll}, {"roce_v2_gid_index", gid}, {"rate_gbps", rate}};
+}
+
+Json report(Json devices) { return {{"rdma", {{"devices", devices}}}}; }
+
+TEST(RdmaRcPlan, PairsActivePortsWithTheSameLinkLayer) {
+  Json a = report({{{"name", "mlx5_0"}, {"ports", {port(1, "ACTIVE", "InfiniBand", nullptr, 200)}}},
+                   {{"name", "mlx5_1"}, {"ports", {port(1, "ACTIVE", "Ethernet", 3, 100)}}},
+                   {{"name", "mlx5_2"}, {"ports", {port(1, "DOWN", "InfiniBand", nullptr, 200)}}}});
+  Json b = report({{{"name", "mlx5_4"}, {"ports", {port(1, "ACTIVE", "Ethernet", 5, 25)}}},
+                   {{"name", "mlx5_5"}, {"ports", {port(2, "ACTIVE", "InfiniBand", nullptr, 100)}}}});
+  auto pairs = rc_port_pairs(a, b);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[0].hca_a, "mlx5_0");
+  EXPECT_EQ(pairs[0].hca_b, "mlx5_5");
+  EXPECT_EQ(pairs[0].port_b, 2);
+  EXPECT_EQ(pairs[0].gid_index_a, -1);
+  EXPECT_EQ(pairs[0].rate_gbps, 100.0);
+  EXPECT_EQ(pairs[1].link_layer, "Ethernet");
+  EXPECT_EQ(pairs[1].gid_index_a, 3);  // each side's own RoCE v2 index from its node probe
+  EXPECT_EQ(pairs[1].gid_index_b, 5);
+  EXPECT_TRUE(rc_port_pairs(a, Json()).empty());
+  EXPECT_TRUE(rc_port_pairs(report(Json::array()), b).empty());
+}
+
+TEST(RdmaRcPlan, RowsFindingsAndSection) {
+  PairFacts f;
+  f.host_a = "n1";
+  f.host_b = "n2";
+  RcPortPair p{"mlx5_0", "mlx5_1", 1, 1, -1, -1, "InfiniBand", 200.0};
+  Json ok_client = {{"status", "ok"}, {"bw_gbps", 180.5}, {"path_mtu", 4096}, {"diagnoses", Json::array()}};
+  Json ok_server = {{"status", "ok"}, {"bw_gbps", 180.5}, {"diagnoses", Json::array()}};
+  Json lat_client = {{"status", "ok"}, {"lat_us_median", 1.5}, {"lat_us_p99", 2.5}, {"path_mtu", 4096},
+                     {"diagnoses", Json::array()}};
+  RcPairResult good = combine_rc(p, {ok_client, ok_server}, {lat_client, ok_server});
+  EXPECT_EQ(good.status, "ok");
+  EXPECT_EQ(good.bw_gbps, 180.5);
+  EXPECT_EQ(good.lat_us_p99, 2.5);
+
+  Json lid0 = {{"severity", "fail"}, {"code", "rdma.rc.lid_zero"}, {"subject", "mlx5_1:1"},
+               {"message", "peer has LID 0"}, {"fix", "systemctl start opensm"}};
+  Json failed = {{"status", "failed"}, {"reason", "not connecting: LID 0"}, {"diagnoses", {lid0}}};
+  RcPairResult bad = combine_rc(p, {failed, failed}, {failed, failed});
+  EXPECT_EQ(bad.status, "failed");
+  EXPECT_FALSE(bad.bw_gbps);
+  EXPECT_NE(bad.reason.find("write_bw A (client): not connecting"), std::string::npos) << bad.reason;
+
+  f.rdma_rc.status = "ran";
+  f.rdma_rc.pairs = {good, bad};
+  auto fs = judge_rdma_rc(f);
+  ASSERT_EQ(fs.size(), 1u);  // one per code and pair, not one per side and mode
+  EXPECT_EQ(fs[0].code, "rdma.rc.lid_zero");
+  EXPECT_EQ(fs[0].severity, Severity::kFail);
+  EXPECT_EQ(fs[0].subject, "n1:mlx5_1:1");
+  EXPECT_NE(fs[0].message.find("n1:mlx5_0:1<->n2:mlx5_1:1"), std::string::npos);
+
+  Json undiagnosed = {{"status", "failed"}, {"reason", "timed out"}, {"diagnoses", Json::array()}};
+  f.rdma_rc.pairs = {combine_rc(p, {undiagnosed, ok_server}, {lat_client, ok_server})};
+  fs = judge_rdma_rc(f);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].code, "pair.rdma_rc_failed");
+
+  Json section = to_json(f.rdma_rc);
+  EXPECT_EQ(section["status"], "ran");
+  EXPECT_TRUE(section["pairs"][0]["bw_gbps"].is_null());
+  EXPECT_EQ(section["pairs"][0]["lat_us_median"], 1.5);
+  EXPECT_EQ(section["pairs"][0]["a"]["hca"], "mlx5_0");
+}
+
+TEST(RdmaRcPlan, NoPortPairIsReportedUnavailable) {
+  PairFacts f;
+  f.host_a = "n1";
+  f.host_b = "n2";
+  f.rdma_rc.status = "unavailable";
+  f.rdma_rc.reason = "no active RDMA port pair";
+  Report r = build_pair_report(f);
+  const Json& s = r.sections.at(0).facts;
+  EXPECT_EQ(s["rdma_rc"]["status"], "unavailable");
+  EXPECT_EQ(s["rdma_rc"]["reason"], "no active RDMA port pair");
+  bool found = false;
+  for (const auto& fd : r.findings) found = found || fd.code == "pair.rdma_rc_unavailable";
+  EXPECT_TRUE(found);
+}
+
+TEST(PairSizes, DefaultSweepEndsAt256MiB) {
+  auto s = default_pair_sizes();
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(s.front(), 8u);
+  EXPECT_EQ(s.back(), 256ull << 20);
+  EXPECT_EQ(s[s.size() - 2], 128ull << 20);
+  for (size_t i = 1; i + 1 < s.size(); ++i) EXPECT_EQ(s[i], s[i - 1] * 4);
+  EXPECT_EQ(s.size(), 14u);
+}
+
+}  // namespace
+}  // namespace fabkit::pair
