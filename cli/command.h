@@ -15,5 +15,12 @@ int run_command(const std::string& kind, bool json, const std::function<int()>& 
 
 // Every subcommand registers itself on the app and stores its exit code in *exit_code.
 void register_node_command(CLI::App& app, int* exit_code);
+void register_topo_command(CLI::App& app, int* exit_code);  // [topo]
+void register_nccl_log_command(CLI::App& app, int* exit_code);  // [nccl-log]
+void register_profile_command(CLI::App& app, int* exit_code);  // [profile]
+void register_emit_env_command(CLI::App& app, int* exit_code);  // [profile]
+void register_validate_command(CLI::App& app, int* exit_code);  // [profile]
+void register_pair_command(CLI::App& app, int* exit_code);  // [pair]
+void register_agent_command(CLI::App& app, int* exit_code);  // [pair]
 
 }  // namespace fabkit::cli

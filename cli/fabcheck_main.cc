@@ -16,6 +16,13 @@ int main(int argc, char** argv) {
   int exit_code = fabkit::kExitClean;
 
   fabkit::cli::register_node_command(app, &exit_code);
+  fabkit::cli::register_nccl_log_command(app, &exit_code);  // [nccl-log]
+  fabkit::cli::register_topo_command(app, &exit_code);  // [topo]
+  fabkit::cli::register_profile_command(app, &exit_code);  // [profile]
+  fabkit::cli::register_emit_env_command(app, &exit_code);  // [profile]
+  fabkit::cli::register_validate_command(app, &exit_code);  // [profile]
+  fabkit::cli::register_pair_command(app, &exit_code);  // [pair]
+  fabkit::cli::register_agent_command(app, &exit_code);  // [pair]
   // [register commands]
 
   try {

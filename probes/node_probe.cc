@@ -4,7 +4,15 @@
 
 #include <unistd.h>
 
+#include "probes/gpu/gpu_facts.h"
+#include "probes/gpudirect/gpudirect_facts.h"
 #include "probes/limits/limits_facts.h"
+#include "probes/locality/locality_facts.h"
+#include "probes/nccl_env/nccl_env_facts.h"
+#include "probes/net/net_facts.h"
+#include "probes/rdma/rdma_facts.h"
+#include "probes/topo_file/topo_file_facts.h"
+#include "verbs/verbs_strings.h"
 
 namespace fabkit {
 namespace {
@@ -29,22 +37,52 @@ Report run_node_probe(const ProbeContext& ctx) {
   r.generated_at = utc_now_rfc3339();
 
   // 1. Gather (I/O), in dependency order.
-  // [rdma gather]
-  bool has_rdma = false;
+  auto rdma = probes::gather_rdma(ctx);
+  bool has_rdma = probes::device_count(rdma) > 0;
   auto limits = probes::gather_limits(ctx);
-  // [net gather] [nccl_env gather] [topo_file gather] [locality gather] [gpu gather]
-  // [gpudirect gather]
+  // NCCL settings before the interfaces: NCCL_SOCKET_IFNAME may come from ~/.nccl.conf or
+  // /etc/nccl.conf, not only from the environment.
+  auto nccl_env = probes::gather_nccl_env(ctx);
+  auto net = probes::gather_net(ctx, probes::net_settings(nccl_env));
+  auto topo_file = probes::gather_topo_file(ctx);
+  auto locality = probes::gather_locality(ctx);
+  auto gpu = probes::gather_gpu(ctx);
+  // GPUs and the bridges between them and the NICs come from the locality model.
+  auto gpudirect = probes::gather_gpudirect(
+      ctx, locality.topology ? &*locality.topology : nullptr, probes::device_count(rdma));
 
   // 2. Judge (pure).
-  // [rdma judge]
+  append(r.findings, probes::judge_rdma(rdma));
   append(r.findings, probes::judge_limits(limits, has_rdma));
-  // [net judge] [nccl_env judge] [topo_file judge] [locality judge] [gpu judge] [gpudirect judge]
+  append(r.findings, probes::judge_net(net));
+  // NCCL_IB_DISABLE / NCCL_IB_HCA are checked against the RDMA ports found.
+  std::vector<probes::RdmaPortBrief> rdma_ports;
+  std::vector<std::string> rdma_names;
+  for (const auto& d : rdma.devices) {
+    rdma_names.push_back(d.name);
+    for (const auto& p : d.ports)
+      rdma_ports.push_back({d.name, p.port,
+                            p.link_layer ? verbs::to_string(*p.link_layer) : std::string(),
+                            p.state == verbs::PortState::kActive});
+  }
+  append(r.findings, probes::judge_nccl_env(nccl_env, rdma_ports));
+  // The nets an NCCL topology file names must exist as RDMA devices here.
+  append(r.findings, probes::judge_topo_file(topo_file, rdma_names));
+  append(r.findings, probes::judge_locality(locality));
+  std::optional<int> pci_gpus;  // GPUs seen on the PCI bus, to compare with what CUDA reports
+  if (locality.topology) pci_gpus = static_cast<int>(locality.topology->gpus.size());
+  append(r.findings, probes::judge_gpu(gpu, pci_gpus));
+  append(r.findings, probes::judge_gpudirect(gpudirect));
 
   // 3. Sections, one per probe, in the order above.
-  // [rdma section]
+  r.sections.push_back({"rdma", probes::to_json(rdma)});
   r.sections.push_back({"limits", probes::to_json(limits)});
-  // [net section] [nccl_env section] [topo_file section] [locality section] [gpu section]
-  // [gpudirect section]
+  r.sections.push_back({"net", probes::to_json(net)});
+  r.sections.push_back({"nccl_env", probes::to_json(nccl_env)});
+  r.sections.push_back({"topo_file", probes::to_json(topo_file)});
+  r.sections.push_back({"locality", probes::to_json(locality)});
+  r.sections.push_back({"gpus", probes::to_json(gpu)});
+  r.sections.push_back({"gpudirect", probes::to_json(gpudirect)});
   return r;
 }
 

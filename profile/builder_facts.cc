@@ -22,7 +22,7 @@ struct Get {
   [[noreturn]] void bad(const std::string& field, const Json& v, const char* want) const {
     throw UsageError(source + ": field '" + field + "': value " +
                      show_json_value(v) +
-                     " is not " + want + " (HELPER_CONTRACTS.md node report sections)");
+                     " is not " + want + " (see docs/json/ for the report sections)");
   }
   std::optional<std::string> str(const Json& j, const char* k, const std::string& path) const {
     if (!j.is_object() || !j.contains(k) || j[k].is_null()) return std::nullopt;
@@ -38,6 +38,12 @@ struct Get {
     if (!j.is_object() || !j.contains(k) || j[k].is_null()) return std::nullopt;
     if (!j[k].is_boolean()) bad(path + "." + k, j[k], "true/false");
     return j[k].get<bool>();
+  }
+  const Json& obj(const Json& j, const char* k, const std::string& path) const {
+    static const Json kEmpty = Json::object();
+    if (!j.is_object() || !j.contains(k) || j[k].is_null()) return kEmpty;
+    if (!j[k].is_object()) bad(path + "." + k, j[k], "an object");
+    return j[k];
   }
   const Json& arr(const Json& j, const char* k, const std::string& path) const {
     static const Json kEmpty = Json::array();
@@ -155,32 +161,79 @@ NodeFacts node_facts_from_report(const Report& r, const std::string& source) {
   return f;
 }
 
+namespace {
+
+// fabcheck pair's transport names (docs/json/pair.md) -> the network NCCL should use.
+// gloo-ibverbs says RDMA but not which link layer: the RC pairs' link layer decides.
+std::optional<std::string> network_of(const std::string& transport, const Json& pair) {
+  if (transport == "nccl-ib") return "ib";
+  if (transport == "nccl-roce") return "roce";
+  if (transport == "fabkit-socket" || transport == "gloo-tcp" || transport == "nccl-socket")
+    return "socket";
+  if (transport == "gloo-ibverbs") {
+    const Json* rc = pair.contains("rdma_rc") ? &pair["rdma_rc"] : nullptr;
+    if (rc && rc->contains("pairs") && (*rc)["pairs"].is_array())
+      for (const auto& p : (*rc)["pairs"])
+        if (p.value("link_layer", "") == "Ethernet") return "roce";
+    return "ib";
+  }
+  return std::nullopt;  // raw-exchange is never a recommendation; unknown names stay unknown
+}
+
+}  // namespace
+
+// Reads the `pair` section exactly as `fabcheck pair --json` writes it (docs/json/pair.md):
+// hosts {a, b}, agents.{a,b}.hostname, recommended {transport, interface_a, interface_b},
+// rendezvous {port, status}, transports[] {transport, peak_busbw_gbps}.
 std::optional<PairVerdict> pair_verdict_from_report(const Report& r, const std::string& source) {
   const Json* pair = section(r, "pair");
   if (!pair) return std::nullopt;
   Get g{source};
   PairVerdict v;
-  const Json& hosts = g.arr(*pair, "hosts", "pair");
-  for (size_t i = 0; i < hosts.size(); ++i)
-    if (hosts[i].is_string()) v.hosts.push_back(hosts[i].get<std::string>());
-  if (!pair->contains("verdict") || !(*pair)["verdict"].is_object()) return v;
-  const Json& verdict = (*pair)["verdict"];
-  v.transport = g.str(verdict, "transport", "pair.verdict");
-  if (v.transport)
-    for (auto& c : *v.transport) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (verdict.contains("interfaces") && verdict["interfaces"].is_object())
-    for (auto it = verdict["interfaces"].begin(); it != verdict["interfaces"].end(); ++it)
-      if (it.value().is_string() && !check_interface_name(it.value().get<std::string>()) &&
-          !check_hostname(it.key()))
-        v.interfaces[it.key()] = it.value().get<std::string>();
-  if (auto port = g.num(verdict, "port", "pair.verdict"))
-    if (*port >= 1 && *port <= 65535) v.port = static_cast<int>(*port);
-  v.nccl_version = g.str(verdict, "nccl_version", "pair.verdict");
+  const Json& hosts = g.obj(*pair, "hosts", "pair");
+  std::string host[2];
+  const char* side[2] = {"a", "b"};
+  for (int i = 0; i < 2; ++i) {
+    // The node reports carry gethostname(); the agents report it too. Fall back to the name the
+    // user gave the launcher.
+    if (auto given = g.str(hosts, side[i], "pair.hosts")) host[i] = *given;
+    if (pair->contains("agents") && (*pair)["agents"].is_object() &&
+        (*pair)["agents"].contains(side[i]) && (*pair)["agents"][side[i]].is_object())
+      if (auto hn = g.str((*pair)["agents"][side[i]], "hostname", "pair.agents"))
+        if (!hn->empty()) host[i] = *hn;
+    if (!host[i].empty() && !check_hostname(host[i])) v.hosts.push_back(host[i]);
+  }
+  if (!pair->contains("recommended") || !(*pair)["recommended"].is_object()) return v;
+  const Json& rec = (*pair)["recommended"];
+  auto transport = g.str(rec, "transport", "pair.recommended");
+  if (transport) v.transport = network_of(*transport, *pair);
+  const char* ifkey[2] = {"interface_a", "interface_b"};
+  for (int i = 0; i < 2; ++i)
+    if (auto ifname = g.str(rec, ifkey[i], "pair.recommended"))
+      if (!host[i].empty() && !check_interface_name(*ifname) && !check_hostname(host[i]))
+        v.interfaces[host[i]] = *ifname;
+  if (pair->contains("rendezvous") && (*pair)["rendezvous"].is_object()) {
+    const Json& rv = (*pair)["rendezvous"];
+    if (rv.value("status", Json()).is_string() && rv["status"] == "open")
+      if (auto port = g.num(rv, "port", "pair.rendezvous"))
+        if (*port >= 1 && *port <= 65535) v.port = static_cast<int>(*port);
+  }
+  // The NCCL version comes from the log of an NCCL run (transports[].ranks[].extra.nccl_log).
+  if (pair->contains("transports") && (*pair)["transports"].is_array())
+    for (const auto& t : (*pair)["transports"])
+      if (t.is_object() && t.contains("ranks") && t["ranks"].is_array())
+        for (const auto& rk : t["ranks"])
+          if (rk.is_object() && rk.contains("extra") && rk["extra"].is_object() &&
+              rk["extra"].contains("nccl_log") && rk["extra"]["nccl_log"].is_object())
+            if (auto ver = g.str(rk["extra"]["nccl_log"], "version", "pair.transports[].ranks[]"))
+              if (!ver->empty() && !v.nccl_version) v.nccl_version = *ver;
   std::ostringstream s;
-  s << "pair";
-  for (size_t i = 0; i < v.hosts.size(); ++i) s << (i ? "<->" : " ") << v.hosts[i];
-  s << ": transport " << v.transport.value_or("?");
-  if (auto bw = g.num(verdict, "busbw_gbps", "pair.verdict")) s << ", all-reduce busbw " << *bw << " GB/s";
+  s << "pair " << host[0] << "<->" << host[1] << ": " << transport.value_or("no usable transport");
+  if (transport && pair->contains("transports") && (*pair)["transports"].is_array())
+    for (const auto& t : (*pair)["transports"])
+      if (t.is_object() && t.value("transport", "") == *transport)
+        if (auto bw = g.num(t, "peak_busbw_gbps", "pair.transports[]"))
+          s << ", all-reduce busbw " << *bw << " GB/s";
   v.summary = s.str();
   return v;
 }

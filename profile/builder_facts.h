@@ -1,4 +1,4 @@
-// What the builder takes from each input report. Node reports follow HELPER_CONTRACTS.md
+// What the builder takes from each input report. Node reports follow docs/json/
 // sections; pair reports carry a "pair" section whose fields we read are listed in
 // docs/profile.md ("Pair reports"). Missing sections are facts too ("no rdma section": the node
 // was probed by a fabcheck without the RDMA probe), never a crash.

@@ -1,4 +1,4 @@
-// The profile's public API (HELPER_CONTRACTS.md): fabtrain and fabcheck use these three.
+// The profile's public API (docs/json/): fabtrain and fabcheck use these three.
 #pragma once
 
 #include <filesystem>

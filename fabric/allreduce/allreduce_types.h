@@ -1,4 +1,4 @@
-// The all-reduce runners' shared vocabulary (HELPER_CONTRACTS.md "fabric all-reduce runners") and
+// The all-reduce runners' shared vocabulary (docs/allreduce.md) and
 // the nccl-tests arithmetic every runner reports with, so figures from the socket, Gloo and NCCL
 // runners compare one to one.
 #pragma once

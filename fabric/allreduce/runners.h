@@ -1,4 +1,4 @@
-// Runner entry points (HELPER_CONTRACTS.md). Each rank calls the same function concurrently; rank 0
+// Runner entry points (docs/json/). Each rank calls the same function concurrently; rank 0
 // listens on local_addr:port, rank 1 connects to peer_addr:port; the first bytes on each connection
 // are the session token; every wait is bounded by timeout_ms. Failures come back as a TransportRun
 // with status "failed" (or "unavailable") and extra.error naming the kind; they never throw.

@@ -14,7 +14,10 @@ void expect_type(const Frame& f, FrameType t) {
     bad(std::string("expected a ") + to_string(t) + " frame, got " + to_string(f.type));
 }
 
-Frame json_frame(FrameType t, const Json& j) { return Frame{t, j.dump()}; }
+// Node facts quote files and env verbatim; replace invalid UTF-8 rather than throw mid-session.
+Frame json_frame(FrameType t, const Json& j) {
+  return Frame{t, j.dump(-1, ' ', false, Json::error_handler_t::replace)};
+}
 
 }  // namespace
 

@@ -9,8 +9,9 @@ import tempfile
 import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-# info("code", ...), warn("code", ...), fail("code", ...) — the only ways to make a Finding.
-CALL = re.compile(r'\b(?:info|warn|fail)\(\s*"([a-z0-9_]+(?:\.[a-z0-9_]+)+)"')
+# info("code", ...), warn("code", ...), fail("code", ...) — the only ways to make a Finding. Not
+# member calls such as reader.fail("field", ...), which name a field, not a finding.
+CALL = re.compile(r'(?<![.>\w])(?:info|warn|fail)\(\s*"([a-z0-9_]+(?:\.[a-z0-9_]+)+)"')
 SOURCE_DIRS = ["probes", "topo", "fabric", "profile", "cli", "verbs", "trainer", "common"]
 
 

@@ -110,7 +110,7 @@ TEST(ProfileBuilder, PairVerdictMarksSettingsMeasured) {
 
 TEST(ProfileBuilder, PairVerdictOfSocketsDisablesIb) {
   Json pair = fixture_json("pair-roce-a-roce-b.json");
-  pair["pair"]["verdict"]["transport"] = "socket";
+  pair["pair"]["recommended"]["transport"] = "fabkit-socket";
   std::vector<BuildInput> in = {testing::input("node-roce-a.json"),
                                 testing::input("node-roce-b.json"), input_json(pair, "pair.json")};
   Profile p = build_profile(in, {});
