@@ -33,7 +33,7 @@ JsonlContents read_jsonl(const std::filesystem::path& file, bool skip_bad_lines)
     Json v;
     try {
       v = Json::parse(text);
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers like 6e892
       reject_line(c, skip_bad_lines, where + ": not valid JSON (" + e.what() + ")");
       continue;
     }

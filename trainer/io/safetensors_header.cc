@@ -51,7 +51,7 @@ SafetensorsHeader parse_safetensors_header(const std::string& json_text, uint64_
   Json doc;
   try {
     doc = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers like 6e892
     throw UsageError(file + ": safetensors header (bytes 8.." + std::to_string(h.data_start) +
                      ") is not valid JSON: " + e.what());
   }

@@ -126,7 +126,7 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& p) {
   Json doc;
   try {
     doc = Json::parse(ss.str());
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers like 6e892
     throw UsageError(source_ + ": not valid JSON (" + e.what() + ")");
   }
   if (!doc.is_object() || !doc.contains("weight_map") || !doc.at("weight_map").is_object())

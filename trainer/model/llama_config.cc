@@ -148,7 +148,7 @@ LlamaConfig load_llama_config(const std::filesystem::path& path) {
   Json doc;
   try {
     doc = Json::parse(ss.str());
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers like 6e892
     throw UsageError(path.string() + ": not valid JSON (" + e.what() + ")");
   }
   return parse_llama_config(doc, path.string());

@@ -186,7 +186,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& dir) {
     ss << in.rdbuf();
     try {
       cfg = Json::parse(ss.str());
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers like 6e892
       throw UsageError((dir / "config.json").string() + ": not valid JSON (" + e.what() + ")");
     }
   }
