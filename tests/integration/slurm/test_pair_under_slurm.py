@@ -1,0 +1,54 @@
+"""fabcheck pair with the srun launcher inside a real 2-node Slurm allocation (issue #3: "srun
+inside an allocation (srun -w HOST -N1 -n1)"). The batch script runs the controller on the first
+node; each agent is started by srun on its node (its own network namespace), and the verdict must
+name each node's own address and interface, with correct all-reduce results.
+"""
+import argparse
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from slurm_cluster import SlurmCluster  # noqa: E402
+
+FABCHECK = None
+
+
+class PairUnderSlurm(unittest.TestCase):
+    def test_srun_launcher_runs_both_agents_in_the_allocation(self):
+        with SlurmCluster(nodes=2) as c:
+            script = os.path.join(c.dir, "pair.sbatch")
+            out = os.path.join(c.dir, "pair.json")
+            with open(script, "w") as f:
+                f.write("#!/bin/bash\n#SBATCH -N2\n#SBATCH -o %s/pair.log\n"
+                        "%s pair node1 node2 --launcher srun --sizes 4K,1M --json --timeout-ms 20000 > %s\n"
+                        "echo $? > %s.rc\n" % (c.dir, FABCHECK, out, out))
+            r = c.run(["sbatch", "--wait", script], timeout_s=150)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr + c.logs())
+            with open(out) as f:
+                doc = json.load(f)
+            with open(out + ".rc") as f:
+                rc = int(f.read())
+            self.assertEqual(rc, doc["summary"]["exit_code"])
+            pair = doc["pair"]
+            self.assertEqual(pair["launcher"], "srun")
+            launches = [s for s in pair["steps"] if s["step"] == "launch"]
+            self.assertTrue(launches and all(s["status"] == "ok" for s in launches), pair["steps"])
+            rec = pair["recommended"]
+            self.assertEqual(rec["addr_a"], c.node_addrs["node1"])
+            self.assertEqual(rec["addr_b"], c.node_addrs["node2"])
+            self.assertEqual(rec["env"]["node1"]["NCCL_SOCKET_IFNAME"], "=" + rec["interface_a"])
+            by_name = {t["transport"]: t for t in pair["transports"]}
+            for name in ("fabkit-socket", "gloo-tcp", "raw-exchange"):
+                self.assertEqual(by_name[name]["status"], "ok", by_name[name])
+                self.assertTrue(by_name[name]["all_correct"], name)
+            self.assertIn(rec["transport"], ("fabkit-socket", "gloo-tcp"))
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fabcheck", required=True)
+    args, rest = ap.parse_known_args()
+    FABCHECK = os.path.abspath(args.fabcheck)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
