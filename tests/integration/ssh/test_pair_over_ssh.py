@@ -1,0 +1,110 @@
+"""fabcheck pair with its default launcher, ssh, for real (issue #3: "ssh (default;
+ssh -o BatchMode=yes HOST)"): a real sshd in each netns host, the real OpenSSH client, key
+authentication. The only test scaffolding is an `ssh` wrapper first on PATH that adds `-F CONFIG`
+(known hosts + identity in the test's temp dir, so root's ~/.ssh is never touched); the argv the
+launcher builds reaches /usr/bin/ssh unchanged, and the session token travels on stdin.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "netns"))
+from netns import NetnsWorld, have_root_and_netns  # noqa: E402
+
+FABCHECK = None
+
+
+def sh(*argv):
+    return subprocess.run(argv, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+class PairOverSsh(unittest.TestCase):
+    def setUp(self):
+        ok, why = have_root_and_netns()
+        if not ok or not shutil.which("sshd", path="/usr/sbin:/usr/bin"):
+            self.skipTest(why or "sshd not installed (openssh-server)")
+        self.dir = tempfile.mkdtemp(prefix="fabkit-ssh-")
+        self.sshd = []
+        os.makedirs("/run/sshd", exist_ok=True)  # sshd's privilege-separation directory
+        d = self.dir
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", d + "/host_key")
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", d + "/id")
+        shutil.copy(d + "/id.pub", d + "/authorized_keys")
+        os.chmod(d, 0o700)
+        with open(d + "/host_key.pub") as f:
+            self.host_pub = f.read().split()[:2]
+
+    def tearDown(self):
+        for p in self.sshd:
+            p.terminate()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def start_sshd(self, world, i):
+        d, addr = self.dir, world.addr(i)
+        cfg = os.path.join(d, "sshd_%d.conf" % i)
+        with open(cfg, "w") as f:
+            f.write("ListenAddress %s\nPort 22\nHostKey %s/host_key\nAuthorizedKeysFile %s/authorized_keys\n"
+                    "PermitRootLogin prohibit-password\nPasswordAuthentication no\nUsePAM no\n"
+                    "StrictModes no\nPidFile %s/sshd_%d.pid\n" % (addr, d, d, d, i))
+        with open(os.path.join(d, "sshd_%d.log" % i), "w") as log:
+            p = subprocess.Popen(["ip", "netns", "exec", world.hosts[i], "/usr/sbin/sshd", "-D", "-e", "-f", cfg],
+                                 stdout=subprocess.DEVNULL, stderr=log)
+        self.sshd.append(p)
+        return addr
+
+    def test_default_ssh_launcher_runs_the_pair(self):
+        with NetnsWorld(hosts=2, decoys=False, controller=True) as w:
+            addrs = [self.start_sshd(w, i) for i in range(2)]
+            d = self.dir
+            with open(d + "/known_hosts", "w") as f:
+                for a in addrs:
+                    f.write("%s %s %s\n" % (a, self.host_pub[0], self.host_pub[1]))
+            with open(d + "/ssh_config", "w") as f:
+                f.write("Host *\n  IdentityFile %s/id\n  UserKnownHostsFile %s/known_hosts\n"
+                        "  StrictHostKeyChecking yes\n  User root\n" % (d, d))
+            bindir = os.path.join(d, "bin")
+            os.makedirs(bindir)
+            with open(bindir + "/ssh", "w") as f:
+                f.write('#!/bin/sh\nexec /usr/bin/ssh -F %s/ssh_config "$@"\n' % d)
+            os.chmod(bindir + "/ssh", 0o755)
+            env = dict(os.environ, PATH=bindir + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
+            deadline = time.time() + 10  # sshd binds within a moment of starting
+            while time.time() < deadline:
+                r = subprocess.run(["ip", "netns", "exec", w.ctl, "ssh", "-o", "BatchMode=yes", addrs[0], "true"],
+                                   env=env, capture_output=True, text=True)
+                if r.returncode == 0:
+                    break
+                time.sleep(0.3)
+            t0 = time.time()
+            r = subprocess.run(["ip", "netns", "exec", w.ctl, FABCHECK, "pair", addrs[0], addrs[1],
+                                "--sizes", "4K,1M", "--json", "--timeout-ms", "20000"],
+                               env=env, capture_output=True, text=True, timeout=120)
+            self.assertIn(r.returncode, (0, 1), r.stdout[-2000:] + r.stderr[-2000:])
+            doc = json.loads(r.stdout)
+            pair = doc["pair"]
+            self.assertEqual(pair["launcher"], "ssh")
+            launches = [s for s in pair["steps"] if s["step"] == "launch"]
+            self.assertTrue(launches and all(s["status"] == "ok" for s in launches), pair["steps"])
+            self.assertEqual(pair["recommended"]["addr_a"], addrs[0])
+            by_name = {t["transport"]: t for t in pair["transports"]}
+            self.assertTrue(by_name["fabkit-socket"]["all_correct"], by_name["fabkit-socket"])
+            self.assertLess(time.time() - t0, 100)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fabcheck", required=True)
+    args, rest = ap.parse_known_args()
+    FABCHECK = os.path.abspath(args.fabcheck)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
