@@ -2,7 +2,14 @@
 
 #include <iostream>
 
+#include <memory>
+
 #include "common/errors.h"
+#include "fabkit/config.h"
+#include "probes/node_probe.h"
+#if FABKIT_HAVE_VERBS
+#include "verbs/ibverbs_api.h"
+#endif
 #include "common/report.h"
 #include "reports/report_render.h"
 
@@ -27,6 +34,17 @@ int run_command(const std::string& kind, bool json, const std::function<int()>& 
   } catch (const std::exception& e) {
     return report(kExitInternal, std::string("internal error: ") + e.what());
   }
+}
+
+Report probe_this_node(ProbeContext ctx) {
+#if FABKIT_HAVE_VERBS
+  std::unique_ptr<verbs::VerbsApi> verbs_api;
+  if (ctx.roots.live) {
+    verbs_api = verbs::make_ibverbs_api();
+    ctx.verbs = verbs_api.get();
+  }
+#endif
+  return run_node_probe(ctx);
 }
 
 }  // namespace fabkit::cli

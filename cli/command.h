@@ -7,11 +7,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/report.h"
+#include "probes/probe_context.h"
+
 namespace fabkit::cli {
 
 // Runs fn. UsageError -> 2, SysErrorException/InternalError/std::exception -> 3; the message goes
 // to stderr as text, or to stdout as a JSON error document when json is set.
 int run_command(const std::string& kind, bool json, const std::function<int()>& fn);
+
+// `fabcheck node`'s probe as every subcommand runs it: live runs ask libibverbs (when built with
+// it); under --sysroot the fixture's sysfs is the truth, so verbs (which would describe this
+// machine) stays null.
+Report probe_this_node(ProbeContext ctx);
 
 // Every subcommand registers itself on the app and stores its exit code in *exit_code.
 void register_node_command(CLI::App& app, int* exit_code);

@@ -59,11 +59,7 @@ int run_nccl_log(const NcclLogArgs& a) {
   Json facts = nccl_log::to_json(s);
   facts["file"] = a.file;
   r.sections.push_back({"nccl_log", facts});
-  if (a.json)
-    reports::render_json(r, std::cout);
-  else
-    reports::render_text(r, std::cout);
-  return exit_code_for(r.findings);
+  return reports::render_report(r, a.json, std::cout);
 }
 
 }  // namespace

@@ -3,10 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "fabkit/config.h"  // [verbs wiring]
-#if FABKIT_HAVE_VERBS
-#include "verbs/ibverbs_api.h"  // [verbs wiring]
-#endif
+#include "fabkit/config.h"
 #include "common/errors.h"
 #include "probes/node_probe.h"
 #include "reports/report_render.h"
@@ -34,21 +31,8 @@ int run_node(const NodeArgs& a) {
   }
   if (!a.peer.empty()) ctx.options.peer = a.peer;
   if (!a.topo.empty()) ctx.options.topo_file = a.topo;
-  // [verbs wiring] Live runs ask libibverbs; under --sysroot the fixture's sysfs is the truth,
-  // so verbs (which would describe this machine) stays null.
-#if FABKIT_HAVE_VERBS
-  std::unique_ptr<verbs::VerbsApi> verbs_api;
-  if (ctx.roots.live) {
-    verbs_api = verbs::make_ibverbs_api();
-    ctx.verbs = verbs_api.get();
-  }
-#endif
-  Report r = run_node_probe(ctx);
-  if (a.json)
-    reports::render_json(r, std::cout);
-  else
-    reports::render_text(r, std::cout);
-  return exit_code_for(r.findings);
+  Report r = probe_this_node(ctx);
+  return reports::render_report(r, a.json, std::cout);
 }
 
 }  // namespace

@@ -4,9 +4,6 @@
 #include "cli/command.h"
 #include "common/errors.h"
 #include "fabkit/config.h"
-#if FABKIT_HAVE_VERBS
-#include "verbs/ibverbs_api.h"
-#endif
 #include "common/file_reader.h"
 #include "probes/node_probe.h"
 #include "profile/atomic_write.h"
@@ -51,16 +48,7 @@ int run_profile(const ProfileArgs& a) {
     ProbeContext ctx;
     ctx.env = Environment::from_process();
     ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
-#if FABKIT_HAVE_VERBS
-    // Live runs ask libibverbs, as `fabcheck node` does; under --sysroot the fixture's sysfs is
-    // the truth.
-    std::unique_ptr<verbs::VerbsApi> verbs_api;
-    if (ctx.roots.live) {
-      verbs_api = verbs::make_ibverbs_api();
-      ctx.verbs = verbs_api.get();
-    }
-#endif
-    Report r = run_node_probe(ctx);
+    Report r = probe_this_node(ctx);
     inputs.push_back({r, "live probe", true});
   }
   profile::BuildOptions o;

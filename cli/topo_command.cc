@@ -45,11 +45,7 @@ int run_topo(const TopoArgs& a) {
   Json model = topo::to_json(lt.topology);
   for (auto it = model.begin(); it != model.end(); ++it) facts[it.key()] = it.value();
   r.sections.push_back({"topo", facts});
-  if (a.json)
-    reports::render_json(r, std::cout);
-  else
-    reports::render_text(r, std::cout);
-  return exit_code_for(r.findings);
+  return reports::render_report(r, a.json, std::cout);
 }
 
 }  // namespace

@@ -5,9 +5,6 @@
 #include "cli/command.h"
 #include "common/errors.h"
 #include "fabkit/config.h"
-#if FABKIT_HAVE_VERBS
-#include "verbs/ibverbs_api.h"
-#endif
 #include "probes/node_probe.h"
 #include "profile/local_host.h"
 #include "profile/profile.h"
@@ -46,16 +43,7 @@ int run_validate(const ValidateArgs& a) {
   if (name || p.hosts.empty()) env = resolve_env(p, name.value_or(host));
   auto topo = env.find("NCCL_TOPO_FILE");
   if (topo != env.end()) ctx.options.topo_file = topo->second;
-#if FABKIT_HAVE_VERBS
-  // Live runs ask libibverbs, as `fabcheck node` does; under --sysroot the fixture's sysfs is
-  // the truth.
-  std::unique_ptr<verbs::VerbsApi> verbs_api;
-  if (ctx.roots.live) {
-    verbs_api = verbs::make_ibverbs_api();
-    ctx.verbs = verbs_api.get();
-  }
-#endif
-  Report node = run_node_probe(ctx);
+  Report node = probe_this_node(ctx);
   if (topo != env.end()) {
     // The profile's file, looked up through the roots so a fixture tree answers under --sysroot.
     std::filesystem::path on_disk = ctx.roots.root / std::filesystem::path(topo->second).relative_path();
@@ -70,11 +58,7 @@ int run_validate(const ValidateArgs& a) {
   r.generated_at = utc_now_rfc3339();
   r.findings = validate_node(p, node, host);
   r.sections = node.sections;
-  if (a.json)
-    reports::render_json(r, std::cout);
-  else
-    reports::render_text(r, std::cout);
-  return exit_code_for(r.findings);
+  return reports::render_report(r, a.json, std::cout);
 }
 
 }  // namespace

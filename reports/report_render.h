@@ -15,6 +15,9 @@ Report report_from_json(const Json& j);  // throws std::invalid_argument naming 
 void render_json(const Report& r, std::ostream& out);
 // Findings grouped by severity (fail, warn, info), each with its fix; then a short facts summary.
 void render_text(const Report& r, std::ostream& out);
+// Renders as JSON or text and returns the exit code the findings imply (0 or 1): the tail of
+// every report-producing subcommand.
+int render_report(const Report& r, bool json, std::ostream& out);
 // A usage/internal error as JSON when --json was asked, so scripts always get JSON.
 void render_error_json(const std::string& kind, int exit_code, const std::string& message,
                        std::ostream& out);

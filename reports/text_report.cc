@@ -30,4 +30,12 @@ void render_text(const Report& r, std::ostream& out) {
       << " (exit " << code << "); --json for the gathered facts\n";
 }
 
+int render_report(const Report& r, bool json, std::ostream& out) {
+  if (json)
+    render_json(r, out);
+  else
+    render_text(r, out);
+  return exit_code_for(r.findings);
+}
+
 }  // namespace fabkit::reports
