@@ -38,8 +38,15 @@ ShardedModel::ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vecto
 void ShardedModel::gather(size_t u) {
   if (gathered_[u]++ > 0) return;  // already live (tied unit, or kept from the forward)
   FlatShard& s = shards_[u];
-  full_[u] = torch::empty({s.shard_numel * s.world_size}, torch::kFloat32);
-  comm_.allgather(s.param.data(), static_cast<size_t>(s.shard_numel), full_[u].data_ptr<float>());
+  if (s.world_size == 1) {
+    // One rank holds the whole unit: the model's parameters alias the shard, no allgather copy
+    // (measured: a 20 MB alloc + copy per unit per step). Safe because the optimizer only writes
+    // the shard after backward, when the unit is released and no graph holds the views.
+    full_[u] = torch::from_blob(s.param.data(), {s.shard_numel}, torch::kFloat32);
+  } else {
+    full_[u] = torch::empty({s.shard_numel * s.world_size}, torch::kFloat32);
+    comm_.allgather(s.param.data(), static_cast<size_t>(s.shard_numel), full_[u].data_ptr<float>());
+  }
   for (size_t i = 0; i < s.params.size(); ++i) {
     const auto& slot = s.params[i];
     units_[u].params[i].second.set_data(full_[u].narrow(0, slot.offset, slot.numel).view(slot.shape));
@@ -56,21 +63,39 @@ void ShardedModel::release(size_t u) {
 
 void ShardedModel::reduce_grads(size_t u) {
   FlatShard& s = shards_[u];
-  at::Tensor full_grad = torch::zeros({s.shard_numel * s.world_size}, torch::kFloat32);
+  // ATen views of the shard's grad so the adds run vectorised (and on the intra-op threads).
+  at::Tensor shard_grad = torch::from_blob(s.grad.data(), {s.shard_numel}, torch::kFloat32);
+  if (s.world_size == 1) {
+    // Nothing to reduce: add each parameter's gradient straight into its slot of the shard.
+    for (size_t i = 0; i < s.params.size(); ++i) {
+      at::Tensor& p = units_[u].params[i].second;
+      if (!p.grad().defined()) continue;
+      shard_grad.narrow(0, s.params[i].offset, s.params[i].numel).add_(p.grad().reshape(-1));
+      p.mutable_grad() = at::Tensor();
+    }
+    return;
+  }
+  at::Tensor full_grad = torch::empty({s.shard_numel * s.world_size}, torch::kFloat32);
   bool any = false;
+  int64_t covered = 0;  // params are laid out back to back from offset 0
   for (size_t i = 0; i < s.params.size(); ++i) {
     at::Tensor& p = units_[u].params[i].second;
-    if (!p.grad().defined()) continue;
-    full_grad.narrow(0, s.params[i].offset, s.params[i].numel).copy_(p.grad().reshape(-1));
-    p.mutable_grad() = at::Tensor();
-    any = true;
+    at::Tensor slot = full_grad.narrow(0, s.params[i].offset, s.params[i].numel);
+    if (p.grad().defined()) {
+      slot.copy_(p.grad().reshape(-1));
+      p.mutable_grad() = at::Tensor();
+      any = true;
+    } else {
+      slot.zero_();
+    }
+    covered = s.params[i].offset + s.params[i].numel;
   }
+  full_grad.narrow(0, covered, full_grad.numel() - covered).zero_();  // the padding tail
   // Every rank runs the same stages, so `any` agrees across ranks; the collective must not be
   // skipped on one rank only.
   if (!any) return;
   comm_.allreduce_sum(full_grad.data_ptr<float>(), static_cast<size_t>(full_grad.numel()));
-  const float* src = full_grad.data_ptr<float>() + s.begin();
-  for (int64_t i = 0; i < s.shard_numel; ++i) s.grad[i] += src[i];
+  shard_grad.add_(full_grad.narrow(0, s.begin(), s.shard_numel));
 }
 
 double ShardedModel::forward_backward() {
