@@ -4,32 +4,14 @@
 // rendezvous, so all of them reject a wrong token the same way.
 #pragma once
 
+#include "common/unique_fd.h"
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace fabkit::fabric {
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd();
-  int get() const { return fd_; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
+using Fd = ::fabkit::UniqueFd;
 
 struct HelloInfo {
   uint32_t rank = 0;

@@ -16,16 +16,6 @@ int ms_left(Deadline d) {
   return left < 0 ? 0 : static_cast<int>(left);
 }
 
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) reset(o.release());
-  return *this;
-}
-
-void Fd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 void wait_fd(int fd, short events, Deadline deadline, const char* what) {
   for (;;) {
     pollfd p{fd, events, 0};

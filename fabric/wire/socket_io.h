@@ -3,6 +3,7 @@
 // timeout). Errors are WireError with a name: kTimeout, kClosed, kTruncated, kIo.
 #pragma once
 
+#include "common/unique_fd.h"
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -19,24 +20,7 @@ inline Deadline deadline_in_ms(int timeout_ms) {
 }
 int ms_left(Deadline d);  // >= 0
 
-// Owns a file descriptor; closes it once.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() { int f = fd_; fd_ = -1; return f; }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
+using Fd = ::fabkit::UniqueFd;
 
 // Waits until fd is readable (events = POLLIN) or writable (POLLOUT). Throws kTimeout.
 void wait_fd(int fd, short events, Deadline deadline, const char* what);

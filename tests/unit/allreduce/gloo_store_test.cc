@@ -10,7 +10,7 @@
 namespace fabkit::fabric {
 namespace {
 
-TokenStoreOptions opts(int rank, uint16_t port, const std::string& token, int timeout_ms = 2000) {
+TokenStoreOptions opts(int rank, uint16_t port, const std::string& token, int timeout_ms = 10000) {  // generous: CI runs this beside a build
   TokenStoreOptions o;
   o.rank = rank;
   o.world_size = 2;
