@@ -10,7 +10,7 @@
 namespace fabkit::fabric {
 namespace {
 
-TokenStoreOptions opts(int rank, uint16_t port, const std::string& token, int timeout_ms = 10000) {  // generous: CI runs this beside a build
+TokenStoreOptions opts(int rank, uint16_t port, const std::string& token, int timeout_ms = 10000) {  // generous: ctest -j2 runs it beside heavy tests
   TokenStoreOptions o;
   o.rank = rank;
   o.world_size = 2;
