@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "fabkit/config.h"
 #include "probes/node_probe.h"
+#include "profile/atomic_write.h"
 #if FABKIT_HAVE_VERBS
 #include "verbs/ibverbs_api.h"
 #endif
@@ -45,6 +46,13 @@ Report probe_this_node(ProbeContext ctx) {
   }
 #endif
   return run_node_probe(ctx);
+}
+
+void write_output(const std::string& out, const std::string& text) {
+  if (out.empty() || out == "-")
+    std::cout << text;
+  else
+    profile::write_file_atomically(out, text);
 }
 
 }  // namespace fabkit::cli

@@ -21,6 +21,10 @@ int run_command(const std::string& kind, bool json, const std::function<int()>& 
 // machine) stays null.
 Report probe_this_node(ProbeContext ctx);
 
+// Writes text to stdout when out is empty or "-", else to the file out via a temp file + rename,
+// so an error never leaves a partial file.
+void write_output(const std::string& out, const std::string& text);
+
 // Every subcommand registers itself on the app and stores its exit code in *exit_code.
 void register_node_command(CLI::App& app, int* exit_code);
 void register_topo_command(CLI::App& app, int* exit_code);  // [topo]

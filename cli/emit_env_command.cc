@@ -64,10 +64,7 @@ int run_emit_env(const EmitArgs& a) {
   in.container = p.container;
   in.profile_has_per_host = !p.hosts.empty();
   std::string text = profile::emit(*format, in);
-  if (a.out.empty() || a.out == "-")
-    std::cout << text;
-  else
-    profile::write_file_atomically(a.out, text);
+  write_output(a.out, text);
   return kExitClean;
 }
 

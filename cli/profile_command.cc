@@ -62,10 +62,7 @@ int run_profile(const ProfileArgs& a) {
   } catch (const UsageError& e) {
     throw InternalError(std::string("built a profile the reader refuses: ") + e.what());
   }
-  if (a.out.empty() || a.out == "-")
-    std::cout << text;
-  else
-    profile::write_file_atomically(a.out, text);
+  write_output(a.out, text);
   return kExitClean;
 }
 
