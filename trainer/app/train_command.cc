@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <iostream>
-#include <thread>
 #include <filesystem>
 
 #include "common/errors.h"
@@ -16,6 +15,7 @@
 #include "trainer/distributed/comm.h"
 #include "trainer/distributed/launch_env.h"
 #include "trainer/distributed/local_spawn.h"
+#include "trainer/distributed/thread_plan.h"
 #include "trainer/model/ignore_label.h"
 #include "trainer/model/pretrained.h"
 #include "trainer/optim/optimizer.h"
@@ -68,6 +68,16 @@ double validation_loss(ShardedModel& model, MicroBatch& mb, const std::vector<Ex
   return acc[1] > 0 ? acc[0] / acc[1] : 0.0;
 }
 
+// The two thread pools (ATen's and OpenBLAS's): see thread_plan.h for why they are planned.
+void apply_thread_plan(const Environment& env, int local_ranks, const TrainOptions& o, TrainLog& log) {
+  auto flag = [](int v) { return v > 0 ? std::optional<int>(v) : std::nullopt; };
+  const ThreadPlan plan = plan_threads(gather_thread_facts(env, local_ranks, flag(o.threads), flag(o.blas_threads)));
+  apply_blas_threads(plan);
+  torch::set_num_threads(plan.intra_op);
+  log.info("threads per rank: ATen intra-op " + std::to_string(plan.intra_op) + ", BLAS " +
+           (plan.blas ? std::to_string(*plan.blas) : std::string("untouched")) + " (" + plan.reason + ")");
+}
+
 }  // namespace
 
 int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
@@ -106,7 +116,7 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   co.collective_timeout_ms = o.collective_timeout_ms;
   std::unique_ptr<Comm> comm = make_comm(co);
   log.info("backend " + comm->backend() + ", transport " + comm->transport());
-  torch::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / launch.local_world_size));
+  apply_thread_plan(env, launch.local_world_size, o, log);
 
   // 4. Model: every rank loads (or seeds) the same weights; sharding broadcasts rank 0's.
   LoadOptions lo;

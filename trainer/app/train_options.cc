@@ -6,6 +6,10 @@ void bind_train_options(CLI::App& c, TrainOptions& o) {
   c.add_option("--profile", o.profile, "cluster.json from `fabcheck profile`: env to apply + node check")->check(CLI::ExistingFile);
   c.add_flag("--skip-validate", o.skip_validate, "start even when this node disagrees with the profile (logged)");
   c.add_option("--nproc", o.nproc, "start N local ranks (fork/exec of this program)")->check(CLI::Range(1, 1024));
+  c.add_option("--threads", o.threads, "ATen intra-op threads per rank (default: planned from the cores and the BLAS)")
+      ->check(CLI::Range(1, 1024));
+  c.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads per rank (default: the rank's cores)")
+      ->check(CLI::Range(1, 1024));
   c.add_option("--dp", o.dp, "data-parallel degree (default: world size)");
   c.add_option("--pp", o.pp, "pipeline degree (only 1 for now)");
   c.add_option("--rendezvous-timeout-ms", o.rendezvous_timeout_ms)->check(CLI::Range(100, 3600000));

@@ -13,6 +13,8 @@ struct TrainOptions {
   std::string profile;
   bool skip_validate = false;
   int nproc = 1;
+  int threads = 0;       // ATen intra-op threads per rank; 0: thread_plan.h decides
+  int blas_threads = 0;  // OpenBLAS threads per rank; 0: thread_plan.h decides
   int dp = 0;  // 0: the world size
   int pp = 1;
   int rendezvous_timeout_ms = 120000;
