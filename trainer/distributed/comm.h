@@ -7,7 +7,13 @@
 // TUs compile slowly) and optim/ and checkpoint/ stay plain C++.
 //
 // Why so few operations: LibTorch 1.13's Gloo rejects reduce_scatter, _allgather_base, bf16 and
-// ReduceOp::AVG (DESIGN.md). Reduce-scatter is built by the caller as allreduce + slice, in fp32.
+// ReduceOp::AVG (DESIGN.md). The Gloo backend builds reduce-scatter from alltoall_base + a local
+// sum, which moves (N-1)/N of the buffer per rank, half of what allreduce + slice moved.
+//
+// The *_async calls return at once with the collective in flight, so the caller can compute
+// while it runs (prefetching the next layer's parameters, reducing one layer's gradients during
+// the next layer's backward). Every rank must issue the same collectives in the same order;
+// buffers stay untouched by the caller until wait() returns.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +32,16 @@ class CommError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A collective in flight. wait() returns once its output is in place, or throws CommError. A
+// request that is never waited for is waited for by its destructor (errors then only logged by
+// the backend), so buffers are never written after the caller freed them.
+class CommRequest {
+ public:
+  virtual ~CommRequest() = default;
+  virtual void wait() = 0;
+};
+using CommRequestPtr = std::unique_ptr<CommRequest>;
+
 class Comm {
  public:
   virtual ~Comm() = default;
@@ -38,6 +54,14 @@ class Comm {
   virtual void allreduce_sum(double* data, size_t count) = 0;
   // out holds world_size() * count floats; rank r's input lands at out + r * count.
   virtual void allgather(const float* in, size_t count, float* out) = 0;
+  virtual CommRequestPtr allgather_async(const float* in, size_t count, float* out) = 0;
+  // in holds world_size() * count floats; chunk r (in + r * count) is this rank's contribution to
+  // rank r. ADDS the sum over ranks of their chunk rank() into out (count floats): gradients
+  // accumulate into a shard without a separate pass.
+  virtual CommRequestPtr reduce_scatter_add_async(const float* in, size_t count, float* out) = 0;
+  void reduce_scatter_add(const float* in, size_t count, float* out) {
+    reduce_scatter_add_async(in, count, out)->wait();
+  }
   virtual void broadcast(float* data, size_t count, int root) = 0;
   virtual void barrier() = 0;
   // Point-to-point, for pipeline stages (later). Tag separates concurrent streams.

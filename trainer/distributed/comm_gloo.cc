@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
+#include <memory>
 
 #include "trainer/distributed/comm.h"
 
@@ -20,6 +22,35 @@ at::Tensor wrap(const float* p, size_t n) {
 at::Tensor wrap(double* p, size_t n) {
   return torch::from_blob(p, {static_cast<int64_t>(n)}, torch::kFloat64);
 }
+
+class GlooComm;
+
+// One Gloo Work in flight plus what to do once it landed (the reduce-scatter's local sum).
+class GlooRequest : public CommRequest {
+ public:
+  GlooRequest(GlooComm& comm, const char* op, size_t count, c10::intrusive_ptr<c10d::Work> work,
+              std::function<void()> finish)
+      : comm_(comm), op_(op), count_(count), work_(std::move(work)), finish_(std::move(finish)) {}
+  ~GlooRequest() override {
+    // Gloo's worker may still write into the caller's buffers: never leave before it is done.
+    if (!done_) {
+      try {
+        wait();
+      } catch (const std::exception&) {
+        // The comm is marked dead; the next collective reports it.
+      }
+    }
+  }
+  void wait() override;
+
+ private:
+  GlooComm& comm_;
+  const char* op_;
+  size_t count_;
+  c10::intrusive_ptr<c10d::Work> work_;
+  std::function<void()> finish_;
+  bool done_ = false;
+};
 
 class GlooComm : public Comm {
  public:
@@ -76,12 +107,27 @@ class GlooComm : public Comm {
     std::vector<at::Tensor> t{wrap(data, count)};
     run("allreduce(f64)", count, [&] { return pg_->allreduce(t); });
   }
-  void allgather(const float* in, size_t count, float* out) override {
+  void allgather(const float* in, size_t count, float* out) override { allgather_async(in, count, out)->wait(); }
+  CommRequestPtr allgather_async(const float* in, size_t count, float* out) override {
     // List allgather: _allgather_base throws in 1.13's Gloo. The outputs are views of `out`.
     std::vector<at::Tensor> input{wrap(in, count)};
     std::vector<std::vector<at::Tensor>> outputs(1);
     for (int r = 0; r < world_; ++r) outputs[0].push_back(wrap(out + r * count, count));
-    run("allgather", count, [&] { return pg_->allgather(outputs, input); });
+    return issue("allgather", count, [&] { return pg_->allgather(outputs, input); }, nullptr);
+  }
+  CommRequestPtr reduce_scatter_add_async(const float* in, size_t count, float* out) override {
+    // alltoall_base: chunk r of `in` goes to rank r; chunk r of `received` is rank r's
+    // contribution to this rank. The sum over r lands in `out` once it arrived.
+    const size_t total = count * static_cast<size_t>(world_);
+    at::Tensor input = wrap(in, total);
+    auto received = std::make_shared<at::Tensor>(torch::empty({static_cast<int64_t>(total)}, torch::kFloat32));
+    std::vector<int64_t> equal_splits;
+    auto finish = [received, count, out, world = world_] {
+      at::Tensor sum = torch::from_blob(out, {static_cast<int64_t>(count)}, torch::kFloat32);
+      for (int r = 0; r < world; ++r) sum.add_(received->narrow(0, static_cast<int64_t>(r * count), static_cast<int64_t>(count)));
+    };
+    return issue("reduce-scatter", total,
+                 [&] { return pg_->alltoall_base(*received, input, equal_splits, equal_splits); }, finish);
   }
   void broadcast(float* data, size_t count, int root) override {
     std::vector<at::Tensor> t{wrap(data, count)};
@@ -102,26 +148,45 @@ class GlooComm : public Comm {
   }
 
  private:
+  friend class GlooRequest;
   static std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
   template <typename F>
-  void run(const char* op, size_t count, F&& issue) {
+  CommRequestPtr issue(const char* op, size_t count, F&& start, std::function<void()> finish) {
     if (dead_) {
       throw CommError(std::string(op) + " on rank " + std::to_string(rank_) +
                       ": the process group already failed; no collective may follow");
     }
+    c10::intrusive_ptr<c10d::Work> work;
     try {
-      auto work = issue();
-      work->wait();
+      work = start();
     } catch (const std::exception& e) {
-      // A peer died or the link broke. Peers may be blocked in another collective, so the group
-      // cannot be reused: mark it dead and let the caller end the process.
-      dead_ = true;
-      throw CommError("Gloo " + std::string(op) + " of " + std::to_string(count) +
-                      " elements failed on rank " + std::to_string(rank_) + "/" +
-                      std::to_string(world_) + ": " + first_line(e.what()) +
-                      " -- another rank probably exited or the network dropped; the job stops");
+      fail(op, count, e);
     }
+    return std::make_unique<GlooRequest>(*this, op, count, std::move(work), std::move(finish));
+  }
+
+  template <typename F>
+  void run(const char* op, size_t count, F&& start) {
+    issue(op, count, std::forward<F>(start), nullptr)->wait();
+  }
+
+  void wait_work(const char* op, size_t count, c10d::Work& work) {
+    try {
+      work.wait();
+    } catch (const std::exception& e) {
+      fail(op, count, e);
+    }
+  }
+
+  [[noreturn]] void fail(const char* op, size_t count, const std::exception& e) {
+    // A peer died or the link broke. Peers may be blocked in another collective, so the group
+    // cannot be reused: mark it dead and let the caller end the process.
+    dead_ = true;
+    throw CommError("Gloo " + std::string(op) + " of " + std::to_string(count) +
+                    " elements failed on rank " + std::to_string(rank_) + "/" +
+                    std::to_string(world_) + ": " + first_line(e.what()) +
+                    " -- another rank probably exited or the network dropped; the job stops");
   }
 
   int rank_;
@@ -130,6 +195,13 @@ class GlooComm : public Comm {
   std::string transport_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
 };
+
+void GlooRequest::wait() {
+  if (done_) return;
+  done_ = true;
+  comm_.wait_work(op_, count_, *work_);
+  if (finish_) finish_();
+}
 
 }  // namespace
 

@@ -7,6 +7,12 @@
 namespace fabkit::trainer {
 namespace {
 
+// Collectives of one process complete when issued.
+class DoneRequest : public CommRequest {
+ public:
+  void wait() override {}
+};
+
 class LocalComm : public Comm {
  public:
   int rank() const override { return 0; }
@@ -16,6 +22,14 @@ class LocalComm : public Comm {
   void allreduce_sum(float*, size_t) override {}
   void allreduce_sum(double*, size_t) override {}
   void allgather(const float* in, size_t count, float* out) override { std::copy(in, in + count, out); }
+  CommRequestPtr allgather_async(const float* in, size_t count, float* out) override {
+    allgather(in, count, out);
+    return std::make_unique<DoneRequest>();
+  }
+  CommRequestPtr reduce_scatter_add_async(const float* in, size_t count, float* out) override {
+    for (size_t i = 0; i < count; ++i) out[i] += in[i];
+    return std::make_unique<DoneRequest>();
+  }
   void broadcast(float*, size_t, int) override {}
   void barrier() override {}
   void send(const float*, size_t, int dst, int) override {

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "common/errors.h"
 
 namespace fabkit::trainer {
@@ -31,8 +33,27 @@ ShardedModel::ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vecto
   }
   gathered_.assign(units_.size(), 0);
   full_.resize(units_.size());
+  prefetch_.resize(units_.size());
   for (size_t u = 0; u < units_.size(); ++u) release(u);
-  for (const auto& st : stages_) FABKIT_ENFORCE(st.unit < units_.size(), "stage names a missing unit");
+  first_stage_.assign(units_.size(), stages_.size());
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    FABKIT_ENFORCE(stages_[i].unit < units_.size(), "stage names a missing unit");
+    first_stage_[stages_[i].unit] = std::min(first_stage_[stages_[i].unit], i);
+  }
+}
+
+// Two reductions in flight: one travelling while the next stage's backward runs, one being
+// filled. More would only hold more gradient buffers alive.
+constexpr size_t kReductionsInFlight = 2;
+
+void ShardedModel::start_allgather(size_t u) {
+  FlatShard& s = shards_[u];
+  full_[u] = torch::empty({s.shard_numel * s.world_size}, torch::kFloat32);
+  prefetch_[u] = comm_.allgather_async(s.param.data(), static_cast<size_t>(s.shard_numel), full_[u].data_ptr<float>());
+}
+
+void ShardedModel::prefetch(size_t u) {
+  if (shards_[u].world_size > 1 && gathered_[u] == 0 && !prefetch_[u]) start_allgather(u);
 }
 
 void ShardedModel::gather(size_t u) {
@@ -44,8 +65,9 @@ void ShardedModel::gather(size_t u) {
     // the shard after backward, when the unit is released and no graph holds the views.
     full_[u] = torch::from_blob(s.param.data(), {s.shard_numel}, torch::kFloat32);
   } else {
-    full_[u] = torch::empty({s.shard_numel * s.world_size}, torch::kFloat32);
-    comm_.allgather(s.param.data(), static_cast<size_t>(s.shard_numel), full_[u].data_ptr<float>());
+    if (!prefetch_[u]) start_allgather(u);
+    prefetch_[u]->wait();
+    prefetch_[u].reset();
   }
   for (size_t i = 0; i < s.params.size(); ++i) {
     const auto& slot = s.params[i];
@@ -94,8 +116,17 @@ void ShardedModel::reduce_grads(size_t u) {
   // Every rank runs the same stages, so `any` agrees across ranks; the collective must not be
   // skipped on one rank only.
   if (!any) return;
-  comm_.allreduce_sum(full_grad.data_ptr<float>(), static_cast<size_t>(full_grad.numel()));
-  shard_grad.add_(full_grad.narrow(0, s.begin(), s.shard_numel));
+  CommRequestPtr r = comm_.reduce_scatter_add_async(full_grad.data_ptr<float>(), static_cast<size_t>(s.shard_numel),
+                                                    s.grad.data());
+  reductions_.push_back({std::move(r), std::move(full_grad)});
+  wait_reductions(kReductionsInFlight);
+}
+
+void ShardedModel::wait_reductions(size_t keep_in_flight) {
+  while (reductions_.size() > keep_in_flight) {
+    reductions_.front().request->wait();
+    reductions_.pop_front();
+  }
 }
 
 double ShardedModel::forward_backward() {
@@ -105,6 +136,7 @@ double ShardedModel::forward_backward() {
   for (size_t i = 0; i < n; ++i) {
     const Stage& st = stages_[i];
     gather(st.unit);
+    if (i + 1 < n) prefetch(stages_[i + 1].unit);
     at::Tensor x = h.defined() ? h.detach() : h;
     if (recompute_) {
       torch::NoGradGuard no_grad;
@@ -124,6 +156,7 @@ double ShardedModel::forward_backward() {
     at::Tensor x = inputs[k], out = outputs[k];
     if (recompute_) {
       gather(st.unit);
+      if (k > 0) prefetch(stages_[k - 1].unit);
       if (x.defined() && x.is_floating_point()) x = x.detach().requires_grad_(true);
       out = st.forward(x);
     }
@@ -134,19 +167,21 @@ double ShardedModel::forward_backward() {
     }
     grad_out = (x.defined() && x.requires_grad()) ? x.grad() : at::Tensor();
     inputs[k] = outputs[k] = at::Tensor();
-    reduce_grads(st.unit);
+    if (k == first_stage_[st.unit]) reduce_grads(st.unit);
     release(st.unit);
   }
+  wait_reductions(0);
   return loss;
 }
 
 double ShardedModel::forward_loss() {
   torch::NoGradGuard no_grad;
   at::Tensor h;
-  for (const Stage& st : stages_) {
-    gather(st.unit);
-    h = st.forward(h);
-    release(st.unit);
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    gather(stages_[i].unit);
+    if (i + 1 < stages_.size()) prefetch(stages_[i + 1].unit);
+    h = stages_[i].forward(h);
+    release(stages_[i].unit);
   }
   return h.item<double>();
 }

@@ -5,9 +5,13 @@
 // + head). A *stage* is one piece of the forward that uses one unit: embed, each layer, head+loss.
 // A unit may serve several stages (tied embeddings: the embedding matrix is also the head).
 //
-// Forward: for each stage: allgather the unit's shards -> full params, run, free.
-// Backward, stage by stage in reverse: re-gather, run the stage's backward, reduce the full
-// gradient into the shard (allreduce + slice: LibTorch 1.13's Gloo has no reduce_scatter), free.
+// Forward: for each stage: allgather the unit's shards -> full params, run, free. The next
+// stage's allgather is issued before this stage runs (prefetch), so it travels during compute.
+// Backward, stage by stage in reverse: re-gather, run the stage's backward, reduce-scatter the
+// unit's full gradient into the shard, free. The reduce-scatter is asynchronous: it travels while
+// the earlier stages run their backward (as DDP overlaps its buckets), and is waited for before
+// forward_backward returns. A unit serving several stages is reduced once, after its last
+// backward (autograd has summed its gradients by then).
 // With recompute (activation checkpointing) the forward keeps only each stage's input and the
 // backward re-runs the stage with grad; without it the forward keeps the stage's autograd graph
 // and with it the unit's full parameters until that stage's backward (memory: all units' full
@@ -17,6 +21,7 @@
 // whole global batch), so the summed gradient equals the 1-process gradient of the global mean.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <string>
 #include <utility>
@@ -63,8 +68,11 @@ class ShardedModel {
 
  private:
   void gather(size_t unit);
+  void start_allgather(size_t unit);
+  void prefetch(size_t unit);  // start_allgather unless the unit is live or already on its way
   void release(size_t unit);
   void reduce_grads(size_t unit);
+  void wait_reductions(size_t keep_in_flight);
 
   Comm& comm_;
   std::vector<UnitParams> units_;
@@ -72,7 +80,14 @@ class ShardedModel {
   bool recompute_;
   std::vector<FlatShard> shards_;
   std::vector<int> gathered_;        // reference count per unit
-  std::vector<at::Tensor> full_;     // the gathered flat buffer while gathered
+  std::vector<at::Tensor> full_;     // the gathered flat buffer while gathered (or prefetching)
+  std::vector<CommRequestPtr> prefetch_;  // per unit: an allgather in flight into full_
+  std::vector<size_t> first_stage_;  // per unit: its first stage (= its last in backward)
+  struct Reduction {
+    CommRequestPtr request;
+    at::Tensor full_grad;            // the send buffer, alive until the request completes
+  };
+  std::deque<Reduction> reductions_;
 };
 
 }  // namespace fabkit::trainer
