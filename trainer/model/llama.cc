@@ -16,15 +16,23 @@ torch::nn::Linear linear(int64_t in, int64_t out) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
 }
 
-// HF's rotate_half: the two halves of the head dimension, not interleaved pairs (Meta's
-// original layout); HF checkpoints permute q/k weights so this convention holds.
+// HF's rotary embedding: x * cos + rotate_half(x) * sin, where rotate_half swaps the two halves
+// of the head dimension and negates the new first half (not interleaved pairs, Meta's original
+// layout; HF checkpoints permute q/k weights so this convention holds).
 torch::Tensor rotate_half(const torch::Tensor& x) {
   int64_t half = x.size(-1) / 2;
   return torch::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
 }
 
-torch::Tensor apply_rope(const torch::Tensor& x, const RopeCache& r) {
-  return x * r.cos + rotate_half(x) * r.sin;
+torch::Tensor apply_rope_hf(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  return x * cos + rotate_half(x) * sin;
+}
+
+// The same in fp32 with the sign folded into signed_sin ([-sin | +sin]): the swap is one roll, 3
+// ops forward instead of 6, and the backward no longer zero-fills and scatters two slice
+// gradients. addcmul rounds once where HF's ops round thrice, hence fp32 only.
+torch::Tensor apply_rope_fp32(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& signed_sin) {
+  return torch::addcmul(x * cos, torch::roll(x, x.size(-1) / 2, -1), signed_sin);
 }
 
 // [B, kv, T, D] -> [B, kv*rep, T, D], each kv head serving rep query heads in turn.
@@ -60,15 +68,31 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const RopeCache& rope,
                                           const torch::Tensor& bias) {
   int64_t b = x.size(0), t = x.size(1);
-  auto q = q_proj(x).view({b, t, heads_, head_dim_}).transpose(1, 2);
-  auto k = k_proj(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
-  auto v = v_proj(x).view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
-  q = apply_rope(q, rope);
-  k = apply_rope(k, rope);
+  // One GEMM for q, k and v: the weights are concatenated (a copy of the small weights, not the
+  // activations) and the output split into views. One larger GEMM packs its input once and
+  // replaces the backward's three input-gradient GEMMs and their sum by one.
+  const int64_t q_width = heads_ * head_dim_, kv_width = kv_heads_ * head_dim_;
+  auto qkv = at::linear(x, torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}, 0));
+  // split (one autograd node whose backward is one cat), not three narrows (each of whose
+  // backward zero-fills a full-width gradient and adds it).
+  auto parts = qkv.split_with_sizes({q_width, kv_width, kv_width}, -1);
+  auto q = parts[0].view({b, t, heads_, head_dim_}).transpose(1, 2);
+  auto k = parts[1].view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
+  auto v = parts[2].view({b, t, kv_heads_, head_dim_}).transpose(1, 2);
+  const bool fp32 = x.scalar_type() == torch::kFloat32;
+  if (fp32) {
+    q = apply_rope_fp32(q, rope.q_cos, rope.q_signed_sin);  // also scales q by 1/sqrt(head_dim)
+    k = apply_rope_fp32(k, rope.cos, rope.signed_sin);
+  } else {
+    q = apply_rope_hf(q, rope.cos, rope.sin);
+    k = apply_rope_hf(k, rope.cos, rope.sin);
+  }
   k = repeat_kv(k, heads_ / kv_heads_);
   v = repeat_kv(v, heads_ / kv_heads_);
-  auto scores = torch::matmul(q, k.transpose(2, 3)) / std::sqrt(static_cast<double>(head_dim_));
-  scores = scores + bias;
+  auto scores = torch::matmul(q, k.transpose(2, 3));
+  if (!fp32) scores = scores / std::sqrt(static_cast<double>(head_dim_));
+  // The matmul's output is not saved for its backward, so the mask can be added in place.
+  scores.add_(bias);
   // Softmax in fp32 then back, as HF's eager attention does (bf16 softmax loses the tail).
   auto probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
   auto out = torch::matmul(probs, v).transpose(1, 2).reshape({b, t, heads_ * head_dim_});
@@ -82,7 +106,9 @@ LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig& c) {
 }
 
 torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x) {
-  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+  // gate and up as one GEMM over the concatenated weights (see the attention's q/k/v).
+  auto gate_up = at::linear(x, torch::cat({gate_proj->weight, up_proj->weight}, 0)).chunk(2, -1);
+  return down_proj(torch::silu(gate_up[0]) * gate_up[1]);
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const LlamaConfig& c) {
@@ -146,7 +172,11 @@ RopeCache LlamaModelImpl::rope(int64_t seq_len, const torch::Tensor& positions) 
   if (pos.dim() == 1) pos = pos.unsqueeze(0);
   auto freqs = pos.to(torch::kFloat32).unsqueeze(-1) * inv_freq_;  // [B,T,D/2]
   auto emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);          // [B,1,T,D]
-  return RopeCache{emb.cos().to(dtype_), emb.sin().to(dtype_)};
+  auto cos = emb.cos(), sin = emb.sin();
+  const int64_t half = config_.head_dim / 2;
+  auto signed_sin = torch::cat({-sin.slice(-1, 0, half), sin.slice(-1, half)}, -1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(config_.head_dim));
+  return RopeCache{cos.to(dtype_), sin.to(dtype_), signed_sin, cos * scale, signed_sin * scale};
 }
 
 torch::Tensor LlamaModelImpl::attention_bias(int64_t seq_len, const torch::Tensor& attention_mask) const {

@@ -21,9 +21,13 @@ namespace fabkit::trainer {
 
 // cos/sin of the rotary angles for the positions of one batch, shaped [B or 1, 1, T, head_dim]
 // so they broadcast over heads; computed in fp32 and cast to the activations' dtype as HF does.
+// fp32 (training) takes a shorter path with the same maths: signed_sin carries rotate_half's sign
+// ([-sin | +sin]) so the rotation is one roll, and the q tables carry attention's 1/sqrt(head_dim)
+// so the scores need no scaling pass. bf16/fp16 keep HF's exact op order, since each op rounds.
 struct RopeCache {
-  torch::Tensor cos;
-  torch::Tensor sin;
+  torch::Tensor cos, sin;             // HF's tables
+  torch::Tensor signed_sin;           // fp32 path, keys
+  torch::Tensor q_cos, q_signed_sin;  // fp32 path, queries: times 1/sqrt(head_dim)
 };
 
 class RmsNormImpl : public torch::nn::Module {
