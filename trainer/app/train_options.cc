@@ -33,6 +33,9 @@ void bind_train_options(CLI::App& c, TrainOptions& o) {
   c.add_flag("--recompute", o.recompute, "activation checkpointing per decoder layer");
   c.add_option("--eval-every", o.eval_every)->check(CLI::NonNegativeNumber);
   c.add_option("--log-every", o.log_every)->check(CLI::PositiveNumber);
+  c.add_option("--trace-steps", o.trace_steps,
+               "write ATen op traces (Chrome format) of N steps, after 2 warm-up steps, to OUTPUT/trace/")
+      ->check(CLI::Range(int64_t{0}, int64_t{100}));
   c.add_option("--optimizer", o.optimizer)->check(CLI::IsMember({"adamw", "adafactor"}));
   c.add_option("--lr", o.lr)->check(CLI::PositiveNumber);
   c.add_option("--warmup-steps", o.warmup_steps)->check(CLI::NonNegativeNumber);

@@ -40,6 +40,7 @@ struct TrainOptions {
   bool recompute = false;
   int64_t eval_every = 0;
   int64_t log_every = 1;
+  int64_t trace_steps = 0;  // Chrome traces of this many steps (after 2 warm-up steps)
   // Optimizer
   std::string optimizer = "adamw";
   double lr = 1e-4;

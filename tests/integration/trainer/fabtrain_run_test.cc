@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -185,6 +186,37 @@ TEST_F(Fabtrain, ExportWritesHfSafetensorsAndConfig) {
   uint64_t header = 0;
   st.read(reinterpret_cast<char*>(&header), 8);
   EXPECT_EQ(fs::file_size(out("hf") / "model.safetensors"), 8 + header + 4 * numel);
+}
+
+// The thread plan is logged per rank (2 ranks on this machine share its cores), flags override
+// it, and a malformed OMP_NUM_THREADS is refused by name before any rank starts training.
+TEST_F(Fabtrain, LogsItsThreadPlanAndRefusesAMalformedThreadCount) {
+  auto r = run_fabtrain(plus(base("threads", 1), {"--nproc", "2", "--threads", "1", "--blas-threads", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("threads per rank: ATen intra-op 1, BLAS "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("intra-op 1 from --threads"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" local rank(s)"), std::string::npos) << r.output;
+
+  setenv("OMP_NUM_THREADS", "lots", 1);
+  r = run_fabtrain(base("threads-bad", 1));
+  unsetenv("OMP_NUM_THREADS");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("OMP_NUM_THREADS='lots' is not a positive thread count"), std::string::npos) << r.output;
+}
+
+// --trace-steps writes one Chrome trace per rank and traced step, after two warm-up steps, and
+// the traces hold the step's ATen ops.
+TEST_F(Fabtrain, TraceStepsWritesChromeTracesOfTheOps) {
+  auto r = run_fabtrain(plus(base("trace", 4), {"--nproc", "2", "--trace-steps", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(out("trace") / "trace")) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"rank-0-step-3.json", "rank-1-step-3.json"}));
+  auto events = Json::parse(std::ifstream(out("trace") / "trace" / "rank-0-step-3.json"));
+  int mm = 0;
+  for (const auto& e : events) mm += e.value("name", "") == "aten::mm";
+  EXPECT_GT(mm, 0) << "no aten::mm in the trace";
 }
 
 TEST_F(Fabtrain, BadInputsNameTheFileOrTheNumbers) {
