@@ -4,9 +4,16 @@
 ranks. The machine is noisy, so the contenders alternate and the ratio is the median of the
 per-round ratios.
 
+PyTorch runs twice per round:
+  "torch"      as a user writes it (the reference script's default threads: all cores per process
+               for ATen, OpenBLAS's own default pool),
+  "torch+plan" with fabtrain's thread plan copied from fabtrain's log (ATen intra-op threads via
+               torch.set_num_threads, OpenBLAS via OPENBLAS_NUM_THREADS), so the ratio against it
+               is fabtrain's own code (model, sharding, optimizer) like for like.
+
   /usr/bin/python3 bench/trainer/run_bench.py --fabtrain BUILD/trainer/app/fabtrain [--rounds 3]
 """
-import argparse, json, os, random, statistics, subprocess, sys, tempfile
+import argparse, json, os, random, re, statistics, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -33,6 +40,9 @@ def make_inputs(d, a):
             f.write(json.dumps({"input_ids": [rng.randrange(3, a.vocab) for _ in range(200)]}) + "\n")
 
 
+THREAD_LINE = re.compile(r"threads per rank: ATen intra-op (\d+), BLAS (\d+|untouched)")
+
+
 def fabtrain(a, d, ranks, tag, steps=None, mb=None):
     out = os.path.join(d, "ft-" + tag)
     cmd = [a.fabtrain, "--model", os.path.join(d, "model"), "--data", os.path.join(d, "train.jsonl"),
@@ -44,16 +54,26 @@ def fabtrain(a, d, ranks, tag, steps=None, mb=None):
     rows = [json.loads(l) for l in open(os.path.join(out, "metrics.jsonl")) if l.strip()]
     steady = rows[a.warmup:] or rows
     med = statistics.median(x["step_time_ms"] for x in steady)
+    plan = THREAD_LINE.search(r.stdout + r.stderr)
+    if not plan:
+        sys.exit("fabtrain's log has no 'threads per rank' line:\n" + (r.stdout + r.stderr)[-3000:])
     return {"tokens_per_s": steady[-1]["tokens"] / (med / 1000), "state_bytes_per_rank": rows[-1]["state_bytes_per_rank"],
-            "max_rss_bytes": rows[-1]["max_rss_bytes"]}
+            "max_rss_bytes": rows[-1]["max_rss_bytes"], "intra_op": int(plan.group(1)),
+            "blas": None if plan.group(2) == "untouched" else int(plan.group(2))}
 
 
-def torch_ref(a, d, ranks):
+def torch_ref(a, d, ranks, plan=None):
+    env = dict(os.environ)
+    extra = []
+    if plan:
+        extra = ["--intra-op-threads", str(plan["intra_op"])]
+        if plan["blas"] is not None:
+            env["OPENBLAS_NUM_THREADS"] = str(plan["blas"])
     cmd = ["/usr/bin/python3", os.path.join(HERE, "torch_reference.py"), "--model", os.path.join(d, "model"),
            "--data", os.path.join(d, "train.jsonl"), "--ranks", str(ranks), "--steps", str(a.steps),
            "--warmup", str(a.warmup), "--micro-batch-size", str(a.micro_batch), "--max-length", str(a.max_length),
-           "--port", str(random.randrange(20000, 60000))]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+           "--port", str(random.randrange(20000, 60000))] + extra
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         sys.exit("torch reference failed: " + " ".join(cmd) + "\n" + r.stderr[-3000:])
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -77,17 +97,21 @@ def main():
     with tempfile.TemporaryDirectory(prefix="fabtrain-bench-") as d:
         make_inputs(d, a)
         for ranks in (1, 2):
-            ft, pt, ratios = [], [], []
+            ft, pt, pp, ratios, plan_ratios = [], [], [], [], []
             for rnd in range(a.rounds):
                 # Alternate who goes first: the machine's load drifts.
                 if rnd % 2 == 0:
-                    f = fabtrain(a, d, ranks, f"{ranks}-{rnd}"); t = torch_ref(a, d, ranks)
+                    f = fabtrain(a, d, ranks, f"{ranks}-{rnd}"); t = torch_ref(a, d, ranks); tp = torch_ref(a, d, ranks, f)
                 else:
-                    t = torch_ref(a, d, ranks); f = fabtrain(a, d, ranks, f"{ranks}-{rnd}")
-                ft.append(f["tokens_per_s"]); pt.append(t["tokens_per_s"]); ratios.append(f["tokens_per_s"] / t["tokens_per_s"])
+                    t = torch_ref(a, d, ranks); f = fabtrain(a, d, ranks, f"{ranks}-{rnd}"); tp = torch_ref(a, d, ranks, f)
+                ft.append(f["tokens_per_s"]); pt.append(t["tokens_per_s"]); pp.append(tp["tokens_per_s"])
+                ratios.append(f["tokens_per_s"] / t["tokens_per_s"]); plan_ratios.append(f["tokens_per_s"] / tp["tokens_per_s"])
             label = "1 rank (fabtrain vs torch eager)" if ranks == 1 else "2 ranks (fabtrain sharded vs torch DDP/Gloo)"
-            print(f"{label:48s} fabtrain {statistics.median(ft):9.0f} tok/s   torch {statistics.median(pt):9.0f} tok/s   "
+            print(f"{label}  [fabtrain's plan: ATen {f['intra_op']}, BLAS {f['blas']} per rank]")
+            print(f"    fabtrain {statistics.median(ft):7.0f} tok/s   torch {statistics.median(pt):7.0f} tok/s   "
                   f"ratio median {statistics.median(ratios):.2f}x  (rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
+            print(f"    fabtrain {statistics.median(ft):7.0f} tok/s   torch+plan {statistics.median(pp):7.0f} tok/s   "
+                  f"ratio median {statistics.median(plan_ratios):.2f}x  (rounds: {', '.join(f'{r:.2f}' for r in plan_ratios)})")
         base = None
         for ranks in (1, 2, 4):
             m = fabtrain(a, d, ranks, f"mem-{ranks}", steps=1, mb=1)

@@ -106,7 +106,7 @@ def load_blocks(path, max_length, eos):
 
 def worker(rank, a):
     world = a.ranks
-    torch.set_num_threads(max(1, a.threads // world))
+    torch.set_num_threads(a.intra_op_threads or max(1, a.threads // world))
     if world > 1:
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", str(a.port))
@@ -158,6 +158,7 @@ def main():
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--intra-op-threads", type=int, default=0, help="per rank; overrides --threads")
     p.add_argument("--port", type=int, default=29611)
     a = p.parse_args()
     if a.ranks == 1:
