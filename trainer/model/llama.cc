@@ -8,6 +8,7 @@
 #include <torch/nn/functional/activation.h>
 
 #include "common/errors.h"
+#include "trainer/model/rms_norm_fp32.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -35,13 +36,6 @@ torch::Tensor apply_rope_fp32(const torch::Tensor& x, const torch::Tensor& cos, 
   return torch::addcmul(x * cos, torch::roll(x, x.size(-1) / 2, -1), signed_sin);
 }
 
-// [B, kv, T, D] -> [B, kv*rep, T, D], each kv head serving rep query heads in turn.
-torch::Tensor repeat_kv(const torch::Tensor& x, int64_t rep) {
-  if (rep == 1) return x;
-  auto s = x.sizes();
-  return x.unsqueeze(2).expand({s[0], s[1], rep, s[2], s[3]}).reshape({s[0], s[1] * rep, s[2], s[3]});
-}
-
 }  // namespace
 
 RmsNormImpl::RmsNormImpl(int64_t dim, double eps) : eps_(eps) {
@@ -49,6 +43,8 @@ RmsNormImpl::RmsNormImpl(int64_t dim, double eps) : eps_(eps) {
 }
 
 torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
+  // fp32 (training): the same maths in one pass each way (rms_norm_fp32.h).
+  if (x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32) return rms_norm_fp32(x, weight, eps_);
   // fp32 statistics regardless of the activation dtype (HF LlamaRMSNorm), cast back before the
   // weight multiplies.
   auto xf = x.to(torch::kFloat32);
@@ -87,15 +83,22 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const RopeCach
     q = apply_rope_hf(q, rope.cos, rope.sin);
     k = apply_rope_hf(k, rope.cos, rope.sin);
   }
-  k = repeat_kv(k, heads_ / kv_heads_);
-  v = repeat_kv(v, heads_ / kv_heads_);
-  auto scores = torch::matmul(q, k.transpose(2, 3));
+  // Grouped-query attention without HF's repeat_kv copies: query head h uses kv head h / rep, so
+  // the rep query heads of a group are stacked along the rows ([B, kv, rep*T, D]) and multiply
+  // their kv head once. The same dot products as repeat_kv + matmul, in half the GEMM calls (rep
+  // = 2), and the backward no longer sums the expanded k/v gradients back.
+  const int64_t rep = heads_ / kv_heads_;
+  auto grouped_q = q.reshape({b, kv_heads_, rep * t, head_dim_});
+  auto scores = torch::matmul(grouped_q, k.transpose(2, 3)).view({b, heads_, t, t});
   if (!fp32) scores = scores / std::sqrt(static_cast<double>(head_dim_));
   // The matmul's output is not saved for its backward, so the mask can be added in place.
   scores.add_(bias);
   // Softmax in fp32 then back, as HF's eager attention does (bf16 softmax loses the tail).
   auto probs = torch::softmax(scores, -1, torch::kFloat32).to(q.scalar_type());
-  auto out = torch::matmul(probs, v).transpose(1, 2).reshape({b, t, heads_ * head_dim_});
+  auto out = torch::matmul(probs.reshape({b, kv_heads_, rep * t, t}), v)
+                 .view({b, heads_, t, head_dim_})
+                 .transpose(1, 2)
+                 .reshape({b, t, heads_ * head_dim_});
   return o_proj(out);
 }
 
