@@ -239,6 +239,7 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     const double grad_norm = clip_grad_norm(model.shards(), o.max_grad_norm, [&](double* d, size_t n) { comm->allreduce_sum(d, n); });
     const double lr = schedule.lr_at(state.step);
     opt->step(model.shards(), lr);
+    model.prefetch_first_stage();
     state.batch_in_epoch += o.grad_accum;
     ++state.step;
     ++steps_this_process;

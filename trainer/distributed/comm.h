@@ -7,8 +7,9 @@
 // TUs compile slowly) and optim/ and checkpoint/ stay plain C++.
 //
 // Why so few operations: LibTorch 1.13's Gloo rejects reduce_scatter, _allgather_base, bf16 and
-// ReduceOp::AVG (DESIGN.md). The Gloo backend builds reduce-scatter from alltoall_base + a local
-// sum, which moves (N-1)/N of the buffer per rank, half of what allreduce + slice moved.
+// ReduceOp::AVG (DESIGN.md). The Gloo backend builds allgather and reduce-scatter from direct
+// point-to-point exchanges (comm_gloo.cc); reduce-scatter moves (N-1)/N of the buffer per rank,
+// half of what allreduce + slice moved.
 //
 // The *_async calls return at once with the collective in flight, so the caller can compute
 // while it runs (prefetching the next layer's parameters, reducing one layer's gradients during
@@ -64,7 +65,8 @@ class Comm {
   }
   virtual void broadcast(float* data, size_t count, int root) = 0;
   virtual void barrier() = 0;
-  // Point-to-point, for pipeline stages (later). Tag separates concurrent streams.
+  // Point-to-point, for pipeline stages (later). Tag separates concurrent streams; tags from 2^30
+  // up are the backend's own (its allgather and reduce-scatter exchanges).
   virtual void send(const float* data, size_t count, int dst_rank, int tag) = 0;
   virtual void recv(float* data, size_t count, int src_rank, int tag) = 0;
 };

@@ -25,12 +25,14 @@ at::Tensor wrap(double* p, size_t n) {
 
 class GlooComm;
 
-// One Gloo Work in flight plus what to do once it landed (the reduce-scatter's local sum).
+using Works = std::vector<c10::intrusive_ptr<c10d::Work>>;
+
+// Gloo Works in flight (one collective, or the sends and receives of one exchange) plus what to
+// do once they landed (the reduce-scatter's local sum).
 class GlooRequest : public CommRequest {
  public:
-  GlooRequest(GlooComm& comm, const char* op, size_t count, c10::intrusive_ptr<c10d::Work> work,
-              std::function<void()> finish)
-      : comm_(comm), op_(op), count_(count), work_(std::move(work)), finish_(std::move(finish)) {}
+  GlooRequest(GlooComm& comm, const char* op, size_t count, Works works, std::function<void()> finish)
+      : comm_(comm), op_(op), count_(count), works_(std::move(works)), finish_(std::move(finish)) {}
   ~GlooRequest() override {
     // Gloo's worker may still write into the caller's buffers: never leave before it is done.
     if (!done_) {
@@ -47,7 +49,7 @@ class GlooRequest : public CommRequest {
   GlooComm& comm_;
   const char* op_;
   size_t count_;
-  c10::intrusive_ptr<c10d::Work> work_;
+  Works works_;
   std::function<void()> finish_;
   bool done_ = false;
 };
@@ -108,26 +110,28 @@ class GlooComm : public Comm {
     run("allreduce(f64)", count, [&] { return pg_->allreduce(t); });
   }
   void allgather(const float* in, size_t count, float* out) override { allgather_async(in, count, out)->wait(); }
+  // allgather and reduce-scatter are direct exchanges with every peer over Gloo's point-to-point
+  // buffers, which send from and receive into the caller's memory. ProcessGroupGloo's list
+  // allgather copies the input into a flat buffer and the result back out (1.5x the gathered
+  // bytes in memcpy per call), and its alltoall routes this rank's own chunk through a scratch
+  // buffer too. Per rank the bytes on the wire are those of a ring: (N-1)/N of the buffer.
   CommRequestPtr allgather_async(const float* in, size_t count, float* out) override {
-    // List allgather: _allgather_base throws in 1.13's Gloo. The outputs are views of `out`.
-    std::vector<at::Tensor> input{wrap(in, count)};
-    std::vector<std::vector<at::Tensor>> outputs(1);
-    for (int r = 0; r < world_; ++r) outputs[0].push_back(wrap(out + r * count, count));
-    return issue("allgather", count, [&] { return pg_->allgather(outputs, input); }, nullptr);
+    std::copy(in, in + count, out + static_cast<size_t>(rank_) * count);
+    return exchange("allgather", count, [&](int peer) { return wrap(in, count); },
+                    [&](int peer) { return wrap(out + static_cast<size_t>(peer) * count, count); }, nullptr);
   }
   CommRequestPtr reduce_scatter_add_async(const float* in, size_t count, float* out) override {
-    // alltoall_base: chunk r of `in` goes to rank r; chunk r of `received` is rank r's
-    // contribution to this rank. The sum over r lands in `out` once it arrived.
-    const size_t total = count * static_cast<size_t>(world_);
-    at::Tensor input = wrap(in, total);
-    auto received = std::make_shared<at::Tensor>(torch::empty({static_cast<int64_t>(total)}, torch::kFloat32));
-    std::vector<int64_t> equal_splits;
-    auto finish = [received, count, out, world = world_] {
-      at::Tensor sum = torch::from_blob(out, {static_cast<int64_t>(count)}, torch::kFloat32);
-      for (int r = 0; r < world; ++r) sum.add_(received->narrow(0, static_cast<int64_t>(r * count), static_cast<int64_t>(count)));
+    // Chunk p of `in` goes to peer p; peer p's chunk for this rank lands in its slot of
+    // `received`. The sum (own chunk + received) is added into `out` on wait().
+    auto received = std::make_shared<std::vector<float>>(count * static_cast<size_t>(world_));
+    auto finish = [received, in, count, out, rank = rank_, world = world_] {
+      for (int p = 0; p < world; ++p) {
+        const float* chunk = p == rank ? in + static_cast<size_t>(rank) * count : received->data() + static_cast<size_t>(p) * count;
+        for (size_t i = 0; i < count; ++i) out[i] += chunk[i];
+      }
     };
-    return issue("reduce-scatter", total,
-                 [&] { return pg_->alltoall_base(*received, input, equal_splits, equal_splits); }, finish);
+    return exchange("reduce-scatter", count, [&](int peer) { return wrap(in + static_cast<size_t>(peer) * count, count); },
+                    [&](int peer) { return wrap(received->data() + static_cast<size_t>(peer) * count, count); }, finish);
   }
   void broadcast(float* data, size_t count, int root) override {
     std::vector<at::Tensor> t{wrap(data, count)};
@@ -151,19 +155,50 @@ class GlooComm : public Comm {
   friend class GlooRequest;
   static std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-  template <typename F>
-  CommRequestPtr issue(const char* op, size_t count, F&& start, std::function<void()> finish) {
+  void check_alive(const char* op) const {
     if (dead_) {
       throw CommError(std::string(op) + " on rank " + std::to_string(rank_) +
                       ": the process group already failed; no collective may follow");
     }
-    c10::intrusive_ptr<c10d::Work> work;
+  }
+
+  template <typename F>
+  CommRequestPtr issue(const char* op, size_t count, F&& start, std::function<void()> finish) {
+    check_alive(op);
+    Works works;
     try {
-      work = start();
+      works.push_back(start());
     } catch (const std::exception& e) {
       fail(op, count, e);
     }
-    return std::make_unique<GlooRequest>(*this, op, count, std::move(work), std::move(finish));
+    return std::make_unique<GlooRequest>(*this, op, count, std::move(works), std::move(finish));
+  }
+
+  // Posts a receive from and a send to every peer under one fresh tag, so concurrent exchanges
+  // (a prefetch beside a reduction) never match each other's messages. Every rank issues its
+  // exchanges in the same order, so the tags agree.
+  template <typename SendTo, typename RecvFrom>
+  CommRequestPtr exchange(const char* op, size_t count, SendTo&& send_to, RecvFrom&& recv_from,
+                          std::function<void()> finish) {
+    check_alive(op);
+    const int tag = kExchangeTagBase + static_cast<int>(next_exchange_++ % kExchangeTags);
+    Works works;
+    try {
+      for (int step = 1; step < world_; ++step) {
+        // Peers in ring order from this rank, so all ranks do not hit rank 0 first.
+        const int from = (rank_ - step + world_) % world_;
+        std::vector<at::Tensor> r{recv_from(from)};
+        works.push_back(pg_->recv(r, from, tag));
+      }
+      for (int step = 1; step < world_; ++step) {
+        const int to = (rank_ + step) % world_;
+        std::vector<at::Tensor> t{send_to(to)};
+        works.push_back(pg_->send(t, to, tag));
+      }
+    } catch (const std::exception& e) {
+      fail(op, count, e);
+    }
+    return std::make_unique<GlooRequest>(*this, op, count, std::move(works), std::move(finish));
   }
 
   template <typename F>
@@ -171,9 +206,9 @@ class GlooComm : public Comm {
     issue(op, count, std::forward<F>(start), nullptr)->wait();
   }
 
-  void wait_work(const char* op, size_t count, c10d::Work& work) {
+  void wait_works(const char* op, size_t count, Works& works) {
     try {
-      work.wait();
+      for (auto& w : works) w->wait();
     } catch (const std::exception& e) {
       fail(op, count, e);
     }
@@ -189,9 +224,14 @@ class GlooComm : public Comm {
                     " -- another rank probably exited or the network dropped; the job stops");
   }
 
+  // Tags of the internal exchanges: [2^30, 2^30 + 2^20); pipeline send/recv tags stay below.
+  static constexpr int kExchangeTagBase = 1 << 30;
+  static constexpr uint64_t kExchangeTags = 1 << 20;
+
   int rank_;
   int world_;
   bool dead_ = false;
+  uint64_t next_exchange_ = 0;
   std::string transport_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
 };
@@ -199,7 +239,7 @@ class GlooComm : public Comm {
 void GlooRequest::wait() {
   if (done_) return;
   done_ = true;
-  comm_.wait_work(op_, count_, *work_);
+  comm_.wait_works(op_, count_, works_);
   if (finish_) finish_();
 }
 

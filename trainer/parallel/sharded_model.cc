@@ -186,6 +186,10 @@ double ShardedModel::forward_loss() {
   return h.item<double>();
 }
 
+void ShardedModel::prefetch_first_stage() {
+  if (!stages_.empty()) prefetch(stages_[0].unit);
+}
+
 void ShardedModel::zero_grad() {
   for (auto& s : shards_) std::fill(s.grad.begin(), s.grad.end(), 0.0f);
 }

@@ -58,6 +58,9 @@ class ShardedModel {
   double forward_backward();
   // Forward only, without grad (validation).
   double forward_loss();
+  // Starts gathering the first stage's unit for the next forward, so it travels while the caller
+  // finishes the step (logging, the next batch). Call after the optimizer step, on every rank.
+  void prefetch_first_stage();
 
   std::vector<FlatShard>& shards() { return shards_; }
   const std::vector<FlatShard>& shards() const { return shards_; }
