@@ -85,6 +85,13 @@ struct NetFacts {
 
 NetFacts gather_net(const ProbeContext& ctx, const NetSettings& settings);
 
+// getaddrinfo with a deadline (it has none of its own): the host's addresses, or nullopt and
+// *err naming the host and the reason.
+std::optional<std::vector<std::string>> resolve_bounded(const std::string& host, std::string* err);
+// The local address the kernel's routing table picks toward `peer_ip` (a UDP connect sends
+// nothing); nullopt when there is no route or peer_ip is not a literal address.
+std::optional<std::string> route_source_address(const std::string& peer_ip);
+
 // Pure steps, exposed for tests.
 // NCCL's ncclFindInterfaces order (src/misc/socket.cc): NCCL_SOCKET_IFNAME when longer than one
 // character; else ib*, then the interface on NCCL_COMM_ID's subnet, then anything but

@@ -93,6 +93,8 @@ void read_sysfs(const SystemRoots& roots, NetInterface& i) {
   }
 }
 
+}  // namespace
+
 // getaddrinfo has no timeout of its own; run it on a detached thread and stop waiting after
 // kResolveTimeoutMs (the thread finishes on its own; its state is shared, not on our stack).
 std::optional<std::vector<std::string>> resolve_bounded(const std::string& host, std::string* err) {
@@ -163,6 +165,8 @@ std::optional<std::string> route_source_address(const std::string& peer) {
   close(fd);
   return out;
 }
+
+namespace {
 
 std::optional<PeerFacts> gather_peer(const ProbeContext& ctx, const NetFacts& f) {
   PeerFacts p;

@@ -10,7 +10,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 
+#include "probes/net/net_facts.h"
 #include "trainer/distributed/comm.h"
 
 namespace fabkit::trainer {
@@ -21,6 +23,17 @@ at::Tensor wrap(const float* p, size_t n) {
 }
 at::Tensor wrap(double* p, size_t n) {
   return torch::from_blob(p, {static_cast<int64_t>(n)}, torch::kFloat64);
+}
+
+// The local address this host would use toward the master (resolved with a deadline).
+std::optional<std::string> address_toward(const std::string& master) {
+  std::string err;
+  auto addrs = probes::resolve_bounded(master, &err);
+  if (!addrs) return std::nullopt;
+  for (const auto& a : *addrs) {
+    if (auto local = probes::route_source_address(a)) return local;
+  }
+  return std::nullopt;
 }
 
 class GlooComm;
@@ -76,12 +89,20 @@ class GlooComm : public Comm {
       if (!o.socket_ifname.empty()) {
         options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(o.socket_ifname));
         transport_ = "tcp via interface " + o.socket_ifname + " (GLOO_SOCKET_IFNAME)";
+      } else if (auto local = address_toward(o.master_addr)) {
+        // Gloo's default binds to whatever the host name resolves to, which on cluster nodes is
+        // often the management network (or, inside a container or namespace, an address no
+        // peer can reach). The address the kernel routes toward the master is on a network
+        // every rank reaches the master through.
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(*local));
+        transport_ = "tcp via " + *local + " (this host's route to MASTER_ADDR " + o.master_addr +
+                     "; set GLOO_SOCKET_IFNAME to choose)";
       } else {
         char host[256] = {0};
         gethostname(host, sizeof(host) - 1);
         options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-        transport_ = std::string("tcp via the address of host name ") + host +
-                     " (loopback if it does not resolve; set GLOO_SOCKET_IFNAME to choose)";
+        transport_ = std::string("tcp via the address of host name ") + host + " (no route to MASTER_ADDR " +
+                     o.master_addr + " found; loopback if the name does not resolve; set GLOO_SOCKET_IFNAME)";
       }
       options->threads = 2;
       stage = "connect";

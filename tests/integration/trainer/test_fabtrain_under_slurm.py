@@ -1,7 +1,14 @@
-"""fabtrain launched by a real Slurm (slurm-wlm + munge started by the test, one node):
-`srun -N1 -n2 fabtrain ...` gives each task SLURM_PROCID/SLURM_NTASKS/SLURM_JOB_NODELIST and no
-RANK/MASTER_ADDR; fabtrain must take the master from the nodelist, rendezvous over Gloo and
-train, and the result must equal a 1-process run on the same global batch.
+"""fabtrain launched by a real Slurm (slurm-wlm + munge started by the test):
+- one node: `srun -N1 -n2 fabtrain ...` gives each task SLURM_PROCID/SLURM_NTASKS/
+  SLURM_JOB_NODELIST and no RANK/MASTER_ADDR; fabtrain must take the master from the nodelist,
+  rendezvous over Gloo and train, and the result must equal a 1-process run on the same global
+  batch;
+- two nodes, each slurmd in its own network namespace: one task per node, so each is local rank
+  0 of 1 on its node and Gloo runs between the namespaces over the test's bridge. The node
+  names do not resolve (they exist only in slurm.conf), so MASTER_ADDR gives the master's
+  address, as a site without DNS for its nodes would; neither sets GLOO_SOCKET_IFNAME (the
+  interface names differ per node), so each rank must bind where its routing table reaches the
+  master, not where the host name resolves (the host's own network, unreachable from inside).
 """
 import argparse
 import json
@@ -25,14 +32,16 @@ def write_inputs(d):
            "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 64,
            "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "torch_dtype": "float32",
            "bos_token_id": 1, "eos_token_id": 2}
-    json.dump(cfg, open(os.path.join(d, "model", "config.json"), "w"))
+    with open(os.path.join(d, "model", "config.json"), "w") as f:
+        json.dump(cfg, f)
     with open(os.path.join(d, "train.jsonl"), "w") as f:
         for r in range(24):
             f.write(json.dumps({"input_ids": [3 + (r * 7 + i) % 290 for i in range(30)]}) + "\n")
 
 
 def losses(out):
-    return [json.loads(l)["loss"] for l in open(os.path.join(out, "metrics.jsonl")) if l.strip()]
+    with open(os.path.join(out, "metrics.jsonl")) as f:
+        return [json.loads(l)["loss"] for l in f if l.strip()]
 
 
 class FabtrainUnderSlurm(unittest.TestCase):
@@ -61,6 +70,23 @@ class FabtrainUnderSlurm(unittest.TestCase):
         one = subprocess.run(self.args("one", 4), capture_output=True, text=True, timeout=240)
         self.assertEqual(one.returncode, 0, one.stderr)
         a, b = losses(os.path.join(self.dir, "srun")), losses(os.path.join(self.dir, "one"))
+        self.assertEqual(len(a), 3)
+        for x, y in zip(a, b):
+            self.assertAlmostEqual(x, y, delta=1e-4 * abs(y))
+
+    def test_srun_across_two_nodes_equals_one_process(self):
+        with SlurmCluster(nodes=2) as c:
+            master = c.node_addrs["node1"]
+            r = c.run(["srun", "-N2", "-n2", "--ntasks-per-node=1", "--kill-on-bad-exit=1"] + self.args("two", 2),
+                      timeout_s=240, extra_env={"MASTER_ADDR": master, "MASTER_PORT": str(30000 + os.getpid() % 20000)})
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr + c.logs())
+        self.assertIn("launcher slurm", r.stderr)
+        self.assertIn("rank 0/2, local 0/1, master %s:" % master, r.stderr)
+        self.assertIn("transport tcp via %s (this host's route to MASTER_ADDR %s" % (master, master), r.stderr)
+        import subprocess
+        one = subprocess.run(self.args("one2", 4), capture_output=True, text=True, timeout=240)
+        self.assertEqual(one.returncode, 0, one.stderr)
+        a, b = losses(os.path.join(self.dir, "two")), losses(os.path.join(self.dir, "one2"))
         self.assertEqual(len(a), 3)
         for x, y in zip(a, b):
             self.assertAlmostEqual(x, y, delta=1e-4 * abs(y))
