@@ -180,6 +180,18 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     if (auto resumed = resume_latest(*comm, o.output_dir, model.shards(), *opt, &warnings)) {
       state = *resumed;
       log.info("resumed from step " + std::to_string(state.step) + " (epoch " + std::to_string(state.epoch) + ")");
+      // The data position in this run's units: examples of the epoch's order already consumed,
+      // over this run's examples per micro-batch index (all ranks). Equal for an unchanged job;
+      // after a change of world or micro-batch size a partial batch is replayed, never skipped.
+      if (state.examples_in_epoch >= 0) {
+        const int64_t per_batch = o.micro_batch_size * comm->world_size();
+        state.batch_in_epoch = state.examples_in_epoch / per_batch;
+        if (const int64_t replay = state.examples_in_epoch % per_batch; replay != 0) {
+          log.warn(std::to_string(replay) + " examples before the checkpoint are seen again: its position (" +
+                   std::to_string(state.examples_in_epoch) + " examples) is not a multiple of this run's " +
+                   std::to_string(per_batch) + " examples per micro-batch");
+        }
+      }
     }
     for (const auto& w : warnings) log.warn(w);
   }
@@ -205,6 +217,7 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     if (state.batch_in_epoch + o.grad_accum > static_cast<int64_t>(batches.size())) {
       ++state.epoch;
       state.batch_in_epoch = 0;
+      state.examples_in_epoch = 0;
       continue;
     }
     // --trace-steps: ATen's op profiler over a few steps after two warm-up steps, one Chrome
@@ -241,6 +254,7 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     opt->step(model.shards(), lr);
     model.prefetch_first_stage();
     state.batch_in_epoch += o.grad_accum;
+    state.examples_in_epoch = state.batch_in_epoch * o.micro_batch_size * comm->world_size();
     ++state.step;
     ++steps_this_process;
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

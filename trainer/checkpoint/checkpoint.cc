@@ -59,7 +59,8 @@ Json layout_json(const std::vector<FlatShard>& shards) {
 }
 
 Json state_json(const TrainState& t) {
-  return {{"step", t.step}, {"epoch", t.epoch}, {"batch_in_epoch", t.batch_in_epoch}, {"seed", t.seed}};
+  return {{"step", t.step}, {"epoch", t.epoch}, {"batch_in_epoch", t.batch_in_epoch},
+          {"examples_in_epoch", t.examples_in_epoch}, {"seed", t.seed}};
 }
 
 TrainState state_from_json(const Json& j) {
@@ -67,37 +68,78 @@ TrainState state_from_json(const Json& j) {
   t.step = j.at("step").get<int64_t>();
   t.epoch = j.at("epoch").get<int64_t>();
   t.batch_in_epoch = j.at("batch_in_epoch").get<int64_t>();
+  t.examples_in_epoch = j.value("examples_in_epoch", int64_t{-1});
   t.seed = j.at("seed").get<uint64_t>();
   return t;
 }
 
-// Why this checkpoint cannot be used by this rank, or "" when it can.
+// The layout without the world-dependent shard size: what must match to reshard.
+Json layout_for_resharding(Json units) {
+  for (auto& u : units) u.erase("shard_numel");
+  return units;
+}
+
+// "" when the shard file has the size and SHA-256 its manifest entry records.
+std::string check_shard_file(const fs::path& dir, const Json& entry) {
+  const fs::path file = dir / entry.at("file").get<std::string>();
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  if (ec) return "shard " + file.string() + " is missing";
+  if (size != entry.at("bytes").get<uint64_t>()) {
+    return "shard " + file.string() + " has " + std::to_string(size) + " bytes, the manifest says " +
+           entry.at("bytes").dump();
+  }
+  if (sha256_file(file) != entry.at("sha256").get<std::string>()) return "shard " + file.string() + " fails its SHA-256";
+  return "";
+}
+
+// Why this checkpoint cannot be used by this rank, or "" when it can. Written by another world
+// size, it is resharded: then the layout must match up to shard sizes and this rank reads (and
+// so checks) every old shard.
 std::string check_for_rank(const fs::path& dir, const Json& manifest, const std::vector<FlatShard>& shards,
                            const std::string& optimizer, int rank, int world) {
   try {
     if (manifest.at("format") != kCheckpointFormat) return "format " + manifest.at("format").dump();
-    if (manifest.at("world_size").get<int>() != world) {
-      return "written by " + manifest.at("world_size").dump() + " ranks, this job has " + std::to_string(world) +
-             " (resharding on resume is not supported: relaunch with the same world size or start fresh)";
-    }
     if (manifest.at("optimizer").get<std::string>() != optimizer) {
       return "optimizer " + manifest.at("optimizer").get<std::string>() + ", this job uses " + optimizer;
     }
-    if (manifest.at("units") != layout_json(shards)) return "parameter layout differs from this model";
-    const Json& entry = manifest.at("shards").at(rank);
-    const fs::path file = dir / entry.at("file").get<std::string>();
-    std::error_code ec;
-    const auto size = fs::file_size(file, ec);
-    if (ec) return "shard " + file.string() + " is missing";
-    if (size != entry.at("bytes").get<uint64_t>()) {
-      return "shard " + file.string() + " has " + std::to_string(size) + " bytes, the manifest says " +
-             entry.at("bytes").dump();
+    const Json layout = layout_json(shards);
+    if (manifest.at("world_size").get<int>() == world) {
+      if (manifest.at("units") != layout) return "parameter layout differs from this model";
+      return check_shard_file(dir, manifest.at("shards").at(rank));
     }
-    if (sha256_file(file) != entry.at("sha256").get<std::string>()) return "shard " + file.string() + " fails its SHA-256";
+    if (layout_for_resharding(manifest.at("units")) != layout_for_resharding(layout)) {
+      return "parameter layout differs from this model";
+    }
+    for (const auto& entry : manifest.at("shards")) {
+      if (auto why = check_shard_file(dir, entry); !why.empty()) return why;
+    }
   } catch (const Json::exception& e) {
     return std::string("manifest field missing or mistyped: ") + e.what();
   }
   return "";
+}
+
+// Loads this rank's slice of a checkpoint written by `manifest.world_size` ranks (another world
+// size): every old shard is read, each unit's parameters and optimizer state re-cut for `shards`.
+void load_resharded(const fs::path& dir, const Json& manifest, std::vector<FlatShard>& shards,
+                    ShardOptimizer& optimizer) {
+  std::vector<ShardFileContents> old;
+  for (const auto& entry : manifest.at("shards")) old.push_back(read_shard_file(dir / entry.at("file").get<std::string>()));
+  for (size_t u = 0; u < shards.size(); ++u) {
+    std::vector<const std::vector<float>*> params;
+    std::vector<std::vector<NamedArray>> states;
+    for (const auto& c : old) {
+      const auto& arrays = c.units.at(u).arrays;
+      if (arrays.empty() || arrays[0].name != "param") {
+        throw UsageError("checkpoint " + dir.string() + ": unit " + shards[u].unit + " has no param array first");
+      }
+      params.push_back(&arrays[0].values);
+      states.emplace_back(arrays.begin() + 1, arrays.end());
+    }
+    shards[u].param = reslice(params, shards[u]);
+    optimizer.load_state(u, optimizer.reshard_state(shards[u], states));
+  }
 }
 
 }  // namespace
@@ -234,6 +276,16 @@ std::optional<TrainState> resume_latest(Comm& comm, const fs::path& output_dir, 
                             (why.empty() ? "another rank cannot load its shard" : why));
       }
       continue;
+    }
+    const int old_world = manifest.at("world_size").get<int>();
+    if (old_world != comm.world_size()) {
+      load_resharded(dir, manifest, shards, optimizer);
+      if (warnings) {
+        warnings->push_back("resharded checkpoint " + dir.string() + " from " + std::to_string(old_world) + " to " +
+                            std::to_string(comm.world_size()) + " ranks");
+      }
+      optimizer.set_steps(manifest.at("optimizer_steps").get<int64_t>());
+      return state_from_json(manifest.at("train_state"));
     }
     const auto contents = read_shard_file(dir / manifest.at("shards").at(static_cast<size_t>(comm.rank())).at("file").get<std::string>());
     for (size_t u = 0; u < shards.size(); ++u) {

@@ -24,7 +24,10 @@ inline constexpr const char* kCheckpointFormat = "fabtrain-checkpoint-1";
 struct TrainState {
   int64_t step = 0;            // optimizer steps completed
   int64_t epoch = 0;
-  int64_t batch_in_epoch = 0;  // global batches consumed in `epoch` (the data position)
+  int64_t batch_in_epoch = 0;  // micro-batches per rank consumed in `epoch` (the data position)
+  // The same position in examples of the epoch's order (all ranks): a resume with another world
+  // size or micro-batch size continues from here. -1: not recorded (older checkpoints).
+  int64_t examples_in_epoch = -1;
   uint64_t seed = 0;
 };
 
@@ -46,9 +49,11 @@ std::filesystem::path save_checkpoint(Comm& comm, const SaveRequest& req,
 // Complete checkpoints under output_dir (manifest present), newest first.
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& output_dir);
 
-// Collective: finds the newest checkpoint every rank can load (manifest parses, same world size
-// and layout, this rank's shard has the recorded size and hash), loads this rank's shard into
-// shards/optimizer, returns its train state. Skipped ones are described in *warnings.
+// Collective: finds the newest checkpoint every rank can load (manifest parses, same layout, the
+// shards it needs have the recorded size and hash), loads this rank's slice into
+// shards/optimizer, returns its train state. A checkpoint written by another world size is
+// resharded: every rank reads all its shards and re-cuts params and optimizer state (a warning
+// says so). Skipped ones are described in *warnings.
 std::optional<TrainState> resume_latest(Comm& comm, const std::filesystem::path& output_dir,
                                         std::vector<FlatShard>& shards, ShardOptimizer& optimizer,
                                         std::vector<std::string>* warnings);

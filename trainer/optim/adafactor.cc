@@ -147,6 +147,29 @@ class Adafactor : public ShardOptimizer {
   std::vector<NamedArray> state(size_t unit) const override {
     return {{"factored_row_col", stats_.at(unit)}, {"v", v_.at(unit)}};
   }
+  std::vector<NamedArray> reshard_state(const FlatShard& shard,
+                                        const std::vector<std::vector<NamedArray>>& old_ranks) const override {
+    // Row/column statistics are replicated: any old rank's copy is the copy. v holds the
+    // elements of the unfactored (1-D) parameters that fall in a rank's slice, in flat order, so
+    // the old ranks' v concatenated lists every unfactored element once, in flat order; this
+    // rank's part starts after the unfactored elements that precede its slice.
+    const auto stats = arrays_named(old_ranks, "factored_row_col");
+    std::vector<float> all_v;
+    for (const auto* v : arrays_named(old_ranks, "v")) all_v.insert(all_v.end(), v->begin(), v->end());
+    const int64_t b = shard.begin(), e = shard.begin() + shard.valid_numel();
+    int64_t before = 0, inside = 0;
+    for (const auto& p : shard.params) {
+      if (p.shape.size() >= 2) continue;
+      before += std::clamp<int64_t>(b - p.offset, 0, p.numel);
+      inside += std::max<int64_t>(0, std::min(e, p.offset + p.numel) - std::max(b, p.offset));
+    }
+    if (before + inside > static_cast<int64_t>(all_v.size())) {
+      throw UsageError("Adafactor state of unit " + shard.unit + ": the old ranks' v has " + std::to_string(all_v.size()) +
+                       " values, the layout needs " + std::to_string(before + inside));
+    }
+    return {{"factored_row_col", *stats.at(0)},
+            {"v", std::vector<float>(all_v.begin() + before, all_v.begin() + before + inside)}};
+  }
   void load_state(size_t unit, const std::vector<NamedArray>& arrays) override {
     for (const auto& a : arrays) {
       std::vector<float>* dst = a.name == "factored_row_col" ? &stats_.at(unit) : a.name == "v" ? &v_.at(unit) : nullptr;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "common/errors.h"
@@ -51,6 +52,12 @@ class AdamW : public ShardOptimizer {
   std::vector<NamedArray> state(size_t unit) const override {
     return {{"exp_avg", m_.at(unit)}, {"exp_avg_sq", v_.at(unit)}};
   }
+  std::vector<NamedArray> reshard_state(const FlatShard& shard,
+                                        const std::vector<std::vector<NamedArray>>& old_ranks) const override {
+    // Both moments are per element, like the parameters.
+    return {{"exp_avg", reslice(arrays_named(old_ranks, "exp_avg"), shard)},
+            {"exp_avg_sq", reslice(arrays_named(old_ranks, "exp_avg_sq"), shard)}};
+  }
   void load_state(size_t unit, const std::vector<NamedArray>& arrays) override {
     for (const auto& a : arrays) {
       std::vector<float>* dst = a.name == "exp_avg" ? &m_.at(unit) : a.name == "exp_avg_sq" ? &v_.at(unit) : nullptr;
@@ -69,6 +76,19 @@ class AdamW : public ShardOptimizer {
 };
 
 }  // namespace
+
+std::vector<const std::vector<float>*> arrays_named(const std::vector<std::vector<NamedArray>>& old_ranks,
+                                                    const std::string& name) {
+  std::vector<const std::vector<float>*> out;
+  for (size_t r = 0; r < old_ranks.size(); ++r) {
+    auto it = std::find_if(old_ranks[r].begin(), old_ranks[r].end(), [&](const NamedArray& a) { return a.name == name; });
+    if (it == old_ranks[r].end()) {
+      throw UsageError("optimizer state of old rank " + std::to_string(r) + " has no array '" + name + "'");
+    }
+    out.push_back(&it->values);
+  }
+  return out;
+}
 
 std::unique_ptr<ShardOptimizer> make_adamw(const std::vector<FlatShard>& shards, const AdamWOptions& o) {
   return std::make_unique<AdamW>(shards, o);

@@ -28,12 +28,21 @@ class ShardOptimizer {
   virtual std::vector<NamedArray> state(size_t unit) const = 0;
   // Throws UsageError naming the array when sizes do not match this layout.
   virtual void load_state(size_t unit, const std::vector<NamedArray>& arrays) = 0;
+  // Resharding a checkpoint written by another world size: this rank's state arrays for `shard`
+  // (its slice of the unit under the new world size), from every old rank's state arrays of the
+  // same unit, in old rank order. The result goes to load_state.
+  virtual std::vector<NamedArray> reshard_state(const FlatShard& shard,
+                                                const std::vector<std::vector<NamedArray>>& old_ranks) const = 0;
   int64_t steps() const { return steps_; }
   void set_steps(int64_t s) { steps_ = s; }
 
  protected:
   int64_t steps_ = 0;
 };
+
+// The array called `name` of every old rank, in rank order (UsageError naming it when missing).
+std::vector<const std::vector<float>*> arrays_named(const std::vector<std::vector<NamedArray>>& old_ranks,
+                                                    const std::string& name);
 
 struct AdamWOptions {
   double beta1 = 0.9;

@@ -35,6 +35,11 @@ struct FlatShard {
 // Lays out params (in the given order) for `world_size` ranks; param/grad sized, zero.
 FlatShard make_flat_shard(std::string unit, std::vector<ParamSlot> params, int rank, int world_size);
 
+// Resharding (a checkpoint written by another world size): the old ranks' slices of one
+// per-element array, in rank order, concatenated are the unit's padded flat vector, whatever the
+// old world size was; returns this shard's slice of it (shard_numel values, 0 past the end).
+std::vector<float> reslice(const std::vector<const std::vector<float>*>& old_slices, const FlatShard& shard);
+
 // Bytes this rank holds for params + grads (optimizer state is counted by the optimizer).
 int64_t shard_state_bytes(const std::vector<FlatShard>& shards);
 

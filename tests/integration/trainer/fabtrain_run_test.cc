@@ -21,7 +21,7 @@ namespace fabkit::testing {
 namespace {
 
 class Fabtrain : public ::testing::Test {
- protected:
+ public:
   Fabtrain() : dir_("fabtrain") {
     write_tiny_model(dir_.path() / "model", false);
     write_token_data(dir_.path() / "train.jsonl", 40, 30, 300);
@@ -116,6 +116,37 @@ TEST_F(Fabtrain, ResumeAfterAStopEqualsTheUninterruptedRun) {
   expect_same_curve(resumed, std::vector<double>(f.begin() + 3, f.end()));
   EXPECT_LT(max_weight_diff(out("full"), out("split")), 1e-6);  // same ops in the same order
   EXPECT_EQ(trainer::list_checkpoints(out("split")).size(), 1u);  // --save-total-limit 1
+}
+
+// A job stopped at 2 ranks resumes at another world size with the same global batch (ranks x
+// micro-batch = 4): the checkpoint is resharded (params and optimizer state re-cut) and the rest
+// of the run equals the uninterrupted 2-rank run. AdamW 2 -> 1 rank; Adafactor (replicated
+// row/column statistics, per-slice v) 2 -> 4 ranks.
+void expect_resharded_resume_equals_uninterrupted(Fabtrain& t, const std::string& name, const std::string& optimizer,
+                                                  const std::string& ranks, const std::string& mb) {
+  auto full = run_fabtrain(t.plus(t.base(name + "-full", 6), {"--nproc", "2", "--micro-batch-size", "2", "--optimizer", optimizer}));
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  auto first = run_fabtrain(t.plus(t.base(name, 6), {"--nproc", "2", "--micro-batch-size", "2", "--optimizer", optimizer,
+                                                     "--save-every", "3", "--exit-after-steps", "4"}));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  auto second = run_fabtrain(t.plus(t.base(name, 6), {"--nproc", ranks, "--micro-batch-size", mb, "--optimizer", optimizer}));
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("resharded checkpoint"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("from 2 to " + ranks + " ranks"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("resumed from step 3"), std::string::npos) << second.output;
+  auto l = losses(t.out(name));
+  auto f = losses(t.out(name + "-full"));
+  ASSERT_EQ(l.size(), 7u);  // steps 1-4, then 4-6 after the resume
+  expect_same_curve(std::vector<double>(l.begin() + 4, l.end()), std::vector<double>(f.begin() + 3, f.end()));
+  EXPECT_LT(max_weight_diff(t.out(name + "-full"), t.out(name)), kWeightTol);
+}
+
+TEST_F(Fabtrain, ResumeAtAnotherWorldSizeReshardsAdamW) {
+  expect_resharded_resume_equals_uninterrupted(*this, "reshard-adamw", "adamw", "1", "4");
+}
+
+TEST_F(Fabtrain, ResumeAtAnotherWorldSizeReshardsAdafactor) {
+  expect_resharded_resume_equals_uninterrupted(*this, "reshard-adafactor", "adafactor", "4", "1");
 }
 
 TEST_F(Fabtrain, SigkillOfOneRankEndsTheJobWithinTheTimeout) {

@@ -103,3 +103,33 @@ TEST(Checkpoint, SaveTotalLimitPrunesOldestAndGatherRebuildsTensors) {
 
 }  // namespace
 }  // namespace fabkit::trainer
+
+namespace fabkit::trainer {
+namespace {
+
+// Resharding: the old ranks' slices concatenated are the padded unit, whatever the old world
+// size; every new rank gets exactly its slice, padding 0.
+TEST(Reslice, RecutsAnyOldWorldSizeIntoAnyNewOne) {
+  std::vector<ParamSlot> params{{"a", {3, 3}, 0, 0}, {"b", {4}, 0, 0}};  // 13 values
+  for (int old_world : {1, 2, 3, 5}) {
+    std::vector<std::vector<float>> old;
+    for (int r = 0; r < old_world; ++r) {
+      FlatShard s = make_flat_shard("u", params, r, old_world);
+      for (int64_t i = 0; i < s.valid_numel(); ++i) s.param[i] = static_cast<float>(s.begin() + i + 1);
+      old.push_back(s.param);
+    }
+    std::vector<const std::vector<float>*> views;
+    for (const auto& o : old) views.push_back(&o);
+    for (int new_world : {1, 2, 4}) {
+      for (int r = 0; r < new_world; ++r) {
+        FlatShard s = make_flat_shard("u", params, r, new_world);
+        std::vector<float> expect(s.shard_numel, 0.0f);
+        for (int64_t i = 0; i < s.valid_numel(); ++i) expect[i] = static_cast<float>(s.begin() + i + 1);
+        EXPECT_EQ(reslice(views, s), expect) << old_world << " -> " << new_world << " rank " << r;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fabkit::trainer
