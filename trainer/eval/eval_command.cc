@@ -2,6 +2,8 @@
 // file (every record, file order, no split). Used to check correctness against a reference.
 #include "trainer/eval/eval_command.h"
 
+#include <ATen/Parallel.h>
+
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -9,6 +11,7 @@
 #include "common/errors.h"
 #include "common/report.h"
 #include "trainer/data/dataset.h"
+#include "trainer/distributed/thread_plan.h"
 #include "trainer/eval/evaluate.h"
 #include "trainer/model/pretrained.h"
 #include "trainer/tokenizer/tokenizer.h"
@@ -30,6 +33,11 @@ struct EvalArgs {
 };
 
 int run_eval(const EvalArgs& a) {
+  // The same thread plan as training (thread_plan.h): one process, so the BLAS pool gets every
+  // allowed core and ATen's element-wise ops stay on this thread.
+  const ThreadPlan plan = plan_threads(gather_thread_facts(Environment::from_process(), 1, std::nullopt, std::nullopt));
+  apply_blas_threads(plan);
+  at::set_num_threads(plan.intra_op);
   LoadOptions lo;
   lo.dtype = parse_dtype_name(a.dtype);
   LoadedModel m = load_pretrained(a.model_dir, lo);
