@@ -7,16 +7,13 @@
 #include <cstring>
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <poll.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/errors.h"
+#include "common/spawn.h"
 #include "fabric/wire/wire_error.h"
-
-extern char** environ;
 
 namespace fabkit::launch {
 namespace {
@@ -49,21 +46,6 @@ void on_stop_signal(int sig) {
   ::raise(sig);
 }
 
-// A launcher that dies before reading its stdin must not kill the controller with SIGPIPE: block
-// the signal in this thread for the write, and consume it if the write raised it.
-void write_ignoring_sigpipe(int fd, const std::string& text) {
-  sigset_t pipe_set, old;
-  sigemptyset(&pipe_set);
-  sigaddset(&pipe_set, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-  ssize_t r = ::write(fd, text.data(), text.size());  // < PIPE_BUF: no partial write
-  if (r < 0 && errno == EPIPE) {
-    timespec zero{0, 0};
-    sigtimedwait(&pipe_set, nullptr, &zero);
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-}
-
 }  // namespace
 
 void install_stop_handler() {
@@ -89,27 +71,11 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
   if (!err.valid()) throw SysErrorException(SysError{"mkostemp", errno, tmpl});
   ::unlink(tmpl);  // only our descriptors keep it alive
 
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in_r.get(), 0);
-  posix_spawn_file_actions_adddup2(&fa, out_w.get(), 1);
-  posix_spawn_file_actions_adddup2(&fa, err.get(), 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t all, none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  int rc = ::posix_spawnp(&pid_, cargv[0], &fa, &attr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) throw SysErrorException(SysError{"posix_spawnp", rc, argv[0]});
+  SpawnOptions so;
+  so.fds = {{in_r.get(), 0}, {out_w.get(), 1}, {err.get(), 2}};
+  so.search_path = true;
+  so.own_process_group = true;
+  if (int rc = spawn_process(argv, so, &pid_); rc != 0) throw SysErrorException(SysError{"posix_spawnp", rc, argv.at(0)});
   register_child(pid_);
   stdout_ = std::move(out_r);
   stderr_file_ = std::move(err);
@@ -118,7 +84,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
   // The token goes through the pipe, never argv; a launcher that exits early gives EPIPE, which
   // the hello step then reports with the launcher's stderr.
   std::string text = stdin_text + "\n";
-  write_ignoring_sigpipe(in_w.get(), text);
+  write_without_sigpipe(in_w.get(), text.data(), text.size());  // < PIPE_BUF: no partial write
 }
 
 ChildProcess::~ChildProcess() { stop(); }

@@ -3,17 +3,16 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
 
+#include "common/spawn.h"
 #include "fabric/allreduce/allreduce_types.h"
 
 namespace fabkit::fabric {
@@ -37,22 +36,12 @@ ChildProcess::ChildProcess(const std::string& program, const std::vector<std::st
   Fd out_r(out[0]), out_w(out[1]);
   make_pipe(ctl);
   Fd ctl_r(ctl[0]), ctl_w(ctl[1]);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in_r.get(), 0);
-  posix_spawn_file_actions_adddup2(&fa, out_w.get(), 1);
-  posix_spawn_file_actions_adddup2(&fa, out_w.get(), 2);
-  posix_spawn_file_actions_adddup2(&fa, ctl_w.get(), 3);
-  std::vector<char*> argv{const_cast<char*>(program.c_str())};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> env;
-  for (const auto& e : envp) env.push_back(const_cast<char*>(e.c_str()));
-  env.push_back(nullptr);
-  int rc = posix_spawn(&pid_, program.c_str(), &fa, nullptr, argv.data(), env.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    pid_ = -1;  // unspecified after a failed spawn: nothing to kill or reap
+  std::vector<std::string> argv{program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  SpawnOptions so;
+  so.fds = {{in_r.get(), 0}, {out_w.get(), 1}, {out_w.get(), 2}, {ctl_w.get(), 3}};
+  so.env = &envp;
+  if (int rc = spawn_process(argv, so, &pid_); rc != 0) {
     throw PeerError("io_error", "cannot start " + program + ": " + std::strerror(rc));
   }
   stdin_ = std::move(in_w);
@@ -75,20 +64,8 @@ void ChildProcess::send_line(const std::string& line, int timeout_ms) {
   size_t off = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (off < l.size()) {
-    // A child that died must not take the agent down with SIGPIPE: block it for this thread
-    // during the write and swallow the one a closed pipe raised (no process-wide handler change).
-    sigset_t pipe_set, old_set;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
-    ssize_t n = ::write(stdin_.get(), l.data() + off, l.size() - off);
-    int write_errno = errno;
-    if (n < 0 && write_errno == EPIPE) {
-      timespec zero{0, 0};
-      sigtimedwait(&pipe_set, nullptr, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
-    errno = write_errno;
+    // A child that died must not take the agent down with SIGPIPE (common/spawn.h).
+    ssize_t n = write_without_sigpipe(stdin_.get(), l.data() + off, l.size() - off);
     if (n > 0) {
       off += static_cast<size_t>(n);
       continue;
