@@ -2,9 +2,9 @@
 //
 // Debian's LibTorch calls the system BLAS (OpenBLAS pthread after scripts/setup) for every GEMM,
 // and OpenBLAS keeps its OWN pthread pool beside ATen's OpenMP pool. Left at their defaults both
-// pools take every core and both spin while idle, so on this 2-core machine a 1-rank run spent
-// half its time with four busy threads on two cores: 1174 tok/s, against 3545 tok/s with ATen at 1
-// thread and OpenBLAS at 2 (bench/trainer, docs/fabtrain.md). GEMMs are most of a step and
+// pools take every core and both spin while idle: four busy threads on this 2-core machine, where a
+// 1-rank run made 1174 tok/s, against 3545 tok/s with ATen at 1 thread and OpenBLAS at 2
+// (bench/trainer, docs/fabtrain.md). GEMMs are most of a step and
 // OpenBLAS parallelises them itself, so the plan gives the rank's cores to BLAS and runs ATen's
 // element-wise ops on the calling thread. With a sequential BLAS (or OpenBLAS built on OpenMP,
 // which shares ATen's pool) there is one pool, and it gets the cores.
