@@ -1,5 +1,5 @@
-#!/usr/bin/python3
-"""fabtrain vs PyTorch (Python API, eager CPU, same LibTorch 1.13): tokens/s at 1 rank and at
+#!/usr/bin/env python3
+"""fabtrain vs PyTorch (Python API, eager CPU, the same torch 2.x wheel fabtrain links): tokens/s at 1 rank and at
 2 ranks (fabtrain sharded vs torch DDP on Gloo), and fabtrain's per-rank sharded state at 1/2/4
 ranks. The machine is noisy, so the contenders alternate and the ratio is the median of the
 per-round ratios.
@@ -11,7 +11,9 @@ PyTorch runs twice per round:
                torch.set_num_threads, OpenBLAS via OPENBLAS_NUM_THREADS), so the ratio against it
                is fabtrain's own code (model, sharding, optimizer) like for like.
 
-  /usr/bin/python3 bench/trainer/run_bench.py --fabtrain BUILD/trainer/app/fabtrain [--rounds 3]
+  .venv/bin/python3 bench/trainer/run_bench.py --fabtrain BUILD/trainer/app/fabtrain [--rounds 3]
+
+(run it with the Python of .venv/, whose torch is the one fabtrain was built against)
 """
 import argparse, json, os, random, re, statistics, subprocess, sys, tempfile
 
@@ -69,7 +71,7 @@ def torch_ref(a, d, ranks, plan=None):
         extra = ["--intra-op-threads", str(plan["intra_op"])]
         if plan["blas"] is not None:
             env["OPENBLAS_NUM_THREADS"] = str(plan["blas"])
-    cmd = ["/usr/bin/python3", os.path.join(HERE, "torch_reference.py"), "--model", os.path.join(d, "model"),
+    cmd = [sys.executable, os.path.join(HERE, "torch_reference.py"), "--model", os.path.join(d, "model"),
            "--data", os.path.join(d, "train.jsonl"), "--ranks", str(ranks), "--steps", str(a.steps),
            "--warmup", str(a.warmup), "--micro-batch-size", str(a.micro_batch), "--max-length", str(a.max_length),
            "--port", str(random.randrange(20000, 60000))] + extra

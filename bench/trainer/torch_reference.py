@@ -1,11 +1,11 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The PyTorch (Python API, eager, CPU) side of the fabtrain benchmark.
 
 Trains the same Llama-family decoder (RMSNorm, HF-convention RoPE, grouped-query attention,
 SwiGLU) from the same config.json on the same pre-tokenized JSONL, packed into the same
 max_length blocks, with AdamW, one process or DDP on Gloo. Prints one JSON line:
-{"ranks", "tokens_per_s", "step_ms_median", "steps"}. Run with Debian's /usr/bin/python3
-(python3-torch 1.13); the pyenv python has no torch.
+{"ranks", "tokens_per_s", "step_ms_median", "steps"}. Run with .venv/bin/python3 (the torch wheel
+fabtrain links; run_bench.py passes its own interpreter).
 """
 import argparse, json, math, os, statistics, time
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Independent reference for fabkit's Llama forward (tests/integration/trainer_ref).
 
 Written from the HF transformers LlamaForCausalLM / MistralForCausalLM eager semantics with plain

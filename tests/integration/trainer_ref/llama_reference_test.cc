@@ -1,6 +1,7 @@
 // fabkit's Llama forward, loss, loader, saver and `fabtrain eval` against an independent PyTorch
-// implementation of HF's eager Llama/Mistral forward (llama_reference.py, run with Debian's
-// /usr/bin/python3 + python3-torch). The script writes tiny random models as HF directories.
+// implementation of HF's eager Llama/Mistral forward (llama_reference.py, run by the Python of the
+// torch wheel fabkit links, FABKIT_PYTHON: the reference and fabkit run one torch version, so a
+// bf16 comparison is exact). The script writes tiny random models as HF directories.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -21,7 +22,7 @@ namespace fabkit::trainer {
 namespace {
 namespace fs = std::filesystem;
 
-const char* kPython = "/usr/bin/python3";
+const char* kPython = FABKIT_PYTHON;
 
 bool python_has_torch() {
   static int rc = std::system((std::string(kPython) + " -c 'import torch' >/dev/null 2>&1").c_str());
@@ -51,7 +52,7 @@ class LlamaReference : public ::testing::TestWithParam<const char*> {
 
  protected:
   void SetUp() override {
-    if (!python_has_torch()) GTEST_SKIP() << kPython << " cannot import torch (install python3-torch)";
+    if (!python_has_torch()) GTEST_SKIP() << kPython << " cannot import torch (run ./scripts/setup: it installs the torch wheel into .venv/)";
     ASSERT_TRUE(made_) << FABKIT_TRAINER_REF_SCRIPT << " make failed";
     dir_ = root_->path() / GetParam();
   }
