@@ -196,7 +196,8 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     for (const auto& w : warnings) log.warn(w);
   }
   log.open_metrics(fs::path(o.output_dir) / "metrics.jsonl");
-  SaveRequest save{o.output_dir, state, to_hf_json(loaded.config), o.model_dir, o.save_total_limit};
+  SaveRequest save{o.output_dir, state, to_hf_json(loaded.config), o.model_dir, o.save_total_limit,
+                   o.save_on_each_node, launch.local_rank};
   auto checkpoint = [&] {
     save.state = state;
     std::vector<std::string> warnings;

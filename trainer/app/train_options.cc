@@ -47,6 +47,9 @@ void bind_train_options(CLI::App& c, TrainOptions& o) {
   c.add_option("--max-grad-norm", o.max_grad_norm, "0: no clipping")->check(CLI::NonNegativeNumber);
   c.add_option("--save-every", o.save_every)->check(CLI::NonNegativeNumber);
   c.add_option("--save-total-limit", o.save_total_limit)->check(CLI::NonNegativeNumber);
+  c.add_flag("--save-on-each-node", o.save_on_each_node,
+             "OUTPUT is a node-local disk: every node keeps the manifest and its own ranks' shards, and "
+             "resumes from them (default: OUTPUT is shared and rank 0 writes the manifest)");
   c.add_flag("--resume,!--no-resume", o.resume, "continue from the newest complete checkpoint (default on)");
   c.add_option("--exit-after-steps", o.exit_after_steps,
                "stop after N steps of this process without a final checkpoint (preemption drill)")

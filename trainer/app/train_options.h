@@ -54,6 +54,7 @@ struct TrainOptions {
   // Checkpoints
   int64_t save_every = 0;
   int save_total_limit = 0;
+  bool save_on_each_node = false;  // OUTPUT is on each node's local disk, not shared
   bool resume = true;
   int64_t exit_after_steps = 0;  // stop (as if preempted) after this many steps in this process
 };

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/durable_file.h"
 #include "trainer/checkpoint/shard_file.h"
 
 namespace fs = std::filesystem;
@@ -28,18 +29,12 @@ std::string shard_name(int rank, int world) {
   return buf;
 }
 
-void write_text_atomic(const fs::path& path, const std::string& text) {
-  fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw SysErrorException({"write", errno, tmp.string()});
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw SysErrorException({"rename", ec.value(), tmp.string() + " -> " + path.string()});
-}
+
+// One rank's shard as the manifest records it; gathered as raw bytes from every rank.
+struct ShardDigest {
+  char sha256_hex[64];
+  uint64_t bytes;
+};
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
@@ -111,6 +106,11 @@ std::string check_for_rank(const fs::path& dir, const Json& manifest, const std:
     if (layout_for_resharding(manifest.at("units")) != layout_for_resharding(layout)) {
       return "parameter layout differs from this model";
     }
+    if (manifest.value("save_on_each_node", false)) {
+      return "written with --save-on-each-node by " + manifest.at("world_size").dump() + " ranks; resuming at " +
+             std::to_string(world) + " ranks reshards it, which needs every shard on every node: copy all " +
+             "rank-*.bin files of " + dir.string() + " to each node first";
+    }
     for (const auto& entry : manifest.at("shards")) {
       if (auto why = check_shard_file(dir, entry); !why.empty()) return why;
     }
@@ -144,6 +144,13 @@ void load_resharded(const fs::path& dir, const Json& manifest, std::vector<FlatS
 
 }  // namespace
 
+void broadcast_steps(Comm& comm, std::vector<int64_t>& steps, int root) {
+  int64_t count = static_cast<int64_t>(steps.size());
+  comm.broadcast_bytes(&count, sizeof(count), root);
+  steps.resize(static_cast<size_t>(count));
+  if (count > 0) comm.broadcast_bytes(steps.data(), steps.size() * sizeof(int64_t), root);
+}
+
 std::string sha256_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("cannot open " + path.string() + " to hash it");
@@ -172,8 +179,11 @@ fs::path save_checkpoint(Comm& comm, const SaveRequest& req, const std::vector<F
   const fs::path dir = req.output_dir / step_dir_name(req.state.step);
   const fs::path manifest_path = dir / "manifest.json";
   const int rank = comm.rank(), world = comm.world_size();
+  // Rank 0 writes the manifest on a shared file system; with save_on_each_node the first local
+  // rank of every node writes the same manifest on its node's disk.
+  const bool writes_manifest = req.save_on_each_node ? req.local_rank == 0 : rank == 0;
   // A manifest left from an earlier run of the same step would vouch for shards being rewritten.
-  if (rank == 0) fs::remove(manifest_path);
+  if (writes_manifest) fs::remove(manifest_path);
   comm.barrier();
   fs::create_directories(dir);
 
@@ -185,12 +195,17 @@ fs::path save_checkpoint(Comm& comm, const SaveRequest& req, const std::vector<F
   }
   const std::string file = shard_name(rank, world);
   write_shard_file(dir / file, {{"rank", rank}, {"world_size", world}, {"step", req.state.step}}, units);
-  const std::string digest = sha256_file(dir / file);
-  write_text_atomic(dir / (file + ".sha256"),
-                    digest + " " + std::to_string(fs::file_size(dir / file)) + "\n");
-  comm.barrier();  // every shard and its hash is on disk
 
-  if (rank == 0) {
+  // Every rank's size and SHA-256 over the comm: the manifest writers need all of them, and on
+  // node-local disks no rank can read another node's shard.
+  ShardDigest mine{};
+  const std::string digest = sha256_file(dir / file);
+  std::copy(digest.begin(), digest.end(), mine.sha256_hex);
+  mine.bytes = fs::file_size(dir / file);
+  std::vector<ShardDigest> all(static_cast<size_t>(world));
+  comm.allgather_bytes(&mine, sizeof(mine), all.data());  // also: every shard is durable
+
+  if (writes_manifest) {
     Json manifest = {{"format", kCheckpointFormat},
                      {"step", req.state.step},
                      {"world_size", world},
@@ -199,26 +214,24 @@ fs::path save_checkpoint(Comm& comm, const SaveRequest& req, const std::vector<F
                      {"train_state", state_json(req.state)},
                      {"model_dir", req.model_dir},
                      {"model_config", req.model_config},
+                     {"save_on_each_node", req.save_on_each_node},
                      {"units", layout_json(shards)},
                      {"shards", Json::array()}};
     for (int r = 0; r < world; ++r) {
-      const std::string f = shard_name(r, world);
-      std::istringstream side(read_text(dir / (f + ".sha256")));
-      std::string hash;
-      uint64_t bytes = 0;
-      side >> hash >> bytes;
-      if (hash.size() != 64) throw UsageError("checkpoint " + dir.string() + ": hash sidecar of " + f + " is unreadable");
-      manifest["shards"].push_back({{"file", f}, {"bytes", bytes}, {"sha256", hash}});
+      const ShardDigest& d = all[static_cast<size_t>(r)];
+      manifest["shards"].push_back({{"file", shard_name(r, world)},
+                                    {"bytes", d.bytes},
+                                    {"sha256", std::string(d.sha256_hex, sizeof(d.sha256_hex))}});
     }
-    write_text_atomic(manifest_path, manifest.dump(1) + "\n");
+    write_file_durably(manifest_path, manifest.dump(1) + "\n");
     if (req.save_total_limit > 0) {
-      auto all = list_checkpoints(req.output_dir);
-      for (size_t i = static_cast<size_t>(req.save_total_limit); i < all.size(); ++i) {
+      auto all_dirs = list_checkpoints(req.output_dir);
+      for (size_t i = static_cast<size_t>(req.save_total_limit); i < all_dirs.size(); ++i) {
         // Manifest first: a crash mid-removal leaves an incomplete (ignored) directory.
-        fs::remove(all[i] / "manifest.json");
+        fs::remove(all_dirs[i] / "manifest.json");
         std::error_code ec;
-        fs::remove_all(all[i], ec);
-        if (warnings) warnings->push_back("pruned " + all[i].string() + " (--save-total-limit " +
+        fs::remove_all(all_dirs[i], ec);
+        if (warnings) warnings->push_back("pruned " + all_dirs[i].string() + " (--save-total-limit " +
                                           std::to_string(req.save_total_limit) + ")");
       }
     }
@@ -250,16 +263,14 @@ std::optional<TrainState> resume_latest(Comm& comm, const fs::path& output_dir, 
   // Every rank lists the same shared directory; a rank that cannot use a candidate vetoes it
   // for all (the sum of "ok" votes must equal the world size), so all ranks resume together.
   // Rank 0's list decides the candidates, broadcast as step numbers.
-  auto candidates = list_checkpoints(output_dir);
-  float count = comm.rank() == 0 ? static_cast<float>(candidates.size()) : 0.0f;
-  comm.broadcast(&count, 1, 0);
-  std::vector<float> steps(static_cast<size_t>(count), 0.0f);
-  for (size_t i = 0; i < steps.size() && comm.rank() == 0; ++i) {
-    steps[i] = static_cast<float>(std::stoll(candidates[i].filename().string().substr(11)));
+  // With node-local disks each rank reads its own node's copy of the same step.
+  std::vector<int64_t> steps;
+  if (comm.rank() == 0) {
+    for (const auto& c : list_checkpoints(output_dir)) steps.push_back(std::stoll(c.filename().string().substr(11)));
   }
-  if (!steps.empty()) comm.broadcast(steps.data(), steps.size(), 0);
-  for (float step : steps) {
-    const fs::path dir = output_dir / step_dir_name(static_cast<int64_t>(step));
+  broadcast_steps(comm, steps, 0);
+  for (int64_t step : steps) {
+    const fs::path dir = output_dir / step_dir_name(step);
     std::string why;
     Json manifest;
     try {

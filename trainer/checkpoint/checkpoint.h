@@ -1,9 +1,13 @@
 // Sharded checkpoints: OUT/checkpoint-<step>/ holds one shard file per rank
-// (rank-<r>-of-<n>.bin: this rank's params + optimizer state, with a .sha256 sidecar) and a
-// manifest.json that rank 0 writes last (temp + rename) after a barrier. A checkpoint exists
-// only once its manifest is in place; resume verifies sizes and SHA-256 of the shards and
-// skips (with a warning) anything incomplete or corrupt. The directory must be visible to every
-// rank (a shared file system on multi-node runs).
+// (rank-<r>-of-<n>.bin: this rank's params + optimizer state) and a manifest.json, written last
+// (temp file, fsync, rename, fsync of the directory) once every shard is durable and every rank's
+// size and SHA-256 are gathered over the comm. A checkpoint exists only once its manifest is in
+// place; resume verifies sizes and SHA-256 of the shards and skips (with a warning) anything
+// incomplete or corrupt.
+//
+// Where it is written: on a file system every rank sees (rank 0 writes the manifest), or with
+// save_on_each_node on each node's local disk (the first local rank of every node writes the same
+// manifest beside that node's shards; each rank resumes from its own node's copy).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +41,10 @@ struct SaveRequest {
   Json model_config;           // HF config.json, stored in the checkpoint for export
   std::string model_dir;       // where tokenizer files can be copied from on export
   int save_total_limit = 0;    // > 0: keep only the newest N complete checkpoints
+  // Each node writes to its own local disk (output_dir is node-local): every node's local rank 0
+  // writes the manifest there. Otherwise output_dir is shared and rank 0 writes it.
+  bool save_on_each_node = false;
+  int local_rank = 0;
 };
 
 // Collective: every rank calls it. Returns the checkpoint directory. Warnings (pruning) go to
@@ -57,6 +65,10 @@ std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path&
 std::optional<TrainState> resume_latest(Comm& comm, const std::filesystem::path& output_dir,
                                         std::vector<FlatShard>& shards, ShardOptimizer& optimizer,
                                         std::vector<std::string>* warnings);
+
+// Checkpoint steps travel between ranks as int64 bytes, never as floats (exact past 2^24).
+// Exposed for the round-trip test.
+void broadcast_steps(Comm& comm, std::vector<int64_t>& steps, int root);
 
 // Offline (one process): the full parameters of a checkpoint by HF name, shards verified.
 struct FullTensor {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/durable_file.h"
 #include "common/errors.h"
 
 namespace fabkit::trainer {
@@ -24,24 +25,15 @@ void write_shard_file(const std::filesystem::path& path, const Json& header_in,
   }
   const std::string text = header.dump();
   const uint64_t len = text.size();
-  std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(kMagic, sizeof(kMagic));
-    out.write(reinterpret_cast<const char*>(&len), sizeof(len));  // x86/ARM: little-endian
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  // Durable before the manifest vouches for it (common/durable_file.h says why).
+  write_file_durably(path, [&](const ByteSink& sink) {
+    sink(kMagic, sizeof(kMagic));
+    sink(&len, sizeof(len));  // x86/ARM: little-endian
+    sink(text.data(), text.size());
     for (const auto& u : units) {
-      for (const auto& a : u.arrays) {
-        out.write(reinterpret_cast<const char*>(a.values.data()),
-                  static_cast<std::streamsize>(a.values.size() * sizeof(float)));
-      }
+      for (const auto& a : u.arrays) sink(a.values.data(), a.values.size() * sizeof(float));
     }
-    out.flush();
-    if (!out) throw SysErrorException({"write", errno, tmp.string()});
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw SysErrorException({"rename", ec.value(), tmp.string() + " -> " + path.string()});
+  });
 }
 
 ShardFileContents read_shard_file(const std::filesystem::path& path) {

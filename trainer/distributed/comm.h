@@ -1,15 +1,14 @@
 // The ONE communication interface of fabtrain. Everything above it (parallel/, optim/,
 // checkpoint/, app/) talks to ranks only through this class; all c10d use sits in one .cc per
-// backend (comm_gloo.cc; comm_nccl.cc when CUDA + a CUDA LibTorch exist). LibTorch 2.x moved the
-// backends under c10d::Backend: a port touches those files only.
+// backend (comm_gloo.cc; an NCCL backend joins it the same way).
 //
 // Buffers are raw fp32/fp64 pointers, not tensors, so this header pulls in no torch headers (torch
 // TUs compile slowly) and optim/ and checkpoint/ stay plain C++.
 //
-// Why so few operations: LibTorch 1.13's Gloo rejects reduce_scatter, _allgather_base, bf16 and
-// ReduceOp::AVG (DESIGN.md). The Gloo backend builds allgather and reduce-scatter from direct
-// point-to-point exchanges (comm_gloo.cc); reduce-scatter moves (N-1)/N of the buffer per rank,
-// half of what allreduce + slice moved.
+// Why so few operations: each backend implements exactly what the trainer needs, as cheaply as it
+// can. The Gloo backend builds allgather and reduce-scatter from direct point-to-point exchanges
+// (comm_gloo.cc) that send from and receive into the caller's memory; reduce-scatter moves
+// (N-1)/N of the buffer per rank.
 //
 // The *_async calls return at once with the collective in flight, so the caller can compute
 // while it runs (prefetching the next layer's parameters, reducing one layer's gradients during
@@ -64,6 +63,10 @@ class Comm {
     reduce_scatter_add_async(in, count, out)->wait();
   }
   virtual void broadcast(float* data, size_t count, int root) = 0;
+  // Raw bytes, bit for bit: integers (a step count past 2^24 is no float), hashes, flags.
+  virtual void broadcast_bytes(void* data, size_t bytes, int root) = 0;
+  // out holds world_size() * bytes; rank r's bytes land at out + r * bytes.
+  virtual void allgather_bytes(const void* in, size_t bytes, void* out) = 0;
   virtual void barrier() = 0;
   // Point-to-point, for pipeline stages (later). Tag separates concurrent streams; tags from 2^30
   // up are the backend's own (its allgather and reduce-scatter exchanges).

@@ -1,4 +1,4 @@
-// The Gloo backend of Comm: c10d::ProcessGroupGloo (LibTorch 1.13) over a c10d::TCPStore.
+// The Gloo backend of Comm: c10d::ProcessGroupGloo over a c10d::TCPStore.
 // The only file that touches c10d for CPU training.
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -23,6 +23,9 @@ at::Tensor wrap(const float* p, size_t n) {
 }
 at::Tensor wrap(double* p, size_t n) {
   return torch::from_blob(p, {static_cast<int64_t>(n)}, torch::kFloat64);
+}
+at::Tensor wrap_bytes(const void* p, size_t n) {
+  return torch::from_blob(const_cast<void*>(p), {static_cast<int64_t>(n)}, torch::kUInt8);
 }
 
 // The local address this host would use toward the master (resolved with a deadline).
@@ -160,6 +163,19 @@ class GlooComm : public Comm {
     bo.rootRank = root;
     run("broadcast", count, [&] { return pg_->broadcast(t, bo); });
   }
+  void broadcast_bytes(void* data, size_t bytes, int root) override {
+    std::vector<at::Tensor> t{wrap_bytes(data, bytes)};
+    c10d::BroadcastOptions bo;
+    bo.rootRank = root;
+    run("broadcast(bytes)", bytes, [&] { return pg_->broadcast(t, bo); });
+  }
+  void allgather_bytes(const void* in, size_t bytes, void* out) override {
+    auto* o = static_cast<unsigned char*>(out);
+    std::copy_n(static_cast<const unsigned char*>(in), bytes, o + static_cast<size_t>(rank_) * bytes);
+    exchange("allgather(bytes)", bytes, [&](int) { return wrap_bytes(in, bytes); },
+             [&](int peer) { return wrap_bytes(o + static_cast<size_t>(peer) * bytes, bytes); }, nullptr)
+        ->wait();
+  }
   void barrier() override {
     run("barrier", 0, [&] { return pg_->barrier(); });
   }
@@ -272,8 +288,8 @@ std::unique_ptr<Comm> make_gloo_comm(const CommOptions& options) {
 
 std::unique_ptr<Comm> make_comm(const CommOptions& options) {
   if (options.world_size <= 1) return make_local_comm();
-  // Debian's LibTorch is CPU-only (no ProcessGroupNCCL); a CUDA LibTorch build adds comm_nccl.cc
-  // and selects it here when a GPU is visible.
+  // fabtrain trains on CPU over Gloo; an NCCL backend for CUDA tensors is not written yet
+  // (docs/fabtrain.md, "GPU").
   return make_gloo_comm(options);
 }
 

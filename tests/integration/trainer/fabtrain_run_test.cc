@@ -14,6 +14,7 @@
 #include "tests/integration/trainer/run_support.h"
 #include "tests/support/ttar.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/distributed/local_spawn.h"
 
 namespace fs = std::filesystem;
 
@@ -116,6 +117,62 @@ TEST_F(Fabtrain, ResumeAfterAStopEqualsTheUninterruptedRun) {
   expect_same_curve(resumed, std::vector<double>(f.begin() + 3, f.end()));
   EXPECT_LT(max_weight_diff(out("full"), out("split")), 1e-6);  // same ops in the same order
   EXPECT_EQ(trainer::list_checkpoints(out("split")).size(), 1u);  // --save-total-limit 1
+}
+
+// Two "nodes" with their own local disks: each rank is launched by hand (as srun would, LOCAL_RANK
+// 0 on both) with its own OUTPUT directory standing for the node-local path. Checkpoint, stop,
+// resume: with --save-on-each-node each node holds a manifest and its own shard and the resumed
+// run equals the uninterrupted one; without it, node 1 has no manifest, so no rank may resume.
+struct NodeLocalRun {
+  std::vector<RunResult> ranks;
+  bool ok() const { return ranks.size() == 2 && ranks[0].exit_code == 0 && ranks[1].exit_code == 0; }
+  std::string output() const { return ranks.size() == 2 ? ranks[0].output + ranks[1].output : ""; }
+};
+
+NodeLocalRun run_two_nodes(const Fabtrain& t, const std::vector<std::string>& extra) {
+  const std::string port = std::to_string(trainer::pick_free_port());
+  std::vector<Started> started;
+  for (int r = 0; r < 2; ++r) {
+    auto args = Fabtrain::plus(t.base("node" + std::to_string(r), 6), {"--micro-batch-size", "2", "--save-every", "3"});
+    started.push_back(start_fabtrain(Fabtrain::plus(args, extra),
+                                     {"RANK=" + std::to_string(r), "WORLD_SIZE=2", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=1",
+                                      "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port}));
+  }
+  NodeLocalRun run;
+  for (auto& s : started) run.ranks.push_back(finish_fabtrain(s));
+  return run;
+}
+
+TEST_F(Fabtrain, SaveOnEachNodeResumesFromNodeLocalDisks) {
+  auto full = run_fabtrain(plus(base("full", 6), {"--nproc", "2", "--micro-batch-size", "2"}));
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+
+  auto first = run_two_nodes(*this, {"--save-on-each-node", "--exit-after-steps", "4"});
+  ASSERT_TRUE(first.ok()) << first.output();
+  for (int r = 0; r < 2; ++r) {
+    const fs::path ckpt = out("node" + std::to_string(r)) / "checkpoint-00000003";
+    EXPECT_TRUE(fs::exists(ckpt / "manifest.json")) << ckpt;
+    EXPECT_TRUE(fs::exists(ckpt / ("rank-0000" + std::to_string(r) + "-of-00002.bin"))) << ckpt;
+    EXPECT_FALSE(fs::exists(ckpt / ("rank-0000" + std::to_string(1 - r) + "-of-00002.bin"))) << ckpt;
+  }
+  auto second = run_two_nodes(*this, {"--save-on-each-node"});
+  ASSERT_TRUE(second.ok()) << second.output();
+  EXPECT_NE(second.ranks[0].output.find("resumed from step 3"), std::string::npos) << second.output();
+  auto l = losses(out("node0"));
+  auto f = losses(out("full"));
+  ASSERT_EQ(l.size(), 7u);  // steps 1-4, then 4-6 after the resume
+  expect_same_curve(std::vector<double>(l.begin() + 4, l.end()), std::vector<double>(f.begin() + 3, f.end()));
+}
+
+TEST_F(Fabtrain, WithoutSaveOnEachNodeNodeLocalDisksDoNotResume) {
+  auto first = run_two_nodes(*this, {"--exit-after-steps", "4"});
+  ASSERT_TRUE(first.ok()) << first.output();
+  EXPECT_TRUE(fs::exists(out("node0") / "checkpoint-00000003" / "manifest.json"));
+  EXPECT_FALSE(fs::exists(out("node1") / "checkpoint-00000003" / "manifest.json"));
+  auto second = run_two_nodes(*this, {});
+  ASSERT_TRUE(second.ok()) << second.output();
+  EXPECT_EQ(second.output().find("resumed from step"), std::string::npos) << second.output();
+  EXPECT_NE(second.output().find("skipping checkpoint"), std::string::npos) << second.output();
 }
 
 // A job stopped at 2 ranks resumes at another world size with the same global batch (ranks x

@@ -39,42 +39,54 @@ void write_token_data(const std::filesystem::path& file, int records, int len, i
   write_file(file, out.str());
 }
 
-RunResult run_fabtrain(const std::vector<std::string>& args, int timeout_s) {
+Started start_fabtrain(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  Started s;
   char tmpl[] = "/tmp/fabtrain-test-out-XXXXXX";
   int fd = mkstemp(tmpl);
-  const auto t0 = std::chrono::steady_clock::now();
+  s.output_file = tmpl;
+  s.t0 = std::chrono::steady_clock::now();
   pid_t pid = fork();
   if (pid == 0) {
     dup2(fd, 1);
     dup2(fd, 2);
     setpgid(0, 0);  // the deadline kill reaches the spawned ranks too
+    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> argv{const_cast<char*>(FABTRAIN_BIN)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     execv(FABTRAIN_BIN, argv.data());
     _exit(127);
   }
+  close(fd);
+  s.pid = pid;
+  return s;
+}
+
+RunResult finish_fabtrain(const Started& s, int timeout_s) {
   RunResult r;
   int status = 0;
   while (true) {
-    pid_t p = waitpid(pid, &status, WNOHANG);
-    if (p == pid) break;
-    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(timeout_s)) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
+    pid_t p = waitpid(s.pid, &status, WNOHANG);
+    if (p == s.pid) break;
+    if (std::chrono::steady_clock::now() - s.t0 > std::chrono::seconds(timeout_s)) {
+      kill(-s.pid, SIGKILL);
+      waitpid(s.pid, &status, 0);
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.t0).count();
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  close(fd);
-  std::ifstream in(tmpl);
+  std::ifstream in(s.output_file);
   std::stringstream ss;
   ss << in.rdbuf();
   r.output = ss.str();
-  unlink(tmpl);
+  unlink(s.output_file.c_str());
   return r;
+}
+
+RunResult run_fabtrain(const std::vector<std::string>& args, int timeout_s) {
+  return finish_fabtrain(start_fabtrain(args), timeout_s);
 }
 
 std::vector<Json> read_jsonl(const std::filesystem::path& file) {

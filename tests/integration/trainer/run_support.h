@@ -24,6 +24,16 @@ struct RunResult {
 // Runs FABTRAIN_BIN with args; kills it (SIGKILL) at the deadline.
 RunResult run_fabtrain(const std::vector<std::string>& args, int timeout_s = 240);
 
+// The same in two steps, so several fabtrain processes (ranks launched by hand, as srun would)
+// run at once; `env` entries (NAME=VALUE) are added to the inherited environment.
+struct Started {
+  int pid = -1;
+  std::string output_file;
+  std::chrono::steady_clock::time_point t0;
+};
+Started start_fabtrain(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+RunResult finish_fabtrain(const Started& s, int timeout_s = 240);
+
 std::vector<Json> read_jsonl(const std::filesystem::path& file);
 
 }  // namespace fabkit::testing

@@ -6,6 +6,7 @@
 #include <functional>
 #include <thread>
 
+#include "trainer/checkpoint/checkpoint.h"
 #include "trainer/distributed/comm.h"
 #include "trainer/distributed/local_spawn.h"
 #include "trainer/model/lm_loss.h"
@@ -63,6 +64,24 @@ TEST(GlooComm, CollectivesAndPointToPoint) {
       EXPECT_EQ(x, 7.0f);
     }
     c.barrier();
+  });
+}
+
+// Checkpoint steps cross ranks as int64 bytes: a float carries integers exactly only up to 2^24
+// (16777217 became 16777216 when steps were broadcast as floats).
+TEST(GlooComm, CheckpointStepsPast2To24CrossRanksExactly) {
+  const std::vector<int64_t> want{(int64_t{1} << 24) + 1, (int64_t{1} << 40) + 3, 7};
+  run_ranks(2, [&](Comm& c) {
+    std::vector<int64_t> steps;
+    if (c.rank() == 0) steps = want;
+    broadcast_steps(c, steps, 0);
+    EXPECT_EQ(steps, want) << "rank " << c.rank();
+    // Raw bytes from every rank land in rank order, untouched.
+    const unsigned char mine[3] = {static_cast<unsigned char>(0xF0 + c.rank()), 0x00, 0xFF};
+    unsigned char all[6] = {};
+    c.allgather_bytes(mine, 3, all);
+    EXPECT_EQ(std::vector<unsigned char>(all, all + 6),
+              (std::vector<unsigned char>{0xF0, 0x00, 0xFF, 0xF1, 0x00, 0xFF}));
   });
 }
 
