@@ -7,6 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <set>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -173,6 +177,97 @@ TEST_F(Fabtrain, WithoutSaveOnEachNodeNodeLocalDisksDoNotResume) {
   ASSERT_TRUE(second.ok()) << second.output();
   EXPECT_EQ(second.output().find("resumed from step"), std::string::npos) << second.output();
   EXPECT_NE(second.output().find("skipping checkpoint"), std::string::npos) << second.output();
+}
+
+// Write, kill, resume: the whole job is SIGKILLed while it checkpoints every step (so the kill
+// may land inside a checkpoint); the rerun resumes from the newest complete checkpoint and ends
+// where the uninterrupted run ends.
+TEST_F(Fabtrain, KilledWhileCheckpointingResumesFromTheNewestCompleteOne) {
+  auto full = run_fabtrain(plus(base("full", 8), {"--nproc", "2", "--micro-batch-size", "2"}));
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  const auto args = plus(base("killed", 8), {"--nproc", "2", "--micro-batch-size", "2", "--save-every", "1"});
+  Started s = start_fabtrain(args);
+  bool two_saved = false;
+  for (int i = 0; i < 2400 && !two_saved; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    two_saved = trainer::list_checkpoints(out("killed")).size() >= 2;
+  }
+  kill(-s.pid, SIGKILL);
+  auto killed = finish_fabtrain(s, 30);
+  ASSERT_TRUE(two_saved) << killed.output;
+  ASSERT_EQ(killed.exit_code, 128 + SIGKILL) << killed.output;
+  const auto complete = trainer::list_checkpoints(out("killed"));
+  ASSERT_FALSE(complete.empty());
+  const std::string newest = complete.front().filename().string();
+  const int newest_step = std::stoi(newest.substr(11));
+
+  auto resumed = run_fabtrain(args);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from step " + std::to_string(newest_step)), std::string::npos)
+      << "newest complete: " << newest << "\n" << resumed.output;
+  EXPECT_LT(max_weight_diff(out("full"), out("killed")), 1e-6);  // same ops in the same order
+}
+
+// Durability, seen in the system calls: every file of a checkpoint is fsynced before the rename
+// that publishes it, and its directory is fsynced after (common/durable_file.h says why).
+TEST_F(Fabtrain, CheckpointFilesAreFsyncedBeforeTheirRenameAndTheDirectoryAfter) {
+  if (std::system("strace -V >/dev/null 2>&1") != 0) GTEST_SKIP() << "strace is not installed (scripts/setup installs it)";
+  const fs::path trace = out("strace.log");
+  auto args = plus({"-f", "-qq", "-e", "trace=openat,fsync,rename", "-o", trace.string(), FABTRAIN_BIN},
+                   plus(base("durable", 2), {"--nproc", "2", "--micro-batch-size", "2"}));
+  std::string cmd = "strace";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  ASSERT_EQ(std::system((cmd + " >/dev/null 2>&1").c_str()), 0) << cmd;
+
+  // Per process: fd of each open temp file, whether it was fsynced, and directory fds fsynced.
+  std::ifstream in(trace);
+  std::string line;
+  std::map<std::string, std::map<int, std::string>> open_fds;  // pid -> fd -> path
+  std::map<std::string, std::set<std::string>> synced;         // pid -> paths fsynced
+  std::map<std::string, std::string> pending_dir;              // pid -> directory awaiting fsync
+  const std::regex open_re(R"re(^(\d+) +openat\(AT_FDCWD, "([^"]+)", ([^)]*)\) += (\d+))re");
+  const std::regex fsync_re(R"re(^(\d+) +fsync\((\d+)\) += 0)re");
+  const std::regex rename_re(R"re(^(\d+) +rename\("([^"]+)", "([^"]+)"\) += 0)re");
+  int published = 0, dirs_synced = 0;
+  std::vector<std::string> problems;
+  // strace -f splits a call that another process interrupts into "... <unfinished ...>" and
+  // "<... NAME resumed> ...": join them per pid first.
+  std::map<std::string, std::string> unfinished;
+  const std::regex resumed_re(R"re(^(\d+) +<\.\.\. \w+ resumed>(.*)$)re");
+  while (std::getline(in, line)) {
+    std::smatch m;
+    const std::string pid = line.substr(0, line.find(' '));
+    if (const auto cut = line.rfind(" <unfinished ...>"); cut != std::string::npos) {
+      unfinished[pid] = line.substr(0, cut);
+      continue;
+    }
+    if (std::regex_search(line, m, resumed_re) && unfinished.count(pid)) {
+      line = unfinished[pid] + std::string(m[2]);
+      unfinished.erase(pid);
+    }
+    if (std::regex_search(line, m, open_re)) {
+      open_fds[m[1]][std::stoi(m[4])] = m[2];
+    } else if (std::regex_search(line, m, fsync_re)) {
+      const std::string path = open_fds[m[1]][std::stoi(m[2])];
+      synced[m[1]].insert(path);
+      if (pending_dir.count(m[1]) && path == pending_dir[m[1]]) {
+        ++dirs_synced;
+        pending_dir.erase(m[1]);
+      }
+    } else if (std::regex_search(line, m, rename_re)) {
+      const std::string to = m[3];
+      if (to.find("checkpoint-") == std::string::npos) continue;
+      ++published;
+      if (!synced[m[1]].count(m[2])) problems.push_back("renamed without fsync: " + std::string(m[2]));
+      if (pending_dir.count(m[1])) problems.push_back("directory not fsynced after the rename to " + pending_dir[m[1]]);
+      pending_dir[m[1]] = fs::path(to).parent_path().string();
+    }
+  }
+  for (const auto& [pid, dir] : pending_dir) problems.push_back("directory never fsynced: " + dir);
+  EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
+  // The final checkpoint (step 2): 2 shards + 1 manifest, each renamed into place.
+  EXPECT_GE(published, 3) << "renames into checkpoint directories seen in " << trace;
+  EXPECT_EQ(dirs_synced, published);
 }
 
 // A job stopped at 2 ranks resumes at another world size with the same global batch (ranks x
