@@ -69,8 +69,11 @@ Report run_node_probe(const ProbeContext& ctx) {
   // The nets an NCCL topology file names must exist as RDMA devices here.
   append(r.findings, probes::judge_topo_file(topo_file, rdma_names));
   append(r.findings, probes::judge_locality(locality));
-  std::optional<int> pci_gpus;  // GPUs seen on the PCI bus, to compare with what CUDA reports
-  if (locality.topology) pci_gpus = static_cast<int>(locality.topology->gpus.size());
+  std::optional<int> pci_gpus;  // NVIDIA GPUs on the PCI bus, to compare with what NVML reports
+  if (locality.topology) {
+    pci_gpus = 0;
+    for (const auto& g : locality.topology->gpus) *pci_gpus += g.vendor_id == 0x10de ? 1 : 0;
+  }
   append(r.findings, probes::judge_gpu(gpu, pci_gpus));
   append(r.findings, probes::judge_gpudirect(gpudirect));
 

@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
-"""Median wall time of `fabcheck node --json` over N runs, next to references measured in the
-same loop (alternated, because this machine is noisy): `/bin/true` (process start cost) and
-`ip -j addr` (a tool that reads the same interface facts). Target: <= 100 ms per node check.
+"""Median wall time of `fabcheck node --json` over N runs, next to reference tools measured in the
+same loop (alternated, because machines are noisy): `/bin/true` (process start cost), `ip -j addr`
+(the interface facts), `nvidia-smi -L` (the GPU inventory through NVML, as fabcheck's GPU probe
+reads it) and `ibv_devinfo` (the RDMA devices). A reference tool that is absent is skipped and the
+reason printed. Ratios are medians of per-round ratios. fabcheck's own GPU-probe time
+(gpus.query_ms) is reported beside, to separate NVML from the rest.
+Target: <= 100 ms per node check, also on a GPU node.
 usage: node_bench.py FABCHECK [N]"""
+import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -11,26 +17,43 @@ import time
 FABCHECK = sys.argv[1]
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 30
 TARGET_MS = 100.0
+FAB = "fabcheck node --json"
 
-contenders = {
-    "fabcheck node --json": [FABCHECK, "node", "--json"],
-    "ip -j addr": ["ip", "-j", "addr"],
-    "/bin/true": ["/bin/true"],
-}
+contenders = {FAB: [FABCHECK, "node", "--json"], "/bin/true": ["/bin/true"]}
+skipped = {}
+for name, argv in (("ip -j addr", ["ip", "-j", "addr"]), ("nvidia-smi -L", ["nvidia-smi", "-L"]),
+                   ("ibv_devinfo", ["ibv_devinfo"])):
+    if shutil.which(argv[0]) is None:
+        skipped[name] = f"{argv[0]} is not installed"
+        continue
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode != 0:
+        # nvidia-smi without a driver, ibv_devinfo without devices: not a measurement of the work.
+        why = (p.stdout + p.stderr).strip().splitlines()
+        skipped[name] = f"exit {p.returncode}: {why[0] if why else 'no output'}"
+        continue
+    contenders[name] = argv
+
 times = {k: [] for k in contenders}
+gpu_query_ms = []
 for _ in range(N):
     for name, cmd in contenders.items():
         t0 = time.perf_counter()
-        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         times[name].append((time.perf_counter() - t0) * 1000)
         if p.returncode not in (0, 1):
             sys.exit(f"{name}: exit {p.returncode}")
+        if name == FAB:
+            gpu_query_ms.append(json.loads(p.stdout)["gpus"]["query_ms"])
 
 med = {k: statistics.median(v) for k, v in times.items()}
-ratio_ip = statistics.median(a / b for a, b in zip(times["fabcheck node --json"], times["ip -j addr"]))
 print(f"runs: {N} (alternated)")
+print(f"  {'command':<22} {'median ms':>10} {'min ms':>9} {'fabcheck / it':>14}")
 for k, v in med.items():
-    print(f"  {k:<22} median {v:8.2f} ms   min {min(times[k]):8.2f} ms")
-print(f"  fabcheck / ip -j addr: median ratio {ratio_ip:.1f}x")
-fab = med["fabcheck node --json"]
+    ratio = "" if k == FAB else f"{statistics.median(a / b for a, b in zip(times[FAB], times[k])):.2f}x"
+    print(f"  {k:<22} {v:10.2f} {min(times[k]):9.2f} {ratio:>14}")
+for k, why in skipped.items():
+    print(f"  {k:<22} skipped: {why}")
+print(f"  fabcheck GPU probe (NVML, gpus.query_ms): median {statistics.median(gpu_query_ms):.2f} ms")
+fab = med[FAB]
 print(f"  target <= {TARGET_MS:.0f} ms: {'met' if fab <= TARGET_MS else 'NOT met'} ({fab:.1f} ms)")

@@ -1,7 +1,8 @@
 // The line protocol between run_nccl_allreduce and its fabcheck-nccl-runner child. The child
 // writes on fd 3 (its stdout and stderr are NCCL's log), the parent answers on the child's stdin:
 //   child:  READY <unique-id hex | ->   UNAVAILABLE <reason>   FAILED <kind> <reason>
-//           PROGRESS <bytes>            RESULT <one-line JSON {"sizes":[...]}>
+//           PROGRESS <bytes>            RESULT <one-line JSON {"sizes":[...], "nccl_version": N,
+//                                                     "device": {index, bus_id, chosen_by, reason}}>
 //   parent: GO <unique-id hex>          STOP
 // Pure parsing, so malformed lines from a broken child are tested without CUDA.
 #pragma once

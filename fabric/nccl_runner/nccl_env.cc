@@ -14,6 +14,7 @@ NcclChildEnv nccl_child_env(const NcclTransportChoice& choice, const std::string
   env.set["NCCL_DEBUG"] = "INFO";
   env.set["NCCL_DEBUG_SUBSYS"] = "INIT,NET";
   env.unset = {"NCCL_DEBUG_FILE", "NCCL_COMM_ID"};
+  if (!choice.host_id.empty()) env.set["NCCL_HOSTID"] = choice.host_id;
   if (!ifname.empty()) {
     // '=' = exact name: a bare "eth1" would also match eth10, eth11...
     env.set["NCCL_SOCKET_IFNAME"] = "=" + ifname;

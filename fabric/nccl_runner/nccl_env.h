@@ -13,6 +13,10 @@ struct NcclTransportChoice {
   int port = 1;         // HCA port (IB, RoCE)
   int gid_index = -1;   // RoCE: the node probe's RoCE v2 GID index; -1 = NCCL's own choice (>= 2.21)
   std::string runner_path;  // "" = FABKIT_NCCL_RUNNER, beside this executable, then the build tree
+  int device = -1;          // CUDA device for the child; -1 = the GPU nearest the NIC (gpu_choice.h)
+  // NCCL_HOSTID for the child: ranks on one machine that must count as two hosts (network-namespace
+  // hosts sharing a GPU; NCCL rejects two ranks on one GPU of one host). "" = NCCL's own host hash.
+  std::string host_id;
 };
 
 struct NcclChildEnv {

@@ -12,6 +12,7 @@
 #include "fabric/nccl_log/nccl_log.h"
 #include "fabric/nccl_runner/child_process.h"
 #include "fabric/nccl_runner/child_protocol.h"
+#include "fabric/nccl_runner/gpu_choice.h"
 
 namespace fabkit::fabric {
 namespace {
@@ -111,6 +112,17 @@ TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportCh
   if (runner.empty())
     return make_run(transport, "unavailable", "runner_not_built",
                     "fabcheck-nccl-runner not found (this fabcheck was built without NCCL, or the runner was not installed beside it; set FABKIT_NCCL_RUNNER)");
+  // The GPU for this rank: the caller's, else the one nearest the NIC under test.
+  Json gpu_pick;
+  std::vector<std::string> device_args;
+  if (choice.device >= 0) {
+    device_args = {"--device", std::to_string(choice.device)};
+    gpu_pick = {{"bus_id", nullptr}, {"reason", "CUDA device " + std::to_string(choice.device) + " set by the caller"}};
+  } else {
+    GpuPick pick = pick_gpu_here(choice.network == "Socket" ? "" : choice.hca, spec.ifname);
+    if (!pick.bus_id.empty()) device_args = {"--device-bus-id", pick.bus_id};
+    gpu_pick = to_json(pick);
+  }
   try {
     // 1. The agents meet first: no child is started for a peer that never shows up.
     auto sizes = effective_sizes(spec);
@@ -127,6 +139,7 @@ TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportCh
     std::vector<std::string> args = {"--rank", std::to_string(spec.rank), "--world-size", "2", "--sizes", join_sizes(sizes),
                                      "--iters", std::to_string(spec.iters), "--warmup", std::to_string(spec.warmup_iters),
                                      "--timeout-ms", std::to_string(spec.timeout_ms)};
+    args.insert(args.end(), device_args.begin(), device_args.end());
     ChildProcess child(runner, args, merge_child_env(Environment::from_process().vars(), env));
     bool eof = false;
     std::string first = child.next_line(spec.timeout_ms, &eof);
@@ -138,6 +151,7 @@ TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportCh
     run.transport = transport;
     run.extra["env"] = Json(env.set);
     run.extra["runner"] = runner;
+    run.extra["gpu_pick"] = gpu_pick;
     auto finish_log = [&](TransportRun& r) {
       r.extra["child_exit"] = child.wait_exit(spec.timeout_ms);
       nccl_log::NcclLogSummary summary = nccl_log::parse_nccl_log(child.log());
@@ -162,6 +176,7 @@ TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportCh
       TransportRun r = make_run(transport, unavailable ? "unavailable" : "failed", unavailable ? "unavailable" : (bad.word.empty() ? "child_protocol" : bad.word),
                                 who + ": " + bad.text);
       r.extra["env"] = Json(env.set);
+      r.extra["gpu_pick"] = gpu_pick;
       return r;
     }
     std::string id = spec.rank == 0 ? mine_line.word : theirs.word;
@@ -172,6 +187,7 @@ TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportCh
       if (eof) {
         TransportRun r = make_run(transport, "failed", "child_died", "the NCCL runner child exited without a result");
         r.extra["env"] = Json(env.set);
+        r.extra["gpu_pick"] = gpu_pick;
         finish_log(r);
         return r;
       }
@@ -180,6 +196,7 @@ TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportCh
       if (l.kind == ChildLineKind::kFailed || l.kind == ChildLineKind::kInvalid) {
         TransportRun r = make_run(transport, "failed", l.kind == ChildLineKind::kFailed ? l.word : "child_protocol", l.text);
         r.extra["env"] = Json(env.set);
+        r.extra["gpu_pick"] = gpu_pick;
         finish_log(r);
         return r;
       }
@@ -194,6 +211,8 @@ TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportCh
           ok = ok && sr.correct;
           run.sizes.push_back(sr);
         }
+        run.extra["device"] = result.value("device", Json());
+        run.extra["nccl_version"] = result.value("nccl_version", Json());
         run.status = ok ? "ok" : "failed";
         if (!ok) {
           run.reason = "result check failed for at least one size";

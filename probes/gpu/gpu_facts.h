@@ -1,5 +1,8 @@
-// Probe 8, GPUs through the CUDA runtime (when built with CUDA): count, names, PCI bus ids, memory.
-// On a CPU node the runtime answers "no driver"/"no device", which is a fact, not a failure.
+// Probe 8, GPUs through NVML (libnvidia-ml.so.1, loaded at run time): name, UUID, PCI bus id,
+// NUMA node, memory and compute capability per GPU, the driver version and the CUDA driver API
+// version. NVML creates no CUDA context (cuInit costs ~200 ms on an H100 node, NVML ~20 ms), so
+// the default path never touches the CUDA runtime. No NVML library, or a driver that is not
+// loaded, is a fact ("no NVIDIA driver"), not a failure.
 #pragma once
 
 #include <cstdint>
@@ -9,34 +12,46 @@
 
 #include "common/finding.h"
 #include "common/json.h"
+#include "probes/gpu/nvml_api.h"
 #include "probes/probe_context.h"
 
 namespace fabkit::probes {
 
-struct CudaDevice {
-  int index = 0;
+struct GpuDevice {
+  int index = 0;  // NVML index (PCI order; CUDA's default order may differ: CUDA_DEVICE_ORDER)
   std::string name;
-  std::string bus_id;  // normalised "dddd:bb:dd.f"
-  uint64_t memory_bytes = 0;
-  int cc_major = 0, cc_minor = 0;
+  std::string uuid;
+  std::string bus_id;                  // normalised "dddd:bb:dd.f" (sysfs/NCCL form)
+  std::optional<int> numa_node;        // null: unknown or not local to one node
+  std::string numa_source;             // "nvml", "sysfs", or "" when unknown
+  std::optional<uint64_t> memory_bytes;
+  std::optional<std::string> compute_capability;  // "9.0"
+  std::vector<std::string> errors;     // NVML calls that failed for this GPU, each named
 };
 
 struct GpuFacts {
-  bool built_with_cuda = false;
-  bool skipped = false;                   // under --sysroot: CUDA would describe this machine
-  std::optional<std::string> driver;      // CUDA driver API version "12.4"; null without driver
-  std::optional<std::string> runtime;     // cudart version linked in
-  std::optional<std::string> error_name;  // cudaGetDeviceCount's error, e.g. cudaErrorNoDevice
-  std::optional<std::string> error_string;
+  std::string source = "nvml";
+  bool skipped = false;                  // under --sysroot: NVML would describe this machine
+  bool nvml_loaded = false;              // libnvidia-ml.so.1 opened with every entry point
+  std::optional<std::string> nvml_error; // why not: dlopen/dlsym message, or nvmlInit_v2's error
+  std::optional<int> nvml_init_code;     // nvmlInit_v2's return when it failed
+  bool driver_loaded = false;            // nvmlInit_v2 succeeded
+  std::optional<std::string> driver_version;       // "580.95.05"
+  std::optional<std::string> cuda_driver_version;  // CUDA driver API the driver supports, "13.0"
   int count = 0;
-  std::vector<CudaDevice> devices;
+  std::vector<GpuDevice> devices;
+  std::vector<std::string> errors;       // node-level NVML calls that failed, each named
   std::optional<std::string> cuda_visible_devices;  // from the environment snapshot
-  double query_ms = 0;
+  double query_ms = 0;                   // wall time of load + init + queries + shutdown
 };
 
+// Loads the real NVML (nvml::load_library) unless under --sysroot.
 GpuFacts gather_gpu(const ProbeContext& ctx);
-// Pure. pci_gpu_count: GPUs the locality probe found by PCI identity (nullopt: unknown).
-std::vector<Finding> judge_gpu(const GpuFacts& facts, std::optional<int> pci_gpu_count);
+// The same through a given library (the fake in tests). Reads the sysfs numa_node under
+// ctx.roots when NVML cannot say.
+GpuFacts gather_gpu(const ProbeContext& ctx, const nvml::Library& lib);
+// Pure. nvidia_pci_gpus: NVIDIA GPUs the locality probe found by PCI identity (nullopt: unknown).
+std::vector<Finding> judge_gpu(const GpuFacts& facts, std::optional<int> nvidia_pci_gpus);
 Json to_json(const GpuFacts& facts);
 
 }  // namespace fabkit::probes

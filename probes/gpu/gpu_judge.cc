@@ -1,70 +1,96 @@
 #include "probes/gpu/gpu_facts.h"
 
 namespace fabkit::probes {
+namespace {
 
-std::vector<Finding> judge_gpu(const GpuFacts& f, std::optional<int> pci_gpu_count) {
+const char* kDriverFix =
+    "check `nvidia-smi`; load the driver (`modprobe nvidia`), match the user-space driver "
+    "(libnvidia-ml) to the kernel module, and in containers run with --gpus all (or the "
+    "NVIDIA container toolkit's CDI devices)";
+
+std::string numa_text(const GpuDevice& d) {
+  return d.numa_node ? "NUMA " + std::to_string(*d.numa_node) + " (" + d.numa_source + ")"
+                     : std::string("NUMA unknown");
+}
+
+}  // namespace
+
+std::vector<Finding> judge_gpu(const GpuFacts& f, std::optional<int> nvidia_pci_gpus) {
   std::vector<Finding> out;
-  if (!f.built_with_cuda) {
-    out.push_back(
-        info("gpu.built_without_cuda", "CUDA",
-             "fabcheck was built without CUDA, so GPUs are not queried through the CUDA "
-             "runtime (GPUs found by PCI identity are in the locality section)",
-             "rebuild with CUDA (cmake finds /usr/local/cuda or $CUDA_HOME) to query GPUs"));
-    return out;
-  }
   if (f.skipped)
-    return {info(
-        "gpu.skipped", "CUDA",
-        "skipped under --sysroot: the CUDA runtime reads this machine, not the captured tree")};
-  if (f.error_name) {
-    const std::string& e = *f.error_name;
-    bool no_gpu_here = e == "cudaErrorNoDevice" || e == "cudaErrorInsufficientDriver";
-    std::string seen = "cudaGetDeviceCount failed: " + e + " (" + f.error_string.value_or("") + ")";
-    if (no_gpu_here && pci_gpu_count.value_or(0) == 0) {
-      out.push_back(info("gpu.none", "CUDA", seen + "; no GPU on this node"));
+    return {info("gpu.skipped", "NVML",
+                 "skipped under --sysroot: NVML reads this machine's driver, not the captured "
+                 "tree (PCI-identified GPUs are in the locality section)")};
+  int on_bus = nvidia_pci_gpus.value_or(0);
+  std::string bus_note =
+      nvidia_pci_gpus ? "; " + std::to_string(on_bus) + " NVIDIA GPU(s) are on the PCI bus" : "";
+  if (!f.driver_loaded) {
+    // No library, or the library without a loaded kernel driver: normal on a CPU node.
+    bool no_driver = !f.nvml_loaded || f.nvml_init_code == nvml::kErrorDriverNotLoaded;
+    std::string seen = (f.nvml_loaded ? "NVML could not start: " : "no NVIDIA driver: ") +
+                       f.nvml_error.value_or("unknown reason");
+    if (no_driver && on_bus == 0) {
+      out.push_back(info("gpu.no_driver", "NVML", seen + "; no NVIDIA GPU on this node"));
     } else {
-      out.push_back(warn("gpu.cuda_error", "CUDA",
-                         seen + (pci_gpu_count ? "; " + std::to_string(*pci_gpu_count) +
-                                                     " GPU(s) are on the PCI bus"
-                                               : std::string()),
-                         "check `nvidia-smi`; load the driver (modprobe nvidia), match driver and "
-                         "CUDA versions, and in containers run with --gpus all"));
+      out.push_back(warn(no_driver ? "gpu.driver_missing" : "gpu.nvml_error", "NVML",
+                         seen + bus_note, kDriverFix));
     }
     return out;
   }
-  out.push_back(info(
-      "gpu.found", "CUDA",
-      std::to_string(f.count) + " CUDA device(s), driver API " + f.driver.value_or("unknown")));
-  if (pci_gpu_count && f.count < *pci_gpu_count) {
-    std::string why = f.cuda_visible_devices ? "CUDA_VISIBLE_DEVICES=" + *f.cuda_visible_devices
-                                             : std::string("CUDA_VISIBLE_DEVICES is unset");
-    out.push_back(warn("gpu.count_mismatch", "CUDA",
-                       "CUDA sees " + std::to_string(f.count) + " GPU(s) but " +
-                           std::to_string(*pci_gpu_count) + " are on the PCI bus (" + why + ")",
-                       "unset CUDA_VISIBLE_DEVICES or list every GPU; check `nvidia-smi -q | grep "
-                       "-i 'retired\\|xid'` and dmesg for GPUs that fell off the bus"));
+  out.push_back(info("gpu.found", "NVML",
+                     std::to_string(f.count) + " NVIDIA GPU(s), driver " +
+                         f.driver_version.value_or("unknown") + ", CUDA driver API " +
+                         f.cuda_driver_version.value_or("unknown")));
+  for (const auto& d : f.devices) {
+    std::string subject = d.bus_id.empty() ? "GPU " + std::to_string(d.index) : d.bus_id;
+    out.push_back(info("gpu.device", subject,
+                       "GPU " + std::to_string(d.index) + ": " +
+                           (d.name.empty() ? "name unknown" : d.name) + ", " + numa_text(d) +
+                           (d.uuid.empty() ? "" : ", " + d.uuid)));
+    if (!d.errors.empty()) {
+      std::string calls;
+      for (const auto& e : d.errors) calls += (calls.empty() ? "" : "; ") + e;
+      out.push_back(warn("gpu.query_failed", subject,
+                         "NVML could not describe GPU " + std::to_string(d.index) + ": " + calls,
+                         "`nvidia-smi -q -i " + std::to_string(d.index) +
+                             "`; `dmesg | grep -i xid` (GPU is lost = Xid 79: drain the node and "
+                             "reset or replace the GPU)"));
+    }
   }
+  for (const auto& e : f.errors)
+    out.push_back(warn("gpu.query_failed", "NVML", "NVML call failed: " + e, kDriverFix));
+  if (nvidia_pci_gpus && f.count < on_bus)
+    out.push_back(warn("gpu.count_mismatch", "NVML",
+                       "the driver manages " + std::to_string(f.count) + " GPU(s) but " +
+                           std::to_string(on_bus) + " NVIDIA GPU(s) are on the PCI bus",
+                       "`nvidia-smi -L` vs `lspci -d 10de:`; `dmesg | grep -i 'nvrm\\|xid'` for "
+                       "GPUs the driver failed to bind or that fell off the bus"));
   return out;
 }
 
 Json to_json(const GpuFacts& f) {
+  auto opt = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };
   Json devices = Json::array();
   for (const auto& d : f.devices)
-    devices.push_back(
-        {{"index", d.index},
-         {"name", d.name},
-         {"bus_id", d.bus_id},
-         {"memory_bytes", d.memory_bytes},
-         {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)}});
-  auto opt = [](const std::optional<std::string>& s) { return s ? Json(*s) : Json(nullptr); };
-  return {{"built_with_cuda", f.built_with_cuda},
+    devices.push_back({{"index", d.index},
+                       {"name", d.name},
+                       {"uuid", d.uuid},
+                       {"bus_id", d.bus_id},
+                       {"numa_node", opt(d.numa_node)},
+                       {"numa_source", d.numa_source.empty() ? Json(nullptr) : Json(d.numa_source)},
+                       {"memory_bytes", opt(d.memory_bytes)},
+                       {"compute_capability", opt(d.compute_capability)},
+                       {"errors", d.errors}});
+  return {{"source", f.source},
           {"skipped", f.skipped},
-          {"driver", opt(f.driver)},
-          {"runtime", opt(f.runtime)},
-          {"error", opt(f.error_name)},
-          {"error_string", opt(f.error_string)},
+          {"nvml_loaded", f.nvml_loaded},
+          {"driver_loaded", f.driver_loaded},
+          {"nvml_error", opt(f.nvml_error)},
+          {"driver_version", opt(f.driver_version)},
+          {"cuda_driver_version", opt(f.cuda_driver_version)},
           {"count", f.count},
           {"devices", devices},
+          {"errors", f.errors},
           {"cuda_visible_devices", opt(f.cuda_visible_devices)},
           {"query_ms", f.query_ms}};
 }

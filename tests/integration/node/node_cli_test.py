@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """`fabcheck node --json` on this machine and on a --sysroot fixture tree, checked against the
-system's own tools (ip -j addr, ulimit -l) and against the fixture's facts.
+system's own tools (ip -j addr, ulimit -l, nvidia-smi, /sys/class/infiniband) and against the
+fixture's facts. Nothing about this machine is assumed: a GPU node (also inside an NVIDIA
+container, where `ip` may be missing) is checked against what its own tools report.
 usage: node_cli_test.py FABCHECK SOURCE_DIR"""
 import json
 import os
@@ -28,10 +30,33 @@ def test_live():
     check(p.returncode == exit_code_for(doc["findings"]),
           f"exit {p.returncode} does not match the findings' severities")
 
-    # Interfaces: the same names, addresses and flags as `ip -j addr`.
+    ours = {i["name"]: i for i in doc["net"]["interfaces"]}
+    check_interfaces(ours)
+    check(ours["lo"]["kind"] == "loopback" and ours["lo"]["virtual"], "lo is a virtual loopback")
+    check(doc["net"]["recommended"]["name"] != "lo", "never recommend loopback")
+    check_gpus(doc)
+    check_rdma(doc)
+
+    # memlock soft limit: what the shell reports for the same environment.
+    out = subprocess.run(["sh", "-c", "ulimit -l"], capture_output=True, text=True,
+                         env=clean_env()).stdout.strip()
+    soft = doc["limits"]["memlock_bytes"]["soft"]
+    check(soft == ("unlimited" if out == "unlimited" else int(out) * 1024),
+          f"memlock soft {soft} vs ulimit -l {out}")
+    check("nccl_env" in doc and isinstance(doc["nccl_env"]["variables"], list), "nccl_env section")
+
+
+def check_interfaces(ours):
+    """The same names, addresses and flags as `ip -j addr`; names only (from sysfs) without ip."""
+    if shutil.which("ip") is None:
+        # NVIDIA's CUDA images ship without iproute2.
+        names = set(os.listdir("/sys/class/net"))
+        check(set(ours) == names, f"interfaces differ: fabcheck {sorted(ours)} vs sysfs {sorted(names)}")
+        print("note: `ip` is not installed; addresses and flags not cross-checked (names checked "
+              "against /sys/class/net)")
+        return
     ip = json.loads(subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True,
                                    check=True).stdout)
-    ours = {i["name"]: i for i in doc["net"]["interfaces"]}
     check(set(ours) == {l["ifname"] for l in ip},
           f"interfaces differ: fabcheck {sorted(ours)} vs ip {sorted(l['ifname'] for l in ip)}")
     for link in ip:
@@ -47,25 +72,62 @@ def test_live():
         check(mine["running"] == running,
               f"{link['ifname']}: running {mine['running']} vs ip operstate {link.get('operstate')}")
         check(mine["mtu"] == link["mtu"], f"{link['ifname']}: mtu {mine['mtu']} vs {link['mtu']}")
-    check(ours["lo"]["kind"] == "loopback" and ours["lo"]["virtual"], "lo is a virtual loopback")
-    check(doc["net"]["recommended"]["name"] != "lo", "never recommend loopback")
 
-    # memlock soft limit: what the shell reports for the same environment.
-    out = subprocess.run(["sh", "-c", "ulimit -l"], capture_output=True, text=True,
-                         env=clean_env()).stdout.strip()
-    soft = doc["limits"]["memlock_bytes"]["soft"]
-    check(soft == ("unlimited" if out == "unlimited" else int(out) * 1024),
-          f"memlock soft {soft} vs ulimit -l {out}")
 
-    # RDMA: this machine has none; once the rdma probe is built its section must say so.
-    if os.path.exists(os.path.join(SOURCE_DIR, "probes/rdma/CMakeLists.txt")):
-        check("rdma" in doc, "the rdma probe is built but the report has no rdma section")
-        check(doc["rdma"]["devices"] == [], f"rdma devices {doc['rdma']['devices']}")
+def nvidia_gpus_in_sysfs():
+    n = 0
+    for dev in os.listdir("/sys/bus/pci/devices"):
+        base = os.path.join("/sys/bus/pci/devices", dev)
+        try:
+            vendor = open(os.path.join(base, "vendor")).read().strip()
+            cls = open(os.path.join(base, "class")).read().strip()
+        except OSError:
+            continue
+        n += vendor == "0x10de" and cls.startswith("0x03")
+    return n
+
+
+def check_gpus(doc):
+    """The gpus section against nvidia-smi (its own NVML client) when present, else against the
+    absence of a driver: never an assumption that the machine has no GPU."""
+    g = doc["gpus"]
+    codes = {f["code"]: f for f in doc["findings"] if f["code"].startswith("gpu.")}
+    smi = shutil.which("nvidia-smi")
+    if g["driver_loaded"]:
+        check("gpu.found" in codes, f"driver loaded but no gpu.found: {sorted(codes)}")
+        if smi is None:
+            print("note: nvidia-smi not installed; GPU inventory not cross-checked")
+            return
+        out = subprocess.run([smi, "--query-gpu=uuid,pci.bus_id,name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=60)
+        check(out.returncode == 0, f"nvidia-smi failed: {out.stderr}")
+        want = sorted((u.strip(), b.strip().lower()[4:], n.strip())
+                      for u, b, n in (l.split(",", 2) for l in out.stdout.strip().splitlines()))
+        got = sorted((d["uuid"], d["bus_id"], d["name"]) for d in g["devices"])
+        check(got == want, f"GPUs: fabcheck {got} vs nvidia-smi {want}")
+        return
+    check(g["count"] == 0 and g["devices"] == [], f"no driver but devices listed: {g}")
+    on_bus = nvidia_gpus_in_sysfs()
+    want = "gpu.no_driver" if on_bus == 0 else "gpu.driver_missing"
+    if g["nvml_loaded"] and "Driver Not Loaded" not in (g["nvml_error"] or ""):
+        want = "gpu.nvml_error"
+    check(want in codes, f"expected {want} ({on_bus} NVIDIA GPU(s) in sysfs): {sorted(codes)}")
+    check(g["nvml_error"], "no driver and no reason")
+
+
+def check_rdma(doc):
+    """RDMA devices: the same names as /sys/class/infiniband (none on most test machines)."""
+    if not os.path.exists(os.path.join(SOURCE_DIR, "probes/rdma/CMakeLists.txt")):
+        print("note: probes/rdma not in the tree; rdma assertions not applicable")
+        return
+    check("rdma" in doc, "the rdma probe is built but the report has no rdma section")
+    sysfs = "/sys/class/infiniband"
+    names = sorted(os.listdir(sysfs)) if os.path.isdir(sysfs) else []
+    got = sorted(d["name"] for d in doc["rdma"]["devices"])
+    check(got == names, f"rdma devices {got} vs {sysfs} {names}")
+    if not names:
         check(any(f["code"].startswith("rdma.") and f["severity"] == "info"
                   for f in doc["findings"]), "no info finding about the missing RDMA devices")
-    else:
-        print("note: probes/rdma not in the tree; rdma assertions not applicable")
-    check("nccl_env" in doc and isinstance(doc["nccl_env"]["variables"], list), "nccl_env section")
 
 
 def test_bad_flags():

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Two ranks of an NCCL all-reduce over NCCL's socket transport between two network-namespace
+hosts on this machine, sharing its GPU: distinct NCCL_HOSTID per host (NCCL rejects two ranks on
+one GPU of one host, "Duplicate GPU detected"), P2P and SHM off. Hosts come from
+tests/integration/netns (a bridge with fab0 per host, a controller namespace). Runs it twice:
+  1. the bare runner (nccl_child_driver.py), each rank under `ip netns exec HOST`;
+  2. the product path: `fabcheck pair h0 h1` from the controller namespace, agents launched with
+     'ip netns exec {host} env NCCL_HOSTID={host} NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1'.
+Needs root, a GPU and fabcheck + fabcheck-nccl-runner built; says why and exits 2 otherwise.
+usage: netns_pair.py [BUILD_DIR] [SIZES]"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "../../tests/integration/netns"))
+import nccl_child_driver  # noqa: E402
+import netns  # noqa: E402
+
+build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "../../build-notorch"))
+sizes = [int(s) for s in (sys.argv[2] if len(sys.argv) > 2 else "1048576,16777216").split(",")]
+runner = os.path.join(build, "fabric/nccl_runner/fabcheck-nccl-runner")
+fabcheck = os.path.join(build, "cli/fabcheck")
+
+
+def cannot(why):
+    print(f"netns_pair: cannot run on this machine: {why}")
+    sys.exit(2)
+
+
+if not os.access(runner, os.X_OK):
+    cannot(f"{runner} is not built (fabcheck built without NCCL?)")
+smi = shutil.which("nvidia-smi")
+if smi is None or "GPU " not in subprocess.run([smi, "-L"], capture_output=True, text=True).stdout:
+    cannot("no GPU here (nvidia-smi absent or lists none)")
+ok, why = netns.have_root_and_netns()
+if not ok:
+    cannot(why)
+
+with netns.NetnsWorld(hosts=2, decoys=False, controller=True) as w:
+    print(f"== 1. bare runner: ranks in {w.hosts[0]} / {w.hosts[1]}, one GPU shared (device 0)")
+    env = dict(os.environ, NCCL_P2P_DISABLE="1", NCCL_SHM_DISABLE="1", NCCL_NET="Socket",
+               NCCL_IB_DISABLE="1", NCCL_SOCKET_IFNAME="=fab0", NCCL_DEBUG="INFO",
+               NCCL_DEBUG_SUBSYS="INIT,NET")
+    out = nccl_child_driver.run(runner, 2, sizes, iters=20, warmup=5, timeout_ms=60000,
+                                prefixes=[f"ip netns exec {h}" for h in w.hosts],
+                                rank_env=["NCCL_HOSTID=fabkit-netns-{rank}"], base_env=env)
+    for r in out:
+        print(f"rank {r['rank']}: {r['status']}: {r.get('reason', '')}")
+        if r["status"] == "ok":
+            for s in r["result"]["sizes"]:
+                print(f"  {s['bytes']:>10} B  busbw {s['busbw_gbps']:.3f} GB/s  correct {s['correct']}")
+        else:
+            print("  log tail:\n    " + "\n    ".join(r["log_tail"][-15:]))
+    bare_ok = all(r["status"] == "ok" for r in out)
+
+    print(f"== 2. fabcheck pair {w.hosts[0]} {w.hosts[1]} (nccl-socket, fabkit-socket, raw-exchange)")
+    launcher = "ip netns exec {host} env NCCL_HOSTID={host} NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"
+    p = subprocess.run(["ip", "netns", "exec", w.ctl, fabcheck, "pair", *w.hosts, "--launcher", launcher,
+                        "--transports", "nccl-socket,fabkit-socket,raw-exchange",
+                        "--sizes", ",".join(map(str, sizes)), "--transport-timeout-ms", "120000", "--json"],
+                       capture_output=True, text=True, timeout=600)
+    doc = json.loads(p.stdout)
+    for t in doc["pair"]["transports"]:
+        best = max((s["busbw_gbps"] for s in t.get("sizes", [])), default=0)
+        print(f"  {t['transport']:<14} {t['status']:<12} max busbw {best:.3f} GB/s  {t.get('reason') or ''}")
+    print(f"fabcheck pair exit {p.returncode}")
+    nccl = [t for t in doc["pair"]["transports"] if t["transport"] == "nccl-socket"]
+    pair_ok = bool(nccl) and nccl[0]["status"] == "ok"
+sys.exit(0 if bare_ok and pair_ok else 1)
