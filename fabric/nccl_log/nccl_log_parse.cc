@@ -12,7 +12,7 @@
 #include <set>
 
 #include "fabric/nccl_log/nccl_log.h"
-#include "probes/net/utf8_text.h"
+#include "common/utf8_text.h"
 
 namespace fabkit::nccl_log {
 namespace {

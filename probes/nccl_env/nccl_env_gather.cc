@@ -3,7 +3,7 @@
 
 #include "common/file_reader.h"
 #include "probes/nccl_env/nccl_env_facts.h"
-#include "probes/net/utf8_text.h"
+#include "common/utf8_text.h"
 
 namespace fabkit::probes {
 namespace {

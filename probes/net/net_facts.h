@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "common/finding.h"
 #include "common/json.h"
+#include "common/net_route.h"
 #include "probes/net/nccl_list.h"
 #include "probes/probe_context.h"
 
@@ -85,12 +86,10 @@ struct NetFacts {
 
 NetFacts gather_net(const ProbeContext& ctx, const NetSettings& settings);
 
-// getaddrinfo with a deadline (it has none of its own): the host's addresses, or nullopt and
-// *err naming the host and the reason.
-std::optional<std::vector<std::string>> resolve_bounded(const std::string& host, std::string* err);
-// The local address the kernel's routing table picks toward `peer_ip` (a UDP connect sends
-// nothing); nullopt when there is no route or peer_ip is not a literal address.
-std::optional<std::string> route_source_address(const std::string& peer_ip);
+// Name resolution with a deadline and the kernel's route choice live in common/net_route.h
+// (fabtrain's comm uses them without linking this probe).
+using ::fabkit::resolve_bounded;
+using ::fabkit::route_source_address;
 
 // Pure steps, exposed for tests.
 // NCCL's ncclFindInterfaces order (src/misc/socket.cc): NCCL_SOCKET_IFNAME when longer than one

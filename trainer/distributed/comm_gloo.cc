@@ -12,7 +12,7 @@
 #include <memory>
 #include <optional>
 
-#include "probes/net/net_facts.h"
+#include "common/net_route.h"
 #include "trainer/distributed/comm.h"
 
 namespace fabkit::trainer {
@@ -31,10 +31,10 @@ at::Tensor wrap_bytes(const void* p, size_t n) {
 // The local address this host would use toward the master (resolved with a deadline).
 std::optional<std::string> address_toward(const std::string& master) {
   std::string err;
-  auto addrs = probes::resolve_bounded(master, &err);
+  auto addrs = resolve_bounded(master, &err);
   if (!addrs) return std::nullopt;
   for (const auto& a : *addrs) {
-    if (auto local = probes::route_source_address(a)) return local;
+    if (auto local = route_source_address(a)) return local;
   }
   return std::nullopt;
 }

@@ -1,7 +1,7 @@
 // Text from logs, config files, the environment and interface names is bytes, not UTF-8;
 // nlohmann::json throws on invalid UTF-8 at dump() time (type_error 316), which would turn a
 // Latin-1 byte in a user's file into "internal error". Replace each invalid byte with U+FFFD.
-// Header-only so fabric/nccl_log can use it without linking the net probe.
+// Header-only, so any area can use it without linking another.
 #pragma once
 
 #include <string>
