@@ -198,12 +198,13 @@ Frame ServerHandshake::on_challenge(const Frame& f) {
 
 PeerClaims ServerHandshake::on_proof(const Frame& f) {
   if (!challenged_) bad("a handshake proof before the hello");
+  if (f.type == FrameType::kError) throw_peer_error(f);  // the client could not verify our proof
   expect(f, FrameType::kAuth);
   Json j = parse_json_payload(f);
   std::string proof = get_hex(j, "proof", kProofBytes);
   std::string expected = session_proof(token_, "client", claims_.role, role_, claims_.purpose, client_nonce_, nonce_);
   if (!proofs_equal(proof, expected))
-    throw WireError(WireErrorKind::kBadToken, "the " + claims_.role + " could not prove the session token");
+    throw WireError(WireErrorKind::kBadToken, "wrong session token: the " + claims_.role + " could not prove it");
   challenged_ = false;  // one proof per handshake
   claims_.info = get_info(j);
   return claims_;
@@ -217,7 +218,18 @@ Json client_handshake(int fd, const std::string& token, const std::string& role,
                       const Json& info, Deadline deadline, std::string* server_role) {
   ClientHandshake h(token, role, purpose, info, random_nonce());
   write_frame(fd, h.challenge(), deadline);
-  write_frame(fd, h.on_reply(read_frame(fd, deadline, kMaxHandshakeFrameBytes)), deadline);
+  Frame proof;
+  try {
+    proof = h.on_reply(read_frame(fd, deadline, kMaxHandshakeFrameBytes));
+  } catch (const WireError& e) {
+    // Tell a server whose proof failed why we leave: a peer of another session (or a test with a
+    // wrong token) then reports a wrong token instead of a bare close. It reveals nothing new.
+    if (e.kind() == WireErrorKind::kImpostor)
+      send_error_frame(fd, to_string(WireErrorKind::kBadToken),
+                       "wrong session token: your proof did not verify, the two sides hold different tokens");
+    throw;
+  }
+  write_frame(fd, proof, deadline);
   Json welcome = h.on_welcome(read_frame(fd, deadline, kMaxHandshakeFrameBytes));
   if (server_role) *server_role = h.server_role();
   return welcome;
