@@ -1,6 +1,6 @@
 // libFuzzer target: the control-plane frame decoder and the message parsers, exactly as an agent
-// applies them to bytes from the network (decode -> parse hello/request/response/error -> the
-// agent's argument validation). Anything but a WireError escaping is a bug.
+// applies them to bytes from the network (decode -> parse request/response/error -> the agent's
+// argument validation and target extraction). The handshake frames have their own target. Anything but a WireError escaping is a bug.
 #include <cstddef>
 #include <cstdint>
 
@@ -22,8 +22,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       while (auto f = d.next()) {
         try {
           switch (f->type) {
-            case FrameType::kHello: parse_hello(*f); break;
-            case FrameType::kRequest: fabkit::agent::validate_request(parse_request(*f)); break;
+            case FrameType::kHello:
+            case FrameType::kAuth: parse_json_payload(*f); break;
+            case FrameType::kRequest: {
+              Request r = parse_request(*f);
+              fabkit::agent::validate_request(r);
+              fabkit::agent::request_targets(r);
+              break;
+            }
             case FrameType::kResponse: parse_response(*f); break;
             case FrameType::kError: parse_error(*f); break;
             case FrameType::kBye: break;

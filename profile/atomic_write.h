@@ -1,5 +1,5 @@
-// Writing a file so that readers see the old content or the new, never a part: a temp file in
-// the same directory (rename(2) is atomic only within one filesystem), fsync, rename.
+// The user-facing face of common/atomic_file.h for files named by --out (profiles, env files):
+// the same atomic, fsync'd write, with failures reported as usage errors naming the path.
 #pragma once
 
 #include <filesystem>

@@ -1,5 +1,7 @@
-// `fabcheck agent`: the far end of `fabcheck pair`. It listens on one address, accepts exactly one
-// controller that presents the session token, answers requests from a fixed table of operations
+// `fabcheck agent`: the far end of `fabcheck pair`. It listens on one address, runs the handshake
+// (wire/handshake.h) with every connection concurrently, each under an absolute deadline and with a
+// cap on how many may be pending, serves the first controller that proves the session token, and
+// answers requests from a fixed table of operations
 // (agent_commands.h), and exits when the controller says bye, when the controller's connection
 // drops, or when it has been idle too long. Nothing it receives is executed: requests name an
 // operation and carry typed, range-checked arguments.
@@ -20,6 +22,11 @@ struct AgentOptions {
   std::string name;               // how the controller calls this host (for messages)
   int accept_timeout_ms = 30000;  // how long to wait for the controller to connect
   int idle_timeout_ms = 120000;   // exit after this long without a request
+  // Per connection, from accept to proof: a client that trickles bytes is cut off at this
+  // deadline, and it never delays another connection's handshake.
+  int handshake_timeout_ms = 5000;
+  // Unauthenticated connections in handshake at once; more are closed at accept.
+  int max_pending_handshakes = 32;
 };
 
 enum class AgentExit { kBye, kControllerDropped, kIdleTimeout, kNoController, kProtocolError };

@@ -33,7 +33,9 @@ void AgentSession::validate(const wire::Request& req) { validate_request(req); }
 
 Json AgentSession::handle(const wire::Request& req) {
   validate(req);  // every argument is checked before anything runs
+  check_targets(req);
   const Json& a = req.args;
+  if (req.op == "set_peers") return set_peers(a);
   if (req.op == "facts") return facts();
   if (req.op == "transports") return {{"transports", agent_transport_names()}};
   if (req.op == "tcp_serve") return tcp_serve(a);
@@ -50,6 +52,23 @@ Json AgentSession::handle(const wire::Request& req) {
   if (req.op == "rdma_rc") return run_rc_op_live(parse_rc_args(a), token_);
   // op == "allreduce" (validate() accepted nothing else)
   return run_agent_transport(wire::get_string(a, "transport", 64), parse_transport_args(a), token_);
+}
+
+Json AgentSession::set_peers(const Json& a) {
+  if (peers_set_)
+    throw AgentOpError("agent.peers_already_set", "the session's peer addresses are set once, after the handshake");
+  for (const auto& p : parse_peer_addresses(a)) peers_.insert(p);
+  peers_set_ = true;
+  return {{"peers", peers_.size()}};
+}
+
+void AgentSession::check_targets(const wire::Request& req) const {
+  for (const auto& t : request_targets(req))
+    if (peers_.count(t) == 0)
+      throw AgentOpError("agent.target_not_peer",
+                         "'" + req.op + "' would contact " + t + ", which is not an address of this session's peer agents" +
+                             (peers_set_ ? "" : " (the controller has not sent set_peers)") +
+                             "; agents only test paths to each other");
 }
 
 Json AgentSession::facts() {

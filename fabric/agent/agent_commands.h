@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -40,7 +41,11 @@ class AgentSession {
   Json tcp_stop(const Json& args);
   Json port_listen(const Json& args);
   Json free_port(const Json& args);
+  Json set_peers(const Json& args);
+  void check_targets(const wire::Request& req) const;  // AgentOpError agent.target_not_peer
   std::string token_;
+  std::set<std::string> peers_;  // set once per session by the controller ("set_peers")
+  bool peers_set_ = false;
   int idle_timeout_ms_;
   int next_server_id_ = 1;
   std::map<int, std::unique_ptr<tcp::TcpTestServer>> servers_;

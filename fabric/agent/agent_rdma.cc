@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 
@@ -11,8 +12,9 @@
 #include "fabkit/config.h"
 #include "fabric/rdma/rc_types.h"
 #include "fabric/tcp/tcp_socket.h"
+#include "fabric/tcp/tcp_test.h"
+#include "fabric/wire/handshake.h"
 #include "fabric/wire/messages.h"
-#include "fabric/wire/token.h"
 #include "fabric/wire/wire_error.h"
 #if FABKIT_HAVE_VERBS
 #include "verbs/ibverbs_api.h"
@@ -54,18 +56,12 @@ wire::Fd accept_peer(const RcArgs& a, const std::string& token) {
                                         std::to_string(a.timeout_ms) + " ms");
     }
     try {
-      auto hello = wire::parse_hello(wire::read_frame(c.get(), deadline, kMaxChannelFrameBytes));
-      if (hello.protocol == wire::kProtocolVersion && hello.role == "peer" &&
-          hello.info.value("mode", "") == "rdma_rc" && wire::constant_time_equal(hello.token, token)) {
-        wire::Hello reply;
-        reply.role = "agent";
-        reply.info = {{"mode", "rdma_rc"}};
-        wire::write_frame(c.get(), wire::make_frame(reply), deadline);
-        return c;
-      }
-      wire::write_frame(c.get(), wire::make_frame(wire::ErrorMessage{"wire.bad_token",
-                                                                     "session token does not match"}),
-                        wire::deadline_in_ms(1000));
+      // Each connector gets at most the data-handshake bound, so a stray one cannot hold the
+      // channel until the peer's deadline passes.
+      auto hs = std::min(deadline, wire::deadline_in_ms(tcp::kDataHandshakeTimeoutMs));
+      wire::server_handshake(c.get(), token, "agent", [](const std::string& p) { return p == "rdma_rc"; }, hs);
+      wire::write_frame(c.get(), wire::welcome_frame({{"mode", "rdma_rc"}}), deadline);
+      return c;
     } catch (const wire::WireError&) {
       // A stray or broken connection: drop it and keep waiting for the real peer.
     }
@@ -82,27 +78,17 @@ wire::Fd connect_peer(const RcArgs& a, const std::string& token) {
                                         std::to_string(a.timeout_ms) + " ms: " + last);
     auto c = tcp::connect_tcp(a.peer_addr, a.port, a.local_addr, left);
     if (c.status == tcp::ConnectStatus::kOpen) {
-      wire::Hello h;
-      h.role = "peer";
-      h.token = token;
-      h.info = {{"mode", "rdma_rc"}};
-      // Wait for the server's answer before sending anything else: a refusal (error frame, then
-      // close) is read here, before a later write could turn the close into a reset.
-      wire::Frame answer;
+      // The handshake reads the server's answer before sending anything else: a refusal (error
+      // frame, then close) is read here, before a later write could turn the close into a reset.
       try {
-        wire::write_frame(c.fd.get(), wire::make_frame(h), deadline);
-        answer = wire::read_frame(c.fd.get(), deadline, kMaxChannelFrameBytes);
-        if (answer.type == wire::FrameType::kError) {
-          auto e = wire::parse_error(answer);
-          throw ChannelError(EACCES, "server refused the channel: " + e.code + ": " + e.message);
-        }
+        wire::client_handshake(c.fd.get(), token, "peer", "rdma_rc", Json::object(), deadline);
       } catch (const wire::WireError& e) {
+        if (e.kind() == wire::WireErrorKind::kImpostor || e.kind() == wire::WireErrorKind::kBadToken ||
+            e.kind() == wire::WireErrorKind::kRejected)
+          throw ChannelError(EACCES, std::string("server refused the channel: ") + e.what());
         throw ChannelError(e.kind() == wire::WireErrorKind::kTimeout ? ETIMEDOUT : EIO,
                            std::string("hello: ") + e.what());
       }
-      if (answer.type != wire::FrameType::kHello)
-        throw ChannelError(EPROTO, std::string("hello: expected the server's hello, got a ") +
-                                       wire::to_string(answer.type) + " frame");
       return std::move(c.fd);
     }
     last = c.message;

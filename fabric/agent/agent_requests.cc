@@ -41,7 +41,7 @@ TransportArgs parse_transport_args(const Json& a) {
   t.local_addr = wire::get_ipv4(a, "local_addr");
   t.peer_addr = wire::get_ipv4(a, "peer_addr");
   t.port = static_cast<uint16_t>(get_int(a, "port", 1, 65535));
-  t.ifname = a.contains("ifname") ? wire::get_string(a, "ifname", 64) : std::string();
+  t.ifname = ifname_arg(a, "ifname");
   auto sizes = a.find("sizes_bytes");
   if (sizes == a.end() || !sizes->is_array() || sizes->empty() || sizes->size() > 64)
     throw wire::WireError(wire::WireErrorKind::kBadMessage,
@@ -56,12 +56,60 @@ TransportArgs parse_transport_args(const Json& a) {
   t.iters = static_cast<int>(get_int_or(a, "iters", 1, 100000, 20));
   t.warmup_iters = static_cast<int>(get_int_or(a, "warmup_iters", 0, 100000, 5));
   t.timeout_ms = static_cast<int>(get_int_or(a, "timeout_ms", 1, 600000, 30000));
-  if (a.contains("extra")) {
-    if (!a["extra"].is_object())
-      throw wire::WireError(wire::WireErrorKind::kBadMessage, "field 'extra' must be an object");
-    t.extra = a["extra"];
-  }
+  if (a.contains("extra")) t.rdma = parse_rdma_port_args(a["extra"]);
   return t;
+}
+
+bool is_rdma_device_name(const std::string& s) {
+  bool good = !s.empty() && s.size() <= 64;
+  for (char c : s) good = good && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
+  return good;
+}
+
+RdmaPortArgs parse_rdma_port_args(const Json& e) {
+  if (!e.is_object()) throw wire::WireError(wire::WireErrorKind::kBadMessage, "field 'extra' must be an object");
+  for (auto it = e.begin(); it != e.end(); ++it) {
+    const std::string& k = it.key();
+    if (k != "hca" && k != "ib_port" && k != "gid_index" && k != "link_layer" && k != "rate_gbps")
+      throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                            "field 'extra." + k.substr(0, 64) +
+                                "' is not one of hca, ib_port, gid_index, link_layer, rate_gbps");
+  }
+  RdmaPortArgs r;
+  if (e.contains("hca")) {
+    r.hca = wire::get_string(e, "hca", 64);
+    if (!is_rdma_device_name(r.hca))
+      throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                            "field 'extra.hca' = '" + r.hca + "' is not an RDMA device name (letters, digits, _ and -)");
+  }
+  r.ib_port = static_cast<int>(get_int_or(e, "ib_port", 1, 255, 1));
+  r.gid_index = static_cast<int>(get_int_or(e, "gid_index", -1, 255, -1));
+  if (e.contains("link_layer")) wire::get_string(e, "link_layer", 32);
+  if (e.contains("rate_gbps") && !e["rate_gbps"].is_null() && !e["rate_gbps"].is_number())
+    throw wire::WireError(wire::WireErrorKind::kBadMessage, "field 'extra.rate_gbps' must be a number or null");
+  return r;
+}
+
+std::vector<std::string> parse_peer_addresses(const Json& a) {
+  auto it = a.find("addresses");
+  if (it == a.end() || !it->is_array() || it->empty() || it->size() > 64)
+    throw wire::WireError(wire::WireErrorKind::kBadMessage, "field 'addresses' must be an array of 1..64 IPv4 addresses");
+  std::vector<std::string> out;
+  for (const auto& x : *it) {
+    if (!x.is_string() || !wire::is_ipv4_literal(x.get<std::string>()))
+      throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                            "field 'addresses' holds " + x.dump().substr(0, 64) + ", not an IPv4 address literal");
+    out.push_back(x.get<std::string>());
+  }
+  return out;
+}
+
+std::vector<std::string> request_targets(const wire::Request& req) {
+  const Json& a = req.args;
+  if (req.op == "port_probe") return {get_ipv4(a, "addr")};
+  if (req.op == "tcp_measure" || req.op == "allreduce") return {get_ipv4(a, "peer_addr")};
+  if (req.op == "rdma_rc" && wire::get_string(a, "role", 16) == "client") return {get_ipv4(a, "peer_addr")};
+  return {};
 }
 
 RcArgs parse_rc_args(const Json& a) {
@@ -74,11 +122,8 @@ RcArgs parse_rc_args(const Json& a) {
   if (r.mode != "write_bw" && r.mode != "send_lat")
     throw wire::WireError(wire::WireErrorKind::kBadMessage,
                           "field 'mode' = '" + r.mode + "'; expected write_bw or send_lat");
-  // Device names are sysfs names (mlx5_0, rxe0): a short token of letters, digits, '_' and '-'.
   r.device = wire::get_string(a, "device", 64);
-  bool good = !r.device.empty();
-  for (char c : r.device) good = good && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-');
-  if (!good)
+  if (!is_rdma_device_name(r.device))
     throw wire::WireError(wire::WireErrorKind::kBadMessage,
                           "field 'device' = '" + r.device + "' is not an RDMA device name");
   r.ib_port = static_cast<int>(get_int(a, "ib_port", 1, 255));
@@ -98,6 +143,7 @@ RcArgs parse_rc_args(const Json& a) {
 void validate_request(const wire::Request& req) {
   const Json& a = req.args;
   if (req.op == "facts" || req.op == "port_close" || req.op == "transports") return;
+  if (req.op == "set_peers") return void(parse_peer_addresses(a));
   if (req.op == "tcp_serve" || req.op == "free_port") {
     ifname_arg(a, "ifname");
     return void(get_ipv4(a, "addr"));

@@ -15,13 +15,22 @@ namespace fabkit::agent {
 
 inline constexpr int64_t kMaxTimeoutMs = 10 * 60 * 1000;
 
+// The RDMA port a transport runs on, from the request's "extra" object: hca a sysfs-style device
+// name, ib_port 1..255 (verbs port numbers are u8, counted from 1), gid_index -1..255 (a u8 GID
+// table index; -1 = InfiniBand/LID or the runner's choice).
+struct RdmaPortArgs {
+  std::string hca;  // "" when the request names none
+  int ib_port = 1;
+  int gid_index = -1;
+};
+
 struct TransportArgs {
   int rank = 0;                 // 0 listens on local_addr:port, 1 connects to peer_addr:port
   std::string local_addr, peer_addr, ifname;
   uint16_t port = 0;
   std::vector<uint64_t> sizes_bytes;
   int iters = 20, warmup_iters = 5, timeout_ms = 30000;
-  Json extra = Json::object();  // transport-specific (hca, ib_port, gid_index)
+  RdmaPortArgs rdma;  // from "extra" (hca, ib_port, gid_index; link_layer, rate_gbps informational)
 };
 
 // The "rdma_rc" request: one side of the RC point-to-point test (fabric/rdma) on a local HCA port.
@@ -43,6 +52,17 @@ RcArgs parse_rc_args(const Json& args);
 
 // The "allreduce" request's arguments (throws wire::WireError naming the field).
 TransportArgs parse_transport_args(const Json& args);
+
+// Device names are sysfs names (mlx5_0, rxe0): 1..64 letters, digits, '_' and '-'.
+bool is_rdma_device_name(const std::string& s);
+RdmaPortArgs parse_rdma_port_args(const Json& extra);
+
+// The addresses a request makes this agent contact (port_probe addr, tcp_measure / allreduce /
+// rdma_rc client peer_addr): they must be addresses of the session's peer agents, which the
+// controller sends once with "set_peers", so an agent cannot be used to scan other hosts.
+std::vector<std::string> request_targets(const wire::Request& req);
+// The "set_peers" addresses: 1..64 IPv4 literals.
+std::vector<std::string> parse_peer_addresses(const Json& args);
 
 // Interface names are at most 15 characters (IFNAMSIZ - 1); "" = none given.
 std::string ifname_arg(const Json& a, const char* field);

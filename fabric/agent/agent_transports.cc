@@ -51,19 +51,17 @@ Json run_agent_transport(const std::string& name, const TransportArgs& a, const 
   if (name == "fabkit-socket") return fabric::to_json(fabric::run_fabkit_socket_allreduce(spec));
   if (name == "gloo-tcp") return fabric::to_json(fabric::run_gloo_tcp_allreduce(spec));
   if (name == "gloo-ibverbs") {
-    std::string hca = a.extra.value("hca", "");
-    if (hca.empty()) throw AgentOpError("agent.bad_transport_args", "gloo-ibverbs needs extra.hca");
-    return fabric::to_json(fabric::run_gloo_ibverbs_allreduce(
-        spec, hca, a.extra.value("ib_port", 1), a.extra.value("gid_index", -1)));
+    if (a.rdma.hca.empty()) throw AgentOpError("agent.bad_transport_args", "gloo-ibverbs needs extra.hca");
+    return fabric::to_json(fabric::run_gloo_ibverbs_allreduce(spec, a.rdma.hca, a.rdma.ib_port, a.rdma.gid_index));
   }
 #if FABKIT_PAIR_WITH_NCCL
   if (name == "nccl-socket" || name == "nccl-ib" || name == "nccl-roce") {
     fabric::NcclTransportChoice choice;
     choice.network = name == "nccl-socket" ? "Socket" : name == "nccl-ib" ? "IB" : "RoCE";
     if (name != "nccl-socket") {
-      choice.hca = a.extra.value("hca", "");
-      choice.port = a.extra.value("ib_port", 1);
-      choice.gid_index = a.extra.value("gid_index", -1);
+      choice.hca = a.rdma.hca;
+      choice.port = a.rdma.ib_port;
+      choice.gid_index = a.rdma.gid_index;
       if (choice.hca.empty()) throw AgentOpError("agent.bad_transport_args", name + " needs extra.hca");
     }
     return fabric::to_json(fabric::run_nccl_allreduce(spec, choice));

@@ -1,6 +1,7 @@
-// Authenticated TCP connections between ranks: the session token is the first bytes a connector
-// sends, then a small hello (rank, world, plan digest). Every wait is a poll() bounded by the
-// caller's timeout. Shared by the socket all-reduce, the raw exchange, the Gloo store and the NCCL
+// Authenticated TCP connections between ranks, on the one socket layer (fabric/wire, fabric/tcp):
+// the session handshake (wire/handshake.h, purpose "allreduce"; the token never crosses the wire)
+// carries a small hello (rank, world, plan digest). Every call is bounded by an absolute deadline
+// computed from the caller's timeout. Shared by the socket all-reduce, the raw exchange, the Gloo store and the NCCL
 // rendezvous, so all of them reject a wrong token the same way.
 #pragma once
 
@@ -22,14 +23,14 @@ struct HelloInfo {
 // Listening socket on addr:port (SO_REUSEADDR). Throws PeerError io_error naming addr:port.
 Fd listen_on(const std::string& addr, uint16_t port, const std::string& ifname);
 
-// Accepts until a connection presents `token` and a hello with the same plan; wrong-token
-// connections are answered "rejected" and closed, and counted in the error if none succeeds
+// Accepts until a connection proves `token` and sends a hello with the same plan; others are
+// answered with a named error frame and closed (each gets at most 2 s), and counted in the error if none succeeds
 // before timeout_ms (PeerError accept_timeout). A different plan -> PeerError plan_mismatch.
 Fd accept_peer(int listen_fd, const std::string& token, const HelloInfo& mine, int timeout_ms,
                HelloInfo* peer);
 
-// Connects (retrying refused connections until timeout_ms: the listener may start later), sends
-// the token and hello, waits for the verdict. PeerError connect_failed / token_rejected /
+// Connects (retrying refused connections until timeout_ms: the listener may start later), runs
+// the handshake with the hello, waits for the verdict. SO_BINDTODEVICE on ifname must hold. PeerError connect_failed / token_rejected /
 // plan_mismatch / peer_timeout.
 Fd connect_peer(const std::string& peer_addr, uint16_t port, const std::string& local_addr,
                 const std::string& ifname, const std::string& token, const HelloInfo& mine,
@@ -40,7 +41,7 @@ Fd connect_peer(const std::string& peer_addr, uint16_t port, const std::string& 
 // Returns a note for the report ("" when all applied).
 std::string tune_data_socket(int fd, int buffer_bytes);
 
-// Blocking-with-timeout helpers on a non-blocking fd; `what` names the step in the error.
+// Blocking helpers; timeout_ms bounds the whole call (not each wait); `what` names the step.
 void send_all(int fd, const void* data, size_t len, int timeout_ms, const std::string& what);
 void recv_all(int fd, void* data, size_t len, int timeout_ms, const std::string& what);
 

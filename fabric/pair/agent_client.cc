@@ -4,6 +4,7 @@
 
 #include "common/errors.h"
 #include "fabric/tcp/tcp_socket.h"
+#include "fabric/wire/handshake.h"
 #include "fabric/wire/messages.h"
 #include "fabric/wire/wire_error.h"
 
@@ -72,29 +73,36 @@ void AgentClient::connect(int timeout_ms) {
     int left = wire::ms_left(deadline);
     if (left <= 0) break;
     // The agent may have several addresses, and some are not routable from here: give each a
-    // slice of the budget so one dead address cannot eat all of it.
+    // slice of the budget so one dead address cannot eat all of it. Only "nothing answered" moves
+    // on to the next address: whatever answers must prove the session token, or the session
+    // fails closed (an impostor on one address must not get another try, nor hide the real agent).
     auto c = tcp::connect_tcp(addr, port, "", std::min(left, 3000));
     if (c.status != tcp::ConnectStatus::kOpen) {
       tried += (tried.empty() ? "" : "; ") + c.message;
       continue;
     }
     fd_ = std::move(c.fd);
+    std::string where = addr + ":" + std::to_string(port);
     try {
-      wire::Hello h;
-      h.token = token_;
-      h.role = "controller";
-      wire::write_frame(fd_.get(), wire::make_frame(h), deadline);
-      wire::Frame f = wire::read_frame(fd_.get(), deadline);
-      if (f.type == wire::FrameType::kError) {
-        auto e = wire::parse_error(f);
-        throw StepError(host_, "pair.agent_rejected", "the agent at " + addr + " refused the session: " +
-                                                   e.code + ": " + e.message);
-      }
-      wire::parse_hello(f);
+      Json info = wire::client_handshake(fd_.get(), token_, "controller", "control", Json::object(), deadline);
+      agent_info_ = info;
       return;
     } catch (const WireError& e) {
-      throw StepError(host_, e.kind() == WireErrorKind::kTimeout ? "pair.agent_timeout" : "pair.agent_unreachable",
-                      "session handshake with " + addr + ":" + std::to_string(port) + ": " + e.what());
+      fd_.reset();
+      switch (e.kind()) {
+        case WireErrorKind::kImpostor:
+          throw StepError(host_, "pair.agent_impostor",
+                          "the process at " + where + " (an address the agent reported) cannot prove the session "
+                          "token, so the session stops here; the token was not sent: " + e.what());
+        case WireErrorKind::kBadToken:
+        case WireErrorKind::kVersionMismatch:
+        case WireErrorKind::kRejected:
+          throw StepError(host_, "pair.agent_rejected", "the agent at " + where + " refused the session: " + e.what());
+        case WireErrorKind::kTimeout:
+          throw StepError(host_, "pair.agent_timeout", "session handshake with " + where + ": " + e.what());
+        default:
+          throw StepError(host_, "pair.agent_unreachable", "session handshake with " + where + ": " + e.what());
+      }
     }
   }
   throw StepError(host_, "pair.agent_unreachable",

@@ -1,7 +1,7 @@
 // The controller's handle on one agent: the launched process, its hello line, and the
 // authenticated control connection. Every call is bounded by a deadline; failures are StepError
 // with the finding code that names them (pair.launch_failed, pair.agent_unreachable,
-// pair.agent_rejected, pair.agent_lost, pair.agent_timeout, pair.agent_error).
+// pair.agent_rejected, pair.agent_impostor, pair.agent_lost, pair.agent_timeout, pair.agent_error).
 #pragma once
 
 #include <memory>
@@ -34,7 +34,12 @@ class AgentClient {
 
   void launch(const std::vector<std::string>& argv);  // spawn; token on stdin
   Json await_hello(int timeout_ms);                     // the agent's one JSON line on stdout
-  void connect(int timeout_ms);                         // try its addresses, present the token
+  // Tries the hello's addresses in order until one answers, then runs the handshake there; an
+  // answer that cannot prove the token is pair.agent_impostor and ends the attempt (fail closed).
+  void connect(int timeout_ms);
+  // The hello document as await_hello() stores it; tests set it to point connect() at addresses.
+  void set_hello(const Json& hello) { hello_ = hello; }
+  const Json& agent_info() const { return agent_info_; }  // the agent's welcome (name, version)
   void send(const std::string& op, const Json& args);
   Json receive(int timeout_ms);                         // result of the oldest pending request
   Json call(const std::string& op, const Json& args, int timeout_ms);
@@ -46,6 +51,7 @@ class AgentClient {
   std::string host_, token_;
   std::unique_ptr<launch::ChildProcess> child_;
   Json hello_ = Json::object();
+  Json agent_info_ = Json::object();
   wire::Fd fd_;
   uint64_t next_id_ = 1;
   std::vector<uint64_t> pending_;

@@ -1,12 +1,14 @@
 #include "fabric/pair/pair_controller.h"
 
 #include <algorithm>
+#include <set>
 
 #include "fabric/launch/child_process.h"
 #include "fabric/pair/agent_client.h"
 #include "fabric/pair/rdma_rc_plan.h"
 #include "fabric/pair/transport_plan.h"
 #include "fabric/pair/verdict.h"
+#include "fabric/wire/messages.h"
 #include "fabric/wire/token.h"
 
 namespace fabkit::pair {
@@ -99,6 +101,30 @@ TransportResult combine_ranks(const std::string& name, const Json& r0, const Jso
     t.sizes.push_back(row);
   }
   return t;
+}
+
+// Every address the other agent reported (its hello and its candidates): the only targets an
+// agent will probe or measure (agent.target_not_peer otherwise).
+Json peer_addresses(const AgentFacts& other) {
+  std::set<std::string> addrs;
+  for (const auto& c : other.candidates) addrs.insert(c.addr);
+  for (const auto& a : other.hello.value("addresses", Json::array()))
+    if (a.is_string()) addrs.insert(a.get<std::string>());
+  if (other.hello.contains("bind_addr") && other.hello["bind_addr"].is_string())
+    addrs.insert(other.hello["bind_addr"].get<std::string>());
+  Json out = Json::array();
+  for (const auto& a : addrs)
+    if (wire::is_ipv4_literal(a) && out.size() < 64) out.push_back(a);
+  return out;
+}
+
+void send_peers(AgentClient& A, AgentClient& B, const PairFacts& f, const PairOptions& o) {
+  Json pa = peer_addresses(f.b), pb = peer_addresses(f.a);
+  for (auto [c, addrs] : {std::pair<AgentClient*, Json*>{&A, &pa}, {&B, &pb}}) {
+    if (addrs->empty())
+      throw StepError(c == &A ? f.host_b : f.host_a, "pair.agent_error", "the agent reported no IPv4 address to test");
+    c->call("set_peers", {{"addresses", *addrs}}, o.timeout_ms);
+  }
 }
 
 void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o) {
@@ -274,6 +300,7 @@ PairFacts run_pair(const PairOptions& o) {
     f.a = agent_facts(o.host_a, hello_a, facts_a);
     f.b = agent_facts(o.host_b, hello_b, facts_b);
   }
+  ok = ok && step(f, "peers", "", [&] { send_peers(A, B, f, o); });
   ok = ok && step(f, "reachability", "", [&] { measure_links(f, A, B, o); });
   if (ok) f.chosen_link = choose_link(f.links);
   if (ok && f.chosen_link) {

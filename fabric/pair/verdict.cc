@@ -146,13 +146,18 @@ std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v) {
   for (const auto& s : f.steps) {
     if (s.status != "failed" || s.code.empty()) continue;
     aborted = aborted || s.code == "pair.launch_failed" || s.code == "pair.agent_unreachable" ||
-              s.code == "pair.agent_rejected" || s.code == "pair.agent_lost" || s.code == "pair.agent_timeout";
+              s.code == "pair.agent_rejected" || s.code == "pair.agent_impostor" || s.code == "pair.agent_lost" ||
+              s.code == "pair.agent_timeout";
     std::string fix =
         s.code == "pair.launch_failed"
             ? "run the launcher by hand: it must start `fabcheck agent` on " + s.host +
                   " (ssh: key-based login and the same fabcheck path, or --agent-path)"
         : s.code == "pair.agent_unreachable"
             ? "open the agent's port from this machine to " + s.host + ", or run the controller on a node of the cluster"
+        : s.code == "pair.agent_impostor"
+            ? "find the process listening on the address and port quoted (ss -ltnp on " + s.host +
+                  " or on this machine for a docker0/virbr0 address); start the agent with --bind on the "
+                  "cluster address so it reports only that one"
         : s.code == "pair.agent_lost"
             ? "check the agent's host (" + s.host + "): OOM killer, node reboot, or a crashed agent (its stderr is quoted)"
             : "re-run with a larger --timeout-ms; check the host's load and the path between the agents";

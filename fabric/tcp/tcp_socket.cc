@@ -70,7 +70,10 @@ void set_nodelay(int fd) {
 }
 
 bool bind_to_device(int fd, const std::string& ifname) {
-  if (ifname.empty() || ifname.size() >= IFNAMSIZ) return false;
+  if (ifname.empty() || ifname.size() >= IFNAMSIZ) {
+    errno = EINVAL;
+    return false;
+  }
   return ::setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname.c_str(),
                       static_cast<socklen_t>(ifname.size())) == 0;
 }
@@ -80,7 +83,10 @@ wire::Fd listen_tcp(const std::string& addr, uint16_t port, int backlog, const s
   if (!fd.valid()) throw WireError(WireErrorKind::kIo, std::string("socket: ") + std::strerror(errno));
   int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (!ifname.empty()) bind_to_device(fd.get(), ifname);
+  // A listener meant for one interface that silently listens on all would measure the wrong path.
+  if (!ifname.empty() && !bind_to_device(fd.get(), ifname))
+    throw WireError(WireErrorKind::kIo, "SO_BINDTODEVICE " + ifname + " for " + endpoint(addr, port) + ": " +
+                                            std::strerror(errno));
   sockaddr_in sa = make_addr(addr, port);
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
     throw WireError(WireErrorKind::kIo, "bind " + endpoint(addr, port) + ": " + std::strerror(errno));
@@ -101,6 +107,7 @@ ConnectResult connect_tcp(const std::string& addr, uint16_t port, const std::str
   ConnectResult r;
   auto fail = [&](int err, const std::string& call) {
     r.err = err;
+    r.failed_call = call.substr(0, call.find(' '));
     r.status = classify_connect_errno(err);
     r.message = call + " " + endpoint(addr, port) +
                 (bind_addr.empty() ? std::string() : " from " + bind_addr) + ": " +
@@ -112,7 +119,10 @@ ConnectResult connect_tcp(const std::string& addr, uint16_t port, const std::str
   sockaddr_in dst = make_addr(addr, port);
   r.fd.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!r.fd.valid()) return fail(errno, "socket");
-  if (!bind_ifname.empty()) r.bound_to_device = bind_to_device(r.fd.get(), bind_ifname);
+  if (!bind_ifname.empty()) {
+    if (!bind_to_device(r.fd.get(), bind_ifname)) return fail(errno, "SO_BINDTODEVICE " + bind_ifname + " for");
+    r.bound_to_device = true;
+  }
   if (!bind_addr.empty()) {
     sockaddr_in src = make_addr(bind_addr, 0);
     if (::bind(r.fd.get(), reinterpret_cast<sockaddr*>(&src), sizeof src) != 0)

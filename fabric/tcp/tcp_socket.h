@@ -21,6 +21,7 @@ struct ConnectResult {
   double connect_time_us = 0;
   int err = 0;            // errno when not open (ETIMEDOUT for our own deadline)
   bool bound_to_device = false;
+  std::string failed_call;  // "socket", "SO_BINDTODEVICE", "bind", "connect", "poll" when not open
   std::string message;    // "connect 198.18.0.2:29400 from 198.18.0.1: Connection refused"
 };
 
@@ -31,8 +32,10 @@ wire::Fd listen_tcp(const std::string& addr, uint16_t port, int backlog = 64,
                     const std::string& ifname = "");
 uint16_t local_port(int fd);
 
-// SO_BINDTODEVICE; false when the kernel refuses (before Linux 5.7 it needs CAP_NET_RAW). The
-// source-address bind still applies then, and results say whether the device bind held.
+// SO_BINDTODEVICE; false with errno set when the kernel refuses (before Linux 5.7 it needs
+// CAP_NET_RAW) or the name is not an interface name. listen_tcp and connect_tcp treat that as a
+// failure naming the interface and errno: a socket meant for one interface never silently uses
+// another.
 bool bind_to_device(int fd, const std::string& ifname);
 // Non-blocking connect bounded by timeout_ms; bind_addr (optional, "" = any) pins the source
 // interface so each candidate interface pair is measured on its own path.

@@ -1,8 +1,9 @@
 // TCP reachability and performance between two agents over one candidate interface pair, in the
 // manner of a small iperf: the server side (TcpTestServer) runs on one agent bound to its
 // candidate address; the client side (measure_link) runs on the other, bound to its own candidate
-// address. Every data connection starts with a hello frame carrying the session token; the server
-// refuses anything else. Figures carry their units in their names.
+// address. Every data connection starts with the session handshake (wire/handshake.h, purpose
+// "tcp_ping" or "tcp_sink"); the server refuses anything else. Figures carry their units in their
+// names.
 #pragma once
 
 #include <atomic>
@@ -55,7 +56,11 @@ Json to_json(const LinkMeasurement& m);
 
 LinkMeasurement measure_link(const LinkTestSpec& spec);
 
-// Serves ping and sink connections on addr (ephemeral port) until stop() or destruction.
+// Serves ping and sink connections on addr (ephemeral port) until stop() or destruction. Each
+// connection has its own thread; at most kMaxTestConnections at once (more are closed at accept),
+// with no limit over the server's life: finished threads are reaped as the server goes.
+inline constexpr size_t kMaxTestConnections = 128;
+inline constexpr int kDataHandshakeTimeoutMs = 5000;
 class TcpTestServer {
  public:
   TcpTestServer(const std::string& addr, std::string token, int idle_timeout_ms,
@@ -69,6 +74,7 @@ class TcpTestServer {
 
  private:
   void accept_loop();
+  void reap_finished();  // joins the threads of connections that ended (mu_ held)
   void serve(wire::Fd fd);
   wire::Fd listen_fd_;
   std::string token_;
@@ -79,11 +85,13 @@ class TcpTestServer {
   std::mutex mu_;
   std::set<int> open_fds_;
   std::vector<std::thread> workers_;
+  std::vector<std::thread::id> finished_;
   std::thread acceptor_;
 };
 
-// The peer side of the data-connection handshake: sends hello{token, mode}; returns the fd.
-// Used by measure_link and by tests that present a wrong token on purpose.
-void send_peer_hello(int fd, const std::string& token, const std::string& mode, int timeout_ms);
+// The client side of the data-connection handshake (purpose "tcp_" + mode); throws wire::WireError
+// (kImpostor when the server cannot prove the token, kBadToken when it refused ours). Used by
+// measure_link and by tests that present a wrong token on purpose.
+void peer_handshake(int fd, const std::string& token, const std::string& mode, int timeout_ms);
 
 }  // namespace fabkit::tcp

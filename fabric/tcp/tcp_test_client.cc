@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 
 #include "fabric/tcp/tcp_test.h"
-#include "fabric/wire/messages.h"
+#include "fabric/wire/handshake.h"
 #include "fabric/wire/wire_error.h"
 
 namespace fabkit::tcp {
@@ -21,7 +21,14 @@ ConnectResult open_data(const LinkTestSpec& s, const std::string& mode) {
   ConnectResult c = connect_tcp(s.peer_addr, s.port, s.local_addr, s.connect_timeout_ms, s.local_ifname);
   if (c.status == ConnectStatus::kOpen) {
     set_nodelay(c.fd.get());
-    send_peer_hello(c.fd.get(), s.token, mode, s.connect_timeout_ms);
+    try {
+      peer_handshake(c.fd.get(), s.token, mode, std::max(s.connect_timeout_ms, kDataHandshakeTimeoutMs));
+    } catch (const wire::WireError& e) {
+      // Connected, but not to a server of this session (or it refused us): not "open".
+      c.status = ConnectStatus::kError;
+      c.fd.reset();
+      c.message = "handshake with " + s.peer_addr + ":" + std::to_string(s.port) + ": " + e.what();
+    }
   }
   return c;
 }
@@ -86,12 +93,8 @@ double bandwidth_gbit_s(const LinkTestSpec& s, int streams, uint64_t* bytes) {
 
 }  // namespace
 
-void send_peer_hello(int fd, const std::string& token, const std::string& mode, int timeout_ms) {
-  wire::Hello h;
-  h.token = token;
-  h.role = "peer";
-  h.info = {{"mode", mode}};
-  wire::write_frame(fd, wire::make_frame(h), wire::deadline_in_ms(timeout_ms));
+void peer_handshake(int fd, const std::string& token, const std::string& mode, int timeout_ms) {
+  wire::client_handshake(fd, token, "peer", "tcp_" + mode, Json::object(), wire::deadline_in_ms(timeout_ms));
 }
 
 PingStats ping_stats(std::vector<double> v) {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 
 #include <poll.h>
@@ -5,8 +6,7 @@
 #include <unistd.h>
 
 #include "fabric/tcp/tcp_test.h"
-#include "fabric/wire/messages.h"
-#include "fabric/wire/token.h"
+#include "fabric/wire/handshake.h"
 #include "fabric/wire/wire_error.h"
 
 namespace fabkit::tcp {
@@ -31,6 +31,17 @@ void TcpTestServer::stop() {
     if (t.joinable()) t.join();
 }
 
+void TcpTestServer::reap_finished() {
+  for (auto id : finished_) {
+    auto it = std::find_if(workers_.begin(), workers_.end(), [&](const std::thread& t) { return t.get_id() == id; });
+    if (it != workers_.end()) {
+      it->join();  // the thread has left serve(): this returns at once
+      workers_.erase(it);
+    }
+  }
+  finished_.clear();
+}
+
 void TcpTestServer::accept_loop() {
   while (!stop_.load()) {
     pollfd p{listen_fd_.get(), POLLIN, 0};
@@ -39,7 +50,8 @@ void TcpTestServer::accept_loop() {
     int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     std::lock_guard<std::mutex> lock(mu_);
-    if (stop_.load() || workers_.size() >= 256) {  // bound threads per server
+    reap_finished();
+    if (stop_.load() || open_fds_.size() >= kMaxTestConnections) {  // bound threads at once
       ::close(fd);
       continue;
     }
@@ -51,24 +63,26 @@ void TcpTestServer::accept_loop() {
 void TcpTestServer::serve(wire::Fd fd) {
   int raw = fd.get();
   try {
-    // The handshake must come quickly: a port scanner or stray client gets a few seconds at most.
-    auto hello = wire::parse_hello(wire::read_frame(raw, wire::deadline_in_ms(5000), 4096));
-    if (!wire::constant_time_equal(hello.token, token_)) {
+    // The handshake must come quickly: a port scanner or stray client gets a few seconds at most,
+    // in its own thread, so it delays nobody else.
+    wire::PeerClaims hello;
+    try {
+      hello = wire::server_handshake(raw, token_, "agent",
+                                     [](const std::string& p) { return p == "tcp_ping" || p == "tcp_sink"; },
+                                     wire::deadline_in_ms(kDataHandshakeTimeoutMs));
+    } catch (const wire::WireError&) {
       ++rejected_;
-      wire::write_frame(raw, wire::make_frame(wire::ErrorMessage{"wire.bad_token",
-                                                                 "session token does not match"}),
-                        wire::deadline_in_ms(1000));
-      throw wire::WireError(wire::WireErrorKind::kBadToken, "data connection");
+      throw;
     }
-    std::string mode = hello.info.value("mode", "");
+    wire::write_frame(raw, wire::welcome_frame(Json::object()), wire::deadline_in_ms(kDataHandshakeTimeoutMs));
     set_nodelay(raw);
-    if (mode == "ping") {
+    if (hello.purpose == "tcp_ping") {
       char buf[kPingBytes];
       for (;;) {
         wire::read_exact(raw, buf, sizeof buf, wire::deadline_in_ms(idle_timeout_ms_), "ping");
         wire::write_all(raw, buf, sizeof buf, wire::deadline_in_ms(idle_timeout_ms_), "pong");
       }
-    } else if (mode == "sink") {
+    } else {  // tcp_sink: the handshake admitted nothing else
       std::vector<char> buf(1 << 20);
       uint64_t total = 0;
       for (;;) {
@@ -88,6 +102,8 @@ void TcpTestServer::serve(wire::Fd fd) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   open_fds_.erase(raw);
+  fd.reset();  // under the lock: stop() must never shut down a reused descriptor number
+  finished_.push_back(std::this_thread::get_id());
 }
 
 }  // namespace fabkit::tcp

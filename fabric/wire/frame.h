@@ -17,11 +17,12 @@ inline constexpr size_t kFrameHeaderBytes = 5;
 inline constexpr uint32_t kMaxControlFrameBytes = 16u << 20;
 
 enum class FrameType : uint8_t {
-  kHello = 1,     // first frame each way: protocol version + session token (client -> agent)
+  kHello = 1,     // first frame each way: protocol version, role, nonce (handshake.h)
   kRequest = 2,   // {"id", "op", "args"}
   kResponse = 3,  // {"id", "ok", "result" | "error"}
   kError = 4,     // {"code", "message"}: the sender closes after it
   kBye = 5,       // orderly end of the session
+  kAuth = 6,      // handshake proof (client -> server) and welcome (server -> client)
 };
 
 bool is_known_frame_type(uint8_t t);

@@ -76,20 +76,6 @@ std::string get_ipv4(const Json& obj, const char* field) {
   return s;
 }
 
-Hello parse_hello(const Frame& f) {
-  expect_type(f, FrameType::kHello);
-  Json j = parse_json_payload(f);
-  Hello h;
-  h.protocol = static_cast<int>(get_int(j, "protocol", 0, 1 << 20));
-  h.role = get_string(j, "role", 32);
-  if (j.contains("token")) h.token = get_string(j, "token", 1024);
-  if (j.contains("info")) {
-    if (!j["info"].is_object()) bad("field 'info' must be an object");
-    h.info = j["info"];
-  }
-  return h;
-}
-
 Request parse_request(const Frame& f) {
   expect_type(f, FrameType::kRequest);
   Json j = parse_json_payload(f);
@@ -127,13 +113,6 @@ ErrorMessage parse_error(const Frame& f) {
   expect_type(f, FrameType::kError);
   Json j = parse_json_payload(f);
   return {get_string(j, "code", 128), get_string(j, "message", 1 << 16)};
-}
-
-Frame make_frame(const Hello& h) {
-  Json j = {{"protocol", h.protocol}, {"role", h.role}};
-  if (!h.token.empty()) j["token"] = h.token;
-  if (!h.info.empty()) j["info"] = h.info;
-  return json_frame(FrameType::kHello, j);
 }
 
 Frame make_frame(const Request& r) {

@@ -11,15 +11,9 @@
 
 namespace fabkit::wire {
 
-// Bumped on any incompatible change of the frames or messages below.
-inline constexpr int kProtocolVersion = 1;
-
-struct Hello {
-  int protocol = kProtocolVersion;
-  std::string token;  // client -> agent only; agents answer with an empty token
-  std::string role;   // "controller" | "agent" | "peer"
-  Json info = Json::object();  // agent -> client: hostname, fabkit version
-};
+// Bumped on any incompatible change of the frames or messages below. 2: the challenge-response
+// handshake (handshake.h) replaced the token-bearing hello.
+inline constexpr int kProtocolVersion = 2;
 
 struct Request {
   uint64_t id = 0;
@@ -42,12 +36,10 @@ struct ErrorMessage {
 
 Json parse_json_payload(const Frame& f);  // throws kMalformedJson / kBadMessage (not an object)
 
-Hello parse_hello(const Frame& f);
 Request parse_request(const Frame& f);
 Response parse_response(const Frame& f);
 ErrorMessage parse_error(const Frame& f);
 
-Frame make_frame(const Hello& h);
 Frame make_frame(const Request& r);
 Frame make_frame(const Response& r);
 Frame make_frame(const ErrorMessage& e);

@@ -22,17 +22,19 @@ void wait_fd(int fd, short events, Deadline deadline, const char* what) {
     int left = ms_left(deadline);
     int r = ::poll(&p, 1, left);
     if (r > 0) return;  // readable, writable, or an error/hangup the next call will report
-    if (r == 0) throw WireError(WireErrorKind::kTimeout, std::string("no progress on ") + what);
+    if (r == 0) throw WireError(WireErrorKind::kTimeout, std::string("deadline passed waiting for ") + what);
     if (errno != EINTR)
       throw WireError(WireErrorKind::kIo, std::string("poll on ") + what + ": " + std::strerror(errno));
   }
 }
 
+// Both loops try the call first and wait only when the socket has nothing to give or no room:
+// a hot connection costs one syscall per chunk. The deadline is the caller's, fixed before the
+// first byte, so a peer that trickles a byte at a time still runs out of time.
 void read_exact(int fd, void* buf, size_t n, Deadline deadline, const char* what) {
   auto* p = static_cast<char*>(buf);
   size_t got = 0;
   while (got < n) {
-    wait_fd(fd, POLLIN, deadline, what);
     ssize_t r = ::recv(fd, p + got, n - got, MSG_DONTWAIT);
     if (r > 0) {
       got += static_cast<size_t>(r);
@@ -41,11 +43,16 @@ void read_exact(int fd, void* buf, size_t n, Deadline deadline, const char* what
       throw WireError(WireErrorKind::kTruncated, std::string("peer closed ") + what + " after " +
                                                      std::to_string(got) + " of " +
                                                      std::to_string(n) + " bytes");
-    } else if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      wait_fd(fd, POLLIN, deadline, what);
+    } else if (errno != EINTR) {
       if (errno == ECONNRESET && got == 0)
         throw WireError(WireErrorKind::kClosed, std::string("peer reset ") + what);
       throw WireError(WireErrorKind::kIo, std::string("recv on ") + what + ": " + std::strerror(errno));
     }
+    if (got < n && Clock::now() >= deadline)
+      throw WireError(WireErrorKind::kTimeout, std::string("no complete ") + what + " before the deadline (" +
+                                                   std::to_string(got) + " of " + std::to_string(n) + " bytes)");
   }
 }
 
@@ -53,15 +60,19 @@ void write_all(int fd, const void* buf, size_t n, Deadline deadline, const char*
   auto* p = static_cast<const char*>(buf);
   size_t sent = 0;
   while (sent < n) {
-    wait_fd(fd, POLLOUT, deadline, what);
     ssize_t r = ::send(fd, p + sent, n - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (r > 0) {
       sent += static_cast<size_t>(r);
-    } else if (r < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+    } else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      wait_fd(fd, POLLOUT, deadline, what);
+    } else if (r < 0 && errno != EINTR) {
       if (errno == EPIPE || errno == ECONNRESET)
         throw WireError(WireErrorKind::kClosed, std::string("peer closed ") + what);
       throw WireError(WireErrorKind::kIo, std::string("send on ") + what + ": " + std::strerror(errno));
     }
+    if (sent < n && Clock::now() >= deadline)
+      throw WireError(WireErrorKind::kTimeout, std::string("peer took no complete ") + what + " before the deadline (" +
+                                                   std::to_string(sent) + " of " + std::to_string(n) + " bytes)");
   }
 }
 

@@ -28,18 +28,6 @@ std::string generate_token() {
   return out;
 }
 
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  // The length is not secret (tokens are fixed-size); the content is.
-  size_t n = a.size() > b.size() ? a.size() : b.size();
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned char>(x ^ y);
-  }
-  return diff == 0;
-}
-
 std::string token_problem(const std::string& token) {
   if (token.size() < kMinTokenChars)
     return "is " + std::to_string(token.size()) + " characters; at least " +

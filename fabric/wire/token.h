@@ -1,6 +1,7 @@
 // The session token: 32 random bytes from the kernel, hex-encoded. The controller makes one per
 // run and hands it to the agents on stdin (or FABKIT_SESSION_TOKEN), never on a command line that
-// other users can read in /proc/*/cmdline.
+// other users can read in /proc/*/cmdline. It is never sent on a socket: connections prove
+// knowledge of it with handshake.h.
 #pragma once
 
 #include <string>
@@ -13,8 +14,6 @@ inline constexpr size_t kTokenHexChars = 64;
 inline constexpr size_t kMinTokenChars = 16;
 
 std::string generate_token();  // getrandom(); throws SysErrorException when it fails
-// Compares without an early exit, so timing does not reveal the length of a matching prefix.
-bool constant_time_equal(const std::string& a, const std::string& b);
 // Empty when acceptable, else why not ("shorter than 16 characters", "contains a space", ...).
 std::string token_problem(const std::string& token);
 

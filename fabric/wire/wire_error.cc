@@ -12,6 +12,8 @@ const char* to_string(WireErrorKind k) {
     case WireErrorKind::kTimeout: return "wire.timeout";
     case WireErrorKind::kClosed: return "wire.closed";
     case WireErrorKind::kBadToken: return "wire.bad_token";
+    case WireErrorKind::kImpostor: return "wire.impostor";
+    case WireErrorKind::kRejected: return "wire.rejected";
     case WireErrorKind::kVersionMismatch: return "wire.version_mismatch";
     case WireErrorKind::kIo: return "wire.io";
   }

@@ -15,7 +15,9 @@ enum class WireErrorKind {
   kBadMessage,      // JSON, but a required field is missing or has the wrong type/range
   kTimeout,         // a read/write/connect deadline passed
   kClosed,          // the peer closed between frames
-  kBadToken,        // the session token did not match
+  kBadToken,        // the connecting side could not prove the session token
+  kImpostor,        // the side we connected to could not prove the session token
+  kRejected,        // the peer authenticated but refused (its own code is in the message)
   kVersionMismatch, // protocol version differs
   kIo,              // a socket call failed (errno in the message)
 };

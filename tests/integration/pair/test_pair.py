@@ -226,6 +226,7 @@ class PairTest(unittest.TestCase):
             return json.loads(r.stdout)
 
         wrong = client("hello", "f" * 64)
+        self.assertFalse(wrong.get("server_proof_ok"), wrong)  # the agent's proof is for its token
         self.assertEqual(4, wrong.get("frame_type"), wrong)  # error frame
         self.assertEqual("wire.bad_token", wrong["body"]["code"])
         self.assertTrue(wrong["closed_after"])
@@ -236,10 +237,12 @@ class PairTest(unittest.TestCase):
         self.assertEqual("wire.bad_type", garbage["body"]["code"], garbage)
         # The agent is still waiting for its real controller, and accepts the right token.
         right = client("hello", token)
-        self.assertEqual(1, right.get("frame_type"), right)
+        self.assertTrue(right.get("server_proof_ok"), right)
+        self.assertEqual(6, right.get("frame_type"), right)  # the welcome
+        self.assertIn("version", right["body"]["info"])
         agent.wait(timeout=10)  # that client left without bye: the agent exits
         self.assertEqual(1, agent.returncode)
-        self.assertIn("rejected a connection: wrong session token", agent.stderr.read())
+        self.assertIn("rejected a connection: wire.bad_token: wrong session token", agent.stderr.read())
 
 
 if __name__ == "__main__":

@@ -1,16 +1,23 @@
 """A minimal client of the agent's control protocol (docs/pair.md "Wire protocol"), written from
-the documentation alone, so the integration tests check the documented frames and not just our
-own C++ against itself. Run inside a namespace:
+the documentation alone, so the integration tests check the documented frames and handshake and
+not just our own C++ against itself. Run inside a namespace:
 
     wire_client.py ADDR PORT MODE        (token on stdin; prints one JSON line with what happened)
-MODE: hello (present the token), oversized (a header announcing 2 GiB), garbage (5 bytes of an
-unknown frame type), silent (connect and send nothing).
+MODE: hello (the handshake with the given token: it checks the agent's proof, reports whether it
+held, and sends its own proof either way, as a client that does not know the token would),
+oversized (a header announcing 2 GiB), garbage (5 bytes of an unknown frame type).
 """
+import hashlib
+import hmac
 import json
+import os
 import socket
 import struct
 import sys
 import time
+
+LABEL = b"fabkit session handshake v2"
+HELLO, AUTH, ERROR = 1, 6, 4
 
 
 def read_exact(s, n):
@@ -29,6 +36,33 @@ def read_frame(s):
     return ftype, json.loads(read_exact(s, length) or b"{}")
 
 
+def send_frame(s, ftype, body):
+    payload = json.dumps(body).encode()
+    s.sendall(struct.pack(">IB", len(payload), ftype) + payload)
+
+
+def proof(token, direction, client_role, server_role, purpose, client_nonce, server_nonce):
+    msg = b""
+    for field in (LABEL, direction.encode(), client_role.encode(), server_role.encode(), purpose.encode(),
+                  client_nonce, server_nonce):
+        msg += struct.pack(">I", len(field)) + field
+    return hmac.new(token.encode(), msg, hashlib.sha256).digest()
+
+
+def handshake(s, token, out):
+    nonce = os.urandom(32)
+    send_frame(s, HELLO, {"protocol": 2, "role": "controller", "purpose": "control", "nonce": nonce.hex()})
+    ftype, body = read_frame(s)
+    if ftype != HELLO:
+        return ftype, body
+    server_nonce = bytes.fromhex(body["nonce"])
+    want = proof(token, "server", "controller", body["role"], "control", nonce, server_nonce)
+    out["server_proof_ok"] = hmac.compare_digest(want, bytes.fromhex(body["proof"]))
+    mine = proof(token, "client", "controller", body["role"], "control", nonce, server_nonce)
+    send_frame(s, AUTH, {"proof": mine.hex(), "info": {}})
+    return read_frame(s)
+
+
 def main():
     addr, port, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     token = sys.stdin.readline().strip()
@@ -38,13 +72,13 @@ def main():
         s = socket.create_connection((addr, port), timeout=10)
         s.settimeout(10)
         if mode == "hello":
-            payload = json.dumps({"protocol": 1, "role": "controller", "token": token}).encode()
-            s.sendall(struct.pack(">IB", len(payload), 1) + payload)
-        elif mode == "oversized":
-            s.sendall(struct.pack(">IB", 2 << 30, 1))
-        elif mode == "garbage":
-            s.sendall(struct.pack(">IB", 0, 9))
-        ftype, body = read_frame(s)
+            ftype, body = handshake(s, token, out)
+        else:
+            if mode == "oversized":
+                s.sendall(struct.pack(">IB", 2 << 30, 1))
+            elif mode == "garbage":
+                s.sendall(struct.pack(">IB", 0, 9))
+            ftype, body = read_frame(s)
         out.update({"frame_type": ftype, "body": body})
         try:  # after an error frame the agent closes the connection
             more = s.recv(1)

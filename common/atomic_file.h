@@ -1,0 +1,27 @@
+// The one way fabkit replaces a file: readers see the old content or the new, never a part, and
+// after return the new content survives a crash. A temp file in the same directory (rename(2) is
+// atomic only within one filesystem), written, fsync'd, renamed over the target, and the directory
+// fsync'd so the rename itself is durable. On any failure the temp file is removed and the target
+// is untouched.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <functional>
+#include <ostream>
+#include <string>
+
+namespace fabkit {
+
+// Throws SysErrorException {call, errno, path} (mkstemp, write, fsync, rename, ...).
+// mode: the new file's permission bits before the umask (mkstemp alone would give 0600).
+void write_file_atomically(const std::filesystem::path& path, const std::string& content, mode_t mode = 0644);
+
+// For large or binary content written piecewise (checkpoints, safetensors): body writes to the
+// stream; a stream left in a failed state counts as a write error. Exceptions from body propagate
+// after the temp file is removed.
+void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& body,
+                           mode_t mode = 0644);
+
+}  // namespace fabkit
