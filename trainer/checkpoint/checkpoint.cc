@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "common/errors.h"
-#include "common/durable_file.h"
+#include "common/atomic_file.h"
 #include "trainer/checkpoint/shard_file.h"
 
 namespace fs = std::filesystem;
@@ -223,7 +223,7 @@ fs::path save_checkpoint(Comm& comm, const SaveRequest& req, const std::vector<F
                                     {"bytes", d.bytes},
                                     {"sha256", std::string(d.sha256_hex, sizeof(d.sha256_hex))}});
     }
-    write_file_durably(manifest_path, manifest.dump(1) + "\n");
+    write_file_atomically(manifest_path, manifest.dump(1) + "\n");
     if (req.save_total_limit > 0) {
       auto all_dirs = list_checkpoints(req.output_dir);
       for (size_t i = static_cast<size_t>(req.save_total_limit); i < all_dirs.size(); ++i) {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "common/durable_file.h"
+#include "common/atomic_file.h"
 #include "common/errors.h"
 
 namespace fabkit::trainer {
@@ -25,13 +25,16 @@ void write_shard_file(const std::filesystem::path& path, const Json& header_in,
   }
   const std::string text = header.dump();
   const uint64_t len = text.size();
-  // Durable before the manifest vouches for it (common/durable_file.h says why).
-  write_file_durably(path, [&](const ByteSink& sink) {
-    sink(kMagic, sizeof(kMagic));
-    sink(&len, sizeof(len));  // x86/ARM: little-endian
-    sink(text.data(), text.size());
+  // Durable before the manifest vouches for it (common/atomic_file.h).
+  write_file_atomically(path, [&](std::ostream& out) {
+    out.write(kMagic, sizeof(kMagic));
+    out.write(reinterpret_cast<const char*>(&len), sizeof(len));  // x86/ARM: little-endian
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
     for (const auto& u : units) {
-      for (const auto& a : u.arrays) sink(a.values.data(), a.values.size() * sizeof(float));
+      for (const auto& a : u.arrays) {
+        out.write(reinterpret_cast<const char*>(a.values.data()),
+                  static_cast<std::streamsize>(a.values.size() * sizeof(float)));
+      }
     }
   });
 }

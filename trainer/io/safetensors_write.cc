@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 
+#include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/json.h"
 #include "trainer/io/safetensors.h"
@@ -14,28 +15,10 @@ namespace fabkit::trainer {
 namespace fs = std::filesystem;
 namespace {
 
-// Temp file in the same directory + rename: readers (and a restarted job) never see half a file.
-void write_atomically(const fs::path& path, const std::function<void(std::ofstream&)>& body) {
-  fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw SysErrorException(SysError{"open", errno, tmp.string()});
-    body(out);
-    out.flush();
-    if (!out) {
-      int e = errno;
-      out.close();
-      fs::remove(tmp);
-      throw SysErrorException(SysError{"write", e, tmp.string()});
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp);
-    throw SysErrorException(SysError{"rename", ec.value(), path.string()});
-  }
+// common/atomic_file.h: readers (and a restarted job) never see half a file, and a file that was
+// published survives a crash.
+void write_atomically(const fs::path& path, const std::function<void(std::ostream&)>& body) {
+  write_file_atomically(path, body);
 }
 
 }  // namespace
@@ -66,7 +49,7 @@ void write_safetensors(const fs::path& path,
   std::string text = header.dump();
   // The spec allows trailing spaces; padding to 8 keeps the data buffer aligned for mmap readers.
   text.append((8 - text.size() % 8) % 8, ' ');
-  write_atomically(path, [&](std::ofstream& out) {
+  write_atomically(path, [&](std::ostream& out) {
     uint64_t n = text.size();
     unsigned char prefix[8];
     for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xff);
@@ -117,7 +100,7 @@ std::vector<fs::path> write_safetensors_checkpoint(
   std::sort(keys.begin(), keys.end());
   for (const auto& k : keys) index["weight_map"][k] = weight_map[k];
   write_atomically(dir / "model.safetensors.index.json",
-                   [&](std::ofstream& out) { out << index.dump(2) << "\n"; });
+                   [&](std::ostream& out) { out << index.dump(2) << "\n"; });
   fs::remove(dir / "model.safetensors");  // SafetensorsCheckpoint prefers a single file
   written.push_back(dir / "model.safetensors.index.json");
   return written;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 
+#include "common/atomic_file.h"
 #include "common/errors.h"
 
 namespace fabkit::trainer {
@@ -84,13 +85,7 @@ std::vector<fs::path> save_pretrained(const LlamaModelImpl& model, const fs::pat
   LlamaConfig c = model.config();
   c.torch_dtype = dtype_name(model.dtype());
   auto files = write_safetensors_checkpoint(dir, model.hf_named_parameters(), max_shard_bytes);
-  fs::path tmp = dir / ("config.json.tmp." + std::to_string(::getpid()));
-  {
-    std::ofstream out(tmp);
-    out << to_hf_json(c).dump(2) << "\n";
-    if (!out) throw SysErrorException(SysError{"write", errno, tmp.string()});
-  }
-  fs::rename(tmp, dir / "config.json");
+  write_file_atomically(dir / "config.json", to_hf_json(c).dump(2) + "\n");
   files.push_back(dir / "config.json");
   return files;
 }

@@ -209,7 +209,7 @@ TEST_F(Fabtrain, KilledWhileCheckpointingResumesFromTheNewestCompleteOne) {
 }
 
 // Durability, seen in the system calls: every file of a checkpoint is fsynced before the rename
-// that publishes it, and its directory is fsynced after (common/durable_file.h says why).
+// that publishes it, and its directory is fsynced after (common/atomic_file.h says why).
 TEST_F(Fabtrain, CheckpointFilesAreFsyncedBeforeTheirRenameAndTheDirectoryAfter) {
   if (std::system("strace -V >/dev/null 2>&1") != 0) GTEST_SKIP() << "strace is not installed (scripts/setup installs it)";
   const fs::path trace = out("strace.log");
