@@ -5,6 +5,8 @@
 #include <malloc.h>
 
 #include <chrono>
+#include <cmath>
+#include <optional>
 #include <iostream>
 #include <filesystem>
 
@@ -21,6 +23,7 @@
 #include "trainer/distributed/thread_plan.h"
 #include "trainer/model/ignore_label.h"
 #include "trainer/model/pretrained.h"
+#include "trainer/optim/loss_scale.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/optim/schedule.h"
 #include "trainer/parallel/llama_plan.h"
@@ -155,8 +158,18 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
 
   // 6. Sharding, optimizer, schedule.
   auto mb = std::make_shared<MicroBatch>();
+  // Precision: the model's weights stay fp32 (the shards are the master copy); a gathered unit is
+  // handed to its stage in the compute dtype.
+  const torch::ScalarType compute_dtype = parse_dtype_name(o.torch_dtype);
+  loaded.model->set_compute_dtype(compute_dtype);
   LlamaPlan plan = plan_llama(loaded.model, mb);
-  ShardedModel model(*comm, std::move(plan.units), std::move(plan.stages), o.recompute);
+  ShardedModel model(*comm, std::move(plan.units), std::move(plan.stages), o.recompute, compute_dtype);
+  std::optional<DynamicLossScale> scaler;
+  if (compute_dtype == torch::kFloat16) scaler = DynamicLossScale{o.initial_loss_scale, 0, o.loss_scale_window};
+  log.info("precision: compute " + o.torch_dtype + "; master weights, optimizer state and gradient reduction float32" +
+           (scaler ? "; dynamic loss scale from " + std::to_string(o.initial_loss_scale) + ", doubled after " +
+                         std::to_string(o.loss_scale_window) + " finite steps"
+                   : std::string()));
   std::unique_ptr<ShardOptimizer> opt;
   if (o.optimizer == "adamw") {
     opt = make_adamw(model.shards(), {o.beta1, o.beta2, o.eps, o.weight_decay});
@@ -180,6 +193,10 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     if (auto resumed = resume_latest(*comm, o.output_dir, model.shards(), *opt, &warnings)) {
       state = *resumed;
       log.info("resumed from step " + std::to_string(state.step) + " (epoch " + std::to_string(state.epoch) + ")");
+      if (scaler && state.loss_scale > 0) {
+        scaler->scale = state.loss_scale;
+        scaler->good_steps = state.loss_scale_good_steps;
+      }
       // The data position in this run's units: examples of the epoch's order already consumed,
       // over this run's examples per micro-batch index (all ranks). Equal for an unchanged job;
       // after a change of world or micro-batch size a partial batch is replayed, never skipped.
@@ -247,12 +264,31 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
       mb->labels = b.labels;
       mb->attention_mask = b.attention_mask;
       mb->loss_normalizer = std::max(1.0, counts[0]);
-      loss += model.forward_backward();
+      loss += model.forward_backward(scaler ? scaler->scale : 1.0);
     }
     comm->allreduce_sum(&loss, 1);
-    const double grad_norm = clip_grad_norm(model.shards(), o.max_grad_norm, [&](double* d, size_t n) { comm->allreduce_sum(d, n); });
+    // fp16: every rank must agree whether the step is applied, so the finiteness check is summed.
+    bool apply = true;
+    double scale_used = 1.0;
+    if (scaler) {
+      scale_used = scaler->scale;
+      double bad = grads_finite(model.shards()) ? 0.0 : 1.0;
+      comm->allreduce_sum(&bad, 1);
+      apply = scaler->update(bad == 0.0);
+      if (apply) {
+        scale_grads(model.shards(), static_cast<float>(1.0 / scale_used));
+      } else {
+        log.warn("step " + std::to_string(state.step + 1) + ": non-finite gradients at loss scale " +
+                 std::to_string(scale_used) + ": update skipped, loss scale now " + std::to_string(scaler->scale));
+      }
+      state.loss_scale = scaler->scale;
+      state.loss_scale_good_steps = scaler->good_steps;
+    }
+    const double grad_norm =
+        apply ? clip_grad_norm(model.shards(), o.max_grad_norm, [&](double* d, size_t n) { comm->allreduce_sum(d, n); })
+              : std::nan("");
     const double lr = schedule.lr_at(state.step);
-    opt->step(model.shards(), lr);
+    if (apply) opt->step(model.shards(), lr);
     model.prefetch_first_stage();
     state.batch_in_epoch += o.grad_accum;
     state.examples_in_epoch = state.batch_in_epoch * o.micro_batch_size * comm->world_size();
@@ -260,9 +296,14 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     ++steps_this_process;
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (state.step % o.log_every == 0 || state.step == total_steps) {
-      log.step({{"step", state.step}, {"total_steps", total_steps}, {"epoch", state.epoch}, {"loss", loss},
+      Json m = {{"step", state.step}, {"total_steps", total_steps}, {"epoch", state.epoch}, {"loss", loss},
                 {"lr", lr}, {"grad_norm", grad_norm}, {"tokens", counts[1]}, {"tokens_per_s", counts[1] / (ms / 1000.0)},
-                {"step_time_ms", ms}, {"state_bytes_per_rank", state_bytes}, {"max_rss_bytes", max_rss_bytes()}});
+                {"step_time_ms", ms}, {"state_bytes_per_rank", state_bytes}, {"max_rss_bytes", max_rss_bytes()}};
+      if (scaler) {
+        m["loss_scale"] = scale_used;
+        m["update_skipped"] = !apply;
+      }
+      log.step(m);
     }
     if (o.eval_every > 0 && !data.valid.empty() && (state.step % o.eval_every == 0 || state.step == total_steps)) {
       const double v = validation_loss(model, *mb, data.valid, o, *comm);

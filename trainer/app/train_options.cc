@@ -31,6 +31,15 @@ void bind_train_options(CLI::App& c, TrainOptions& o) {
   c.add_option("--micro-batch-size", o.micro_batch_size, "sequences per rank per micro-step")->check(CLI::PositiveNumber);
   c.add_option("--grad-accum", o.grad_accum)->check(CLI::PositiveNumber);
   c.add_flag("--recompute", o.recompute, "activation checkpointing per decoder layer");
+  c.add_option("--torch-dtype", o.torch_dtype,
+               "compute precision of parameters and activations; master weights, optimizer state and "
+               "gradient reduction stay float32")
+      ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
+  c.add_option("--initial-loss-scale", o.initial_loss_scale, "float16: the first dynamic loss scale")
+      ->check(CLI::PositiveNumber);
+  c.add_option("--loss-scale-window", o.loss_scale_window,
+               "float16: finite steps in a row before the loss scale doubles")
+      ->check(CLI::PositiveNumber);
   c.add_option("--eval-every", o.eval_every)->check(CLI::NonNegativeNumber);
   c.add_option("--log-every", o.log_every)->check(CLI::PositiveNumber);
   c.add_option("--trace-steps", o.trace_steps,

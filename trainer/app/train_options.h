@@ -38,6 +38,11 @@ struct TrainOptions {
   int64_t micro_batch_size = 1;  // per rank
   int64_t grad_accum = 1;
   bool recompute = false;
+  // Compute precision (the seed recipes' name); master weights, optimizer state and gradient
+  // reduction stay float32. float16 scales the loss dynamically.
+  std::string torch_dtype = "float32";
+  double initial_loss_scale = 65536.0;
+  int64_t loss_scale_window = 2000;
   int64_t eval_every = 0;
   int64_t log_every = 1;
   int64_t trace_steps = 0;  // Chrome traces of this many steps (after 2 warm-up steps)

@@ -55,7 +55,8 @@ Json layout_json(const std::vector<FlatShard>& shards) {
 
 Json state_json(const TrainState& t) {
   return {{"step", t.step}, {"epoch", t.epoch}, {"batch_in_epoch", t.batch_in_epoch},
-          {"examples_in_epoch", t.examples_in_epoch}, {"seed", t.seed}};
+          {"examples_in_epoch", t.examples_in_epoch}, {"seed", t.seed}, {"loss_scale", t.loss_scale},
+          {"loss_scale_good_steps", t.loss_scale_good_steps}};
 }
 
 TrainState state_from_json(const Json& j) {
@@ -65,6 +66,8 @@ TrainState state_from_json(const Json& j) {
   t.batch_in_epoch = j.at("batch_in_epoch").get<int64_t>();
   t.examples_in_epoch = j.value("examples_in_epoch", int64_t{-1});
   t.seed = j.at("seed").get<uint64_t>();
+  t.loss_scale = j.value("loss_scale", 0.0);
+  t.loss_scale_good_steps = j.value("loss_scale_good_steps", int64_t{0});
   return t;
 }
 

@@ -33,6 +33,9 @@ struct TrainState {
   // size or micro-batch size continues from here. -1: not recorded (older checkpoints).
   int64_t examples_in_epoch = -1;
   uint64_t seed = 0;
+  // fp16's dynamic loss scale (0: not used) and its count of good steps.
+  double loss_scale = 0.0;
+  int64_t loss_scale_good_steps = 0;
 };
 
 struct SaveRequest {

@@ -148,6 +148,12 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& config, torch::ScalarType dtyp
   this->to(dtype_);
 }
 
+void LlamaModelImpl::set_compute_dtype(torch::ScalarType dtype) {
+  if (dtype != torch::kFloat32 && dtype != torch::kBFloat16 && dtype != torch::kFloat16)
+    throw UsageError("compute dtype must be float32, bfloat16 or float16");
+  dtype_ = dtype;
+}
+
 void LlamaModelImpl::init_weights(uint64_t seed) {
   torch::NoGradGuard no_grad;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);

@@ -80,6 +80,10 @@ class LlamaModelImpl : public torch::nn::Module {
 
   const LlamaConfig& config() const { return config_; }
   torch::ScalarType dtype() const { return dtype_; }
+  // Mixed precision: the activations' dtype (RoPE tables, attention bias) when the parameters'
+  // storage belongs to the sharded model, which hands them out in this dtype and keeps fp32
+  // master copies. Does not cast the parameters.
+  void set_compute_dtype(torch::ScalarType dtype);
 
   // The pieces, in the order forward() runs them.
   torch::Tensor embed(const torch::Tensor& input_ids);  // [B,T] int64 -> [B,T,H]

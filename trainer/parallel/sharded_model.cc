@@ -9,8 +9,12 @@
 namespace fabkit::trainer {
 
 ShardedModel::ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vector<Stage> stages,
-                           bool recompute)
-    : comm_(comm), units_(std::move(units)), stages_(std::move(stages)), recompute_(recompute) {
+                           bool recompute, at::ScalarType compute_dtype)
+    : comm_(comm),
+      units_(std::move(units)),
+      stages_(std::move(stages)),
+      recompute_(recompute),
+      compute_dtype_(compute_dtype) {
   torch::NoGradGuard no_grad;
   for (const auto& u : units_) {
     std::vector<ParamSlot> slots;
@@ -69,6 +73,8 @@ void ShardedModel::gather(size_t u) {
     prefetch_[u]->wait();
     prefetch_[u].reset();
   }
+  // The compute copy replaces the fp32 buffer: only one full copy of the unit stays alive.
+  if (compute_dtype_ != torch::kFloat32) full_[u] = full_[u].to(compute_dtype_);
   for (size_t i = 0; i < s.params.size(); ++i) {
     const auto& slot = s.params[i];
     units_[u].params[i].second.set_data(full_[u].narrow(0, slot.offset, slot.numel).view(slot.shape));
@@ -79,7 +85,7 @@ void ShardedModel::release(size_t u) {
   if (gathered_[u] > 0 && --gathered_[u] > 0) return;
   gathered_[u] = 0;
   // An empty placeholder keeps the leaf tensor (and its identity in the model) alive without data.
-  for (auto& p : units_[u].params) p.second.set_data(torch::empty({0}, torch::kFloat32));
+  for (auto& p : units_[u].params) p.second.set_data(torch::empty({0}, compute_dtype_));
   full_[u] = at::Tensor();
 }
 
@@ -88,7 +94,8 @@ void ShardedModel::reduce_grads(size_t u) {
   // ATen views of the shard's grad so the adds run vectorised (and on the intra-op threads).
   at::Tensor shard_grad = torch::from_blob(s.grad.data(), {s.shard_numel}, torch::kFloat32);
   if (s.world_size == 1) {
-    // Nothing to reduce: add each parameter's gradient straight into its slot of the shard.
+    // Nothing to reduce: add each parameter's gradient straight into its slot of the shard
+    // (add_ converts a bf16/fp16 gradient to the fp32 shard).
     for (size_t i = 0; i < s.params.size(); ++i) {
       at::Tensor& p = units_[u].params[i].second;
       if (!p.grad().defined()) continue;
@@ -104,7 +111,7 @@ void ShardedModel::reduce_grads(size_t u) {
     at::Tensor& p = units_[u].params[i].second;
     at::Tensor slot = full_grad.narrow(0, s.params[i].offset, s.params[i].numel);
     if (p.grad().defined()) {
-      slot.copy_(p.grad().reshape(-1));
+      slot.copy_(p.grad().reshape(-1));  // to fp32: the reduction runs in fp32
       p.mutable_grad() = at::Tensor();
       any = true;
     } else {
@@ -129,7 +136,7 @@ void ShardedModel::wait_reductions(size_t keep_in_flight) {
   }
 }
 
-double ShardedModel::forward_backward() {
+double ShardedModel::forward_backward(double loss_scale) {
   const size_t n = stages_.size();
   std::vector<at::Tensor> inputs(n), outputs(n);
   at::Tensor h;
@@ -161,7 +168,11 @@ double ShardedModel::forward_backward() {
       out = st.forward(x);
     }
     if (k == n - 1) {
-      torch::autograd::backward({out});
+      if (loss_scale == 1.0) {
+        torch::autograd::backward({out});
+      } else {
+        torch::autograd::backward({out}, {torch::full_like(out, loss_scale)});
+      }
     } else {
       torch::autograd::backward({out}, {grad_out});
     }

@@ -17,6 +17,12 @@
 // and with it the unit's full parameters until that stage's backward (memory: all units' full
 // params plus all activations during a step, like DDP).
 //
+// Mixed precision (compute_dtype bf16 or fp16; FSDP MixedPrecision's defaults with fp32
+// reduction): the shards, the optimizer state and the gradient reduction stay fp32 (master
+// weights); a gathered unit is cast to compute_dtype before its stage runs, so parameters and
+// activations are in that dtype, and each gradient is converted back to fp32 before it is reduced
+// into the shard.
+//
 // Gradients are SUMMED over ranks: the loss stage must return sum(token losses) / (tokens of the
 // whole global batch), so the summed gradient equals the 1-process gradient of the global mean.
 #pragma once
@@ -51,11 +57,13 @@ class ShardedModel {
  public:
   // Takes the full parameters (equal on all ranks after a broadcast from rank 0), keeps this
   // rank's slice and frees the rest.
-  ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vector<Stage> stages, bool recompute);
+  ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vector<Stage> stages, bool recompute,
+               at::ScalarType compute_dtype = at::kFloat);
 
   // One micro-batch: forward and backward through every stage; grads are added to the shards.
-  // Returns the last stage's value (this rank's part of the loss).
-  double forward_backward();
+  // Returns the last stage's value (this rank's part of the loss). loss_scale multiplies the
+  // gradient the backward starts from (fp16 loss scaling); the shards then hold scaled gradients.
+  double forward_backward(double loss_scale = 1.0);
   // Forward only, without grad (validation).
   double forward_loss();
   // Starts gathering the first stage's unit for the next forward, so it travels while the caller
@@ -81,6 +89,7 @@ class ShardedModel {
   std::vector<UnitParams> units_;
   std::vector<Stage> stages_;
   bool recompute_;
+  at::ScalarType compute_dtype_;
   std::vector<FlatShard> shards_;
   std::vector<int> gathered_;        // reference count per unit
   std::vector<at::Tensor> full_;     // the gathered flat buffer while gathered (or prefetching)

@@ -123,6 +123,85 @@ TEST_F(Fabtrain, ResumeAfterAStopEqualsTheUninterruptedRun) {
   EXPECT_EQ(trainer::list_checkpoints(out("split")).size(), 1u);  // --save-total-limit 1
 }
 
+std::vector<double> metric(const fs::path& out, const char* name) {
+  std::vector<double> v;
+  for (const auto& j : read_jsonl(out / "metrics.jsonl")) {
+    if (j.contains("loss")) v.push_back(j[name].is_null() ? std::nan("") : j[name].get<double>());
+  }
+  return v;
+}
+
+// Mixed precision: bf16 parameters and activations, fp32 master weights, optimizer state and
+// gradient reduction. The bf16 runs (1 process, and 2 sharded ranks, whose gradients are reduced
+// in fp32 after the cast) track the fp32 run within bf16's precision (8 bits of mantissa), and
+// differ from it at all (so bf16 really computed).
+TEST_F(Fabtrain, Bfloat16ComputeWithFp32MasterWeightsTracksFloat32) {
+  auto f32 = run_fabtrain(plus(base("f32", 5), {"--micro-batch-size", "4"}));
+  ASSERT_EQ(f32.exit_code, 0) << f32.output;
+  auto b16 = run_fabtrain(plus(base("b16", 5), {"--micro-batch-size", "4", "--torch-dtype", "bfloat16"}));
+  ASSERT_EQ(b16.exit_code, 0) << b16.output;
+  EXPECT_NE(b16.output.find("precision: compute bfloat16; master weights, optimizer state and gradient reduction float32"),
+            std::string::npos) << b16.output;
+  auto b16x2 = run_fabtrain(plus(base("b16x2", 5), {"--nproc", "2", "--micro-batch-size", "2", "--torch-dtype", "bfloat16"}));
+  ASSERT_EQ(b16x2.exit_code, 0) << b16x2.output;
+  const auto l32 = losses(out("f32"));
+  const auto g32 = metric(out("f32"), "grad_norm");
+  for (const char* run : {"b16", "b16x2"}) {
+    const auto l = losses(out(run));
+    const auto g = metric(out(run), "grad_norm");
+    ASSERT_EQ(l.size(), l32.size()) << run;
+    for (size_t i = 0; i < l.size(); ++i) {
+      EXPECT_NEAR(l[i], l32[i], 1e-2 * l32[i]) << run << " step " << i + 1;
+      EXPECT_NEAR(g[i], g32[i], 5e-2 * g32[i]) << run << " step " << i + 1;
+    }
+    // AdamW moves every weight by about lr per step whatever |g| is, so where a gradient is
+    // near zero bf16 rounding can flip the step's sign: weights can then differ by up to
+    // 2 * lr per step (2 * 3e-3 * 5 = 3e-2); the losses and gradient norms above are the tight checks.
+    const double d = max_weight_diff(out("f32"), out(run));
+    EXPECT_GT(d, 0.0) << run << ": identical to fp32, so bf16 did not compute";
+    EXPECT_LT(d, 3e-2) << run;
+  }
+}
+
+// fp16 with dynamic loss scaling: a scale that overflows fp16 makes the step's gradients
+// non-finite; the update is skipped (on every rank) and the scale halved; after `window` finite
+// steps it doubles. Applied steps report the unscaled gradient norm, as the fp32 run does.
+TEST_F(Fabtrain, Float16LossScaleSkipsOverflowsHalvesAndGrows) {
+  auto f32 = run_fabtrain(plus(base("f32", 10), {"--nproc", "2", "--micro-batch-size", "2"}));
+  ASSERT_EQ(f32.exit_code, 0) << f32.output;
+  auto f16 = run_fabtrain(plus(base("f16", 10), {"--nproc", "2", "--micro-batch-size", "2", "--torch-dtype", "float16",
+                                                 "--initial-loss-scale", "4e6", "--loss-scale-window", "2"}));
+  ASSERT_EQ(f16.exit_code, 0) << f16.output;
+  EXPECT_NE(f16.output.find("update skipped, loss scale now"), std::string::npos) << f16.output;
+  const auto scale = metric(out("f16"), "loss_scale");
+  const auto g = metric(out("f16"), "grad_norm");
+  const auto g32 = metric(out("f32"), "grad_norm");
+  std::vector<bool> skipped;
+  for (const auto& j : read_jsonl(out("f16") / "metrics.jsonl")) {
+    if (j.contains("loss")) skipped.push_back(j["update_skipped"].get<bool>());
+  }
+  ASSERT_EQ(scale.size(), 10u);
+  ASSERT_EQ(skipped.size(), 10u);
+  int applied = 0, skips = 0, good = 0;
+  for (size_t i = 0; i < scale.size(); ++i) {
+    if (skipped[i]) {
+      ++skips;
+      good = 0;
+      EXPECT_TRUE(std::isnan(g[i])) << "step " << i + 1;
+      if (i + 1 < scale.size()) EXPECT_EQ(scale[i + 1], scale[i] / 2) << "step " << i + 1;
+    } else {
+      ++applied;
+      // Unscaled before clipping and the optimizer: the norm is the fp32 run's, not 4e6 times it.
+      EXPECT_NEAR(g[i], g32[i], 0.1 * g32[i]) << "step " << i + 1;
+      const bool grows = ++good == 2;
+      if (grows) good = 0;
+      if (i + 1 < scale.size()) EXPECT_EQ(scale[i + 1], grows ? scale[i] * 2 : scale[i]) << "step " << i + 1;
+    }
+  }
+  EXPECT_GE(skips, 1);
+  EXPECT_GE(applied, 3);
+}
+
 // Two "nodes" with their own local disks: each rank is launched by hand (as srun would, LOCAL_RANK
 // 0 on both) with its own OUTPUT directory standing for the node-local path. Checkpoint, stop,
 // resume: with --save-on-each-node each node holds a manifest and its own shard and the resumed
