@@ -22,14 +22,53 @@ size_t char_length(std::string_view s, size_t i) {
   return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;  // valid UTF-8 (checked by the caller)
 }
 
+bool compiles(const std::string& pattern) {
+  int err = 0;
+  PCRE2_SIZE offset = 0;
+  pcre2_code* c = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                PCRE2_UTF | PCRE2_UCP, &err, &offset, nullptr);
+  pcre2_code_free(c);
+  return c != nullptr;
+}
+
 }  // namespace
+
+std::string onig_scripts_to_pcre2(const std::string& pattern) {
+  std::string out;
+  out.reserve(pattern.size());
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '\\' || i + 1 >= pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    char kind = pattern[i + 1];
+    size_t close = pattern.find('}', i);
+    if ((kind == 'p' || kind == 'P') && i + 2 < pattern.size() && pattern[i + 2] == '{' && close != std::string::npos) {
+      std::string name = pattern.substr(i + 3, close - i - 3);
+      std::string neg = !name.empty() && name[0] == '^' ? "^" : "";
+      std::string bare = name.substr(neg.size());
+      // Only a name PCRE2 knows as a script is rewritten: categories (L, Nd, ...) stay as they are.
+      if (!bare.empty() && bare.find(':') == std::string::npos && bare.find('=') == std::string::npos &&
+          compiles("\\p{sc:" + bare + "}")) {
+        out += std::string("\\") + kind + "{" + neg + "sc:" + bare + "}";
+        i = close;
+        continue;
+      }
+    }
+    out += pattern[i];  // any escape: copy the backslash and the escaped character together
+    out += pattern[++i];
+  }
+  return out;
+}
 
 Pcre2Regex::Pcre2Regex(const std::string& pattern, bool literal, const std::string& where) : where_(where) {
   int err = 0;
   PCRE2_SIZE offset = 0;
-  uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0);
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err,
-                                   &offset, nullptr);
+  // PCRE2 refuses UCP beside LITERAL (a literal has no classes for it to change).
+  uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
+  const std::string translated = literal ? pattern : onig_scripts_to_pcre2(pattern);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(), options,
+                                   &err, &offset, nullptr);
   if (!code)
     throw UsageError(where + ": the pattern does not compile (" + pcre2_message(err) + " at offset " +
                      std::to_string(offset) + "): " + pattern);

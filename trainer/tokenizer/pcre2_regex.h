@@ -17,6 +17,12 @@
 
 namespace fabkit::trainer {
 
+// The one place the two engines' syntax means different things (measured against tokenizers
+// 0.23.3): Oniguruma's \p{Han} is the Script property, PCRE2's (10.40+) is Script_Extensions, so
+// "。" (Common script, Han among its extensions) is \p{Han} for PCRE2 only. Every \p{X} / \P{X}
+// whose X PCRE2 knows as a script becomes \p{sc:X}; categories such as \p{L} stay as they are.
+std::string onig_scripts_to_pcre2(const std::string& pattern);
+
 class Pcre2Regex {
  public:
   // literal: the pattern is a plain string (tokenizer.json's {"String": ...}). UsageError naming
