@@ -20,8 +20,9 @@ struct Ctx {
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
     throw UsageError(file + ": field " + field + ": " + what);
   }
-  [[noreturn]] void unsupported(const std::string& field, const std::string& what) const {
-    throw UsageError(file + ": field " + field + ": " + what + " is not supported" + kHint);
+  [[noreturn]] void unsupported(const std::string& field, const std::string& what, const std::string& why = "") const {
+    throw UsageError(file + ": field " + field + ": " + what + " is not supported" + (why.empty() ? "" : " (" + why + ")") +
+                     kHint);
   }
   const json& member(const json& obj, const std::string& field, const char* key) const {
     if (!obj.is_object()) fail(field, "expected an object, found " + std::string(obj.type_name()));
@@ -64,12 +65,12 @@ void parse_model(const Ctx& c, const json& doc, HfTokenizerSpec& spec) {
   if (type != "BPE") c.unsupported("model.type", "\"" + type + "\"");
   if (m.contains("dropout") && !m.at("dropout").is_null() &&
       !(m.at("dropout").is_number() && m.at("dropout").get<double>() == 0.0))
-    c.unsupported("model.dropout", m.at("dropout").dump() + " (BPE dropout makes encoding random)");
+    c.unsupported("model.dropout", m.at("dropout").dump(), "BPE dropout makes encoding random");
   if (set_string(m, "continuing_subword_prefix"))
     c.unsupported("model.continuing_subword_prefix", m.at("continuing_subword_prefix").dump());
   if (set_string(m, "end_of_word_suffix")) c.unsupported("model.end_of_word_suffix", m.at("end_of_word_suffix").dump());
   if (c.flag(m, "model", "byte_fallback", false))
-    c.unsupported("model.byte_fallback", "true (SentencePiece-style <0xNN> byte tokens)");
+    c.unsupported("model.byte_fallback", "true", "SentencePiece-style <0xNN> byte tokens");
   spec.model.ignore_merges = c.flag(m, "model", "ignore_merges", false);
   spec.model.fuse_unk = c.flag(m, "model", "fuse_unk", false);
 
@@ -134,8 +135,8 @@ void parse_normalizer(const Ctx& c, const json& doc) {
       it->at("normalizers").is_array() && it->at("normalizers").empty())
     return;
   std::string type = it->is_object() ? it->value("type", "?") : it->dump();
-  c.unsupported("normalizer", "type \"" + type + "\" (fabkit implements no normalizer; NFC, Lowercase, "
-                              "Prepend, Replace... would change the text before BPE)");
+  c.unsupported("normalizer", "type \"" + type + "\"",
+                "fabkit implements no normalizer: NFC, Lowercase, Prepend, Replace... change the text before BPE");
 }
 
 SplitBehavior parse_behavior(const Ctx& c, const std::string& field, const std::string& b) {
@@ -174,7 +175,7 @@ PreTokenizerStep parse_pre_step(const Ctx& c, const json& p, const std::string& 
 void parse_pre_tokenizer(const Ctx& c, const json& doc, HfTokenizerSpec& spec) {
   auto it = doc.find("pre_tokenizer");
   if (it == doc.end() || it->is_null())
-    c.unsupported("pre_tokenizer", "null (a BPE without the ByteLevel pre-tokenizer, SentencePiece-style)");
+    c.unsupported("pre_tokenizer", "null", "a BPE without the ByteLevel pre-tokenizer, SentencePiece-style");
   const json& p = *it;
   std::string type = c.string(p, "pre_tokenizer", "type");
   if (type == "Sequence") {
@@ -198,7 +199,7 @@ void parse_pre_tokenizer(const Ctx& c, const json& doc, HfTokenizerSpec& spec) {
 
 void parse_decoder(const Ctx& c, const json& doc) {
   auto it = doc.find("decoder");
-  if (it == doc.end() || it->is_null()) c.unsupported("decoder", "null (tokens joined by spaces)");
+  if (it == doc.end() || it->is_null()) c.unsupported("decoder", "null", "HF then joins tokens with spaces");
   std::string type = c.string(*it, "decoder", "type");
   if (type != "ByteLevel") c.unsupported("decoder.type", "\"" + type + "\"");
 }
@@ -254,7 +255,7 @@ HfTokenizerSpec parse_tokenizer_json(const json& doc, const std::string& file) {
   // Both change encode()'s output length; fabtrain truncates and pads by --max-length itself.
   for (const char* key : {"truncation", "padding"})
     if (doc.contains(key) && !doc.at(key).is_null())
-      c.unsupported(key, doc.at(key).dump() + " (set it to null: fabtrain truncates and pads by --max-length)");
+      c.unsupported(key, doc.at(key).dump(), "set it to null: fabtrain truncates and pads by --max-length");
   parse_model(c, doc, spec);
   parse_added_tokens(c, doc, spec);
   parse_normalizer(c, doc);
