@@ -110,6 +110,7 @@ def main():
     rng = random.Random(20261125)
     train_lines = corpus(rng, 3000)
     texts = TEST_TEXTS + corpus(random.Random(7), 150)
+    texts.append("\r\n".join(texts))  # everything at once: pieces meet across lines and CRLFs
 
     configs = {}
 
