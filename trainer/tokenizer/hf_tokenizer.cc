@@ -83,14 +83,14 @@ HfTokenizer::HfTokenizer(HfTokenizerSpec spec, std::string file, const SpecialTo
   int64_t max_id = -1;
   for (const auto& [text, id] : spec_.model.vocab) max_id = std::max<int64_t>(max_id, id);
   for (const auto& t : spec_.added_tokens) max_id = std::max(max_id, t.id);
-  id_to_token_.resize(max_id + 1);
+  vocab_size_ = max_id + 1;
   for (const auto& [text, id] : spec_.model.vocab) id_to_token_[id] = text;
   for (const auto& t : spec_.added_tokens) {
     id_to_token_[t.id] = t.content;
     added_ids_.emplace(t.content, t.id);
   }
   auto known = [&](int64_t id, const std::string& what) {
-    if (id < 0 || id >= vocab_size() || !id_to_token_[id])
+    if (!id_to_token_.count(id))
       throw UsageError(file_ + ": " + what + " id " + std::to_string(id) + " is not in the vocabulary");
     return id;
   };
@@ -188,9 +188,10 @@ std::vector<int64_t> HfTokenizer::encode_with_template(const std::string& text) 
 std::string HfTokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string bytes;
   for (int64_t id : ids) {
-    if (id < 0 || id >= vocab_size() || !id_to_token_[id])
+    auto it = id_to_token_.find(id);
+    if (it == id_to_token_.end())
       throw UsageError(file_ + ": id " + std::to_string(id) + " is not in the vocabulary");
-    const std::string& tok = *id_to_token_[id];
+    const std::string& tok = it->second;
     // HF's ByteLevel decoder: a token whose characters are all byte characters becomes those
     // bytes; any other token (an added token such as "<|x|> y") is taken as its own UTF-8.
     std::string as_bytes;

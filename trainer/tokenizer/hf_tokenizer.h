@@ -39,7 +39,7 @@ class HfTokenizer : public Tokenizer {
   std::optional<int64_t> bos_id() const override { return bos_; }
   int64_t eos_id() const override { return eos_; }
   std::optional<int64_t> pad_id() const override { return pad_; }
-  int64_t vocab_size() const override { return static_cast<int64_t>(id_to_token_.size()); }
+  int64_t vocab_size() const override { return vocab_size_; }
   // An added token (tokenizer.json added_tokens) whose content is exactly `token`.
   std::optional<int64_t> special_token_id(const std::string& token) const override;
 
@@ -55,7 +55,9 @@ class HfTokenizer : public Tokenizer {
   std::string file_;
   AddedTokenMatcher raw_matcher_, normalized_matcher_;  // normalized=false, then =true tokens
   std::unordered_map<std::string, int64_t> added_ids_;
-  std::vector<std::optional<std::string>> id_to_token_;  // added tokens take precedence
+  // A map, not a table: ids come from the file, and one id of 2^31 - 1 must not cost gigabytes.
+  std::unordered_map<int64_t, std::string> id_to_token_;  // added tokens take precedence
+  int64_t vocab_size_ = 0;  // the largest id + 1, what an embedding needs
   std::optional<int64_t> bos_, pad_;
   int64_t eos_ = 0;
 };

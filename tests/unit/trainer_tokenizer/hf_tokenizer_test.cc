@@ -158,6 +158,16 @@ TEST(HfTokenizer, CharacterOutsideTheVocabularyIsAnErrorNotADrop) {
   }
 }
 
+TEST(HfTokenizer, SparseIdsCostNoTable) {
+  json d = base_doc();
+  d["added_tokens"].push_back({{"id", 2147483000}, {"content", "<|far|>"}, {"special", true}, {"normalized", false}});
+  HfTokenizer t = make(d);
+  EXPECT_EQ(t.vocab_size(), 2147483001);
+  EXPECT_EQ(t.encode("hell<|far|>"), (std::vector<int64_t>{259, 2147483000}));
+  EXPECT_EQ(t.decode({2147483000}), "<|far|>");
+  EXPECT_THROW(t.decode({2147482999}), UsageError);
+}
+
 TEST(HfTokenizer, LoadErrorsNameTheFile) {
   testing::TempDir dir("hfjson");
   testing::write_file(dir.path() / "tokenizer.json", "{not json");
