@@ -27,7 +27,7 @@ struct Ctx {
   const json& member(const json& obj, const std::string& field, const char* key) const {
     if (!obj.is_object()) fail(field, "expected an object, found " + std::string(obj.type_name()));
     auto it = obj.find(key);
-    if (it == obj.end()) fail(field + "." + key, "missing");
+    if (it == obj.end()) fail(field.empty() ? std::string(key) : field + "." + key, "missing");
     return *it;
   }
   std::string string(const json& obj, const std::string& field, const char* key) const {
@@ -56,7 +56,7 @@ bool set_string(const json& obj, const char* key) {
 }
 
 void parse_model(const Ctx& c, const json& doc, HfTokenizerSpec& spec) {
-  const json& m = c.member(doc, "(top level)", "model");
+  const json& m = c.member(doc, "", "model");
   if (!m.is_object()) c.fail("model", "expected an object");
   if (!m.contains("type"))
     c.fail("model.type", "missing (files written by tokenizers < 0.9 lack it; re-save the tokenizer with a "
@@ -250,7 +250,7 @@ void parse_post_processor(const Ctx& c, const json& p, const std::string& field,
 
 HfTokenizerSpec parse_tokenizer_json(const json& doc, const std::string& file) {
   Ctx c{file};
-  if (!doc.is_object()) c.fail("(top level)", "expected a JSON object");
+  if (!doc.is_object()) c.fail("(top level)", "expected a JSON object, found " + std::string(doc.type_name()));
   HfTokenizerSpec spec;
   // Both change encode()'s output length; fabtrain truncates and pads by --max-length itself.
   for (const char* key : {"truncation", "padding"})

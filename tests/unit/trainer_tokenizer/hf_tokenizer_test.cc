@@ -103,6 +103,8 @@ TEST(HfTokenizer, UnsupportedFeaturesAreRejectedNamingTheField) {
   json d;
   d = base_doc(), d["model"]["type"] = "Unigram";
   expect_rejected(d, "field model.type: \"Unigram\" is not supported");
+  d = base_doc(), d.erase("model");
+  expect_rejected(d, "tok.json: field model: missing");
   d = base_doc(), d["model"]["type"] = "WordPiece";
   expect_rejected(d, "field model.type: \"WordPiece\" is not supported");
   d = base_doc(), d["model"].erase("type");
