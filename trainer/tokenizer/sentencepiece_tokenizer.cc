@@ -1,12 +1,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include "common/errors.h"
-#include "common/json.h"
 #include "trainer/tokenizer/sentencepiece_shim.h"
 #include "trainer/tokenizer/tokenizer.h"
 
@@ -156,14 +153,6 @@ class SentencePieceTokenizer : public Tokenizer {
   int64_t eos_ = 0;
 };
 
-std::optional<int64_t> config_id(const Json& cfg, const char* field) {
-  if (!cfg.contains(field)) return std::nullopt;
-  const Json& v = cfg.at(field);
-  const Json& x = (v.is_array() && !v.empty()) ? v.at(0) : v;
-  if (x.is_number_integer() && x.get<int64_t>() >= 0) return x.get<int64_t>();
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_sentencepiece(const fs::path& file, std::optional<int64_t> bos,
@@ -175,38 +164,6 @@ void train_sentencepiece(const std::string& args) {
   char err[1024] = {0};
   if (shim().train(args.c_str(), err, sizeof err) != 0)
     throw UsageError(std::string("SentencePiece training failed: ") + err);
-}
-
-std::unique_ptr<Tokenizer> load_tokenizer(const fs::path& dir) {
-  Json cfg = Json::object();
-  bool have_config = fs::exists(dir / "config.json");
-  if (have_config) {
-    std::ifstream in(dir / "config.json");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    try {
-      cfg = Json::parse(ss.str());
-    } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers like 6e892
-      throw UsageError((dir / "config.json").string() + ": not valid JSON (" + e.what() + ")");
-    }
-  }
-  std::unique_ptr<Tokenizer> tok;
-  if (fs::exists(dir / "tokenizer.model")) {
-    tok = load_sentencepiece(dir / "tokenizer.model", config_id(cfg, "bos_token_id"),
-                             config_id(cfg, "eos_token_id"), config_id(cfg, "pad_token_id"));
-  } else if (fs::exists(dir / "tokenizer.json")) {
-    throw UsageError((dir / "tokenizer.json").string() +
-                     ": HF fast tokenizers (tokenizer.json) are not supported; provide the "
-                     "SentencePiece tokenizer.model, or pre-tokenize the data into input_ids");
-  } else {
-    tok = std::make_unique<ByteTokenizer>();
-  }
-  if (have_config && cfg.contains("vocab_size") && cfg.at("vocab_size").is_number_integer() &&
-      tok->vocab_size() > cfg.at("vocab_size").get<int64_t>())
-    throw UsageError(dir.string() + ": the " + tok->kind() + " tokenizer has " +
-                     std::to_string(tok->vocab_size()) + " tokens but config.json vocab_size is " +
-                     cfg.at("vocab_size").dump() + "; raise vocab_size or use the model's tokenizer");
-  return tok;
 }
 
 }  // namespace fabkit::trainer

@@ -1,5 +1,6 @@
-// Text <-> token ids. Two implementations: SentencePiece (tokenizer.model, as Llama-2 and Mistral
-// ship) and a byte-level tokenizer for tests and for models trained from scratch without one.
+// Text <-> token ids. Three implementations: SentencePiece (tokenizer.model, as Llama-2 and Mistral
+// ship), Hugging Face tokenizer.json with a byte-level BPE model (GPT-2, Llama 3; hf_tokenizer.h),
+// and a byte-level tokenizer for tests and for models trained from scratch without one.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,7 @@ namespace fabkit::trainer {
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
-  virtual std::string kind() const = 0;  // "sentencepiece" | "byte"
+  virtual std::string kind() const = 0;  // "sentencepiece" | "tokenizer.json" | "byte"
   // Plain text to ids: no BOS/EOS added (the data pipeline decides where those go).
   virtual std::vector<int64_t> encode(const std::string& text) const = 0;
   virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
@@ -54,10 +55,12 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::filesystem::path& model
 // tokenizer.model (tests train a tiny one on text they write).
 void train_sentencepiece(const std::string& args);
 
-// DIR/tokenizer.model -> SentencePiece (special ids falling back to DIR/config.json); no
-// tokenizer files at all -> ByteTokenizer; only an HF fast tokenizer (tokenizer.json) ->
-// UsageError (not supported: use pre-tokenized input_ids). When config.json is present, the
-// tokenizer's vocabulary must fit in the model's vocab_size.
+// DIR/tokenizer.model -> SentencePiece (special ids falling back to DIR/config.json); else
+// DIR/tokenizer.json -> HfTokenizer (EOS/PAD from config.json's ids, else tokenizer_config.json's
+// tokens; a tokenizer.json outside its byte-level BPE subset is a UsageError naming the field);
+// no tokenizer files at all -> ByteTokenizer. tokenizer.model wins when both exist (Llama-2 and
+// Mistral ship both; their tokenizer.json is SentencePiece-style BPE, which HfTokenizer rejects).
+// When config.json is present, the tokenizer's vocabulary must fit in the model's vocab_size.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir);
 
 }  // namespace fabkit::trainer
