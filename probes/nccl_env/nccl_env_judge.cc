@@ -14,6 +14,14 @@ namespace {
 const char* kPluginPrefixes[] = {"NCCL_GPUDIRECTTCPX_", "NCCL_FASTRAK_", "NCCL_TCPX_",
                                  "NCCL_SHARP_", "NCCL_GIB_", "NCCL_OFI_", "NCCL_TESTS_"};
 
+// NCCL_* names that container images and build tools set and NCCL itself never reads: NVIDIA's
+// CUDA and NGC images export NCCL_VERSION (beside NV_LIBNCCL_* and NCCL_LIB/INCLUDE paths), and
+// PyTorch's and Horovod's builds read NCCL_ROOT/NCCL_HOME/NCCL_INCLUDE_DIR/NCCL_LIB_DIR. Flagging
+// them made `fabcheck node` exit 1 in every NVIDIA container.
+const char* kImageVariables[] = {"NCCL_VERSION",     "NCCL_HOME",    "NCCL_ROOT",       "NCCL_ROOT_DIR",
+                                 "NCCL_INCLUDE_DIR", "NCCL_LIB_DIR", "NCCL_LIBRARY",    "NCCL_LIBRARIES",
+                                 "NCCL_DIR",         "NCCL_PATH",    "NCCL_INSTALL_DIR"};
+
 std::string where(const NcclVariable& v) {
   return v.source == "environment" ? "the environment" : v.source;
 }
@@ -157,13 +165,29 @@ std::vector<Finding> judge_nccl_env(const NcclEnvFacts& f,
     bool plugin = false;
     for (const char* p : kPluginPrefixes) plugin = plugin || starts_with(v.name, p);
     if (plugin) continue;
+    bool image = false;
+    for (const char* n : kImageVariables) image = image || v.name == n;
+    if (image) {
+      out.push_back(info("nccl_env.image_variable", v.name,
+                         v.name + "=" + v.value + " (from " + where(v) + ") is set by container images "
+                         "or build tools, not read by NCCL"));
+      continue;
+    }
+    // A near miss of a known name is a typo whose setting NCCL silently ignores: warn. Any other
+    // NCCL_* name may be one a newer NCCL (or a fork) reads that this list does not have yet:
+    // say so without failing the node.
     std::string guess = closest_known_nccl_var(v.name);
-    out.push_back(warn("nccl_env.unknown_variable", v.name,
-                       v.name + " (from " + where(v) + ") is not a variable NCCL reads; NCCL "
-                       "ignores unknown names silently" +
-                           (guess.empty() ? "" : " (did you mean " + guess + "?)"),
-                       guess.empty() ? "remove it, or check the name against NCCL's env docs"
-                                     : "rename it to " + guess));
+    if (!guess.empty()) {
+      out.push_back(warn("nccl_env.unknown_variable", v.name,
+                         v.name + " (from " + where(v) + ") is not a variable NCCL reads, and is one or two "
+                         "letters from " + guess + " (did you mean " + guess + "?); NCCL ignores unknown "
+                         "names silently",
+                         "rename it to " + guess));
+    } else {
+      out.push_back(info("nccl_env.unrecognised_variable", v.name,
+                         v.name + " (from " + where(v) + ") is not among the NCCL variables fabcheck knows "
+                         "and resembles none of them: a newer NCCL's, a fork's, or unused"));
+    }
   }
 
   const NcclVariable* ib_disable = find_variable(f, "NCCL_IB_DISABLE");

@@ -222,6 +222,26 @@ def test_nccl_log():
     check(p.returncode == 0, f"clean IB log: exit {p.returncode}: {p.stdout}")
 
 
-for t in (test_live, test_bad_flags, test_sysroot, test_nccl_log):
+def test_nvidia_container_env():
+    """What NVIDIA's CUDA/NGC images export (NCCL_VERSION, NV_LIBNCCL_*) is no NCCL setting: no
+    nccl_env warning for it (fabcheck node used to exit 1 in every such container), while a typo
+    of a real variable still warns."""
+    image = {"NCCL_VERSION": "2.28.9", "NV_LIBNCCL_DEV_PACKAGE": "libnccl-dev=2.28.9-1+cuda13.0",
+             "NV_LIBNCCL_PACKAGE_VERSION": "2.28.9-1"}
+    p = run([FABCHECK, "node", "--json"], env=clean_env(image))
+    doc = json.loads(p.stdout)
+    bad = [f for f in doc["findings"] if f["code"].startswith("nccl_env.") and f["severity"] != "info"]
+    check(not bad, f"image variables produce nccl_env warnings: {bad}")
+    check(any(f["code"] == "nccl_env.image_variable" and f["subject"] == "NCCL_VERSION" for f in doc["findings"]),
+          "NCCL_VERSION not reported as an image variable")
+    p = run([FABCHECK, "node", "--json"], env=clean_env(dict(image, NCCL_SOCKET_IFNAM="eth0")))
+    doc = json.loads(p.stdout)
+    typo = [f for f in doc["findings"] if f["code"] == "nccl_env.unknown_variable"]
+    check(len(typo) == 1 and typo[0]["subject"] == "NCCL_SOCKET_IFNAM" and typo[0]["severity"] == "warn"
+          and "NCCL_SOCKET_IFNAME" in typo[0]["fix"], f"typo not flagged: {typo}")
+    check(p.returncode == 1, f"a warning must exit 1, got {p.returncode}")
+
+
+for t in (test_live, test_bad_flags, test_sysroot, test_nccl_log, test_nvidia_container_env):
     t()
     print(f"ok {t.__name__}")

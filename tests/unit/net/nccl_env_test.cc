@@ -121,6 +121,28 @@ TEST(JudgeNcclEnv, UnknownNameWithSuggestion) {
   EXPECT_NE(out[0].message.find("NCCL_IB_HCA?"), std::string::npos);
 }
 
+// NVIDIA's images set NCCL_VERSION (and build tools NCCL_HOME & co.): info, never a warning, so
+// `fabcheck node` exits 0 in an NGC container. A name far from every known one is info too; a
+// near miss is still the typo warning.
+TEST(JudgeNcclEnv, ImageVariablesAndUnrecognisedNamesAreInfoTyposStillWarn) {
+  auto out = judge_nccl_env(with_env({{"NCCL_VERSION", "2.28.9"}, {"NCCL_HOME", "/usr/local/nccl"},
+                                      {"NCCL_ZZZ_FUTURE_KNOB", "1"}, {"NCCL_SOCKET_IFNAM", "eth0"}}),
+                            std::nullopt);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_TRUE(has_code(out, "nccl_env.image_variable", Severity::kInfo));
+  EXPECT_TRUE(has_code(out, "nccl_env.unrecognised_variable", Severity::kInfo));
+  EXPECT_TRUE(has_code(out, "nccl_env.unknown_variable", Severity::kWarn));
+  int warns = 0;
+  for (const auto& x : out) {
+    if (x.severity >= Severity::kWarn) {
+      ++warns;
+      EXPECT_EQ(x.subject, "NCCL_SOCKET_IFNAM");
+      EXPECT_EQ(x.fix, "rename it to NCCL_SOCKET_IFNAME");
+    }
+  }
+  EXPECT_EQ(warns, 1);
+}
+
 TEST(JudgeNcclEnv, WrongValueTypes) {
   EXPECT_TRUE(has_code(judge_nccl_env(with_env({{"NCCL_IB_GID_INDEX", "abc"}}), std::nullopt),
                        "nccl_env.bad_value", Severity::kWarn));
