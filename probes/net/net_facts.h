@@ -74,6 +74,9 @@ struct Recommendation {
 struct NetFacts {
   std::string source;  // "getifaddrs+sysfs" (live) | "sysfs" (--sysroot: addresses unknown)
   bool addresses_known = true;
+  // false: the tree has no sys/class/net (a capture of /sys/class/infiniband alone): nothing is
+  // known about the interfaces, which is not the same as having none.
+  bool interfaces_known = true;
   std::vector<NetInterface> interfaces;
   NetSettings settings;
   std::optional<NcclList> socket_ifname_list;  // parsed, when NCCL honours the value

@@ -145,6 +145,7 @@ NetFacts gather_net(const ProbeContext& ctx, const NetSettings& settings) {
     f.interfaces.back().name = name;
     return f.interfaces.back();
   };
+  f.interfaces_known = ctx.roots.live || std::filesystem::is_directory(ctx.roots.sys / "class/net");
   for (const auto& name : list_dir(ctx.roots.sys / "class/net"))
     if (std::filesystem::is_directory(ctx.roots.sys / "class/net" / name)) add(name);
 

@@ -11,6 +11,7 @@ Json to_json(const NetFacts& f) {
   Json j;
   j["source"] = f.source;
   j["addresses_known"] = f.addresses_known;
+  j["interfaces_known"] = f.interfaces_known;
   j["interfaces"] = Json::array();
   for (const auto& i : f.interfaces) {
     Json ji;

@@ -114,6 +114,15 @@ std::vector<Finding> judge_net(const NetFacts& f) {
   for (const auto& e : f.errors)
     out.push_back(warn("net.read_failed", e.object, "could not list interfaces: " + e.to_string(),
                        "run fabcheck where getifaddrs works (not under seccomp filters)"));
+  if (!f.interfaces_known) {
+    // A missing source is unknown, not a failure: every judgement below needs the interfaces.
+    out.push_back(info("net.interfaces_unknown", "interfaces",
+                       "the tree has no sys/class/net, so nothing is known about this node's "
+                       "interfaces (NCCL's pick, the recommendation and MTUs are not judged)",
+                       "capture /sys/class/net too (cp -a of the directory with its links' targets, "
+                       "or fabcheck node on the node itself)"));
+    return out;
+  }
   if (!f.addresses_known)
     out.push_back(info("net.addresses_unknown", "interfaces",
                        "read from sysfs only (--sysroot): IP addresses are not part of a sysfs "

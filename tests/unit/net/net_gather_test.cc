@@ -114,3 +114,28 @@ TEST_F(NetGather, JsonHasTheContractFields) {
 
 }  // namespace
 }  // namespace fabkit::probes
+
+namespace fabkit::probes {
+namespace {
+
+// The real procfs capture of /sys/class/infiniband alone (HCAs, no sys/class/net): the interfaces
+// are unknown, which is an info, not the FAIL net.no_usable_interface it used to be.
+TEST(NetGatherCapture, InfinibandCaptureWithoutClassNetIsUnknownNotAFailure) {
+  fabkit::testing::TempDir dir{"net-no-class-net"};
+  fabkit::testing::unpack_ttar(fabkit::testing::project_fixtures() / "real/sysfs/procfs_sys_class_infiniband.ttar",
+                               dir.path(), "fixtures/");
+  ASSERT_TRUE(std::filesystem::is_directory(dir.path() / "sys/class/infiniband"));
+  ASSERT_FALSE(std::filesystem::exists(dir.path() / "sys/class/net"));
+  ProbeContext ctx;
+  ctx.roots = SystemRoots::under(dir.path());
+  NetFacts f = gather_net(ctx, NetSettings{});
+  EXPECT_FALSE(f.interfaces_known);
+  EXPECT_TRUE(f.interfaces.empty());
+  auto out = judge_net(f);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].code, "net.interfaces_unknown");
+  EXPECT_EQ(out[0].severity, Severity::kInfo);
+}
+
+}  // namespace
+}  // namespace fabkit::probes
