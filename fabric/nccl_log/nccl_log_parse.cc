@@ -98,6 +98,30 @@ NcclLogError classify_error(const std::string& msg, int lineno) {
                   : "moving the QP through INIT/RTR/RTS failed";
     e.fix = "set NCCL_IB_GID_INDEX to the port's RoCE v2 GID (fabcheck node shows "
             "roce_v2_gid_index; commonly 3), or leave it unset on NCCL >= 2.21, which selects it";
+  } else if (has(msg, "ibv_create_cq") && has_ci(msg, "fail")) {
+    // Seen from NCCL's own IB transport ("Call to ibv_create_cq failed") and through external
+    // net plugins (NET/IBext, SHARP): the cause is the same device-level refusal.
+    e.kind = "cq_create_failed";
+    e.cause = has(msg, "Cannot allocate memory") || has(msg, " 12")
+                  ? "creating a completion queue ran out of lockable memory (RLIMIT_MEMLOCK) or of "
+                    "the device's CQ entries"
+                  : "creating a completion queue failed: the device's CQ limits (max_cq, max_cqe) "
+                    "are exhausted by the processes sharing it, RLIMIT_MEMLOCK is too low to pin the "
+                    "ring, or the device is unusable here (a container without /dev/infiniband, a "
+                    "port or firmware in error)";
+    e.fix = "ulimit -l unlimited (limits.conf, LimitMEMLOCK=infinity, --ulimit memlock=-1); compare "
+            "`ibv_devinfo -v` max_cq/max_cqe with the ranks per HCA; pass /dev/infiniband into the "
+            "container; check dmesg for mlx5 errors";
+  } else if (has(msg, "ibv_create_qp") && has_ci(msg, "fail")) {
+    e.kind = "qp_create_failed";
+    e.cause = has(msg, "Cannot allocate memory") || has(msg, " 12")
+                  ? "creating a queue pair ran out of lockable memory (RLIMIT_MEMLOCK) or of the "
+                    "device's QP resources"
+                  : "creating a queue pair failed: the device's max_qp is exhausted (ranks x peers "
+                    "x NCCL_IB_QPS_PER_CONNECTION QPs per HCA), a requested work-request or inline "
+                    "size exceeds the device's limits, or the device is unusable here";
+    e.fix = "lower NCCL_IB_QPS_PER_CONNECTION (or the ranks per HCA); ulimit -l unlimited; compare "
+            "`ibv_devinfo -v` max_qp/max_qp_wr with what the job needs; check dmesg for mlx5 errors";
   } else if (has(msg, "libibverbs") &&
              (has_ci(msg, "failed to open") || has_ci(msg, "cannot open") ||
               has_ci(msg, "not found") || has(msg, "No such file"))) {
@@ -149,6 +173,8 @@ NcclLogSummary parse_nccl_log(const std::string& text) {
   static const std::regex plugin_loaded(R"(NET/Plugin ?: ?Loaded net plugin (.+?)( \(v\d+\))?$)");
   std::set<int> net_devices_used;
   std::optional<int> using_network_line;
+  // NCCL 2.4-2.7 print no `Using network` line: the network is what the init lines say.
+  std::optional<int> ib_using_line, socket_using_line, ib_no_device_line;
   size_t start = 0;
   int lineno = 0;
   while (start <= text.size()) {
@@ -174,8 +200,10 @@ NcclLogSummary parse_nccl_log(const std::string& text) {
       using_network_line = lineno;
     } else if (msg.rfind("NET/IB : Using", 0) == 0 || msg.rfind("NET/IB: Using", 0) == 0) {
       parse_ib_using(msg, s);
+      if (!ib_using_line) ib_using_line = lineno;
     } else if (msg.rfind("NET/Socket : Using", 0) == 0 || msg.rfind("NET/Socket: Using", 0) == 0) {
       s.socket_interfaces.clear();
+      if (!socket_using_line) socket_using_line = lineno;
       std::string rest = msg.substr(msg.find("Using") + 5);
       for (std::sregex_iterator it(rest.begin(), rest.end(), socket_if), end; it != end; ++it)
         s.socket_interfaces.push_back((*it)[1].str());
@@ -185,6 +213,7 @@ NcclLogSummary parse_nccl_log(const std::string& text) {
       s.bootstrap_interface = v;
     } else if (has(msg, "NET/IB : No device found") || has(msg, "NET/IB: No device found")) {
       s.ib_no_device = true;
+      if (!ib_no_device_line) ib_no_device_line = lineno;
     } else if (has(msg, "NCCL_IB_DISABLE set by environment to")) {
       s.ib_disabled = msg.find(" to 0") == std::string::npos;
     } else if (std::regex_search(msg, m, plugin_loaded)) {
@@ -221,6 +250,23 @@ NcclLogSummary parse_nccl_log(const std::string& text) {
                          std::to_string(*using_network_line) + ")";
   else if (s.network)
     s.network_evidence = "channel lines via NET/" + *s.network;
+  // Neither a `Using network` line nor channel lines (NCCL 2.4-2.7, or a log cut before the
+  // channels were set up): NCCL initialised IB first and fell back to its socket transport only
+  // when IB had no device or was disabled, so the init lines name the network.
+  if (!s.network && !s.plugin) {
+    const auto at = [](const char* what, int line) { return std::string(what) + " (line " + std::to_string(line) + ")"; };
+    if (socket_using_line && (ib_no_device_line || s.ib_disabled || !ib_using_line)) {
+      s.network = "Socket";
+      s.network_evidence = (ib_no_device_line ? at("NET/IB : No device found", *ib_no_device_line) + ", then "
+                            : s.ib_disabled   ? std::string("IB disabled, then ")
+                                              : std::string("no NET/IB line, ")) +
+                           at("NET/Socket : Using", *socket_using_line) + "; NCCL < 2.8 prints no `Using network`";
+    } else if (ib_using_line && !socket_using_line && !ib_no_device_line) {
+      s.network = "IB";
+      s.network_evidence = at("NET/IB : Using", *ib_using_line) + " and no socket transport initialised; NCCL "
+                           "< 2.8 prints no `Using network`";
+    }
+  }
   // NCCL reports RoCE as network "IB"; the link layer is in the `NET/IB : Using` list. Decide by
   // the devices the channels used when known, else by all listed devices.
   if (s.network == std::string("IB") && !s.hcas.empty()) {

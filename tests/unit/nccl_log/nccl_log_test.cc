@@ -140,6 +140,46 @@ TEST(NcclLog, PluginInitFailureFallsBackToInternal) {
   EXPECT_EQ(s.network.value_or(""), "IB");
 }
 
+// NCCL 2.4-2.7 print no `Using network` line; with no channel lines either (init only, or a
+// single node), the init lines decide: IB when NET/IB listed devices and no socket transport came
+// up; Socket after `NET/IB : No device found.` or with IB disabled.
+TEST(NcclLog, OldLogsWithoutUsingNetworkInferTheNetworkFromInitLines) {
+  auto ib = parse_fixture("nccl_2.4_ib_init_only.log");
+  EXPECT_EQ(ib.version.value_or(""), "2.4.8+cuda10.1");
+  EXPECT_EQ(ib.network.value_or("none"), "IB");
+  EXPECT_NE(ib.network_evidence.value_or("").find("NET/IB : Using (line 3)"), std::string::npos);
+  EXPECT_FALSE(has_code(judge_nccl_log(ib, std::string("IB")), "nccl_log.network_unknown"));
+  EXPECT_FALSE(has_code(judge_nccl_log(ib, std::string("IB")), "nccl_log.unexpected_network"));
+
+  auto nodev = parse_fixture("nccl_2.5_socket_no_ib_device.log");
+  EXPECT_EQ(nodev.network.value_or("none"), "Socket");
+  EXPECT_NE(nodev.network_evidence.value_or("").find("No device found (line 3)"), std::string::npos);
+  EXPECT_TRUE(has_code(judge_nccl_log(nodev, std::string("IB")), "nccl_log.unexpected_network"));
+
+  auto disabled = parse_fixture("nccl_2.6_socket_ib_disabled.log");
+  EXPECT_EQ(disabled.network.value_or("none"), "Socket");
+  EXPECT_EQ(disabled.socket_interfaces, (std::vector<std::string>{"ens3:172.31.4.7<0>", "ens4:172.31.20.7<0>"}));
+}
+
+// Verbs setup failures, from NCCL's own IB transport and through an external plugin, are named
+// with their cause instead of a generic warning.
+TEST(NcclLog, QpAndCqCreationFailuresAreClassified) {
+  auto s = parse_nccl_log(
+      "n1:1:1 [0] misc/ibvwrap.cc:284 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory\n"
+      "n1:1:1 [0] transport/net_ib.cc:512 NCCL WARN Call to ibv_create_qp failed with error Invalid argument\n"
+      "n1:1:1 [0] ib_plugin.c:301 NCCL WARN NET/IBext : ibv_create_qp failed, error 12\n");
+  ASSERT_EQ(s.errors.size(), 3u);
+  EXPECT_EQ(s.errors[0].kind, "cq_create_failed");
+  EXPECT_NE(s.errors[0].cause.find("lockable memory"), std::string::npos);
+  EXPECT_EQ(s.errors[1].kind, "qp_create_failed");
+  EXPECT_NE(s.errors[1].cause.find("max_qp"), std::string::npos);
+  EXPECT_NE(s.errors[1].fix.find("NCCL_IB_QPS_PER_CONNECTION"), std::string::npos);
+  EXPECT_EQ(s.errors[2].kind, "qp_create_failed");
+  auto f = judge_nccl_log(s, std::nullopt);
+  EXPECT_TRUE(has_code(f, "nccl_log.cq_create_failed"));
+  EXPECT_TRUE(has_code(f, "nccl_log.qp_create_failed"));
+}
+
 TEST(NcclLog, NotAnNcclLog) {
   auto s = parse_nccl_log("epoch 1 loss 2.3\nepoch 2 loss 2.1\n");
   EXPECT_EQ(s.lines, 2);
