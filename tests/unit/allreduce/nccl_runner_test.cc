@@ -11,11 +11,11 @@
 #include "common/environment.h"
 #include "common/errors.h"
 #include "fabric/nccl_log/nccl_log.h"
-#include "fabric/nccl_runner/child_process.h"
 #include "fabric/nccl_runner/child_protocol.h"
 #include "fabric/nccl_runner/gpu_choice.h"
 #include "fabric/nccl_runner/nccl_env.h"
 #include "fabric/nccl_runner/nccl_runner.h"
+#include "fabric/nccl_runner/runner_child.h"
 #include "loopback_harness.h"
 #include "probes/gpu/gpu_facts.h"
 #include "tests/support/ttar.h"
@@ -199,7 +199,7 @@ std::vector<std::string> child_env() {
 TEST(NcclChild, WithoutGpuSaysUnavailableOnFd3) {
   GpuHere gpu = gpus_here();
   if (gpu.count > 0) GTEST_SKIP() << "this machine has " << gpu.count << " GPU(s): NcclChild.OneRankAllReduceOnTheGpu runs instead";
-  ChildProcess child(FABKIT_TEST_NCCL_RUNNER, {"--rank", "0", "--sizes", "64"}, {"PATH=/usr/bin:/bin"});
+  RunnerChild child(FABKIT_TEST_NCCL_RUNNER, {"--rank", "0", "--sizes", "64"}, {"PATH=/usr/bin:/bin"});
   bool eof = false;
   ChildLine line = parse_child_line(child.next_line(10000, &eof));
   ASSERT_FALSE(eof);
@@ -209,7 +209,7 @@ TEST(NcclChild, WithoutGpuSaysUnavailableOnFd3) {
 }
 
 TEST(NcclChild, BadArgumentsExitTwoBeforeTouchingCuda) {
-  ChildProcess child(FABKIT_TEST_NCCL_RUNNER, {"--rank", "2", "--world-size", "2", "--sizes", "64"}, {"PATH=/usr/bin:/bin"});
+  RunnerChild child(FABKIT_TEST_NCCL_RUNNER, {"--rank", "2", "--world-size", "2", "--sizes", "64"}, {"PATH=/usr/bin:/bin"});
   bool eof = false;
   child.next_line(10000, &eof);
   EXPECT_TRUE(eof);
@@ -221,7 +221,7 @@ TEST(NcclChild, OneRankAllReduceOnTheGpu) {
   GpuHere gpu = gpus_here();
   if (gpu.count == 0) GTEST_SKIP() << "needs an NVIDIA GPU: " << gpu.why_none;
   // The GPU is named by its bus id, as fabcheck's locality pick names it: CUDA must resolve it.
-  ChildProcess child(FABKIT_TEST_NCCL_RUNNER,
+  RunnerChild child(FABKIT_TEST_NCCL_RUNNER,
                      {"--rank", "0", "--world-size", "1", "--sizes", "64,1048576,16777216", "--iters", "5",
                       "--warmup", "2", "--timeout-ms", "30000", "--device-bus-id", gpu.first_bus_id},
                      child_env());
