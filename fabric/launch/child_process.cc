@@ -179,7 +179,7 @@ std::string ChildProcess::read_line(Stream stream, wire::Deadline deadline, size
       throw WireError(WireErrorKind::kOversized, std::string(what) + ": a line longer than " + std::to_string(max_bytes) + " bytes");
     if (!fd.valid()) throw WireError(WireErrorKind::kClosed, std::string(what) + " closed");
     // The log is drained while we wait, so a chatty child never blocks on a full pipe.
-    pollfd p[2] = {{fd.get(), POLLIN, 0}, {control && stdout_.valid() ? stdout_.get() : -1, POLLIN, 0}};
+    pollfd p[2] = {{fd.get(), POLLIN, 0}, {control && options_.stdout_is_log && stdout_.valid() ? stdout_.get() : -1, POLLIN, 0}};
     if (wire::poll_until(p, 2, deadline, what) == 0)
       throw WireError(WireErrorKind::kTimeout, std::string("deadline passed waiting for a line on ") + what);
     drain_log();

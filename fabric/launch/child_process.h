@@ -51,7 +51,8 @@ class ChildProcess {
 
   pid_t pid() const { return pid_; }
 
-  // The next line of the stream (without '\n'), draining the log meanwhile. Throws wire::WireError:
+  // The next line of the stream (without '\n'), draining the log meanwhile (a stream read as
+  // lines is not drained while another is read: a protocol that writes both must read both). Throws wire::WireError:
   // kTimeout at the deadline, kClosed at EOF, kOversized past max_bytes without a newline, kIo.
   std::string read_line(Stream stream, wire::Deadline deadline, size_t max_bytes = 64 * 1024);
   // All of text to stdin, without SIGPIPE. Throws WireError kClosed (the child closed its stdin or

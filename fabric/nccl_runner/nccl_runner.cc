@@ -28,10 +28,14 @@ bool executable(const std::string& p) { return !p.empty() && ::access(p.c_str(),
 constexpr char kReadyOp[] = "nccl_ready";
 
 void send_readiness(int fd, std::string line, int timeout_ms) {
-  if (line.size() > kMaxFrameBytes - 64) line.resize(kMaxFrameBytes - 64);
-  Json j = {{"op", kReadyOp}, {"line", line}};
-  send_frame(fd, {wire::FrameType::kRequest, j.dump(-1, ' ', false, Json::error_handler_t::replace)},
-             wire::deadline_in_ms(timeout_ms), "sending the NCCL readiness to the peer agent");
+  std::string payload;
+  for (;;) {
+    payload = Json{{"op", kReadyOp}, {"line", line}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (payload.size() <= kMaxFrameBytes) break;
+    line.resize(line.size() / 2);  // JSON escapes may grow it: halve until it fits
+  }
+  send_frame(fd, {wire::FrameType::kRequest, payload}, wire::deadline_in_ms(timeout_ms),
+             "sending the NCCL readiness to the peer agent");
 }
 
 std::string recv_readiness(int fd, int timeout_ms) {
