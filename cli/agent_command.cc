@@ -10,6 +10,7 @@
 #include "common/errors.h"
 #include "fabric/agent/agent.h"
 #include "fabric/wire/messages.h"
+#include "fabric/wire/socket_io.h"
 #include "fabric/wire/token.h"
 
 namespace fabkit::cli {
@@ -27,11 +28,10 @@ struct AgentArgs {
 std::string read_token(int timeout_ms) {
   if (const char* env = std::getenv("FABKIT_SESSION_TOKEN"); env != nullptr && *env != '\0') return env;
   std::string line;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto deadline = wire::deadline_in_ms(timeout_ms);  // for the whole line, not per byte
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     pollfd p{0, POLLIN, 0};
-    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0)
+    if (wire::poll_until(&p, 1, deadline, "the session token on stdin") == 0)
       throw UsageError("no session token: set FABKIT_SESSION_TOKEN or write it as the first line of "
                        "stdin within " + std::to_string(timeout_ms) + " ms (fabcheck pair does this)");
     char c;

@@ -66,7 +66,7 @@ class Gate {
       int left = wire::ms_left(deadline);
       if (left <= 0) return wire::Fd();
       pollfd p[2] = {{listen_fd, POLLIN, 0}, {wake_.get(), POLLIN, 0}};
-      if (::poll(p, 2, left) <= 0) continue;  // EINTR or the deadline: re-checked above
+      if (wire::poll_until(p, 2, deadline, "controller connections") == 0) continue;  // re-checked above
       if (!(p[0].revents & POLLIN)) continue;
       int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
       if (c < 0) continue;  // ECONNABORTED and friends: the next connection may be fine

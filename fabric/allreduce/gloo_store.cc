@@ -6,28 +6,35 @@
 
 #include <cstring>
 
+#include "common/hex.h"
 #include "fabric/allreduce/allreduce_types.h"
+#include "fabric/wire/frame.h"
+#include "fabric/wire/wire_error.h"
 
 namespace fabkit::fabric {
 namespace {
 
-enum Op : uint8_t { kSet = 1, kGet = 2 };
+using wire::FrameType;
 
-void put_u32(std::vector<char>& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+std::string hex_of(const std::string& s) { return hex_encode(s.data(), s.size()); }
+std::string hex_of(const std::vector<char>& v) { return hex_encode(v.data(), v.size()); }
+
+// A hex field of at most `cap` decoded bytes; PeerError io_error naming the field otherwise.
+std::vector<char> unhex_field(const Json& j, const char* field, size_t cap, const std::string& what) {
+  auto it = j.find(field);
+  std::vector<uint8_t> bytes;
+  if (it == j.end() || !it->is_string() || it->get_ref<const std::string&>().size() > 2 * cap ||
+      !hex_decode(it->get<std::string>(), &bytes))
+    throw PeerError("io_error", what + ": field '" + field + "' is not hex of at most " + std::to_string(cap) + " bytes");
+  return {bytes.begin(), bytes.end()};
 }
-uint32_t read_u32(int fd, int timeout_ms, const std::string& what) {
-  unsigned char b[4];
-  recv_all(fd, b, 4, timeout_ms, what);
-  return b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
-}
-std::string read_bytes(int fd, size_t cap, int timeout_ms, const std::string& what) {
-  uint32_t len = read_u32(fd, timeout_ms, what);
-  if (len > cap)
-    throw PeerError("io_error", what + ": frame of " + std::to_string(len) + " bytes exceeds the cap of " + std::to_string(cap));
-  std::string s(len, '\0');
-  recv_all(fd, s.data(), len, timeout_ms, what);
-  return s;
+
+Json parse_payload(const wire::Frame& f, FrameType expected, const std::string& what) {
+  Json j = Json::parse(f.payload, nullptr, false);
+  if (f.type != expected || !j.is_object())
+    throw PeerError("io_error", what + ": expected a " + wire::to_string(expected) + " frame holding a JSON object, got a " +
+                                    wire::to_string(f.type) + " frame");
+  return j;
 }
 
 }  // namespace
@@ -61,44 +68,57 @@ TokenStore::~TokenStore() {
 }
 
 void TokenStore::serve() {
-  // Serves until told to stop or every client has gone; a client sending garbage is dropped (its
-  // own run then fails with peer_closed), it never brings rank 0 down.
+  // Serves until told to stop (the destructor writes to stop_write_: that, not time, ends this
+  // wait) or every client has gone. Each request, once it starts, is read and answered by one
+  // deadline; a client sending garbage or trickling is dropped (its own run then fails with
+  // peer_closed), it never brings rank 0 down.
   std::vector<bool> alive(clients_.size(), true);
   for (;;) {
     std::vector<pollfd> pfds{{stop_read_.get(), POLLIN, 0}};
     for (size_t i = 0; i < clients_.size(); ++i) pfds.push_back({alive[i] ? clients_[i].get() : -1, POLLIN, 0});
-    if (::poll(pfds.data(), pfds.size(), -1) < 0 && errno != EINTR) return;
+    try {
+      wire::poll_until(pfds.data(), pfds.size(), wire::kNoDeadline, "store clients");
+    } catch (const wire::WireError&) {
+      return;
+    }
     if (pfds[0].revents) return;
     for (size_t i = 0; i < clients_.size(); ++i) {
       if (!alive[i] || !pfds[i + 1].revents) continue;
       int fd = clients_[i].get();
       try {
-        unsigned char op;
-        recv_all(fd, &op, 1, opt_.timeout_ms, "reading a store request");
-        std::string key = read_bytes(fd, kMaxKeyBytes, opt_.timeout_ms, "reading a store key");
-        std::vector<char> reply;
-        if (op == kSet) {
-          std::string value = read_bytes(fd, kMaxValueBytes, opt_.timeout_ms, "reading a store value");
+        auto deadline = wire::deadline_in_ms(opt_.timeout_ms);
+        Json req = parse_payload(recv_frame(fd, kMaxFrameBytes, deadline, "reading a store request"), FrameType::kRequest,
+                                 "store request");
+        std::vector<char> key_bytes = unhex_field(req, "key_hex", kMaxKeyBytes, "store request");
+        std::string key(key_bytes.begin(), key_bytes.end());
+        std::string op = req.value("op", "");
+        Json reply;
+        if (op == "set") {
+          std::vector<char> value = unhex_field(req, "value_hex", kMaxValueBytes, "store SET");
           std::lock_guard<std::mutex> lock(mu_);
-          kv_[key] = std::vector<char>(value.begin(), value.end());
-          reply.push_back(1);
-        } else if (op == kGet) {
+          kv_[key] = std::move(value);
+          reply = {{"ok", true}};
+        } else if (op == "get") {
           std::lock_guard<std::mutex> lock(mu_);
           auto it = kv_.find(key);
-          reply.push_back(it == kv_.end() ? 0 : 1);
-          if (it != kv_.end()) {
-            put_u32(reply, static_cast<uint32_t>(it->second.size()));
-            reply.insert(reply.end(), it->second.begin(), it->second.end());
-          }
+          reply = {{"found", it != kv_.end()}};
+          if (it != kv_.end()) reply["value_hex"] = hex_of(it->second);
         } else {
-          throw PeerError("io_error", "unknown store op " + std::to_string(op));
+          throw PeerError("io_error", "unknown store op '" + op.substr(0, 32) + "'");
         }
-        send_all(fd, reply.data(), reply.size(), opt_.timeout_ms, "answering a store request");
+        send_frame(fd, {FrameType::kResponse, reply.dump()}, deadline, "answering a store request");
       } catch (const PeerError&) {
         alive[i] = false;
+        clients_[i].reset();  // closed, so that client learns at once
       }
     }
   }
+}
+
+Json TokenStore::exchange(const Json& request, wire::Deadline deadline, const std::string& what) {
+  send_frame(server_.get(), {FrameType::kRequest, request.dump()}, deadline, "sending " + what);
+  return parse_payload(recv_frame(server_.get(), kMaxFrameBytes, deadline, "waiting for the answer to " + what),
+                       FrameType::kResponse, what);
 }
 
 void TokenStore::set(const std::string& key, const std::vector<char>& data) {
@@ -109,17 +129,12 @@ void TokenStore::set(const std::string& key, const std::vector<char>& data) {
     kv_[key] = data;
     return;
   }
-  std::vector<char> frame{static_cast<char>(kSet)};
-  put_u32(frame, static_cast<uint32_t>(key.size()));
-  frame.insert(frame.end(), key.begin(), key.end());
-  put_u32(frame, static_cast<uint32_t>(data.size()));
-  frame.insert(frame.end(), data.begin(), data.end());
-  send_all(server_.get(), frame.data(), frame.size(), opt_.timeout_ms, "sending store SET " + key);
-  char ack;
-  recv_all(server_.get(), &ack, 1, opt_.timeout_ms, "waiting for store SET " + key);
+  Json reply = exchange({{"op", "set"}, {"key_hex", hex_of(key)}, {"value_hex", hex_of(data)}},
+                        wire::deadline_in_ms(opt_.timeout_ms), "store SET " + key);
+  if (reply.value("ok", false) != true) throw PeerError("io_error", "rank 0 did not confirm store SET " + key);
 }
 
-bool TokenStore::try_get(const std::string& key, std::vector<char>* value) {
+bool TokenStore::try_get(const std::string& key, std::vector<char>* value, wire::Deadline deadline) {
   if (opt_.rank == 0) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kv_.find(key);
@@ -127,15 +142,12 @@ bool TokenStore::try_get(const std::string& key, std::vector<char>* value) {
     *value = it->second;
     return true;
   }
-  std::vector<char> frame{static_cast<char>(kGet)};
-  put_u32(frame, static_cast<uint32_t>(key.size()));
-  frame.insert(frame.end(), key.begin(), key.end());
-  send_all(server_.get(), frame.data(), frame.size(), opt_.timeout_ms, "sending store GET " + key);
-  char found;
-  recv_all(server_.get(), &found, 1, opt_.timeout_ms, "waiting for store GET " + key);
-  if (!found) return false;
-  std::string v = read_bytes(server_.get(), kMaxValueBytes, opt_.timeout_ms, "reading store value of " + key);
-  value->assign(v.begin(), v.end());
+  Json reply = exchange({{"op", "get"}, {"key_hex", hex_of(key)}}, deadline, "store GET " + key);
+  auto found = reply.find("found");
+  if (found == reply.end() || !found->is_boolean())
+    throw PeerError("io_error", "store GET " + key + ": the answer has no boolean 'found'");
+  if (!found->get<bool>()) return false;
+  *value = unhex_field(reply, "value_hex", kMaxValueBytes, "store GET " + key);
   return true;
 }
 
@@ -145,15 +157,23 @@ void TokenStore::wait(const std::vector<std::string>& keys) {
 
 void TokenStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
   auto limit = std::min<std::chrono::milliseconds>(timeout, std::chrono::milliseconds(opt_.timeout_ms));
-  auto deadline = std::chrono::steady_clock::now() + limit;
+  auto deadline = wire::Clock::now() + limit;
   std::vector<char> scratch;
   for (const auto& key : keys) {
+    auto missing = [&] {
+      return PeerError("peer_timeout", "store key '" + key + "' did not appear within " + std::to_string(limit.count()) +
+                                           " ms (the peer did not reach the Gloo rendezvous)");
+    };
     // Polling every 5 ms: rendezvous happens once per run, a few keys; a push protocol would buy
-    // nothing measurable.
-    while (!try_get(key, &scratch)) {
-      if (std::chrono::steady_clock::now() >= deadline)
-        throw PeerError("peer_timeout", "store key '" + key + "' did not appear within " +
-                                            std::to_string(limit.count()) + " ms (the peer did not reach the Gloo rendezvous)");
+    // nothing measurable. Each GET is bounded by the same deadline as the whole wait.
+    for (;;) {
+      try {
+        if (try_get(key, &scratch, deadline)) break;
+      } catch (const PeerError& e) {
+        if (e.kind() == "peer_timeout") throw missing();
+        throw;
+      }
+      if (wire::Clock::now() >= deadline) throw missing();
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
@@ -162,7 +182,8 @@ void TokenStore::wait(const std::vector<std::string>& keys, const std::chrono::m
 std::vector<char> TokenStore::get(const std::string& key) {
   wait({key});
   std::vector<char> value;
-  if (!try_get(key, &value)) throw PeerError("io_error", "store key '" + key + "' vanished");
+  if (!try_get(key, &value, wire::deadline_in_ms(opt_.timeout_ms)))
+    throw PeerError("io_error", "store key '" + key + "' vanished");
   return value;
 }
 

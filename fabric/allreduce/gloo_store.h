@@ -1,7 +1,9 @@
 // A gloo::rendezvous::Store between the ranks themselves, over one token-authenticated TCP
 // connection per non-zero rank: Gloo's FileStore needs a shared filesystem and its RedisStore a
 // Redis server, and `fabcheck pair` must need neither. Rank 0 holds the key-value map and serves
-// it from a thread; the others send SET/GET frames (length-prefixed, size-capped).
+// it from a thread; the others send SET/GET requests in the one framing (wire/frame.h: a request
+// {"op","key_hex","value_hex"} and its response, each frame capped), every exchange bounded by an
+// absolute deadline.
 #pragma once
 
 #include <atomic>
@@ -14,6 +16,7 @@
 
 #include <gloo/rendezvous/store.h>
 
+#include "common/json.h"
 #include "fabric/allreduce/session_socket.h"
 
 namespace fabkit::fabric {
@@ -43,9 +46,12 @@ class TokenStore : public gloo::rendezvous::Store {
 
   static constexpr size_t kMaxKeyBytes = 1024;
   static constexpr size_t kMaxValueBytes = 1 << 20;
+  // Key and value travel as hex inside JSON: twice their bytes, plus the field names.
+  static constexpr uint32_t kMaxFrameBytes = 2 * (kMaxKeyBytes + kMaxValueBytes) + 256;
 
  private:
-  bool try_get(const std::string& key, std::vector<char>* value);
+  bool try_get(const std::string& key, std::vector<char>* value, wire::Deadline deadline);
+  Json exchange(const Json& request, wire::Deadline deadline, const std::string& what);
   void serve();  // rank 0's thread
 
   TokenStoreOptions opt_;

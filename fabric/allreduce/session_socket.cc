@@ -113,6 +113,24 @@ void recv_all(int fd, void* data, size_t len, int timeout_ms, const std::string&
   }
 }
 
+void send_frame(int fd, const wire::Frame& frame, wire::Deadline deadline, const std::string& what) {
+  const int timeout_ms = wire::ms_left(deadline);
+  try {
+    wire::write_frame(fd, frame, deadline);
+  } catch (const WireError& e) {
+    rethrow_as_peer_error(e, what, timeout_ms);
+  }
+}
+
+wire::Frame recv_frame(int fd, uint32_t max_payload_bytes, wire::Deadline deadline, const std::string& what) {
+  const int timeout_ms = wire::ms_left(deadline);
+  try {
+    return wire::read_frame(fd, deadline, max_payload_bytes);
+  } catch (const WireError& e) {
+    rethrow_as_peer_error(e, what, timeout_ms);
+  }
+}
+
 Fd listen_on(const std::string& addr, uint16_t port, const std::string& ifname) {
   try {
     Fd fd = tcp::listen_tcp(addr, port, 16, ifname);

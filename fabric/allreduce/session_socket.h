@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "fabric/wire/socket_io.h"
+
 namespace fabkit::fabric {
 
 using Fd = ::fabkit::UniqueFd;
@@ -44,6 +46,12 @@ std::string tune_data_socket(int fd, int buffer_bytes);
 // Blocking helpers; timeout_ms bounds the whole call (not each wait); `what` names the step.
 void send_all(int fd, const void* data, size_t len, int timeout_ms, const std::string& what);
 void recv_all(int fd, void* data, size_t len, int timeout_ms, const std::string& what);
+
+// One frame of the one framing (wire/frame.h) by an absolute deadline, errors as PeerError like
+// send_all/recv_all (peer_timeout, peer_closed; io_error for a frame over max_payload_bytes, named
+// before any payload byte is read, or an unknown type).
+void send_frame(int fd, const wire::Frame& frame, wire::Deadline deadline, const std::string& what);
+wire::Frame recv_frame(int fd, uint32_t max_payload_bytes, wire::Deadline deadline, const std::string& what);
 
 void set_nonblocking(int fd);
 uint64_t fnv1a64(const std::string& s);

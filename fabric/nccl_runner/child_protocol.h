@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/hex.h"  // the id travels as hex_encode / hex_decode
+
 namespace fabkit::fabric {
 
 enum class ChildLineKind { kReady, kUnavailable, kFailed, kProgress, kResult, kGo, kStop, kInvalid };
@@ -26,7 +28,5 @@ ChildLine parse_child_line(const std::string& line);
 // ncclUniqueId is 128 bytes (NCCL_UNIQUE_ID_BYTES): 256 lowercase hex digits.
 constexpr size_t kUniqueIdBytes = 128;
 bool is_unique_id_hex(const std::string& s);
-std::string hex_encode(const void* data, size_t len);
-bool hex_decode(const std::string& hex, std::vector<uint8_t>* out);
 
 }  // namespace fabkit::fabric

@@ -22,6 +22,8 @@
 
 namespace {
 
+using fabkit::hex_decode;
+using fabkit::hex_encode;
 using namespace fabkit::fabric;
 using namespace fabkit::fabric::nccl_child;
 

@@ -10,9 +10,10 @@
 #include "fabric/allreduce/session_socket.h"
 #include "fabric/allreduce/sweep.h"
 #include "fabric/nccl_log/nccl_log.h"
-#include "fabric/nccl_runner/child_process.h"
 #include "fabric/nccl_runner/child_protocol.h"
 #include "fabric/nccl_runner/gpu_choice.h"
+#include "fabric/nccl_runner/runner_child.h"
+#include "fabric/wire/frame.h"
 
 namespace fabkit::fabric {
 namespace {
@@ -21,23 +22,30 @@ constexpr size_t kMaxFrameBytes = 4096;
 
 bool executable(const std::string& p) { return !p.empty() && ::access(p.c_str(), X_OK) == 0; }
 
-// Agent <-> agent frames: u32 length + text (the peer child's READY/UNAVAILABLE/FAILED line).
-void send_frame(int fd, const std::string& text, int timeout_ms) {
-  uint32_t len = static_cast<uint32_t>(text.size());
-  unsigned char h[4] = {static_cast<unsigned char>(len), static_cast<unsigned char>(len >> 8),
-                        static_cast<unsigned char>(len >> 16), static_cast<unsigned char>(len >> 24)};
-  send_all(fd, h, 4, timeout_ms, "sending the NCCL readiness to the peer agent");
-  send_all(fd, text.data(), text.size(), timeout_ms, "sending the NCCL readiness to the peer agent");
+// Agent <-> agent: one frame (wire/frame.h) each way, a request {"op":"nccl_ready","line":...}
+// carrying this side's child line (READY/UNAVAILABLE/FAILED). The line is cut to fit the cap, so
+// a long failure reason still arrives (shortened) instead of as an oversized frame.
+constexpr char kReadyOp[] = "nccl_ready";
+
+void send_readiness(int fd, std::string line, int timeout_ms) {
+  std::string payload;
+  for (;;) {
+    payload = Json{{"op", kReadyOp}, {"line", line}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (payload.size() <= kMaxFrameBytes) break;
+    line.resize(line.size() / 2);  // JSON escapes may grow it: halve until it fits
+  }
+  send_frame(fd, {wire::FrameType::kRequest, payload}, wire::deadline_in_ms(timeout_ms),
+             "sending the NCCL readiness to the peer agent");
 }
 
-std::string recv_frame(int fd, int timeout_ms) {
-  unsigned char h[4];
-  recv_all(fd, h, 4, timeout_ms, "waiting for the peer agent's NCCL readiness");
-  uint32_t len = h[0] | (h[1] << 8) | (h[2] << 16) | (static_cast<uint32_t>(h[3]) << 24);
-  if (len > kMaxFrameBytes) throw PeerError("io_error", "peer agent sent a " + std::to_string(len) + "-byte frame (cap 4096)");
-  std::string s(len, '\0');
-  recv_all(fd, s.data(), len, timeout_ms, "waiting for the peer agent's NCCL readiness");
-  return s;
+std::string recv_readiness(int fd, int timeout_ms) {
+  wire::Frame f = recv_frame(fd, kMaxFrameBytes, wire::deadline_in_ms(timeout_ms), "waiting for the peer agent's NCCL readiness");
+  Json j = Json::parse(f.payload, nullptr, false);
+  if (f.type != wire::FrameType::kRequest || !j.is_object() || j.value("op", "") != kReadyOp || !j.contains("line") ||
+      !j["line"].is_string())
+    throw PeerError("io_error", std::string("peer agent sent a ") + wire::to_string(f.type) +
+                                    " frame that is not {\"op\":\"nccl_ready\",\"line\":...}");
+  return j["line"].get<std::string>();
 }
 
 TransportRun make_run(const std::string& transport, const std::string& status, const std::string& kind,
@@ -140,13 +148,13 @@ TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportCh
                                      "--iters", std::to_string(spec.iters), "--warmup", std::to_string(spec.warmup_iters),
                                      "--timeout-ms", std::to_string(spec.timeout_ms)};
     args.insert(args.end(), device_args.begin(), device_args.end());
-    ChildProcess child(runner, args, merge_child_env(Environment::from_process().vars(), env));
+    RunnerChild child(runner, args, merge_child_env(Environment::from_process().vars(), env));
     bool eof = false;
     std::string first = child.next_line(spec.timeout_ms, &eof);
     ChildLine mine_line = eof ? ChildLine{ChildLineKind::kFailed, "child_died", "exited before READY"} : parse_child_line(first);
     // 3. Exchange readiness; both READY -> GO with rank 0's id, else STOP and say why.
-    send_frame(peer.get(), eof ? "FAILED child_died exited before READY" : first, spec.timeout_ms);
-    ChildLine theirs = parse_child_line(recv_frame(peer.get(), spec.timeout_ms));
+    send_readiness(peer.get(), eof ? "FAILED child_died exited before READY" : first, spec.timeout_ms);
+    ChildLine theirs = parse_child_line(recv_readiness(peer.get(), spec.timeout_ms));
     TransportRun run;
     run.transport = transport;
     run.extra["env"] = Json(env.set);

@@ -25,7 +25,12 @@ std::string with_stderr(const launch::ChildProcess* c, std::string msg) {
 
 void AgentClient::launch(const std::vector<std::string>& argv) {
   try {
-    child_ = std::make_unique<launch::ChildProcess>(argv, token_);
+    launch::ChildOptions o;
+    o.argv = argv;
+    o.search_path = true;
+    o.own_process_group = true;  // the launcher and the agent it starts stop together
+    o.stdin_text = token_ + "\n";  // the token goes through the pipe, never argv
+    child_ = std::make_unique<launch::ChildProcess>(o);
   } catch (const SysErrorException& e) {
     throw StepError(host_, "pair.launch_failed", std::string("could not start the launcher: ") + e.what());
   }
@@ -37,7 +42,7 @@ Json AgentClient::await_hello(int timeout_ms) {
     // ssh may print a banner first; the hello is the first line that is a JSON object with
     // "fabkit_agent".
     for (int lines = 0; lines < 100; ++lines) {
-      std::string line = child_->read_line(deadline);
+      std::string line = child_->read_line(launch::ChildProcess::Stream::kStdout, deadline);
       Json j = Json::parse(line, nullptr, false);
       if (j.is_object() && j.contains("fabkit_agent")) {
         if (j["fabkit_agent"] != wire::kProtocolVersion)
@@ -171,9 +176,7 @@ void AgentClient::bye() {
     fd_.reset();
   }
   if (child_) {
-    auto deadline = wire::deadline_in_ms(2000);  // an agent exits promptly after bye
-    while (!child_->exited() && wire::ms_left(deadline) > 0) ::usleep(10000);
-    child_->stop();
+    child_->wait_exit(wire::deadline_in_ms(2000));  // an agent exits promptly after bye
   }
 }
 

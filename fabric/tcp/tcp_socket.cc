@@ -132,13 +132,13 @@ ConnectResult connect_tcp(const std::string& addr, uint16_t port, const std::str
   if (::connect(r.fd.get(), reinterpret_cast<sockaddr*>(&dst), sizeof dst) != 0) {
     if (errno != EINPROGRESS) return fail(errno, "connect");
     pollfd p{r.fd.get(), POLLOUT, 0};
-    auto deadline = wire::deadline_in_ms(timeout_ms);
-    int pr;
-    do {
-      pr = ::poll(&p, 1, wire::ms_left(deadline));
-    } while (pr < 0 && errno == EINTR);
+    int pr = 0;
+    try {
+      pr = wire::poll_until(&p, 1, wire::deadline_in_ms(timeout_ms), "connect");
+    } catch (const wire::WireError&) {
+      return fail(errno, "poll");
+    }
     if (pr == 0) return fail(ETIMEDOUT, "connect");
-    if (pr < 0) return fail(errno, "poll");
     int soerr = 0;
     socklen_t len = sizeof soerr;
     ::getsockopt(r.fd.get(), SOL_SOCKET, SO_ERROR, &soerr, &len);

@@ -1,6 +1,8 @@
 #include "fabric/wire/socket_io.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include <poll.h>
@@ -13,19 +15,29 @@ namespace fabkit::wire {
 
 int ms_left(Deadline d) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - Clock::now()).count();
-  return left < 0 ? 0 : static_cast<int>(left);
+  return left < 0 ? 0 : static_cast<int>(std::min<long long>(left, INT_MAX));  // kNoDeadline: INT_MAX
+}
+
+int poll_until(pollfd* fds, size_t n, Deadline deadline, const char* what) {
+  for (;;) {
+    int timeout = -1;
+    if (deadline != kNoDeadline) {
+      // Rounded up, so a wait never returns early with time still left.
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      timeout = left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, INT_MAX));
+    }
+    int r = ::poll(fds, static_cast<nfds_t>(n), timeout);
+    if (r > 0) return r;  // readable, writable, or an error/hangup the next call will report
+    if (r == 0 && Clock::now() >= deadline) return 0;
+    if (r < 0 && errno != EINTR)
+      throw WireError(WireErrorKind::kIo, std::string("poll on ") + what + ": " + std::strerror(errno));
+  }
 }
 
 void wait_fd(int fd, short events, Deadline deadline, const char* what) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    int left = ms_left(deadline);
-    int r = ::poll(&p, 1, left);
-    if (r > 0) return;  // readable, writable, or an error/hangup the next call will report
-    if (r == 0) throw WireError(WireErrorKind::kTimeout, std::string("deadline passed waiting for ") + what);
-    if (errno != EINTR)
-      throw WireError(WireErrorKind::kIo, std::string("poll on ") + what + ": " + std::strerror(errno));
-  }
+  pollfd p{fd, events, 0};
+  if (poll_until(&p, 1, deadline, what) == 0)
+    throw WireError(WireErrorKind::kTimeout, std::string("deadline passed waiting for ") + what);
 }
 
 // Both loops try the call first and wait only when the socket has nothing to give or no room:

@@ -10,6 +10,8 @@
 
 #include "fabric/wire/frame.h"
 
+struct pollfd;
+
 namespace fabkit::wire {
 
 using Clock = std::chrono::steady_clock;
@@ -19,8 +21,16 @@ inline Deadline deadline_in_ms(int timeout_ms) {
   return Clock::now() + std::chrono::milliseconds(timeout_ms);
 }
 int ms_left(Deadline d);  // >= 0
+// For a wait that something other than time ends (a server thread told to stop through a pipe
+// it polls): poll_until then blocks without a timeout. Never for a wait on a peer.
+inline constexpr Deadline kNoDeadline = Deadline::max();
 
 using Fd = ::fabkit::UniqueFd;
+
+// The one poll: waits until one of fds has an event (its revents set) or the deadline passes,
+// retrying EINTR with the time left. Returns the number ready, 0 once the deadline has passed.
+// Throws kIo when poll fails. Entries with fd -1 are ignored (poll's rule).
+int poll_until(struct pollfd* fds, size_t n, Deadline deadline, const char* what);
 
 // Waits until fd is readable (events = POLLIN) or writable (POLLOUT). Throws kTimeout.
 void wait_fd(int fd, short events, Deadline deadline, const char* what);

@@ -5,6 +5,7 @@
 
 #include "fabric/allreduce/allreduce_types.h"
 #include "fabric/allreduce/gloo_store.h"
+#include "fabric/wire/frame.h"
 #include "loopback_harness.h"
 
 namespace fabkit::fabric {
@@ -76,6 +77,59 @@ TEST(TokenStore, MissingKeyTimesOutNamed) {
     EXPECT_NE(std::string(e.what()).find("never"), std::string::npos);
   }
   rank1.wait();
+}
+
+// Session members (they know the token) whose store frames are bad: each is dropped and closed by
+// name of the problem, and rank 0 keeps serving the good client.
+TEST(TokenStore, AClientSendingBadFramesIsDroppedAndTheOthersAreServed) {
+  uint16_t port = testing::free_port();
+  auto rank0 = std::async(std::launch::async, [&] {
+    auto o = opts(0, port, "tok");
+    o.world_size = 4;
+    TokenStore s(o);
+    s.set("from0", {'h', 'i'});
+    auto v = s.get("good");
+    return std::string(v.begin(), v.end());
+  });
+  auto rogue = [&](uint32_t rank, const std::string& bytes) {
+    Fd fd = connect_peer("127.0.0.1", port, "127.0.0.1", "", "tok", HelloInfo{rank, 4, 42}, 10000, nullptr);
+    send_all(fd.get(), bytes.data(), bytes.size(), 2000, "sending a bad store frame");
+    return fd;
+  };
+  // A header announcing 64 MiB, refused before the payload; a frame with an unknown op.
+  Fd oversized = rogue(2, std::string("\x04\x00\x00\x00\x02", 5));
+  Fd unknown_op = rogue(3, wire::encode_frame({wire::FrameType::kRequest, R"({"op":"delete","key_hex":"6b"})"}));
+  auto o1 = opts(1, port, "tok");
+  o1.world_size = 4;
+  TokenStore s(o1);  // the last peer: rank 0 starts serving
+  for (Fd* fd : {&oversized, &unknown_op}) {
+    try {
+      recv_frame(fd->get(), 4096, wire::deadline_in_ms(5000), "waiting for the answer to a bad frame");
+      ADD_FAILURE() << "rank 0 answered a bad frame";
+    } catch (const PeerError& e) {
+      EXPECT_EQ(e.kind(), "peer_closed") << e.what();
+    }
+  }
+  auto v = s.get("from0");
+  EXPECT_EQ(std::string(v.begin(), v.end()), "hi");
+  std::vector<char> big(TokenStore::kMaxValueBytes, '\xfe');  // the largest value crosses whole
+  s.set("big", big);
+  s.set("good", {'o', 'k'});
+  EXPECT_EQ(rank0.get(), "ok");
+}
+
+TEST(TokenStore, OversizedValueIsRefusedBeforeSending) {
+  uint16_t port = testing::free_port();
+  auto rank0 = std::async(std::launch::async, [&] { TokenStore s(opts(0, port, "tok", 3000)); });
+  TokenStore s(opts(1, port, "tok", 3000));
+  try {
+    s.set("k", std::vector<char>(TokenStore::kMaxValueBytes + 1, 'x'));
+    FAIL() << "sent a value over the cap";
+  } catch (const PeerError& e) {
+    EXPECT_EQ(e.kind(), "io_error");
+    EXPECT_NE(std::string(e.what()).find("exceeds the frame cap"), std::string::npos) << e.what();
+  }
+  rank0.wait();
 }
 
 }  // namespace

@@ -6,16 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <future>
 #include <sstream>
 
 #include "common/environment.h"
 #include "common/errors.h"
+#include "fabric/allreduce/session_socket.h"
 #include "fabric/nccl_log/nccl_log.h"
-#include "fabric/nccl_runner/child_process.h"
 #include "fabric/nccl_runner/child_protocol.h"
 #include "fabric/nccl_runner/gpu_choice.h"
 #include "fabric/nccl_runner/nccl_env.h"
 #include "fabric/nccl_runner/nccl_runner.h"
+#include "fabric/nccl_runner/runner_child.h"
 #include "loopback_harness.h"
 #include "probes/gpu/gpu_facts.h"
 #include "tests/support/ttar.h"
@@ -199,7 +201,7 @@ std::vector<std::string> child_env() {
 TEST(NcclChild, WithoutGpuSaysUnavailableOnFd3) {
   GpuHere gpu = gpus_here();
   if (gpu.count > 0) GTEST_SKIP() << "this machine has " << gpu.count << " GPU(s): NcclChild.OneRankAllReduceOnTheGpu runs instead";
-  ChildProcess child(FABKIT_TEST_NCCL_RUNNER, {"--rank", "0", "--sizes", "64"}, {"PATH=/usr/bin:/bin"});
+  RunnerChild child(FABKIT_TEST_NCCL_RUNNER, {"--rank", "0", "--sizes", "64"}, {"PATH=/usr/bin:/bin"});
   bool eof = false;
   ChildLine line = parse_child_line(child.next_line(10000, &eof));
   ASSERT_FALSE(eof);
@@ -209,7 +211,7 @@ TEST(NcclChild, WithoutGpuSaysUnavailableOnFd3) {
 }
 
 TEST(NcclChild, BadArgumentsExitTwoBeforeTouchingCuda) {
-  ChildProcess child(FABKIT_TEST_NCCL_RUNNER, {"--rank", "2", "--world-size", "2", "--sizes", "64"}, {"PATH=/usr/bin:/bin"});
+  RunnerChild child(FABKIT_TEST_NCCL_RUNNER, {"--rank", "2", "--world-size", "2", "--sizes", "64"}, {"PATH=/usr/bin:/bin"});
   bool eof = false;
   child.next_line(10000, &eof);
   EXPECT_TRUE(eof);
@@ -221,7 +223,7 @@ TEST(NcclChild, OneRankAllReduceOnTheGpu) {
   GpuHere gpu = gpus_here();
   if (gpu.count == 0) GTEST_SKIP() << "needs an NVIDIA GPU: " << gpu.why_none;
   // The GPU is named by its bus id, as fabcheck's locality pick names it: CUDA must resolve it.
-  ChildProcess child(FABKIT_TEST_NCCL_RUNNER,
+  RunnerChild child(FABKIT_TEST_NCCL_RUNNER,
                      {"--rank", "0", "--world-size", "1", "--sizes", "64,1048576,16777216", "--iters", "5",
                       "--warmup", "2", "--timeout-ms", "30000", "--device-bus-id", gpu.first_bus_id},
                      child_env());
@@ -298,6 +300,28 @@ TEST(NcclRunner, TwoRanksAllReduceOrCleanlyUnavailable) {
     EXPECT_EQ(r.extra["fell_back"], false);
     EXPECT_EQ(r.extra["device"]["chosen_by"], "flag");
   }
+}
+
+// The agents swap readiness in one wire frame with a 4 KiB cap: a peer (holding the token, running
+// the same plan) that announces more is refused by name before its payload is read, and this
+// side's child is stopped, whatever it said (READY on a GPU machine, UNAVAILABLE elsewhere).
+TEST(NcclRunner, APeerAnnouncingAnOversizedReadinessFrameFailsNamed) {
+  uint16_t port = testing::free_port();
+  AllreduceSpec spec = testing::loopback_spec(0, port, {64});
+  auto rank0 = std::async(std::launch::async, [&] {
+    NcclTransportChoice c{"Socket"};
+    c.runner_path = FABKIT_TEST_NCCL_RUNNER;
+    return run_nccl_allreduce(spec, c);
+  });
+  HelloInfo peer{1, 2, fnv1a64("nccl-socket|64|3")};
+  Fd fd = connect_peer("127.0.0.1", port, "127.0.0.1", "", spec.token, peer, 5000, nullptr);
+  const std::string header("\x00\x10\x00\x00\x02", 5);  // 1 MiB request announced
+  send_all(fd.get(), header.data(), header.size(), 2000, "sending an oversized readiness header");
+  TransportRun run = rank0.get();
+  EXPECT_EQ(run.status, "failed") << run.reason;
+  EXPECT_EQ(run.extra["error"], "io_error") << run.extra.dump();
+  EXPECT_NE(run.reason.find("wire.oversized"), std::string::npos) << run.reason;
+  EXPECT_NE(run.reason.find("the cap is 4096"), std::string::npos) << run.reason;
 }
 #endif
 
