@@ -13,7 +13,7 @@ namespace fabkit::wire {
 
 // Bumped on any incompatible change of the frames or messages below. 2: the challenge-response
 // handshake (handshake.h) replaced the token-bearing hello.
-inline constexpr int kProtocolVersion = 2;
+inline constexpr int kProtocolVersion = 3;  // 3: store and NCCL-readiness exchanges as wire frames
 
 struct Request {
   uint64_t id = 0;

@@ -51,7 +51,7 @@ def proof(token, direction, client_role, server_role, purpose, client_nonce, ser
 
 def handshake(s, token, out):
     nonce = os.urandom(32)
-    send_frame(s, HELLO, {"protocol": 2, "role": "controller", "purpose": "control", "nonce": nonce.hex()})
+    send_frame(s, HELLO, {"protocol": 3, "role": "controller", "purpose": "control", "nonce": nonce.hex()})
     ftype, body = read_frame(s)
     if ftype != HELLO:
         return ftype, body
