@@ -1,6 +1,7 @@
 #include "topo/topology.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <tuple>
 
 namespace fabkit::topo {
@@ -68,9 +69,15 @@ const char* to_string(PciKind k) {
   return "unknown";
 }
 
+bool NcclNet::rdma() const {
+  if (gdr == true || guid.empty()) return true;  // GPUDirect, or no guid to tell: as NCCL lists it
+  // A socket device index is small; any real node GUID carries a 24-bit vendor OUI at the top.
+  return std::strtoull(guid.c_str(), nullptr, 16) > 0xffff;
+}
+
 bool Nic::rdma_capable() const {
-  return !nets.empty() || !rdma_devices.empty() || class_id == kClassInfinibandNet ||
-         class_id == kClassInfinibandBus;
+  return std::any_of(nets.begin(), nets.end(), [](const NcclNet& n) { return n.rdma(); }) ||
+         !rdma_devices.empty() || class_id == kClassInfinibandNet || class_id == kClassInfinibandBus;
 }
 
 bool is_gpu_pci(uint16_t vendor_id, uint16_t device_id, uint32_t class_id) {

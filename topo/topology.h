@@ -46,6 +46,9 @@ struct NcclNet {     // one <net> of an NCCL topology (a port NCCL will use)
   std::optional<int> port;
   std::optional<bool> gdr;
   std::string guid;  // as written ("0x9a70500003ae6d94")
+  // NCCL writes its socket transport's nets with guid = the device index (0x0, 0x1 ...) and
+  // gdr 0; an IB/RoCE port carries its node GUID (an EUI-64). Only the latter is RDMA.
+  bool rdma() const;
 };
 
 struct Gpu {
@@ -69,7 +72,7 @@ struct Nic {
   std::vector<NcclNet> nets;              // NCCL topology <net> entries
   std::vector<std::string> rdma_devices;  // hwloc OpenFabrics OS devices ("mlx5_0")
   std::vector<std::string> netdevs;       // hwloc network OS devices ("ib0", "eth2")
-  bool rdma_capable() const;  // has nets / RDMA devices, or is an InfiniBand-class controller
+  bool rdma_capable() const;  // has RDMA nets / RDMA devices, or is an InfiniBand-class controller
 };
 
 struct Topology {

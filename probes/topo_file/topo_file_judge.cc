@@ -74,7 +74,7 @@ std::vector<Finding> judge_topo_file(const TopoFileFacts& f,
     std::vector<std::string> absent;
     for (const auto& nic : t.nics)
       for (const auto& net : nic.nets)
-        if (!have.count(net.name)) absent.push_back(net.name);
+        if (net.rdma() && !have.count(net.name)) absent.push_back(net.name);  // a socket net is no HCA
     if (!absent.empty()) {
       std::string names;
       for (const auto& a : absent) names += (names.empty() ? "" : ", ") + a;

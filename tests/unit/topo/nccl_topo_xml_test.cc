@@ -144,3 +144,30 @@ TEST(NcclTopoXml, JsonHasNearestNicPerGpu) {
 
 }  // namespace
 }  // namespace fabkit::topo
+
+namespace fabkit::topo {
+namespace {
+
+// A plain Ethernet NIC that NCCL's socket transport lists (guid 0x0, gdr 0) is not RDMA-capable:
+// it was counted as one, so a GPU's "nearest NIC" could be the Ethernet port.
+TEST(NcclTopoXml, EthernetNetWithGuidZeroIsNotRdma) {
+  const Topology t =
+      load_topology_file(testing::project_fixtures() / "topo/nccl_eth_and_ib_nics.xml").topology;
+  ASSERT_EQ(t.nics.size(), 2u);
+  for (const auto& nic : t.nics) {
+    ASSERT_EQ(nic.nets.size(), 1u);
+    if (nic.nets[0].name == "eth2") {
+      EXPECT_FALSE(nic.nets[0].rdma());
+      EXPECT_FALSE(nic.rdma_capable());
+    } else {
+      EXPECT_EQ(nic.nets[0].name, "mlx5_0");
+      EXPECT_TRUE(nic.rdma_capable());
+    }
+  }
+  Json j = to_json(t);
+  ASSERT_EQ(j["gpus"].size(), 1u);
+  EXPECT_EQ(j["gpus"][0]["nearest_nic"], "mlx5_0");  // the ConnectX port, not the closer eth2
+}
+
+}  // namespace
+}  // namespace fabkit::topo
