@@ -172,6 +172,11 @@ Expected<bool> FakeVerbsApi::modify_qp(Handle h, const QpAttr& a, int mask) {
   char mask_hex[16];
   snprintf(mask_hex, sizeof mask_hex, "0x%x", mask);
   log(std::string("ibv_modify_qp ") + state_name(a.qp_state) + " mask=" + mask_hex);
+  if (a.qp_state == QpState::kRtr)  // the address vector, so tests see what a real HCA would get
+    log("ibv_modify_qp RTR av sl=" + std::to_string(a.sl) +
+        (a.is_global ? " grh hop_limit=" + std::to_string(a.hop_limit) + " traffic_class=" +
+                           std::to_string(a.traffic_class) + " sgid_index=" + std::to_string(a.sgid_index)
+                     : std::string(" no grh")));
   std::string object = std::string("QP to ") + state_name(a.qp_state);
   if (int err = take_failure("ibv_modify_qp")) return SysError{"ibv_modify_qp", err, object};
   auto it = qps_.find(h);

@@ -179,6 +179,7 @@ class IbverbsApi final : public VerbsApi {
     std::memcpy(a.ah_attr.grh.dgid.raw, in.dgid.data(), 16);
     a.ah_attr.grh.sgid_index = static_cast<uint8_t>(in.sgid_index);
     a.ah_attr.grh.hop_limit = static_cast<uint8_t>(in.hop_limit);
+    a.ah_attr.grh.traffic_class = static_cast<uint8_t>(in.traffic_class);
     if (int rc = ibv_modify_qp(as<ibv_qp>(qp), &a, mask))
       return SysError{"ibv_modify_qp", rc, "QP to state " + std::to_string(int(in.qp_state))};
     return true;
@@ -219,9 +220,7 @@ class IbverbsApi final : public VerbsApi {
       if (n < 0) return SysError{"ibv_poll_cq", EIO, "CQ"};
       if (n > 0) {
         std::vector<WorkCompletion> out;
-        for (int i = 0; i < n; ++i)
-          out.push_back({wc[i].wr_id, static_cast<int>(wc[i].status),
-                         (wc[i].opcode & IBV_WC_RECV) != 0, wc[i].byte_len});
+        for (int i = 0; i < n; ++i) out.push_back(completion_from(wc[i]));
         return out;
       }
       if (std::chrono::steady_clock::now() >= deadline) return std::vector<WorkCompletion>{};
@@ -260,5 +259,10 @@ class IbverbsApi final : public VerbsApi {
 }  // namespace
 
 std::unique_ptr<VerbsApi> make_ibverbs_api() { return std::make_unique<IbverbsApi>(); }
+
+WorkCompletion completion_from(const ibv_wc& wc) {
+  const bool ok = wc.status == IBV_WC_SUCCESS;
+  return {wc.wr_id, static_cast<int>(wc.status), ok && (wc.opcode & IBV_WC_RECV) != 0, ok ? wc.byte_len : 0};
+}
 
 }  // namespace fabkit::verbs

@@ -12,3 +12,12 @@ namespace fabkit::verbs {
 std::unique_ptr<VerbsApi> make_ibverbs_api();
 
 }  // namespace fabkit::verbs
+
+// The conversion of one libibverbs work completion, exposed for its test. Only a successful
+// completion's opcode is defined (ibv_poll_cq(3): "opcode ... valid only if status is
+// IBV_WC_SUCCESS"): an error completion is never read as a receive or a send.
+struct ibv_wc;
+namespace fabkit::verbs {
+WorkCompletion completion_from(const ibv_wc& wc);
+
+}  // namespace fabkit::verbs

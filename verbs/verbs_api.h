@@ -54,6 +54,7 @@ struct QpAttr {
   Gid dgid{};
   int sgid_index = 0;
   int hop_limit = 1;
+  int traffic_class = 0;
   int sl = 0;
 };
 

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include "common/environment.h"
 #include "fabkit/config.h"
 #include "fabric/rdma/rc_types.h"
 #include "fabric/tcp/tcp_socket.h"
@@ -160,6 +161,19 @@ Json run_rc_op(verbs::VerbsApi& api, const RcArgs& a, const std::string& token) 
   }
   tcp::set_nodelay(ch.get());
   rdma::RcTestSpec s;
+  std::string class_error;
+  auto service = rdma::ib_service_class_from_env(Environment::from_process().vars(), &class_error);
+  if (!service) {
+    rdma::RcTestResult r;
+    r.reason = class_error;
+    out.update(rdma::to_json(r));
+    out["channel"] = "ok";
+    out["local"] = nullptr;
+    out["remote"] = nullptr;
+    return out;
+  }
+  s.traffic_class = service->traffic_class;
+  s.service_level = service->service_level;
   s.device = a.device;
   s.port = a.ib_port;
   s.gid_index = a.gid_index;

@@ -5,6 +5,7 @@
 
 #include "fabric/launch/child_process.h"
 #include "fabric/pair/agent_client.h"
+#include "fabric/pair/rdma_rails.h"
 #include "fabric/pair/rdma_rc_plan.h"
 #include "fabric/pair/transport_plan.h"
 #include "fabric/pair/verdict.h"
@@ -250,7 +251,11 @@ Json run_rc_mode(const RcPortPair& p, const std::string& mode, AgentClient& A, A
 }
 
 void run_rdma_rc(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o) {
-  auto pairs = rc_port_pairs(f.a.report, f.b.report);
+  const RailPlan plan = plan_rails(f.a.report, f.b.report);
+  const auto& pairs = plan.pairs;
+  f.rdma_rc.rail_method = plan.method;
+  f.rdma_rc.cross_rail_not_applicable = plan.cross_rail_not_applicable;
+  f.rdma_rc.unpaired = plan.unpaired;
   if (pairs.empty()) {
     f.rdma_rc.status = "unavailable";
     f.rdma_rc.reason = "no active RDMA port pair (an ACTIVE HCA port with the same link layer on "

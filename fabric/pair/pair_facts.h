@@ -85,6 +85,7 @@ struct RcPortPair {
   int gid_index_a = -1, gid_index_b = -1;  // the probe's RoCE v2 GID index; -1 on InfiniBand
   std::string link_layer;                   // "InfiniBand" | "Ethernet"
   std::optional<double> rate_gbps;          // the slower port's rate, when both report one
+  std::string rail;                         // "10.0.3.0/24", "fe80:...::/64" or "index 2" (rdma_rails.h)
 };
 
 // The RC point-to-point test over one port pair: B is the server, A the client (as in the TCP
@@ -103,6 +104,9 @@ struct RdmaRcFacts {
   std::string status = "skipped";  // ran | unavailable | skipped (an earlier step failed)
   std::string reason;              // why unavailable / skipped
   std::vector<RcPairResult> pairs;
+  std::string rail_method;             // "subnet" | "index" (fabric/pair/rdma_rails.h)
+  int cross_rail_not_applicable = 0;   // combinations not tested: different rails, unreachable by design
+  std::vector<std::string> unpaired;   // ports with no same-rail partner on the other host
 };
 
 struct PairFacts {

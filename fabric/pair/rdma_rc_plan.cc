@@ -1,39 +1,13 @@
 #include "fabric/pair/rdma_rc_plan.h"
 
+#include "fabric/pair/rdma_rails.h"
+
 #include <algorithm>
 #include <set>
 #include <stdexcept>
 
 namespace fabkit::pair {
 namespace {
-
-struct ActivePort {
-  std::string hca, link_layer;
-  int port = 1, gid_index = -1;
-  std::optional<double> rate_gbps;
-};
-
-std::vector<ActivePort> active_ports(const Json& report) {
-  std::vector<ActivePort> out;
-  if (!report.is_object() || !report.contains("rdma") || !report["rdma"].is_object()) return out;
-  for (const auto& d : report["rdma"].value("devices", Json::array())) {
-    if (!d.is_object() || !d.value("name", Json()).is_string()) continue;
-    for (const auto& p : d.value("ports", Json::array())) {
-      if (!p.is_object() || p.value("state", "") != "ACTIVE") continue;
-      ActivePort a;
-      a.hca = d["name"].get<std::string>();
-      a.port = p.value("port", Json(1)).is_number_integer() ? p["port"].get<int>() : 1;
-      a.link_layer = p.value("link_layer", "");
-      // RoCE uses the probe's RoCE v2 GID; InfiniBand addresses by LID (no GRH, -1).
-      const Json gid = p.value("roce_v2_gid_index", Json());
-      if (a.link_layer == "Ethernet" && gid.is_number_integer()) a.gid_index = gid.get<int>();
-      const Json rate = p.value("rate_gbps", Json());
-      if (rate.is_number()) a.rate_gbps = rate.get<double>();
-      out.push_back(a);
-    }
-  }
-  return out;
-}
 
 std::optional<double> opt_num(const Json& j, const char* key) {
   if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
@@ -50,15 +24,7 @@ std::string side_reason(const Json& doc, const char* who) {
 }  // namespace
 
 std::vector<RcPortPair> rc_port_pairs(const Json& report_a, const Json& report_b) {
-  std::vector<RcPortPair> out;
-  for (const auto& a : active_ports(report_a))
-    for (const auto& b : active_ports(report_b)) {
-      if (a.link_layer != b.link_layer || a.link_layer.empty()) continue;
-      RcPortPair p{a.hca, b.hca, a.port, b.port, a.gid_index, b.gid_index, a.link_layer, std::nullopt};
-      if (a.rate_gbps && b.rate_gbps) p.rate_gbps = std::min(*a.rate_gbps, *b.rate_gbps);
-      out.push_back(p);
-    }
-  return out;
+  return plan_rails(report_a, report_b).pairs;
 }
 
 Json rc_request_args(const RcPortPair& p, bool on_a, const std::string& mode, const std::string& local_addr,
@@ -114,8 +80,9 @@ std::vector<Finding> judge_rdma_rc(const PairFacts& f) {
     out.push_back(info("pair.rdma_rc_unavailable", f.host_a + "<->" + f.host_b,
                        "RDMA RC point-to-point test not run: " + f.rdma_rc.reason));
   for (const auto& r : f.rdma_rc.pairs) {
-    std::string pair_name = f.host_a + ":" + r.ports.hca_a + ":" + std::to_string(r.ports.port_a) + "<->" +
-                            f.host_b + ":" + r.ports.hca_b + ":" + std::to_string(r.ports.port_b);
+    std::string pair_name = (r.ports.rail.empty() ? std::string() : "rail " + r.ports.rail + " (") + f.host_a + ":" +
+                            r.ports.hca_a + ":" + std::to_string(r.ports.port_a) + "<->" + f.host_b + ":" +
+                            r.ports.hca_b + ":" + std::to_string(r.ports.port_b) + (r.ports.rail.empty() ? "" : ")");
     std::set<std::string> seen;
     bool diagnosed_fail = false;
     for (const Json* mode : {&r.write_bw, &r.send_lat})
@@ -148,7 +115,8 @@ Json to_json(const RdmaRcFacts& rc) {
   Json pairs = Json::array();
   for (const auto& r : rc.pairs) {
     const auto& p = r.ports;
-    pairs.push_back({{"a", {{"hca", p.hca_a}, {"port", p.port_a}, {"gid_index", p.gid_index_a}}},
+    pairs.push_back({{"rail", p.rail},
+                     {"a", {{"hca", p.hca_a}, {"port", p.port_a}, {"gid_index", p.gid_index_a}}},
                      {"b", {{"hca", p.hca_b}, {"port", p.port_b}, {"gid_index", p.gid_index_b}}},
                      {"link_layer", p.link_layer}, {"rate_gbps", opt(p.rate_gbps)},
                      {"status", r.status}, {"reason", r.reason},
@@ -157,7 +125,12 @@ Json to_json(const RdmaRcFacts& rc) {
                      {"path_mtu", r.path_mtu > 0 ? Json(r.path_mtu) : Json()},
                      {"write_bw", r.write_bw}, {"send_lat", r.send_lat}});
   }
-  return {{"status", rc.status}, {"reason", rc.reason.empty() ? Json() : Json(rc.reason)}, {"pairs", pairs}};
+  return {{"status", rc.status},
+          {"reason", rc.reason.empty() ? Json() : Json(rc.reason)},
+          {"rail_method", rc.rail_method.empty() ? Json() : Json(rc.rail_method)},
+          {"cross_rail_not_applicable", rc.cross_rail_not_applicable},
+          {"unpaired", rc.unpaired},
+          {"pairs", pairs}};
 }
 
 }  // namespace fabkit::pair

@@ -18,7 +18,7 @@ inline constexpr int kRcWriteBwIters = 5000;
 inline constexpr uint32_t kRcSendLatBytes = 2;
 inline constexpr int kRcSendLatIters = 1000;
 
-// Every (ACTIVE port on A) x (ACTIVE port on B) with the same link layer, in report order.
+// The same-rail ACTIVE port pairs of A and B (rdma_rails.h: by subnet, else by index).
 std::vector<RcPortPair> rc_port_pairs(const Json& report_a, const Json& report_b);
 
 // "rdma_rc" request arguments for one side (role "client" on A, "server" on B).

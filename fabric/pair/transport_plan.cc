@@ -1,5 +1,11 @@
 #include "fabric/pair/transport_plan.h"
 
+#include <optional>
+#include <vector>
+
+#include "fabric/pair/rdma_rails.h"
+#include "probes/net/nccl_list.h"
+
 namespace fabkit::pair {
 
 bool is_rdma_transport(const std::string& name) {
@@ -7,53 +13,80 @@ bool is_rdma_transport(const std::string& name) {
          name == "nccl-ib" || name == "nccl-roce";
 }
 
-Json first_active_rdma_port(const Json& report) {
-  if (!report.is_object() || !report.contains("rdma") || !report["rdma"].is_object()) return nullptr;
-  for (const auto& d : report["rdma"].value("devices", Json::array())) {
-    if (!d.is_object()) continue;
-    for (const auto& p : d.value("ports", Json::array())) {
-      if (!p.is_object() || p.value("state", "") != "ACTIVE") continue;
-      std::string ll = p.value("link_layer", "");
-      Json gid = p.contains("roce_v2_gid_index") ? p["roce_v2_gid_index"] : Json();
-      return {{"hca", d.value("name", "")}, {"ib_port", p.value("port", 1)},
-              // InfiniBand addresses by LID: no GID index needed (-1 = the runner's default).
-              {"gid_index", ll == "Ethernet" && gid.is_number_integer() ? gid : Json(-1)},
-              {"link_layer", ll}, {"rate_gbps", p.contains("rate_gbps") ? p["rate_gbps"] : Json()}};
-    }
-  }
-  return nullptr;
+namespace {
+
+// NCCL_IB_HCA as this host's node report recorded it (nccl_env section), or nullopt when unset.
+std::optional<probes::NcclList> ib_hca_of(const Json& report) {
+  if (!report.is_object() || !report.contains("nccl_env") || !report["nccl_env"].is_object()) return std::nullopt;
+  for (const auto& v : report["nccl_env"].value("variables", Json::array()))
+    if (v.is_object() && v.value("name", "") == "NCCL_IB_HCA" && v.value("value", Json()).is_string())
+      return probes::parse_nccl_list(v["value"].get<std::string>(), probes::kNcclMaxHcaEntries);
+  return std::nullopt;
 }
+
+// The link layers of a host's ACTIVE RDMA ports ("InfiniBand", "Ethernet"), in report order.
+std::vector<std::string> active_link_layers(const Json& report) {
+  std::vector<std::string> out;
+  if (!report.is_object() || !report.contains("rdma") || !report["rdma"].is_object()) return out;
+  for (const auto& d : report["rdma"].value("devices", Json::array()))
+    for (const auto& p : d.is_object() ? d.value("ports", Json::array()) : Json::array())
+      if (p.is_object() && p.value("state", "") == "ACTIVE") out.push_back(p.value("link_layer", ""));
+  return out;
+}
+
+Json side(const RcPortPair& p, bool a) {
+  return {{"hca", a ? p.hca_a : p.hca_b}, {"ib_port", a ? p.port_a : p.port_b},
+          // InfiniBand addresses by LID: no GID index needed (-1 = the runner's default).
+          {"gid_index", a ? p.gid_index_a : p.gid_index_b}, {"link_layer", p.link_layer},
+          {"rate_gbps", p.rate_gbps ? Json(*p.rate_gbps) : Json()}};
+}
+
+}  // namespace
 
 TransportPlan plan_transport(const std::string& name, const AgentFacts& a, const AgentFacts& b) {
   TransportPlan plan;
   if (!is_rdma_transport(name)) return plan;
-  Json pa = first_active_rdma_port(a.report), pb = first_active_rdma_port(b.report);
-  for (const auto* side : {&a, &b}) {
-    const Json& p = side == &a ? pa : pb;
-    if (p.is_null()) {
+  // The ports the job would use: a same-rail pair (rdma_rails.h), of the link layer this
+  // transport needs, on ports NCCL_IB_HCA selects where a host sets it; not just the first
+  // ACTIVE port of each host, which on a rail-optimised fabric may sit on different rails.
+  std::string want = name == "nccl-ib" ? "InfiniBand" : name == "nccl-roce" ? "Ethernet" : "";
+  const auto hca_a = ib_hca_of(a.report), hca_b = ib_hca_of(b.report);
+  for (const auto* h : {&a, &b})
+    if (active_link_layers(h->report).empty()) {
       plan.runnable = false;
-      plan.reason = "no ACTIVE RDMA port on " + side->host + " (node report rdma section)";
+      plan.reason = "no ACTIVE RDMA port on " + h->host + " (node report rdma section)";
       return plan;
     }
+  const RailPlan rails = plan_rails(a.report, b.report);
+  std::string why_not;
+  if (rails.pairs.empty())
+    why_not = "link layers differ: " + Json(active_link_layers(a.report)).dump() + " on " + a.host + ", " +
+              Json(active_link_layers(b.report)).dump() + " on " + b.host;
+  const RcPortPair* chosen = nullptr;
+  for (const auto& p : rails.pairs) {
+    if (!want.empty() && p.link_layer != want) {
+      why_not = name + " needs a " + want + " port; the ACTIVE port pairs are " + p.link_layer;
+      continue;
+    }
+    if ((hca_a && !probes::nccl_list_selects(*hca_a, p.hca_a, p.port_a)) ||
+        (hca_b && !probes::nccl_list_selects(*hca_b, p.hca_b, p.port_b))) {
+      why_not = "no same-rail port pair is selected by NCCL_IB_HCA (" + (hca_a ? hca_a->text : std::string("unset")) +
+                " on " + a.host + ", " + (hca_b ? hca_b->text : std::string("unset")) + " on " + b.host + ")";
+      continue;
+    }
+    if (p.link_layer == "Ethernet" && (p.gid_index_a == -1 || p.gid_index_b == -1)) {
+      why_not = "RoCE port without a RoCE v2 GID on " + (p.gid_index_a == -1 ? a.host : b.host);
+      continue;
+    }
+    chosen = &p;
+    break;
   }
-  if (pa["link_layer"] != pb["link_layer"]) {
+  if (!chosen) {
     plan.runnable = false;
-    plan.reason = "link layers differ: " + pa["link_layer"].dump() + " on " + a.host + ", " +
-                  pb["link_layer"].dump() + " on " + b.host;
+    plan.reason = why_not;
     return plan;
   }
-  // NCCL's IB and RoCE runs are separate configurations: each needs its own link layer.
-  std::string want = name == "nccl-ib" ? "InfiniBand" : name == "nccl-roce" ? "Ethernet" : "";
-  if (!want.empty() && pa["link_layer"] != want) {
-    plan.runnable = false;
-    plan.reason = name + " needs a " + want + " port; the ACTIVE ports are " + pa["link_layer"].dump();
-    return plan;
-  }
-  if (pa["link_layer"] == "Ethernet" && (pa["gid_index"] == -1 || pb["gid_index"] == -1)) {
-    plan.runnable = false;
-    plan.reason = "RoCE port without a RoCE v2 GID on " + (pa["gid_index"] == -1 ? a.host : b.host);
-    return plan;
-  }
+  Json pa = side(*chosen, true), pb = side(*chosen, false);
   plan.extra_a = pa;
   plan.extra_b = pb;
   return plan;

@@ -25,12 +25,6 @@ std::string link_name(const LinkResult& l) {
   return l.a.ifname + "(" + l.a.addr + ")->" + l.b.ifname + "(" + l.b.addr + ")";
 }
 
-// HCA port rate (Gbit/s) of the port the RDMA transports use (transport_plan.h).
-std::optional<double> hca_rate_gbit_s(const Json& report) {
-  Json p = first_active_rdma_port(report);
-  if (p.is_null() || !p["rate_gbps"].is_number()) return std::nullopt;
-  return p["rate_gbps"].get<double>();
-}
 
 }  // namespace
 
@@ -107,8 +101,10 @@ Verdict compute_verdict(const PairFacts& f) {
       }
     }
     if (is_rdma_transport(t.transport)) {
-      auto ra = hca_rate_gbit_s(f.a.report), rb = hca_rate_gbit_s(f.b.report);
-      if (ra && rb) r.link_rate_gbit_s = std::min(*ra, *rb);
+      // The rate of the port pair this transport ran on (the slower of the two ports).
+      const TransportPlan tp = plan_transport(t.transport, f.a, f.b);
+      if (tp.runnable && tp.extra_a.value("rate_gbps", Json()).is_number())
+        r.link_rate_gbit_s = tp.extra_a["rate_gbps"].get<double>();
     } else {
       r.link_rate_gbit_s = iface_rate;
     }

@@ -1,6 +1,7 @@
 // Building and connecting one endpoint, in rdma-core rc_pingpong's order and with its attribute
 // values (min_rnr_timer 12, timeout 14, retry_cnt 7, rnr_retry 7, one outstanding RDMA read).
 #include <cerrno>
+#include <cstdlib>
 #include <random>
 
 #include "fabric/rdma/rc_endpoint.h"
@@ -43,10 +44,33 @@ bool choose_gid(RcEndpoint& ep, const RcTestSpec& spec, RcTestResult& r) {
 
 }  // namespace
 
+std::optional<IbServiceClass> ib_service_class_from_env(const std::map<std::string, std::string>& vars,
+                                                        std::string* error) {
+  IbServiceClass c;
+  const auto read = [&](const char* name, int max, int& out) {
+    auto it = vars.find(name);
+    if (it == vars.end() || it->second.empty()) return true;  // NCCL's default: 0
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(it->second.c_str(), &end, 10);
+    if (errno != 0 || end == it->second.c_str() || *end != '\0' || v < 0 || v > max) {
+      *error = std::string(name) + "=" + it->second + " is not an integer in 0.." + std::to_string(max) +
+               "; fix the profile or the environment (NCCL would misread it too)";
+      return false;
+    }
+    out = static_cast<int>(v);
+    return true;
+  };
+  if (!read("NCCL_IB_TC", 255, c.traffic_class) || !read("NCCL_IB_SL", 15, c.service_level)) return std::nullopt;
+  return c;
+}
+
 bool setup_endpoint(RcEndpoint& ep, const RcTestSpec& spec, size_t buffer_bytes, int queue_depth,
                     RcTestResult& r) {
   std::string subject = spec.device + ":" + std::to_string(spec.port);
   ep.port_num = spec.port;
+  ep.traffic_class = spec.traffic_class;
+  ep.service_level = spec.service_level;
   ep.local.device = subject;
   auto port = ep.api->query_port(spec.device, spec.port);
   if (!ok(port)) return failed(r, error(port), "query port");
@@ -113,13 +137,14 @@ bool connect_endpoint(RcEndpoint& ep, int path_mtu, RcTestResult& r) {
   rtr.min_rnr_timer = 12;
   rtr.port_num = ep.port_num;
   rtr.dlid = ep.remote.lid;
-  rtr.sl = 0;
+  rtr.sl = ep.service_level;
   // A GRH whenever a GID is in use: always on RoCE, on InfiniBand only when asked for.
   if (ep.local.gid_index >= 0 && !verbs::is_zero(ep.remote.gid)) {
     rtr.is_global = true;
     rtr.dgid = ep.remote.gid;
     rtr.sgid_index = ep.local.gid_index;
-    rtr.hop_limit = 1;
+    rtr.hop_limit = kGrhHopLimit;
+    rtr.traffic_class = ep.traffic_class;
   }
   auto m = ep.api->modify_qp(ep.qp.get(), rtr,
                              verbs::kQpState | verbs::kQpAv | verbs::kQpPathMtu | verbs::kQpDestQpn |

@@ -27,6 +27,8 @@ struct RcEndpoint {
   RcEndpointInfo local;
   RcEndpointInfo remote;
   int port_num = 1;
+  int traffic_class = 0;
+  int service_level = 0;
 
   uint64_t addr(size_t offset) const { return reinterpret_cast<uint64_t>(buffer.data()) + offset; }
 };

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,7 +58,25 @@ struct RcTestSpec {
   int warmup_iters = 10;
   int tx_depth = 128;      // outstanding RDMA writes (perftest's default)
   int timeout_ms = 5000;   // for each wait on the peer
+  // The GRH's traffic class and the address vector's service level, as NCCL sets them from
+  // NCCL_IB_TC / NCCL_IB_SL (ib_service_class_from_env): the test runs in the job's QoS class.
+  int traffic_class = 0;
+  int service_level = 0;
 };
+
+// NCCL's own GRH hop limit (src/transport/net_ib: ah_attr.grh.hop_limit = 255): RoCE v2 across
+// routers needs more than 1 hop, and 1 made routed RoCE fail here while NCCL worked.
+inline constexpr int kGrhHopLimit = 255;
+
+// NCCL_IB_TC (0..255, default 0) and NCCL_IB_SL (0..15, default 0) from `vars` (the agent's
+// environment, where the profile's emit-env puts them). nullopt + *error naming the variable,
+// its value and the range when one is malformed.
+struct IbServiceClass {
+  int traffic_class = 0;
+  int service_level = 0;
+};
+std::optional<IbServiceClass> ib_service_class_from_env(const std::map<std::string, std::string>& vars,
+                                                        std::string* error);
 
 struct RcTestResult {
   std::string status = "failed";  // "ok" | "failed"

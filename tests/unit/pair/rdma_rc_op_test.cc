@@ -4,6 +4,8 @@
 // the findings, the section).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <cerrno>
 #include <chrono>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include "fabric/agent/agent_commands.h"
 #include "fabric/agent/agent_rdma.h"
 #include "fabric/pair/pair_controller.h"
+#include "fabric/pair/rdma_rails.h"
 #include "fabric/pair/rdma_rc_plan.h"
 #include "fabric/tcp/tcp_socket.h"
 #include "fabric/wire/wire_error.h"
@@ -221,6 +224,94 @@ TEST(RdmaRcPlan, PairsActivePortsWithTheSameLinkLayer) {
   EXPECT_EQ(pairs[1].gid_index_b, 5);
   EXPECT_TRUE(rc_port_pairs(a, Json()).empty());
   EXPECT_TRUE(rc_port_pairs(report(Json::array()), b).empty());
+}
+
+// A port with its GID table (the node report's gids[]): IB GID 0 = subnet prefix + port GUID;
+// RoCE v2 GID 3 = IPv4-mapped address.
+Json ib_port(int n, const std::string& prefix4, int guid) {
+  char g[64];
+  std::snprintf(g, sizeof g, "%s:0000:0000:0000:%04x", prefix4.c_str(), guid);
+  return {{"port", n}, {"state", "ACTIVE"}, {"link_layer", "InfiniBand"}, {"roce_v2_gid_index", nullptr},
+          {"rate_gbps", 400}, {"gids", {{{"index", 0}, {"gid", g}, {"type", "IB"}}}}};
+}
+Json roce_port(const std::string& ipv4) {
+  unsigned a, b, c, d;
+  std::sscanf(ipv4.c_str(), "%u.%u.%u.%u", &a, &b, &c, &d);
+  char g[64];
+  std::snprintf(g, sizeof g, "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", a, b, c, d);
+  return {{"port", 1}, {"state", "ACTIVE"}, {"link_layer", "Ethernet"}, {"roce_v2_gid_index", 3},
+          {"rate_gbps", 200}, {"gids", {{{"index", 3}, {"gid", g}, {"type", "RoCE v2"}}}}};
+}
+Json hca(int i, Json port) { return {{"name", "mlx5_" + std::to_string(i)}, {"ports", {port}}}; }
+
+// 8 rails, one subnet each (an H100 SuperPOD's compute fabric): 8 same-rail pairs, the 56
+// cross-rail combinations not applicable, none of them tested. B's HCAs are named in another
+// order than their rails, so pairing by name would be wrong.
+TEST(RdmaRails, EightRailsPairBySubnetPrefix) {
+  Json a = Json::array(), b = Json::array();
+  for (int i = 0; i < 8; ++i) {
+    a.push_back(hca(i, ib_port(1, "fe80:0000:0000:000" + std::to_string(i), 0x100 + i)));
+    b.push_back(hca(i, ib_port(1, "fe80:0000:0000:000" + std::to_string(7 - i), 0x200 + i)));
+  }
+  RailPlan plan = plan_rails(report(a), report(b));
+  EXPECT_EQ(plan.method, "subnet");
+  ASSERT_EQ(plan.pairs.size(), 8u);
+  EXPECT_EQ(plan.cross_rail_not_applicable, 56);
+  EXPECT_TRUE(plan.unpaired.empty());
+  for (const auto& p : plan.pairs) {
+    const int ia = p.hca_a.back() - '0', ib = p.hca_b.back() - '0';
+    EXPECT_EQ(ia, 7 - ib) << p.hca_a << " <-> " << p.hca_b;  // same subnet, not same name
+    EXPECT_EQ(p.rail, "fe80:0000:0000:000" + std::to_string(ia) + "::/64");
+  }
+}
+
+// One subnet for every port (a single-plane fabric or a small cluster): subnets say nothing
+// about rails, so the i-th port of A meets the i-th port of B.
+TEST(RdmaRails, OneSubnetPairsByIndex) {
+  Json a = Json::array(), b = Json::array();
+  for (int i = 0; i < 4; ++i) {
+    a.push_back(hca(i, ib_port(1, "fe80:0000:0000:0000", 0x100 + i)));
+    b.push_back(hca(i, ib_port(1, "fe80:0000:0000:0000", 0x200 + i)));
+  }
+  RailPlan plan = plan_rails(report(a), report(b));
+  EXPECT_EQ(plan.method, "index");
+  ASSERT_EQ(plan.pairs.size(), 4u);
+  EXPECT_EQ(plan.pairs[2].hca_a, "mlx5_2");
+  EXPECT_EQ(plan.pairs[2].hca_b, "mlx5_2");
+  EXPECT_EQ(plan.pairs[2].rail, "index 2");
+  EXPECT_EQ(plan.cross_rail_not_applicable, 12);
+}
+
+// A has 4 rails, B 8 (a node type with fewer HCAs): the 4 shared rails are tested; B's other
+// 4 ports have no partner and are listed as unpaired, not failed.
+TEST(RdmaRails, MismatchedRailCountsLeaveTheExtraPortsUnpaired) {
+  Json a = Json::array(), b = Json::array();
+  for (int i = 0; i < 4; ++i) a.push_back(hca(i, roce_port("10.0." + std::to_string(i) + ".11")));
+  for (int i = 0; i < 8; ++i) b.push_back(hca(i, roce_port("10.0." + std::to_string(i) + ".12")));
+  RailPlan plan = plan_rails(report(a), report(b));
+  EXPECT_EQ(plan.method, "subnet");
+  ASSERT_EQ(plan.pairs.size(), 4u);
+  EXPECT_EQ(plan.pairs[0].rail, "10.0.0.0/24");
+  EXPECT_EQ(plan.pairs[0].gid_index_a, 3);
+  ASSERT_EQ(plan.unpaired.size(), 4u);
+  EXPECT_NE(plan.unpaired[0].find("B mlx5_4:1 (rail 10.0.4.0/24)"), std::string::npos) << plan.unpaired[0];
+  EXPECT_EQ(plan.cross_rail_not_applicable, 28);
+}
+
+// A failing pair is named by its rail, so the broken plane (a switch, a cable) is obvious.
+TEST(RdmaRails, AFailingRailIsNamed) {
+  PairFacts f;
+  f.host_a = "n1";
+  f.host_b = "n2";
+  RcPortPair p{"mlx5_3", "mlx5_3", 1, 1, 3, 3, "Ethernet", 200.0, "10.0.3.0/24"};
+  Json bad = Json::array({{{"status", "failed"}, {"reason", "timeout"}}, {{"status", "failed"}, {"reason", "timeout"}}});
+  f.rdma_rc.status = "ran";
+  f.rdma_rc.pairs.push_back(combine_rc(p, bad, bad));
+  auto out = judge_rdma_rc(f);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].code, "pair.rdma_rc_failed");
+  EXPECT_EQ(out[0].subject.rfind("rail 10.0.3.0/24 (n1:mlx5_3:1<->n2:mlx5_3:1)", 0), 0u) << out[0].subject;
+  EXPECT_EQ(to_json(f.rdma_rc)["pairs"][0]["rail"], "10.0.3.0/24");
 }
 
 TEST(RdmaRcPlan, RowsFindingsAndSection) {

@@ -246,3 +246,41 @@ TEST(Sizes, ParsesSuffixesAndRejectsNonsense) {
 
 }  // namespace
 }  // namespace fabkit::pair
+
+namespace fabkit::pair {
+namespace {
+
+Json two_rail_report(const std::string& ib_hca) {
+  Json devices = Json::array();
+  for (int i = 0; i < 2; ++i) {
+    const std::string gid = "fe80:0000:0000:000" + std::to_string(i) + ":0000:0000:0000:00" + std::to_string(10 + i);
+    devices.push_back({{"name", "mlx5_" + std::to_string(i)},
+                       {"ports", {{{"port", 1}, {"state", "ACTIVE"}, {"link_layer", "InfiniBand"},
+                                   {"roce_v2_gid_index", nullptr}, {"rate_gbps", 400},
+                                   {"gids", {{{"index", 0}, {"gid", gid}}}}}}}});
+  }
+  Json r = {{"rdma", {{"devices", devices}}}, {"nccl_env", {{"variables", Json::array()}}}};
+  if (!ib_hca.empty()) r["nccl_env"]["variables"].push_back({{"name", "NCCL_IB_HCA"}, {"value", ib_hca}});
+  return r;
+}
+
+// The RDMA transports run on the ports the job would use: the NCCL_IB_HCA selection, on a
+// same-rail pair; not the first ACTIVE port of each host.
+TEST(TransportPlan, RdmaPortsFollowNcclIbHcaOnOneRail) {
+  AgentFacts a, b;
+  a.host = "a";
+  b.host = "b";
+  a.report = two_rail_report("");
+  b.report = two_rail_report("=mlx5_1:1");
+  auto p = plan_transport("nccl-ib", a, b);
+  ASSERT_TRUE(p.runnable) << p.reason;
+  EXPECT_EQ(p.extra_a["hca"], "mlx5_1");  // the rail of B's selected port
+  EXPECT_EQ(p.extra_b["hca"], "mlx5_1");
+  b.report = two_rail_report("mlx5_9");
+  p = plan_transport("nccl-ib", a, b);
+  EXPECT_FALSE(p.runnable);
+  EXPECT_NE(p.reason.find("NCCL_IB_HCA (unset on a, mlx5_9 on b)"), std::string::npos) << p.reason;
+}
+
+}  // namespace
+}  // namespace fabkit::pair

@@ -122,6 +122,38 @@ TEST(RcTest, SendLatencyOverRoceV2) {
   EXPECT_FALSE(r.server.lat_us_median);  // the client measures
 }
 
+// The address vector NCCL would use: hop limit 255 (1 made routed RoCE v2 fail), and the job's
+// QoS class from NCCL_IB_TC / NCCL_IB_SL.
+TEST(RcTest, RoceAddressVectorUsesNcclsHopLimitAndTheJobsTrafficClass) {
+  auto api = fake("cx5_roce_v2.json");
+  auto s = spec("mlx5_0", RcMode::kSendLat), c = spec("mlx5_1", RcMode::kSendLat);
+  s.size_bytes = c.size_bytes = 64;
+  s.traffic_class = c.traffic_class = 106;
+  s.service_level = c.service_level = 3;
+  auto r = run_pair(*api, s, c);
+  ASSERT_EQ(r.client.status, "ok") << r.client.reason;
+  size_t n = 0;
+  for (const auto& call : api->calls())
+    if (call.rfind("ibv_modify_qp RTR av sl=3 grh hop_limit=255 traffic_class=106 sgid_index=", 0) == 0) ++n;
+  EXPECT_EQ(n, 2u) << ::testing::PrintToString(api->calls());
+}
+
+TEST(RcServiceClass, FromNcclIbTcAndSlWithRangeChecks) {
+  std::string err;
+  auto d = ib_service_class_from_env({}, &err);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->traffic_class, 0);
+  EXPECT_EQ(d->service_level, 0);
+  auto v = ib_service_class_from_env({{"NCCL_IB_TC", "106"}, {"NCCL_IB_SL", "15"}}, &err);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->traffic_class, 106);
+  EXPECT_EQ(v->service_level, 15);
+  EXPECT_FALSE(ib_service_class_from_env({{"NCCL_IB_SL", "16"}}, &err));
+  EXPECT_NE(err.find("NCCL_IB_SL=16 is not an integer in 0..15"), std::string::npos) << err;
+  EXPECT_FALSE(ib_service_class_from_env({{"NCCL_IB_TC", "0x6a"}}, &err));
+  EXPECT_NE(err.find("NCCL_IB_TC=0x6a"), std::string::npos) << err;
+}
+
 TEST(RcTest, MtuMismatchUsesTheMinimum) {
   auto api = fake("cx6_ib_hdr.json");
   api->port("mlx5_1", 1)->attr.active_mtu = verbs::Mtu::k2048;

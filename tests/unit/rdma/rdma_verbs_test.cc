@@ -143,3 +143,37 @@ TEST(IbverbsApi, ZeroDevicesOnThisMachine) {
 
 }  // namespace
 }  // namespace fabkit::probes
+
+#include "fabkit/config.h"
+#if FABKIT_HAVE_VERBS
+#include <infiniband/verbs.h>
+
+#include "verbs/ibverbs_api.h"
+
+namespace fabkit::verbs {
+namespace {
+
+// ibv_poll_cq(3): a completion's opcode is valid only when its status is IBV_WC_SUCCESS. The real
+// conversion must not read an error completion's (garbage) opcode as a receive.
+TEST(IbverbsCompletion, ErrorCompletionsAreNeverReadAsReceives) {
+  ibv_wc wc{};
+  wc.wr_id = 7;
+  wc.status = IBV_WC_RETRY_EXC_ERR;
+  wc.opcode = static_cast<ibv_wc_opcode>(0xffff);  // what a flushed or failed entry may hold
+  wc.byte_len = 123456;
+  WorkCompletion c = completion_from(wc);
+  EXPECT_EQ(c.wr_id, 7u);
+  EXPECT_EQ(c.status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_FALSE(c.is_recv);
+  EXPECT_EQ(c.byte_len, 0u);
+  wc.status = IBV_WC_SUCCESS;
+  wc.opcode = IBV_WC_RECV;
+  wc.byte_len = 64;
+  c = completion_from(wc);
+  EXPECT_TRUE(c.is_recv);
+  EXPECT_EQ(c.byte_len, 64u);
+}
+
+}  // namespace
+}  // namespace fabkit::verbs
+#endif
