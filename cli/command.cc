@@ -2,16 +2,9 @@
 
 #include <iostream>
 
-#include <memory>
-
 #include "common/errors.h"
-#include "fabkit/config.h"
-#include "probes/node_probe.h"
-#include "profile/atomic_write.h"
-#if FABKIT_HAVE_VERBS
-#include "verbs/ibverbs_api.h"
-#endif
 #include "common/report.h"
+#include "profile/atomic_write.h"
 #include "reports/report_render.h"
 
 namespace fabkit::cli {
@@ -37,16 +30,6 @@ int run_command(const std::string& kind, bool json, const std::function<int()>& 
   }
 }
 
-Report probe_this_node(ProbeContext ctx) {
-#if FABKIT_HAVE_VERBS
-  std::unique_ptr<verbs::VerbsApi> verbs_api;
-  if (ctx.roots.live) {
-    verbs_api = verbs::make_ibverbs_api();
-    ctx.verbs = verbs_api.get();
-  }
-#endif
-  return run_node_probe(ctx);
-}
 
 void write_output(const std::string& out, const std::string& text) {
   if (out.empty() || out == "-")

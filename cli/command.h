@@ -16,10 +16,6 @@ namespace fabkit::cli {
 // to stderr as text, or to stdout as a JSON error document when json is set.
 int run_command(const std::string& kind, bool json, const std::function<int()>& fn);
 
-// `fabcheck node`'s probe as every subcommand runs it: live runs ask libibverbs (when built with
-// it); under --sysroot the fixture's sysfs is the truth, so verbs (which would describe this
-// machine) stays null.
-Report probe_this_node(ProbeContext ctx);
 
 // Writes text to stdout when out is empty or "-", else to the file out via a temp file + rename,
 // so an error never leaves a partial file.

@@ -4,6 +4,9 @@
 
 #include <unistd.h>
 
+#include <memory>
+
+#include "fabkit/config.h"
 #include "probes/gpu/gpu_facts.h"
 #include "probes/gpudirect/gpudirect_facts.h"
 #include "probes/limits/limits_facts.h"
@@ -12,6 +15,9 @@
 #include "probes/net/net_facts.h"
 #include "probes/rdma/rdma_facts.h"
 #include "probes/topo_file/topo_file_facts.h"
+#if FABKIT_HAVE_VERBS
+#include "verbs/ibverbs_api.h"
+#endif
 #include "verbs/verbs_strings.h"
 
 namespace fabkit {
@@ -87,6 +93,17 @@ Report run_node_probe(const ProbeContext& ctx) {
   r.sections.push_back({"gpus", probes::to_json(gpu)});
   r.sections.push_back({"gpudirect", probes::to_json(gpudirect)});
   return r;
+}
+
+Report probe_this_node(ProbeContext ctx) {
+#if FABKIT_HAVE_VERBS
+  std::unique_ptr<verbs::VerbsApi> verbs_api;
+  if (ctx.roots.live) {
+    verbs_api = verbs::make_ibverbs_api();
+    ctx.verbs = verbs_api.get();
+  }
+#endif
+  return run_node_probe(ctx);
 }
 
 }  // namespace fabkit

@@ -75,7 +75,7 @@ Json AgentSession::facts() {
   ProbeContext ctx;
   ctx.env = Environment::from_process();
   ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
-  Report r = run_node_probe(ctx);
+  Report r = probe_this_node(ctx);  // the same probe path as `fabcheck node`
   Json report = reports::report_to_json(r);
   Json ifs = interfaces_for_report(report, ctx.roots);
   return {{"report", report}, {"interfaces", ifs}, {"transports", agent_transport_names()}};

@@ -36,7 +36,7 @@ FabricSetup setup_fabric(const std::string& profile_path, bool skip_validate, co
       ProbeContext ctx;
       ctx.env = Environment::from_process();
       ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
-      Report node = run_node_probe(ctx);
+      Report node = probe_this_node(ctx);  // the same probe path as `fabcheck node` and the agents
       s.findings = validate_node(p, node, s.host);
       if (worst_severity(s.findings) >= Severity::kWarn) {
         std::string msg = "node " + s.host + " does not match the profile " + profile_path + ":";
