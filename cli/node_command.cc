@@ -16,6 +16,7 @@ struct NodeArgs {
   std::string sysroot;
   std::string peer;
   std::string topo;
+  int counter_interval_ms = 100;
 };
 
 int run_node(const NodeArgs& a) {
@@ -31,6 +32,7 @@ int run_node(const NodeArgs& a) {
   }
   if (!a.peer.empty()) ctx.options.peer = a.peer;
   if (!a.topo.empty()) ctx.options.topo_file = a.topo;
+  ctx.options.rdma_counter_interval_ms = a.counter_interval_ms;
   Report r = probe_this_node(ctx);
   return reports::render_report(r, a.json, std::cout);
 }
@@ -47,6 +49,9 @@ void register_node_command(CLI::App& app, int* exit_code) {
   sub->add_option("--peer", args->peer,
                   "Host or address of a peer: recommend the interface on its subnet");
   sub->add_option("--topo", args->topo, "NCCL topology XML to check (default: NCCL_TOPO_FILE)");
+  sub->add_option("--counter-interval-ms", args->counter_interval_ms,
+                  "Read RDMA port error counters twice this far apart and report what rose (0: once)")
+      ->check(CLI::Range(0, 60000));
   sub->callback([args, exit_code] {
     *exit_code = run_command("node", args->json, [&] { return run_node(*args); });
   });

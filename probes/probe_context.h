@@ -18,6 +18,9 @@ class VerbsApi;
 struct NodeOptions {
   std::optional<std::string> peer;                 // --peer HOST: choose the interface on its subnet
   std::optional<std::filesystem::path> topo_file;  // --topo FILE (else NCCL_TOPO_FILE)
+  // Live runs read the RDMA port error counters twice this far apart and judge what rose;
+  // 0 reads once (absolute values only). --counter-interval-ms.
+  int rdma_counter_interval_ms = 100;
 };
 
 struct ProbeContext {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +39,10 @@ struct RdmaPort {
   bool gids_known = false;  // the GID table was readable (sysfs gids/ present, or verbs)
   std::vector<RdmaGid> gids;  // used entries only (all-zero GIDs are empty slots)
   std::optional<int> roce_v2_gid_index;
+  // Error and congestion counters: counters/* (the IB PMA's, 4- to 32-bit, saturating) and
+  // hw_counters/* (the driver's, 64-bit), by file name. Deltas over the interval when read twice.
+  std::map<std::string, uint64_t> counters;
+  std::map<std::string, uint64_t> counter_deltas;
 };
 
 struct RdmaDevice {
@@ -48,6 +54,7 @@ struct RdmaDevice {
 
 struct RdmaFacts {
   std::string source = "none";  // "verbs" | "sysfs" | "none"
+  int counter_interval_ms = 0;  // > 0: counter_deltas hold the rise over this interval
   std::vector<RdmaDevice> devices;
   std::vector<SysError> errors;
 };
@@ -55,6 +62,10 @@ struct RdmaFacts {
 RdmaFacts gather_rdma(const ProbeContext& ctx);
 RdmaFacts gather_rdma_sysfs(const std::filesystem::path& sys_root);
 RdmaFacts gather_rdma_verbs(verbs::VerbsApi& api);
+
+// The error counters of every port from sysfs (ports/N/counters, ports/N/hw_counters), also when
+// the rest came from verbs; with interval_ms > 0 read twice, and the rises kept as deltas.
+void read_port_counters(const std::filesystem::path& sys_root, RdmaFacts& facts, int interval_ms);
 
 bool has_active_ports(const RdmaFacts& facts);
 size_t device_count(const RdmaFacts& facts);

@@ -2,7 +2,10 @@
 // the driver reports, with MTU and exact GID types); sysfs is the fallback and the only source
 // under --sysroot.
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 #include "common/file_reader.h"
 #include "probes/rdma/rdma_facts.h"
@@ -83,15 +86,64 @@ RdmaFacts gather_rdma_verbs(verbs::VerbsApi& api) {
 }
 
 RdmaFacts gather_rdma(const ProbeContext& ctx) {
+  // A capture is one moment: its counters are judged as they are, never re-read.
+  const int interval = ctx.roots.live ? ctx.options.rdma_counter_interval_ms : 0;
   std::vector<SysError> verbs_errors;
   if (ctx.verbs) {
     RdmaFacts v = gather_rdma_verbs(*ctx.verbs);
-    if (!v.devices.empty()) return v;
+    if (!v.devices.empty()) {
+      read_port_counters(ctx.roots.sys, v, interval);
+      return v;
+    }
     verbs_errors = v.errors;
   }
   RdmaFacts s = gather_rdma_sysfs(ctx.roots.sys);
   s.errors.insert(s.errors.begin(), verbs_errors.begin(), verbs_errors.end());
+  read_port_counters(ctx.roots.sys, s, interval);
   return s;
+}
+
+namespace {
+
+std::map<std::string, uint64_t> read_counter_dirs(const std::filesystem::path& port_dir) {
+  std::map<std::string, uint64_t> out;
+  for (const char* sub : {"counters", "hw_counters"}) {
+    for (const auto& name : list_dir(port_dir / sub)) {
+      auto v = read_line(port_dir / sub / name);
+      if (!v || v->empty() || v->find_first_not_of("0123456789") != std::string::npos) continue;
+      errno = 0;
+      const unsigned long long n = std::strtoull(v->c_str(), nullptr, 10);
+      if (errno == 0) out[name] = n;  // "lifespan" and other settings are numbers too: harmless
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void read_port_counters(const std::filesystem::path& sys_root, RdmaFacts& facts, int interval_ms) {
+  const auto dir = [&](const RdmaDevice& d, const RdmaPort& p) {
+    return sys_root / "class/infiniband" / d.name / "ports" / std::to_string(p.port);
+  };
+  bool any = false;
+  for (auto& d : facts.devices)
+    for (auto& p : d.ports) {
+      p.counters = read_counter_dirs(dir(d, p));
+      any = any || !p.counters.empty();
+    }
+  if (!any || interval_ms <= 0) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
+  facts.counter_interval_ms = interval_ms;
+  for (auto& d : facts.devices)
+    for (auto& p : d.ports) {
+      const auto later = read_counter_dirs(dir(d, p));
+      for (const auto& [name, before] : p.counters) {
+        auto it = later.find(name);
+        // A counter that went down was reset (perfquery -R) in between: no rise to report.
+        if (it != later.end() && it->second > before) p.counter_deltas[name] = it->second - before;
+      }
+      p.counters = later;
+    }
 }
 
 bool has_active_ports(const RdmaFacts& f) {

@@ -40,7 +40,9 @@ Json port_json(const RdmaPort& p) {
           {"netdev", or_null(p.netdev)},
           {"gids_known", p.gids_known},
           {"gids", gids},
-          {"roce_v2_gid_index", or_null(p.roce_v2_gid_index)}};
+          {"roce_v2_gid_index", or_null(p.roce_v2_gid_index)},
+          {"counters", p.counters},
+          {"counter_deltas", p.counter_deltas}};
 }
 
 }  // namespace
@@ -58,7 +60,8 @@ Json to_json(const RdmaFacts& f) {
   Json errors = Json::array();
   for (const auto& e : f.errors)
     errors.push_back({{"call", e.call}, {"errno", e.err}, {"object", e.object}, {"message", e.to_string()}});
-  return {{"source", f.source}, {"devices", devices}, {"errors", errors}};
+  return {{"source", f.source}, {"counter_interval_ms", f.counter_interval_ms}, {"devices", devices},
+          {"errors", errors}};
 }
 
 }  // namespace fabkit::probes

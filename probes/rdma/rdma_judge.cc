@@ -1,5 +1,6 @@
 // Findings for RDMA devices. A port's link is "expected" unless another port of the same HCA is
 // up: dual-port cards often have one cable, and NCCL then uses the active port only.
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -37,6 +38,77 @@ std::string join(const std::set<std::string>& names) {
 bool is_ib(const RdmaPort& p) { return p.link_layer == LinkLayer::kInfiniBand; }
 bool is_eth(const RdmaPort& p) { return p.link_layer == LinkLayer::kEthernet; }
 bool is_active(const RdmaPort& p) { return p.state == PortState::kActive; }
+
+// The IB PMA's PortCounters saturate at their width's maximum (IBTA vol. 1, 16.1.3.5): a pegged
+// counter no longer counts, so it hides new errors. hw_counters are the driver's 64-bit ones.
+struct CounterSpec {
+  const char* name;
+  uint64_t max;    // saturates here
+  bool link;       // a link-level error (cable, transceiver, port) vs. a transport error
+  bool error;      // any rise is a problem (port_xmit_wait counts congestion, not errors)
+};
+constexpr CounterSpec kCounters[] = {
+    {"symbol_error", 0xffff, true, true},
+    {"link_downed", 0xff, true, true},
+    {"link_error_recovery", 0xff, true, true},
+    {"port_rcv_errors", 0xffff, true, true},
+    {"port_rcv_remote_physical_errors", 0xffff, true, true},
+    {"local_link_integrity_errors", 0xf, true, true},
+    {"excessive_buffer_overrun_errors", 0xf, true, true},
+    {"port_xmit_discards", 0xffff, true, true},
+    {"port_xmit_wait", 0xffffffff, true, false},
+    {"local_ack_timeout_err", UINT64_MAX, false, true},
+    {"req_cqe_error", UINT64_MAX, false, true},
+    {"rnr_nak_retry_err", UINT64_MAX, false, true},
+    {"req_remote_access_errors", UINT64_MAX, false, true},
+};
+
+std::string listing(const std::vector<std::pair<std::string, uint64_t>>& v, const char* sign) {
+  std::string s;
+  for (const auto& [n, x] : v) s += (s.empty() ? "" : ", ") + n + " " + sign + std::to_string(x);
+  return s;
+}
+
+void judge_counters(const RdmaDevice& d, const RdmaPort& p, int interval_ms, std::vector<Finding>& out) {
+  std::vector<std::pair<std::string, uint64_t>> link_rise, transport_rise, saturated, nonzero;
+  for (const auto& c : kCounters) {
+    auto it = p.counters.find(c.name);
+    if (it == p.counters.end()) continue;
+    if (c.max != UINT64_MAX && it->second >= c.max) saturated.emplace_back(c.name, it->second);
+    auto dt = p.counter_deltas.find(c.name);
+    if (c.error && dt != p.counter_deltas.end() && dt->second > 0)
+      (c.link ? link_rise : transport_rise).emplace_back(c.name, dt->second);
+    else if (c.error && interval_ms == 0 && it->second > 0 && it->second < c.max)
+      nonzero.emplace_back(c.name, it->second);
+  }
+  const std::string s = subject(d, p);
+  const std::string during = " during " + std::to_string(interval_ms) + " ms";
+  if (!link_rise.empty())
+    out.push_back(warn("rdma.port_errors_rising", s,
+                       s + ": link error counters rose" + during + ": " + listing(link_rise, "+") +
+                           "; a bad cable, transceiver or switch port slows every job using it",
+                       "reseat or replace the cable/transceiver; compare with the switch side "
+                       "(ibqueryerrors, perfquery -x); drain the node if the errors keep rising"));
+  if (!transport_rise.empty())
+    out.push_back(warn("rdma.transport_errors_rising", s,
+                       s + ": transport error counters rose" + during + ": " + listing(transport_rise, "+") +
+                           " (retransmission timeouts, failed completions: a peer or path dropping "
+                           "packets, or a job failing right now)",
+                       "check the peers' ports and the path (PFC/ECN on RoCE); NCCL_IB_TIMEOUT=22 "
+                       "for long paths; look for a job failing with IBV_WC_RETRY_EXC_ERR"));
+  if (!saturated.empty())
+    out.push_back(warn("rdma.counter_saturated", s,
+                       s + ": counters pegged at their maximum no longer count: " + listing(saturated, "=") +
+                           (p.counters.count("port_xmit_wait") && p.counters.at("port_xmit_wait") >= 0xffffffff
+                                ? " (port_xmit_wait: congestion accounting is lost)"
+                                : ""),
+                       "read the 64-bit extended counters (perfquery -x) and reset the PMA counters "
+                       "(perfquery -R) so new errors show"));
+  if (!nonzero.empty())
+    out.push_back(info("rdma.port_error_counts", s,
+                       s + ": error counters since their last reset (no interval to tell whether "
+                           "they still rise): " + listing(nonzero, "")));
+}
 
 Finding port_not_active(const RdmaDevice& d, const RdmaPort& p) {
   std::string seen = subject(d, p) + " is " + show(p.state) + " with physical state " +
@@ -137,6 +209,7 @@ std::vector<Finding> judge_rdma(const RdmaFacts& f) {
       if (is_active(p) && !active_port) active_port = p.port;
     for (const auto& p : d.ports) {
       judge_port(d, p, active_port, out);
+      judge_counters(d, p, f.counter_interval_ms, out);
       if (!is_active(p)) continue;
       if (p.link_layer) layers.insert(*p.link_layer);
       if (is_ib(p)) ib_hcas.insert(d.name);

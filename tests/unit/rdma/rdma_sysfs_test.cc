@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "probes/rdma/rdma_facts.h"
 #include "tests/support/ttar.h"
 
@@ -172,6 +175,103 @@ TEST(RdmaSysfs, PortNetdevByDevPortOnMultiPortFunctions) {
   EXPECT_EQ(f.devices[0].ports[1].netdev, "eth3");
   EXPECT_FALSE(f.devices[0].ports[0].gids_known);  // no gids/ dir: no RoCE v2 claim either way
   EXPECT_FALSE(has(judge_rdma(f), "rdma.roce_no_v2_gid", Severity::kFail));
+}
+
+}  // namespace
+}  // namespace fabkit::probes
+
+namespace fabkit::probes {
+namespace {
+
+const Finding* find_code(const std::vector<Finding>& fs, const std::string& code, const std::string& subject) {
+  for (const auto& f : fs)
+    if (f.code == code && f.subject == subject) return &f;
+  return nullptr;
+}
+
+// The real capture (prometheus/procfs): counters/ on every port, hw_counters/ on mlx5_0 with
+// local_ack_timeout_err 131 and req_cqe_error 3481. A capture is one moment: those are reported
+// as counts since the last reset, not as rising.
+TEST(RdmaCounters, RealCaptureCountsSinceResetAreInfo) {
+  testing::TempDir dir("rdma-counters");
+  testing::unpack_ttar(testing::project_fixtures() / "real/sysfs/procfs_sys_class_infiniband.ttar", dir.path(),
+                       "fixtures/");
+  RdmaFacts f = gather_rdma_sysfs(dir.path() / "sys");
+  read_port_counters(dir.path() / "sys", f, 0);
+  const RdmaPort* mlx5 = nullptr;
+  for (const auto& d : f.devices)
+    if (d.name == "mlx5_0") mlx5 = &d.ports.at(0);
+  ASSERT_NE(mlx5, nullptr);
+  EXPECT_EQ(mlx5->counters.at("local_ack_timeout_err"), 131u);
+  EXPECT_EQ(mlx5->counters.at("req_cqe_error"), 3481u);
+  EXPECT_EQ(mlx5->counters.at("symbol_error"), 0u);
+  EXPECT_TRUE(mlx5->counter_deltas.empty());
+  auto out = judge_rdma(f);
+  const Finding* counts = find_code(out, "rdma.port_error_counts", "mlx5_0:1");
+  ASSERT_NE(counts, nullptr);
+  EXPECT_EQ(counts->severity, Severity::kInfo);
+  EXPECT_NE(counts->message.find("local_ack_timeout_err 131, req_cqe_error 3481"), std::string::npos) << counts->message;
+  EXPECT_EQ(find_code(out, "rdma.port_error_counts", "mlx4_0:1"), nullptr);  // port_xmit_wait 3599: congestion, not errors
+  EXPECT_EQ(to_json(f)["devices"][0]["ports"][0]["counters"].is_object(), true);
+}
+
+// What rose during the interval is judged (the pure judge on gathered facts), and a counter
+// pegged at its width's maximum is named: it no longer counts.
+TEST(RdmaCounters, RisingErrorsWarnAndSaturatedCountersAreNamed) {
+  RdmaFacts f;
+  f.source = "sysfs";
+  f.counter_interval_ms = 100;
+  RdmaDevice d;
+  d.name = "mlx5_3";
+  RdmaPort p;
+  p.port = 1;
+  p.state = verbs::PortState::kActive;
+  p.phys_state = verbs::PhysState::kLinkUp;
+  p.link_layer = verbs::LinkLayer::kInfiniBand;
+  p.counters = {{"symbol_error", 1207}, {"link_downed", 3}, {"port_xmit_wait", 4294967295u},
+                {"local_ack_timeout_err", 12}, {"port_rcv_errors", 0}};
+  p.counter_deltas = {{"symbol_error", 40}, {"local_ack_timeout_err", 2}};
+  d.ports.push_back(p);
+  f.devices.push_back(d);
+  auto out = judge_rdma(f);
+  const Finding* link = find_code(out, "rdma.port_errors_rising", "mlx5_3:1");
+  ASSERT_NE(link, nullptr);
+  EXPECT_EQ(link->severity, Severity::kWarn);
+  EXPECT_NE(link->message.find("rose during 100 ms: symbol_error +40"), std::string::npos) << link->message;
+  const Finding* transport = find_code(out, "rdma.transport_errors_rising", "mlx5_3:1");
+  ASSERT_NE(transport, nullptr);
+  EXPECT_NE(transport->message.find("local_ack_timeout_err +2"), std::string::npos);
+  const Finding* pegged = find_code(out, "rdma.counter_saturated", "mlx5_3:1");
+  ASSERT_NE(pegged, nullptr);
+  EXPECT_NE(pegged->message.find("port_xmit_wait =4294967295"), std::string::npos) << pegged->message;
+  EXPECT_NE(pegged->message.find("congestion accounting is lost"), std::string::npos);
+  // With an interval, counts that did not rise are not reported as counts since reset.
+  EXPECT_EQ(find_code(out, "rdma.port_error_counts", "mlx5_3:1"), nullptr);
+}
+
+// Read twice over an interval: the rise between the reads is the delta (a live run's path).
+TEST(RdmaCounters, TwoReadsGiveTheRise) {
+  testing::TempDir dir("rdma-counter-rise");
+  const auto port = dir.path() / "sys/class/infiniband/mlx5_0/ports/1";
+  testing::write_file(port / "counters/symbol_error", "5\n");
+  testing::write_file(port / "hw_counters/req_cqe_error", "100\n");
+  RdmaFacts f;
+  RdmaDevice d;
+  d.name = "mlx5_0";
+  RdmaPort p;
+  p.port = 1;
+  d.ports.push_back(p);
+  f.devices.push_back(d);
+  std::thread bump([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    testing::write_file(port / "counters/symbol_error", "9\n");
+  });
+  read_port_counters(dir.path() / "sys", f, 400);
+  bump.join();
+  EXPECT_EQ(f.counter_interval_ms, 400);
+  EXPECT_EQ(f.devices[0].ports[0].counters.at("symbol_error"), 9u);
+  EXPECT_EQ(f.devices[0].ports[0].counter_deltas.at("symbol_error"), 4u);
+  EXPECT_EQ(f.devices[0].ports[0].counter_deltas.count("req_cqe_error"), 0u);  // unchanged
 }
 
 }  // namespace
