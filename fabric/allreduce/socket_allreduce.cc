@@ -105,7 +105,7 @@ TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
     CollectiveFn fn = [&](const float* in, float* out, uint64_t count) {
       cfg.context = transport + ", size " + std::to_string(count * sizeof(float)) + " B, call " + std::to_string(++iteration);
       if (what == Collective::kAllreduce) {
-        RingOps ops = ring_allreduce_ops(in, out, count, spec.rank, spec.world_size);
+        RingOps ops = allreduce_ops(in, out, count, spec.rank, spec.world_size);
         run_pipeline(cfg, ops.sends, ops.recvs, bounce.get());
       } else {
         // Same bytes each way as the all-reduce puts on the wire, received straight into the

@@ -61,6 +61,22 @@ TEST(AllreduceSpecValidation, NamesFieldAndValue) {
   EXPECT_NO_THROW(validate_spec(s));
 }
 
+// Two ranks up to 16 MiB: one phase, the whole buffer each way, the peer's added into the output;
+// above it (and for more ranks) the ring.
+TEST(RingSchedule, TwoRanksExchangeWholeBuffersUpToTheThreshold) {
+  std::vector<float> in(1000), out(1000);
+  auto ops = allreduce_ops(in.data(), out.data(), 1000, 1, 2);
+  ASSERT_EQ(ops.sends.size(), 1u);
+  ASSERT_EQ(ops.recvs.size(), 1u);
+  EXPECT_EQ(ops.sends[0].len, 4000u);
+  EXPECT_EQ(ops.sends[0].dep, -1);
+  EXPECT_EQ(ops.recvs[0].dst, reinterpret_cast<char*>(out.data()));
+  EXPECT_EQ(ops.recvs[0].addend, in.data());
+  const uint64_t big = kTwoRankFullExchangeMaxBytes / sizeof(float) + 1;
+  EXPECT_EQ(allreduce_ops(nullptr, nullptr, big, 0, 2).sends.size(), 2u);  // ring: 2(n-1) steps
+  EXPECT_EQ(allreduce_ops(in.data(), out.data(), 1000, 0, 3).sends.size(), 4u);
+}
+
 TEST(RingSchedule, SegmentsCoverOddCountsExactly) {
   auto segs = ring_segments(1001, 3);
   ASSERT_EQ(segs.size(), 3u);
