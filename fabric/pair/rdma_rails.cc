@@ -1,6 +1,8 @@
 #include "fabric/pair/rdma_rails.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <tuple>
 #include <map>
 #include <set>
 
@@ -12,7 +14,20 @@ namespace {
 struct Port {
   RcPortPair half;  // the A-side fields filled: hca_a, port_a, gid_index_a, link_layer, rate
   std::string subnet;
+  int numa = -1;    // the HCA's NUMA node from the report's locality section; -1 unknown
 };
+
+// HCA name -> NUMA node, from the node report's locality section (hwloc: nics[].rdma_devices).
+std::map<std::string, int> hca_numa(const Json& report) {
+  std::map<std::string, int> out;
+  if (!report.is_object() || !report.contains("locality") || !report["locality"].is_object()) return out;
+  for (const auto& n : report["locality"].value("nics", Json::array())) {
+    if (!n.is_object() || !n.value("numa_node", Json()).is_number_integer()) continue;
+    for (const auto& d : n.value("rdma_devices", Json::array()))
+      if (d.is_string()) out[d.get<std::string>()] = n["numa_node"].get<int>();
+  }
+  return out;
+}
 
 std::string hex2(unsigned char b) {
   static const char* d = "0123456789abcdef";
@@ -30,6 +45,7 @@ std::string gid_at(const Json& port, int index) {
 std::vector<Port> active_ports(const Json& report) {
   std::vector<Port> out;
   if (!report.is_object() || !report.contains("rdma") || !report["rdma"].is_object()) return out;
+  const auto numa = hca_numa(report);
   for (const auto& d : report["rdma"].value("devices", Json::array())) {
     if (!d.is_object() || !d.value("name", Json()).is_string()) continue;
     for (const auto& p : d.value("ports", Json::array())) {
@@ -44,11 +60,15 @@ std::vector<Port> active_ports(const Json& report) {
       const Json rate = p.value("rate_gbps", Json());
       if (rate.is_number()) a.half.rate_gbps = rate.get<double>();
       a.subnet = rail_subnet(p);
+      if (auto it = numa.find(a.half.hca_a); it != numa.end()) a.numa = it->second;
       if (!a.half.link_layer.empty()) out.push_back(a);
     }
   }
+  // Index order is locality order: by NUMA node (unknown last), then HCA name and port, so the
+  // i-th port of each host sits on the same socket where the hosts are built alike.
   std::sort(out.begin(), out.end(), [](const Port& x, const Port& y) {
-    return std::tie(x.half.hca_a, x.half.port_a) < std::tie(y.half.hca_a, y.half.port_a);
+    const int nx = x.numa < 0 ? INT32_MAX : x.numa, ny = y.numa < 0 ? INT32_MAX : y.numa;
+    return std::tie(nx, x.half.hca_a, x.half.port_a) < std::tie(ny, y.half.hca_a, y.half.port_a);
   });
   return out;
 }

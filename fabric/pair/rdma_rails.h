@@ -6,7 +6,8 @@
 // A port's rail is its subnet: on InfiniBand the subnet prefix (the top 64 bits of GID 0), on
 // RoCE the subnet of its RoCE v2 GID's address (IPv4 /24, IPv6 /64: the reports carry no prefix
 // length). When the subnets do not tell rails apart (one subnet for every port, or GIDs unknown)
-// the ports are paired by index order (HCA name, port), rail i = the i-th port of each host.
+// the ports are paired by index order in locality order (NUMA node from the report's locality
+// section, then HCA name, port): rail i = the i-th port of each host.
 #pragma once
 
 #include <string>

@@ -282,6 +282,25 @@ TEST(RdmaRails, OneSubnetPairsByIndex) {
   EXPECT_EQ(plan.cross_rail_not_applicable, 12);
 }
 
+// One subnet, HCAs named differently from their sockets on B: index order follows locality
+// (NUMA node first), so the NUMA-0 HCA of A meets the NUMA-0 HCA of B.
+TEST(RdmaRails, IndexOrderFollowsNumaLocality) {
+  Json a = Json::array(), b = Json::array();
+  for (int i = 0; i < 2; ++i) {
+    a.push_back(hca(i, ib_port(1, "fe80:0000:0000:0000", 0x100 + i)));
+    b.push_back(hca(i, ib_port(1, "fe80:0000:0000:0000", 0x200 + i)));
+  }
+  Json ra = report(a), rb = report(b);
+  ra["locality"] = {{"nics", {{{"numa_node", 0}, {"rdma_devices", {"mlx5_0"}}}, {{"numa_node", 1}, {"rdma_devices", {"mlx5_1"}}}}}};
+  rb["locality"] = {{"nics", {{{"numa_node", 1}, {"rdma_devices", {"mlx5_0"}}}, {{"numa_node", 0}, {"rdma_devices", {"mlx5_1"}}}}}};
+  RailPlan plan = plan_rails(ra, rb);
+  EXPECT_EQ(plan.method, "index");
+  ASSERT_EQ(plan.pairs.size(), 2u);
+  EXPECT_EQ(plan.pairs[0].hca_a, "mlx5_0");
+  EXPECT_EQ(plan.pairs[0].hca_b, "mlx5_1");  // both on NUMA 0
+  EXPECT_EQ(plan.pairs[1].hca_b, "mlx5_0");
+}
+
 // A has 4 rails, B 8 (a node type with fewer HCAs): the 4 shared rails are tested; B's other
 // 4 ports have no partner and are listed as unpaired, not failed.
 TEST(RdmaRails, MismatchedRailCountsLeaveTheExtraPortsUnpaired) {
