@@ -5,6 +5,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include "common/hex.h"
 #include "fabric/wire/messages.h"
 #include "fabric/wire/wire_error.h"
 
@@ -16,17 +17,7 @@ constexpr char kProofLabel[] = "fabkit session handshake v2";
 
 [[noreturn]] void bad(const std::string& what) { throw WireError(WireErrorKind::kBadMessage, what); }
 
-std::string to_hex(const unsigned char* p, size_t n) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(kHex[p[i] >> 4]);
-    out.push_back(kHex[p[i] & 15]);
-  }
-  return out;
-}
-
+// Decoding stays strict (lowercase only, one encoding per value); common/hex.h decodes either case.
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -142,7 +133,7 @@ ClientHandshake::ClientHandshake(std::string token, std::string role, std::strin
 
 Frame ClientHandshake::challenge() const {
   Json j = {{"protocol", kProtocolVersion}, {"role", role_}, {"purpose", purpose_},
-            {"nonce", to_hex(nonce_.data(), nonce_.size())}};
+            {"nonce", hex_encode(nonce_.data(), nonce_.size())}};
   return Frame{FrameType::kHello, j.dump()};
 }
 
@@ -164,7 +155,7 @@ Frame ClientHandshake::on_reply(const Frame& f) {
                     "nothing secret was sent to it");
   replied_ = true;
   std::string mine = session_proof(token_, "client", role_, server_role_, purpose_, nonce_, server_nonce);
-  Json a = {{"proof", to_hex(reinterpret_cast<const unsigned char*>(mine.data()), mine.size())}, {"info", info_}};
+  Json a = {{"proof", hex_encode(mine.data(), mine.size())}, {"info", info_}};
   return Frame{FrameType::kAuth, a.dump(-1, ' ', false, Json::error_handler_t::replace)};
 }
 
@@ -191,8 +182,8 @@ Frame ServerHandshake::on_challenge(const Frame& f) {
   if (client_nonce_ == nonce_) bad("the client sent our own nonce");
   challenged_ = true;
   std::string proof = session_proof(token_, "server", claims_.role, role_, claims_.purpose, client_nonce_, nonce_);
-  Json r = {{"protocol", kProtocolVersion}, {"role", role_}, {"nonce", to_hex(nonce_.data(), nonce_.size())},
-            {"proof", to_hex(reinterpret_cast<const unsigned char*>(proof.data()), proof.size())}};
+  Json r = {{"protocol", kProtocolVersion}, {"role", role_}, {"nonce", hex_encode(nonce_.data(), nonce_.size())},
+            {"proof", hex_encode(proof.data(), proof.size())}};
   return Frame{FrameType::kHello, r.dump()};
 }
 
