@@ -166,4 +166,10 @@ RailPlan plan_rails(const Json& report_a, const Json& report_b) {
   return plan;
 }
 
+std::vector<std::string> active_link_layers(const Json& report) {
+  std::vector<std::string> out;
+  for (const auto& p : active_ports(report)) out.push_back(p.half.link_layer);
+  return out;
+}
+
 }  // namespace fabkit::pair

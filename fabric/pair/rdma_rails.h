@@ -27,6 +27,9 @@ struct RailPlan {
 
 RailPlan plan_rails(const Json& report_a, const Json& report_b);
 
+// The link layers of a host's ACTIVE RDMA ports ("InfiniBand", "Ethernet"), one per port.
+std::vector<std::string> active_link_layers(const Json& report);
+
 // The rail key of one port of a node report ("fe80:0000:0000:0001::/64", "10.0.3.0/24"), or ""
 // when its GIDs do not say.
 std::string rail_subnet(const Json& port);

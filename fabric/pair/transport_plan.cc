@@ -24,16 +24,6 @@ std::optional<probes::NcclList> ib_hca_of(const Json& report) {
   return std::nullopt;
 }
 
-// The link layers of a host's ACTIVE RDMA ports ("InfiniBand", "Ethernet"), in report order.
-std::vector<std::string> active_link_layers(const Json& report) {
-  std::vector<std::string> out;
-  if (!report.is_object() || !report.contains("rdma") || !report["rdma"].is_object()) return out;
-  for (const auto& d : report["rdma"].value("devices", Json::array()))
-    for (const auto& p : d.is_object() ? d.value("ports", Json::array()) : Json::array())
-      if (p.is_object() && p.value("state", "") == "ACTIVE") out.push_back(p.value("link_layer", ""));
-  return out;
-}
-
 Json side(const RcPortPair& p, bool a) {
   return {{"hca", a ? p.hca_a : p.hca_b}, {"ib_port", a ? p.port_a : p.port_b},
           // InfiniBand addresses by LID: no GID index needed (-1 = the runner's default).
