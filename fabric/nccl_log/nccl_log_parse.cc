@@ -174,7 +174,7 @@ NcclLogSummary parse_nccl_log(const std::string& text) {
   std::set<int> net_devices_used;
   std::optional<int> using_network_line;
   // NCCL 2.4-2.7 print no `Using network` line: the network is what the init lines say.
-  std::optional<int> ib_using_line, socket_using_line, ib_no_device_line;
+  std::optional<int> ib_using_line, socket_using_line, last_socket_using_line, ib_no_device_line;
   size_t start = 0;
   int lineno = 0;
   while (start <= text.size()) {
@@ -204,6 +204,7 @@ NcclLogSummary parse_nccl_log(const std::string& text) {
     } else if (msg.rfind("NET/Socket : Using", 0) == 0 || msg.rfind("NET/Socket: Using", 0) == 0) {
       s.socket_interfaces.clear();
       if (!socket_using_line) socket_using_line = lineno;
+      last_socket_using_line = lineno;
       std::string rest = msg.substr(msg.find("Using") + 5);
       for (std::sregex_iterator it(rest.begin(), rest.end(), socket_if), end; it != end; ++it)
         s.socket_interfaces.push_back((*it)[1].str());
@@ -252,7 +253,9 @@ NcclLogSummary parse_nccl_log(const std::string& text) {
     s.network_evidence = "channel lines via NET/" + *s.network;
   // Neither a `Using network` line nor channel lines (NCCL 2.4-2.7, or a log cut before the
   // channels were set up): NCCL initialised IB first and fell back to its socket transport only
-  // when IB had no device or was disabled, so the init lines name the network.
+  // when IB had no device or was disabled, so the init lines name the network. NCCL 2.4's
+  // bootstrap prints its own `NET/Socket : Using` before the IB line: a socket line only counts
+  // against IB when it comes after it.
   if (!s.network && !s.plugin) {
     const auto at = [](const char* what, int line) { return std::string(what) + " (line " + std::to_string(line) + ")"; };
     if (socket_using_line && (ib_no_device_line || s.ib_disabled || !ib_using_line)) {
@@ -261,10 +264,11 @@ NcclLogSummary parse_nccl_log(const std::string& text) {
                             : s.ib_disabled   ? std::string("IB disabled, then ")
                                               : std::string("no NET/IB line, ")) +
                            at("NET/Socket : Using", *socket_using_line) + "; NCCL < 2.8 prints no `Using network`";
-    } else if (ib_using_line && !socket_using_line && !ib_no_device_line) {
+    } else if (ib_using_line && !ib_no_device_line && !s.ib_disabled &&
+               !(last_socket_using_line && *last_socket_using_line > *ib_using_line)) {
       s.network = "IB";
-      s.network_evidence = at("NET/IB : Using", *ib_using_line) + " and no socket transport initialised; NCCL "
-                           "< 2.8 prints no `Using network`";
+      s.network_evidence = at("NET/IB : Using", *ib_using_line) + " and no socket transport initialised after it; "
+                           "NCCL < 2.8 prints no `Using network`";
     }
   }
   // NCCL reports RoCE as network "IB"; the link layer is in the `NET/IB : Using` list. Decide by

@@ -151,6 +151,11 @@ TEST(NcclLog, OldLogsWithoutUsingNetworkInferTheNetworkFromInitLines) {
   EXPECT_FALSE(has_code(judge_nccl_log(ib, std::string("IB")), "nccl_log.network_unknown"));
   EXPECT_FALSE(has_code(judge_nccl_log(ib, std::string("IB")), "nccl_log.unexpected_network"));
 
+  // 2.4's bootstrap prints a NET/Socket line before the IB one: still IB.
+  auto boot = parse_fixture("nccl_2.4.7_ib_bootstrap_net_socket.log");
+  EXPECT_EQ(boot.network.value_or("none"), "IB");
+  EXPECT_FALSE(has_code(judge_nccl_log(boot, std::string("IB")), "nccl_log.unexpected_network"));
+
   auto nodev = parse_fixture("nccl_2.5_socket_no_ib_device.log");
   EXPECT_EQ(nodev.network.value_or("none"), "Socket");
   EXPECT_NE(nodev.network_evidence.value_or("").find("No device found (line 3)"), std::string::npos);
