@@ -105,7 +105,7 @@ TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
     CollectiveFn fn = [&](const float* in, float* out, uint64_t count) {
       cfg.context = transport + ", size " + std::to_string(count * sizeof(float)) + " B, call " + std::to_string(++iteration);
       if (what == Collective::kAllreduce) {
-        RingOps ops = ring_allreduce_ops(in, out, count, spec.rank, spec.world_size);
+        RingOps ops = allreduce_ops(in, out, count, spec.rank, spec.world_size);
         run_pipeline(cfg, ops.sends, ops.recvs, bounce.get());
       } else {
         // Same bytes each way as the all-reduce puts on the wire, received straight into the
@@ -134,8 +134,18 @@ TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
     run.status = all_correct ? "ok" : "failed";
     run.reason = all_correct ? "" : "result check failed for at least one size (see sizes[].correct)";
     if (!all_correct) run.extra["error"] = "wrong_result";
-    run.extra["algorithm"] = what == Collective::kAllreduce ? "ring reduce-scatter + all-gather, pipelined"
-                                                            : "full-duplex exchange, no reduction";
+    if (what == Collective::kAllreduce) {
+      run.extra["algorithm"] = spec.world_size == 2
+                                   ? "2 ranks: whole exchange + reduce up to " + std::to_string(kWholeExchangeMaxBytes) +
+                                         " B, ring reduce-scatter + all-gather above, pipelined"
+                                   : "ring reduce-scatter + all-gather, pipelined";
+      Json per_size = Json::array();
+      for (const auto& s : run.sizes)
+        per_size.push_back(algorithm_name(choose_allreduce_algorithm(s.bytes, spec.world_size)));
+      run.extra["algorithm_per_size"] = per_size;
+    } else {
+      run.extra["algorithm"] = "full-duplex exchange, no reduction";
+    }
     run.extra["chunk_bytes"] = kChunkBytes;
     run.extra["socket_buffer_bytes"] = spec.socket_buffer_bytes;
     run.extra["world_size"] = spec.world_size;

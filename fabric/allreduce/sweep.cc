@@ -64,9 +64,13 @@ std::vector<SizeResult> run_sweep(const std::vector<uint64_t>& sizes, int rank,
   for (size_t si = 0; si < sizes.size(); ++si) {
     uint64_t count = sizes[si] / sizeof(float);
     fill_input(in.get(), count, rank, si);
-    // NaN sentinel: an element the collective never wrote cannot pass the check by accident.
-    std::fill(out.get(), out.get() + count, std::numeric_limits<float>::quiet_NaN());
+    // NaN sentinel: an element the collective never wrote cannot pass the check by accident. Set
+    // again after the warmup, so what is checked is what the timed calls wrote (a warmup call's
+    // correct result must not cover for a timed call that skipped part of the output).
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::fill(out.get(), out.get() + count, nan);
     for (int i = 0; i < opt.warmup_iters; ++i) fn(in.get(), out.get(), count);
+    if (opt.warmup_iters > 0) std::fill(out.get(), out.get() + count, nan);
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < opt.iters; ++i) fn(in.get(), out.get(), count);
     auto t1 = std::chrono::steady_clock::now();
