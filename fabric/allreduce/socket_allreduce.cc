@@ -94,7 +94,7 @@ TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
     validate_spec(spec);
     auto sizes = effective_sizes(spec);
     Links links = connect_ring(spec, plan_digest(transport, spec, sizes));
-    std::unique_ptr<char, FreeChar> bounce(static_cast<char*>(std::aligned_alloc(64, kChunkBytes)));
+    std::unique_ptr<char, FreeChar> bounce(static_cast<char*>(std::aligned_alloc(4096, kChunkBytes)));
     if (!bounce) throw std::bad_alloc();
     PipelineConfig cfg;
     cfg.send_fd = links.send_fd();
