@@ -40,14 +40,27 @@ RingOps ring_allreduce_ops(const float* in, float* out, uint64_t count, int rank
   return ops;
 }
 
-RingOps allreduce_ops(const float* in, float* out, uint64_t count, int rank, int world_size) {
-  if (world_size != 2 || count * sizeof(float) > kTwoRankFullExchangeMaxBytes)
-    return ring_allreduce_ops(in, out, count, rank, world_size);
-  const size_t bytes = static_cast<size_t>(count * sizeof(float));
+RingOps whole_exchange_ops(const float* in, float* out, uint64_t count) {
+  size_t bytes = static_cast<size_t>(count * sizeof(float));
   RingOps ops;
   ops.sends.push_back({reinterpret_cast<const char*>(in), bytes, -1});
-  ops.recvs.push_back({reinterpret_cast<char*>(out), bytes, in});  // out = in + the peer's
+  ops.recvs.push_back({reinterpret_cast<char*>(out), bytes, in});
   return ops;
+}
+
+AllreduceAlgorithm choose_allreduce_algorithm(uint64_t bytes, int world_size) {
+  return world_size == 2 && bytes <= kWholeExchangeMaxBytes ? AllreduceAlgorithm::kWholeExchange
+                                                            : AllreduceAlgorithm::kRing;
+}
+
+const char* algorithm_name(AllreduceAlgorithm a) {
+  return a == AllreduceAlgorithm::kWholeExchange ? "whole-exchange" : "ring";
+}
+
+RingOps allreduce_ops(const float* in, float* out, uint64_t count, int rank, int world_size) {
+  if (choose_allreduce_algorithm(count * sizeof(float), world_size) == AllreduceAlgorithm::kWholeExchange)
+    return whole_exchange_ops(in, out, count);
+  return ring_allreduce_ops(in, out, count, rank, world_size);
 }
 
 }  // namespace fabkit::fabric

@@ -34,18 +34,24 @@ struct RingOps {
 // Out-of-place: `in` is never written, `out` receives the sum.
 RingOps ring_allreduce_ops(const float* in, float* out, uint64_t count, int rank, int world_size);
 
-// Two ranks, up to this many bytes: each sends its whole buffer and adds the peer's as it arrives
-// (one phase, the raw exchange's exact data movement plus an overlapped add). Measured between
-// two namespace hosts on the 2-core machine (bench/allreduce/run_bench.sh, 5 rounds, median of
-// fabkit/raw per round): at 1 MiB the halves reached 0.77 and 0.92 in two runs, the full exchange
-// 1.18; at 8 MiB 0.88 vs 0.95; from 64 MiB the halves win (0.97 vs 0.92 at 64 MiB, 1.03 vs 0.89
-// at 256 MiB), where the second phase is amortised and the full exchange's doubled additions
-// compete for the one core each rank has. The two ranks add the same two floats (a + b = b + a in
-// IEEE 754), so both hold the identical sum.
-inline constexpr uint64_t kTwoRankFullExchangeMaxBytes = 16ull << 20;
+// 2 ranks, the other way: each sends its whole input and adds the peer's whole input as it
+// arrives (out = in + peer, bit-identical on both ranks since float addition commutes). The same
+// N bytes per direction as the halves, twice the additions, but one step instead of two: no send
+// waits on a receive, so a small all-reduce costs one network latency, like the raw exchange,
+// instead of two (measured: 8 B to 128 KiB, the halves reach 0.4-0.75x the raw exchange, this
+// 0.9-1.05x; from 256 KiB up the halves' smaller reduction wins, docs/allreduce.md).
+RingOps whole_exchange_ops(const float* in, float* out, uint64_t count);
 
-// What fabkit-socket runs: the full exchange for 2 ranks up to kTwoRankFullExchangeMaxBytes,
-// the ring otherwise.
+// Up to this size a 2-rank all-reduce uses whole_exchange_ops, above it the ring halves.
+constexpr uint64_t kWholeExchangeMaxBytes = 128 * 1024;
+
+enum class AllreduceAlgorithm { kRing, kWholeExchange };
+// Pure choice by world size and size in bytes (both ranks compute the same, so their wire
+// schedules match).
+AllreduceAlgorithm choose_allreduce_algorithm(uint64_t bytes, int world_size);
+const char* algorithm_name(AllreduceAlgorithm);
+
+// The ops of the chosen algorithm.
 RingOps allreduce_ops(const float* in, float* out, uint64_t count, int rank, int world_size);
 
 

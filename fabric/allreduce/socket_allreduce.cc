@@ -94,7 +94,7 @@ TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
     validate_spec(spec);
     auto sizes = effective_sizes(spec);
     Links links = connect_ring(spec, plan_digest(transport, spec, sizes));
-    std::unique_ptr<char, FreeChar> bounce(static_cast<char*>(std::aligned_alloc(64, kChunkBytes)));
+    std::unique_ptr<char, FreeChar> bounce(static_cast<char*>(std::aligned_alloc(4096, kChunkBytes)));
     if (!bounce) throw std::bad_alloc();
     PipelineConfig cfg;
     cfg.send_fd = links.send_fd();
@@ -134,8 +134,18 @@ TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
     run.status = all_correct ? "ok" : "failed";
     run.reason = all_correct ? "" : "result check failed for at least one size (see sizes[].correct)";
     if (!all_correct) run.extra["error"] = "wrong_result";
-    run.extra["algorithm"] = what == Collective::kAllreduce ? "ring reduce-scatter + all-gather, pipelined"
-                                                            : "full-duplex exchange, no reduction";
+    if (what == Collective::kAllreduce) {
+      run.extra["algorithm"] = spec.world_size == 2
+                                   ? "2 ranks: whole exchange + reduce up to " + std::to_string(kWholeExchangeMaxBytes) +
+                                         " B, ring reduce-scatter + all-gather above, pipelined"
+                                   : "ring reduce-scatter + all-gather, pipelined";
+      Json per_size = Json::array();
+      for (const auto& s : run.sizes)
+        per_size.push_back(algorithm_name(choose_allreduce_algorithm(s.bytes, spec.world_size)));
+      run.extra["algorithm_per_size"] = per_size;
+    } else {
+      run.extra["algorithm"] = "full-duplex exchange, no reduction";
+    }
     run.extra["chunk_bytes"] = kChunkBytes;
     run.extra["socket_buffer_bytes"] = spec.socket_buffer_bytes;
     run.extra["world_size"] = spec.world_size;

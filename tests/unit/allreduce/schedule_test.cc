@@ -61,22 +61,6 @@ TEST(AllreduceSpecValidation, NamesFieldAndValue) {
   EXPECT_NO_THROW(validate_spec(s));
 }
 
-// Two ranks up to 16 MiB: one phase, the whole buffer each way, the peer's added into the output;
-// above it (and for more ranks) the ring.
-TEST(RingSchedule, TwoRanksExchangeWholeBuffersUpToTheThreshold) {
-  std::vector<float> in(1000), out(1000);
-  auto ops = allreduce_ops(in.data(), out.data(), 1000, 1, 2);
-  ASSERT_EQ(ops.sends.size(), 1u);
-  ASSERT_EQ(ops.recvs.size(), 1u);
-  EXPECT_EQ(ops.sends[0].len, 4000u);
-  EXPECT_EQ(ops.sends[0].dep, -1);
-  EXPECT_EQ(ops.recvs[0].dst, reinterpret_cast<char*>(out.data()));
-  EXPECT_EQ(ops.recvs[0].addend, in.data());
-  const uint64_t big = kTwoRankFullExchangeMaxBytes / sizeof(float) + 1;
-  EXPECT_EQ(allreduce_ops(nullptr, nullptr, big, 0, 2).sends.size(), 2u);  // ring: 2(n-1) steps
-  EXPECT_EQ(allreduce_ops(in.data(), out.data(), 1000, 0, 3).sends.size(), 4u);
-}
-
 TEST(RingSchedule, SegmentsCoverOddCountsExactly) {
   auto segs = ring_segments(1001, 3);
   ASSERT_EQ(segs.size(), 3u);
@@ -119,6 +103,34 @@ TEST(RingSchedule, EachStepForwardsTheSegmentReceivedTheStepBefore) {
   }
 }
 
+TEST(RingSchedule, SmallTwoRankSizesExchangeWholeBuffers) {
+  std::vector<float> in(10), out(10);
+  auto ops = whole_exchange_ops(in.data(), out.data(), 10);
+  ASSERT_EQ(ops.sends.size(), 1u);
+  ASSERT_EQ(ops.recvs.size(), 1u);
+  // One step: the whole input goes out with no dependency; the whole peer input is added to ours.
+  EXPECT_EQ(ops.sends[0].src, reinterpret_cast<const char*>(in.data()));
+  EXPECT_EQ(ops.sends[0].len, 40u);
+  EXPECT_EQ(ops.sends[0].dep, -1);
+  EXPECT_EQ(ops.recvs[0].dst, reinterpret_cast<char*>(out.data()));
+  EXPECT_EQ(ops.recvs[0].len, 40u);
+  EXPECT_EQ(ops.recvs[0].addend, in.data());
+}
+
+TEST(RingSchedule, AlgorithmChoiceBySizeAndWorld) {
+  EXPECT_EQ(choose_allreduce_algorithm(4, 2), AllreduceAlgorithm::kWholeExchange);
+  EXPECT_EQ(choose_allreduce_algorithm(kWholeExchangeMaxBytes, 2), AllreduceAlgorithm::kWholeExchange);
+  EXPECT_EQ(choose_allreduce_algorithm(kWholeExchangeMaxBytes + 4, 2), AllreduceAlgorithm::kRing);
+  // The whole exchange is a 2-rank shortcut: a ring of 3 keeps the ring at every size.
+  EXPECT_EQ(choose_allreduce_algorithm(4, 3), AllreduceAlgorithm::kRing);
+  std::vector<float> in(8), out(8);
+  EXPECT_EQ(allreduce_ops(in.data(), out.data(), 8, 0, 2).sends.size(), 1u);
+  EXPECT_EQ(allreduce_ops(in.data(), out.data(), 8, 0, 3).sends.size(), 4u);
+  const uint64_t big = kWholeExchangeMaxBytes / sizeof(float) + 1;
+  std::vector<float> bin(big), bout(big);
+  EXPECT_EQ(allreduce_ops(bin.data(), bout.data(), big, 1, 2).sends.size(), 2u);
+}
+
 TEST(Sweep, InputsSumExactlyAndMismatchIsFound) {
   std::vector<float> out(1000);
   for (uint64_t i = 0; i < out.size(); ++i) out[i] = input_value(0, i, 3) + input_value(1, i, 3);
@@ -137,6 +149,27 @@ TEST(Pipeline, AddFloats) {
   add_floats(c, a, b, 5);
   EXPECT_EQ(c[4], 55);
   EXPECT_EQ(c[0], 11);
+}
+
+TEST(Sweep, TimedCallsAreCheckedNotTheWarmup) {
+  // A collective that writes the right sum during the warmup only must fail the check: the
+  // output is reset to NaN before the timed calls.
+  int calls = 0;
+  SweepOptions opt;
+  opt.iters = 3;
+  opt.warmup_iters = 2;
+  auto lazy = [&](const float*, float* out, uint64_t count) {
+    if (++calls <= opt.warmup_iters)
+      for (uint64_t i = 0; i < count; ++i) out[i] = input_value(0, i, 0) + input_value(1, i, 0);
+  };
+  auto res = run_sweep({64}, 0, opt, lazy);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_FALSE(res[0].correct);
+  EXPECT_EQ(calls, 5);
+  auto honest = [&](const float*, float* out, uint64_t count) {
+    for (uint64_t i = 0; i < count; ++i) out[i] = input_value(0, i, 0) + input_value(1, i, 0);
+  };
+  EXPECT_TRUE(run_sweep({64}, 0, opt, honest)[0].correct);
 }
 
 TEST(AllreduceJson, HasContractFields) {

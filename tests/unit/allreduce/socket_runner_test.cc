@@ -8,6 +8,7 @@
 
 #include <chrono>
 
+#include "fabric/allreduce/ring_schedule.h"
 #include "fabric/allreduce/runners.h"
 #include "loopback_harness.h"
 
@@ -39,6 +40,19 @@ TEST(SocketAllreduce, TwoRanksOddSizesCorrect) {
   EXPECT_EQ(runs[0].sizes[2].bytes, 4004u);
   // Two ranks: busbw equals algbw (2(n-1)/n = 1).
   EXPECT_DOUBLE_EQ(runs[0].sizes[3].busbw_gbps, runs[0].sizes[3].algbw_gbps);
+}
+
+TEST(SocketAllreduce, TwoRanksBothAlgorithmsAroundTheSwitchCorrect) {
+  // The last whole-exchange size, the first ring size, and odd neighbours of both.
+  const std::vector<uint64_t> sizes = {kWholeExchangeMaxBytes - 4, kWholeExchangeMaxBytes, kWholeExchangeMaxBytes + 4,
+                                       kWholeExchangeMaxBytes + 4 * 3};
+  uint16_t port = free_port();
+  auto runs = run_ranks({loopback_spec(0, port, sizes), loopback_spec(1, port, sizes)}, run_fabkit_socket_allreduce);
+  for (const auto& r : runs) {
+    expect_all_correct(r, sizes.size());
+    EXPECT_EQ(r.extra["algorithm_per_size"],
+              Json::array({"whole-exchange", "whole-exchange", "ring", "ring"}));
+  }
 }
 
 TEST(SocketAllreduce, ThreeRankRingOnLoopbackAddresses) {
