@@ -155,12 +155,18 @@ std::string ControlServer::status_reply() {
 }
 
 std::string ControlServer::handle(const std::string& line) {
-  std::string command;
+  // Nothing may escape: an exception leaving the server thread would std::terminate the run.
   try {
-    command = parse_request(line);
+    return handle_checked(line);
   } catch (const ProtocolError& e) {
     return error_reply(e.code(), e.what());
+  } catch (const std::exception& e) {
+    return error_reply(errc::kInternal, std::string("the job failed to answer: ") + e.what());
   }
+}
+
+std::string ControlServer::handle_checked(const std::string& line) {
+  const std::string command = parse_request(line);
   if (command == "status") return status_reply();
   const Action a = *action_from_string(command);
   int cur = pending_.load();

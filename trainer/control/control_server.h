@@ -66,7 +66,8 @@ class ControlServer {
 
  private:
   void serve();
-  std::string handle(const std::string& line);
+  std::string handle(const std::string& line);  // never throws: errors become error replies
+  std::string handle_checked(const std::string& line);
   std::string status_reply();
 
   ControlServerOptions options_;

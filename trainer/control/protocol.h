@@ -26,6 +26,7 @@ inline constexpr const char* kForbidden = "control.forbidden";
 inline constexpr const char* kBusy = "control.busy";
 inline constexpr const char* kTimeout = "control.timeout";
 inline constexpr const char* kVersionMismatch = "control.version_mismatch";
+inline constexpr const char* kInternal = "control.internal";
 }  // namespace errc
 
 // A request the server refuses, by name.

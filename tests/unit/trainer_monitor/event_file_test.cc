@@ -119,9 +119,12 @@ std::string shell_quoted(const std::string& s) { return "'" + s + "'"; }  // pat
 // Runs tb_reader.py; returns its exit code and parsed stdout. Skips when the reader is missing.
 int read_back(const fs::path& file, json* out, std::string* skip) {
   const std::string py = FABKIT_PYTHON;
-  if (std::system((shell_quoted(py) + " -c 'import tensorboard' >/dev/null 2>&1").c_str()) != 0) {
+  const std::string probe =
+      " -c 'from tensorboard.backend.event_processing import event_accumulator'";
+  if (std::system((shell_quoted(py) + probe + " >/dev/null 2>&1").c_str()) != 0) {
     *skip = "FABKIT_PYTHON=" + py +
-            " cannot import `tensorboard` (the reference reader): install "
+            " cannot import tensorboard's event_accumulator (the reference reader; it needs "
+            "tensorboard, protobuf, absl-py, numpy): install "
             "the pins with .venv/bin/pip install --no-deps -r scripts/python-requirements.txt";
     return -1;
   }
