@@ -73,6 +73,14 @@ ControlServer::ControlServer(const ControlServerOptions& options) : options_(opt
                        "): give this run another job name, or stop that one with "
                        "`fabtrain control stop " +
                        options_.job + "`");
+    // A socket whose listener is on another host refuses connections here too: in a control
+    // directory shared between nodes, "refused" does not mean "dead".
+    for (const Registration& r : read_registrations(options_.control_dir))
+      if (r.job == options_.job && r.host != this_host())
+        throw UsageError("job id '" + options_.job + "' is registered in " +
+                         options_.control_dir.string() + " by host " + r.host +
+                         ": that directory is shared between nodes; set "
+                         "FABTRAIN_CONTROL_DIR to a node-local directory");
     fs::remove(socket_path_, ec);  // a dead job's leftover
   }
 

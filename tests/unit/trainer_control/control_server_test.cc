@@ -11,6 +11,7 @@
 #include <cmath>
 #include <thread>
 
+#include "common/atomic_file.h"
 #include "common/errors.h"
 #include "fabric/wire/wire_error.h"
 #include "tests/support/ttar.h"
@@ -204,6 +205,32 @@ TEST(ControlServer, SecondLiveJobWithTheSameNameIsRefused) {
     EXPECT_NE(std::string(e.what()).find("already running"), std::string::npos) << e.what();
   }
   ControlServer c(opts(t.path(), "run2"));  // another name is fine
+}
+
+TEST(ControlServer, LeftoverOfAnotherHostIsNotTakenOver) {
+  // A control directory shared between nodes: node2's socket file refuses connections here, but
+  // node2's job is not dead.
+  testing::TempDir t("ctl_shared");
+  const fs::path dir = t.path() / "ctl";
+  ensure_private_dir(dir);
+  {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un a = unix_address(dir / "run1.sock");
+    ASSERT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  }
+  Registration r{"run1", 1234, "node2-not-this-host", dir / "run1.sock", "/out", 1.0, {}};
+  write_file_atomically(dir / "run1.json", to_json(r).dump(), 0600);
+  try {
+    ControlServer s(opts(t.path()));
+    FAIL() << "took over another host's endpoint";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("node-local"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::exists(dir / "run1.json"));
+  // cleanup leaves it alone too.
+  ControlOutcome c = run_control({"cleanup", ""}, env_with_dir(dir));
+  EXPECT_EQ(c.out, "nothing to clean: no stale endpoints\n");
+  EXPECT_TRUE(fs::exists(dir / "run1.json"));
 }
 
 TEST(ControlServer, EndpointRemovedOnDestruction) {
