@@ -148,7 +148,7 @@ TEST(ControlServer, OwnerOnlyPermissions) {
 TEST(ControlServer, SilentClientDoesNotBlockTheLoopOrOthers) {
   testing::TempDir t("ctl_silent");
   ControlServerOptions o = opts(t.path());
-  o.io_timeout_ms = 400;
+  o.io_timeout_ms = 1500;
   ControlServer server(o);
   int err = 0;
   UniqueFd silent = connect_unix(server.socket_path(), &err);
@@ -157,19 +157,19 @@ TEST(ControlServer, SilentClientDoesNotBlockTheLoopOrOthers) {
 
   // The loop's poll never waits for a client.
   for (int i = 0; i < 100; ++i) server.poll();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, Ms(50));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, Ms(200));
 
   // Another client is served while the silent one is still connected.
   Json r = raw_exchange(server.socket_path(), "{\"command\":\"status\"}\n");
   EXPECT_EQ(r["ok"], true);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, Ms(300));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, Ms(1000));
 
   // The silent one is answered control.timeout and closed once its deadline passes.
-  std::string line = read_line(silent.get(), 4096, wire::deadline_in_ms(3000), "timeout reply");
+  std::string line = read_line(silent.get(), 4096, wire::deadline_in_ms(5000), "timeout reply");
   const auto waited = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(Json::parse(line)["error"], errc::kTimeout) << line;
-  EXPECT_GE(waited, Ms(350));
-  EXPECT_LT(waited, Ms(2000));
+  EXPECT_GE(waited, Ms(1450));
+  EXPECT_LT(waited, Ms(4000));
   wire::wait_fd(silent.get(), POLLIN, wire::deadline_in_ms(2000), "close");
   char c;
   EXPECT_EQ(::recv(silent.get(), &c, 1, 0), 0);  // closed
