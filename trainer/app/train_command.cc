@@ -45,6 +45,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// --fused-step steps each unit before the step's global facts exist; --offload-activations moves
+// recompute's checkpoints. Refused combinations name the flag that fixes them.
+void check_memory_options(const TrainOptions& o) {
+  if (o.offload_activations && !o.recompute) {
+    throw UsageError("--offload-activations moves the per-layer checkpoints of --recompute to host memory: add "
+                     "--recompute");
+  }
+  if (!o.fused_step) return;
+  if (o.max_grad_norm > 0) {
+    throw UsageError("--fused-step updates each unit during the backward, before the global gradient norm exists: "
+                     "clipping at --max-grad-norm " + std::to_string(o.max_grad_norm) +
+                     " is impossible; pass --max-grad-norm 0");
+  }
+  if (o.grad_accum != 1) {
+    throw UsageError("--fused-step applies each micro-batch's gradient at once: --grad-accum " +
+                     std::to_string(o.grad_accum) + " needs kept gradient shards; use --grad-accum 1");
+  }
+  if (o.torch_dtype == "float16") {
+    throw UsageError("--fused-step cannot skip a step whose float16 gradients overflowed (the check needs every "
+                     "unit's gradient first): use --torch-dtype bfloat16 or drop --fused-step");
+  }
+}
+
 // `fabtrain control abort` / a second SIGINT: 128 + SIGINT, as a shell reports an interrupted
 // program, so a script does not take the run for finished.
 constexpr int kAbortExitCode = 130;
@@ -209,8 +232,34 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   loaded.model->set_compute_dtype(compute_dtype);
   loaded.model->set_device(device.device());
   LlamaPlan plan = plan_llama(loaded.model, mb);
+  check_memory_options(o);
   ShardedModel model(*comm, std::move(plan.units), std::move(plan.stages), o.recompute, compute_dtype,
                      tensor_step ? std::optional<at::Device>(device.device()) : std::nullopt);
+  if (o.offload_activations) {
+    model.enable_activation_offload();
+    if (device.cuda) {
+      log.info("activation offload: each layer's checkpointed input waits in pinned host memory");
+    } else {
+      log.warn("--offload-activations on CPU copies the checkpoints within host memory: it saves nothing here "
+               "(it is for GPU runs)");
+    }
+  }
+  // --fused-step: the optimizer runs inside the backward, unit by unit (the lr and the squared
+  // gradient norm of the step are set and read around forward_backward).
+  std::unique_ptr<ShardOptimizer> opt;
+  double fused_lr = 0.0;
+  at::Tensor fused_sq;
+  if (o.fused_step) {
+    model.enable_fused_step([&](size_t u, const float* g) {
+      const int64_t n = model.shards()[u].shard_numel;
+      at::Tensor t = torch::from_blob(const_cast<float*>(g), {n}, torch::TensorOptions(torch::kFloat32).device(model.device()));
+      // The norm in fp32 (ATen accumulates it in a wider type), squared in double: a dtype=double
+      // norm would first copy the whole unit to double, twice the gradient's memory.
+      fused_sq.add_(at::linalg_vector_norm(t, 2).to(torch::kDouble).square());
+      opt->step_unit(model.shards(), u, g, fused_lr);
+    });
+    log.info("fused step: each unit is updated in the backward as its gradient arrives; no gradient shards kept");
+  }
   // The shards' broadcast was NCCL's first collective: its log now names the network.
   if (device.cuda) check_nccl_transport(nccl_log, required_transport, *comm, log);
   std::optional<DynamicLossScale> scaler;
@@ -219,7 +268,6 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
            (scaler ? "; dynamic loss scale from " + std::to_string(o.initial_loss_scale) + ", doubled after " +
                          std::to_string(o.loss_scale_window) + " finite steps"
                    : std::string()));
-  std::unique_ptr<ShardOptimizer> opt;
   const AdamWOptions adamw_options{o.beta1, o.beta2, o.eps, o.weight_decay};
   AdafactorOptions adafactor_options;
   adafactor_options.weight_decay = o.weight_decay;
@@ -236,7 +284,7 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   log.info("optimizer step: " + std::string(tensor_step ? "tensor ops on the shards' device" : "host loops") +
            (tensor_step && o.optimizer == "adamw" ? " (fused AdamW kernel)" : ""));
   const CosineSchedule schedule{o.lr, o.warmup_steps, total_steps, o.min_lr_ratio};
-  const int64_t state_bytes = shard_state_bytes(model.shards()) + opt->state_bytes();
+  const int64_t state_bytes = model.state_bytes() + opt->state_bytes();
   log.info("sharded " + std::to_string(model.shards().size()) + " units over " + std::to_string(comm->world_size()) +
            " ranks: params+grads+" + opt->name() + " state " + std::to_string(state_bytes) + " bytes per rank (" +
            std::to_string(model.unsharded_param_numel()) + " parameters)" + (o.recompute ? ", recompute on" : ""));
@@ -347,6 +395,12 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
       counts[1] += micro.back().attention_mask.sum().item<double>();
     }
     comm->allreduce_sum(counts, 2);
+    const double lr = schedule.lr_at(state.step);
+    if (o.fused_step) {
+      fused_lr = lr;
+      fused_sq = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(model.device()));
+      opt->begin_step();
+    }
     double loss = 0.0;
     model.zero_grad();
     for (const Batch& b : micro) {
@@ -377,11 +431,16 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
       state.loss_scale_good_steps = scaler->good_steps;
     }
     auto sum_doubles = [&](double* d, size_t n) { comm->allreduce_sum(d, n); };
-    const double grad_norm = !apply        ? std::nan("")
-                             : tensor_step ? tensor_clip_grad_norm(model.grad_tensors(), o.max_grad_norm, sum_doubles)
-                                           : clip_grad_norm(model.shards(), o.max_grad_norm, sum_doubles);
-    const double lr = schedule.lr_at(state.step);
-    if (apply) opt->step(model.shards(), lr);
+    double grad_norm = std::nan("");
+    if (o.fused_step) {  // already applied in the backward: the norm is only reported
+      double sq = fused_sq.item<double>();
+      comm->allreduce_sum(&sq, 1);
+      grad_norm = std::sqrt(sq);
+    } else if (apply) {
+      grad_norm = tensor_step ? tensor_clip_grad_norm(model.grad_tensors(), o.max_grad_norm, sum_doubles)
+                              : clip_grad_norm(model.shards(), o.max_grad_norm, sum_doubles);
+      opt->step(model.shards(), lr);
+    }
     model.prefetch_first_stage();
     state.batch_in_epoch += o.grad_accum;
     state.examples_in_epoch = state.batch_in_epoch * o.micro_batch_size * comm->world_size();

@@ -153,7 +153,9 @@ TEST(TensorStep, FiniteCheckScaleAndClipMatchTheHostLoops) {
   const double host_norm = clip_grad_norm(host, 1.5, identity);
   const double tensor_norm = tensor_clip_grad_norm(grads, 1.5, identity);
   EXPECT_EQ(calls, 2);  // each sums across shards once
-  EXPECT_NEAR(tensor_norm, host_norm, 1e-9 * host_norm);
+  // Each shard's norm is an fp32 result (a double-typed norm would copy the shard to double, twice
+  // its memory): relative error ~1e-7 against the host loop's double sums.
+  EXPECT_NEAR(tensor_norm, host_norm, 1e-6 * host_norm);
   EXPECT_GT(host_norm, 1.5);
   for (size_t u = 0; u < host.size(); ++u) {
     EXPECT_LT((grads[u] - host_view(host[u].grad)).abs().max().item<float>(), 1e-6f);
