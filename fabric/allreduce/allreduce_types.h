@@ -22,7 +22,7 @@ struct AllreduceSpec {
   std::vector<uint64_t> sizes_bytes;  // empty = default_sizes_bytes()
   int iters = 20;
   int warmup_iters = 5;
-  int timeout_ms = 10000;  // bound on every single wait (connect, accept, each poll)
+  int timeout_ms = 10000;  // bound on connect, accept, and each collective call (one deadline each)
   std::string ifname;      // the chosen interface: SO_BINDTODEVICE when permitted, NCCL env
   // Added for rings of more than 2 ranks: rank i's address; every rank listens on ring_addrs[rank]
   // at `port` and connects to its right neighbour. Unused when world_size == 2.
