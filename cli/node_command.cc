@@ -6,6 +6,8 @@
 #include "fabkit/config.h"
 #include "common/errors.h"
 #include "probes/node_probe.h"
+#include "reports/html/html_report.h"
+#include "reports/prom/prom_text.h"
 #include "reports/report_render.h"
 
 namespace fabkit::cli {
@@ -17,6 +19,7 @@ struct NodeArgs {
   std::string peer;
   std::string topo;
   int counter_interval_ms = 50;  // probe_context.h says why
+  std::string html, prom;        // also write these files (docs/reports.md)
 };
 
 int run_node(const NodeArgs& a) {
@@ -34,6 +37,17 @@ int run_node(const NodeArgs& a) {
   if (!a.topo.empty()) ctx.options.topo_file = a.topo;
   ctx.options.rdma_counter_interval_ms = a.counter_interval_ms;
   Report r = probe_this_node(ctx);
+  // From the JSON document, as `fabcheck report` does, so both render the same thing.
+  if (!a.html.empty())
+    write_file_output(
+        "--html", a.html,
+        reports::html::render_html(
+            {{"fabcheck node", reports::InputKind::kNodeReport, reports::report_to_json(r), {}}},
+            r.generated_at));
+  if (!a.prom.empty())
+    write_file_output(
+        "--prom", a.prom,
+        reports::prom::render(reports::prom::node_families(reports::report_to_json(r))));
   return reports::render_report(r, a.json, std::cout);
 }
 
@@ -49,6 +63,8 @@ void register_node_command(CLI::App& app, int* exit_code) {
   sub->add_option("--peer", args->peer,
                   "Host or address of a peer: recommend the interface on its subnet");
   sub->add_option("--topo", args->topo, "NCCL topology XML to check (default: NCCL_TOPO_FILE)");
+  sub->add_option("--html", args->html, "Also write the report as one self-contained HTML file");
+  sub->add_option("--prom", args->prom, "Also write Prometheus textfile lines (node_exporter)");
   sub->add_option("--counter-interval-ms", args->counter_interval_ms,
                   "Read RDMA port error counters twice this far apart and report what rose (0: once)")
       ->check(CLI::Range(0, 60000));
