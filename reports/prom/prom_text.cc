@@ -141,8 +141,11 @@ std::vector<Family> node_families(const Json& r) {
               "RDMA port state and link layer as labels (value 1)",
               "gauge",
               {}};
-  Family rate{
-      "fabkit_node_hca_port_rate_bits_per_second", "RDMA port data rate (sysfs rate)", "gauge", {}};
+  // Bytes, Prometheus' base unit (promtool rejects "bits"): 200 Gbit/s HDR = 2.5e10.
+  Family rate{"fabkit_node_hca_port_rate_bytes_per_second",
+              "RDMA port data rate (sysfs rate / 8)",
+              "gauge",
+              {}};
   const Json& devices = member(member(r, "rdma"), "devices");
   if (!devices.is_null() && !devices.is_array())
     throw std::invalid_argument("rdma.devices must be an array");
@@ -159,7 +162,7 @@ std::vector<Family> node_families(const Json& r) {
       li.push_back({"state", state});
       li.push_back({"link_layer", string_or(ports[p], "link_layer", "unknown")});
       info.samples.push_back({li, 1.0});
-      if (auto g = number(ports[p], "rate_gbps", w)) rate.samples.push_back({l, *g * 1e9});
+      if (auto g = number(ports[p], "rate_gbps", w)) rate.samples.push_back({l, *g * 1e9 / 8});
     }
   }
   out.push_back(up);
@@ -195,8 +198,8 @@ std::vector<Family> pair_families(const Json& r) {
               "highest busbw of the sweep per transport",
               "gauge",
               {}};
-  Family rate{"fabkit_pair_link_rate_bits_per_second",
-              "the link rate the transport was judged against",
+  Family rate{"fabkit_pair_link_rate_bytes_per_second",
+              "the link rate the transport was judged against (link_rate_gbit_s / 8)",
               "gauge",
               {}};
   Family ok{"fabkit_pair_transport_ok",
@@ -213,7 +216,7 @@ std::vector<Family> pair_families(const Json& r) {
         {l, string_or(ts[i], "status", "") == "ok" && member(ts[i], "all_correct") != false ? 1.0
                                                                                             : 0.0});
     if (auto v = number(ts[i], "peak_busbw_gbps", w)) peak.samples.push_back({l, *v * 1e9});
-    if (auto v = number(ts[i], "link_rate_gbit_s", w)) rate.samples.push_back({l, *v * 1e9});
+    if (auto v = number(ts[i], "link_rate_gbit_s", w)) rate.samples.push_back({l, *v * 1e9 / 8});
     const Json& sizes = member(ts[i], "sizes");
     for (size_t s = 0; sizes.is_array() && s < sizes.size(); ++s) {
       std::string sw = w + ".sizes[" + std::to_string(s) + "]";

@@ -39,7 +39,7 @@ TEST(Prom, NodeFiguresFromTheReport) {
   EXPECT_TRUE(has_line(t, "fabkit_node_hca_port_active{device=\"mlx5_0\",port=\"1\"} 1")) << t;
   EXPECT_TRUE(has_line(t, "fabkit_node_hca_port_active{device=\"mlx5_2\",port=\"1\"} 0")) << t;
   EXPECT_TRUE(has_line(
-      t, "fabkit_node_hca_port_rate_bits_per_second{device=\"mlx5_0\",port=\"1\"} 200000000000"));
+      t, "fabkit_node_hca_port_rate_bytes_per_second{device=\"mlx5_0\",port=\"1\"} 25000000000"));
   EXPECT_TRUE(has_line(t,
                        "fabkit_node_hca_port_info{device=\"mlx5_2\",port=\"1\",state=\"DOWN\",link_"
                        "layer=\"InfiniBand\"} 1"));
@@ -67,7 +67,7 @@ TEST(Prom, PairBusbwPerTransportAndSizeInBytesPerSecond) {
       EXPECT_TRUE(has_line(t, line)) << line;
     }
   EXPECT_EQ(n, 18);
-  EXPECT_NE(t.find("fabkit_pair_link_rate_bits_per_second{"), std::string::npos);
+  EXPECT_NE(t.find("fabkit_pair_link_rate_bytes_per_second{"), std::string::npos);
   doc["pair"]["transports"][0]["peak_busbw_gbps"] = "x";
   EXPECT_THROW(pair_families(doc), std::invalid_argument);
 }
