@@ -277,6 +277,13 @@ class ReportTest(unittest.TestCase):
         p = run("report", "--baseline", pair, slow, "--expect-link-fraction", "0", "--json", check_rc=1)
         j = json.loads(p.stdout)
         self.assertEqual(j["kind"], "baseline")
+        try:
+            import jsonschema
+        except ImportError:
+            jsonschema = None
+        if jsonschema:  # the documented envelope (docs/schema/report.schema.json)
+            with open(os.path.join(SRC, "docs", "schema", "report.schema.json")) as f:
+                jsonschema.validate(j, json.load(f))
         rows = [r for r in j["baseline"]["sizes"] if r["regressed"]]
         self.assertEqual({r["transport"] for r in rows}, {"gloo-tcp"})
         self.assertTrue(all(abs(r["change_pct"] + 50) < 1e-6 for r in rows))
