@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "common/errors.h"
+#include "reports/baseline/node_baseline.h"
 #include "reports/baseline/pair_baseline.h"
 #include "reports/html/html_report.h"
 #include "reports/input_document.h"
@@ -26,31 +27,43 @@ struct ReportArgs {
 int run_baseline(const ReportArgs& a) {
   if (a.inputs.size() != 1)
     throw UsageError(
-        "--baseline OLD.json compares one new pair report: fabcheck report --baseline "
+        "--baseline OLD.json compares one new report: fabcheck report --baseline "
         "OLD.json NEW.json (got " +
         std::to_string(a.inputs.size()) + " inputs)");
   auto old_doc = reports::load_input(a.baseline);
   auto new_doc = reports::load_input(a.inputs[0]);
-  for (const auto* d : {&old_doc, &new_doc})
-    if (d->kind != reports::InputKind::kPairReport)
-      throw UsageError(d->path + ": is a " + reports::to_string(d->kind) +
-                       "; --baseline compares two pair reports (fabcheck pair --json)");
-  reports::baseline::BaselineResult res;
-  try {
-    res = reports::baseline::compare_pair_baseline(old_doc.doc, new_doc.doc, a.opts);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string(e.what()) + " (old: " + a.baseline + ", new: " + a.inputs[0] +
-                     ")");
-  }
+  using reports::InputKind;
+  bool pair = old_doc.kind == InputKind::kPairReport && new_doc.kind == InputKind::kPairReport;
+  bool node = old_doc.kind == InputKind::kNodeReport && new_doc.kind == InputKind::kNodeReport;
+  if (!pair && !node)
+    throw UsageError(a.baseline + " is a " + reports::to_string(old_doc.kind) + ", " + a.inputs[0] +
+                     " a " + reports::to_string(new_doc.kind) +
+                     "; --baseline compares two pair reports or two node reports");
   Report r;
   r.kind = "baseline";
   char host[256] = {};
   r.hostname = ::gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
   r.generated_at = utc_now_rfc3339();
-  r.findings = res.findings;
-  r.sections.push_back(
-      {"baseline", reports::baseline::baseline_to_json(res, a.opts, a.baseline, a.inputs[0])});
-  if (!a.json) std::cout << reports::baseline::baseline_table_text(res, a.opts) << "\n";
+  std::string table;
+  try {
+    if (pair) {
+      auto res = reports::baseline::compare_pair_baseline(old_doc.doc, new_doc.doc, a.opts);
+      r.findings = res.findings;
+      r.sections.push_back(
+          {"baseline", reports::baseline::baseline_to_json(res, a.opts, a.baseline, a.inputs[0])});
+      table = reports::baseline::baseline_table_text(res, a.opts);
+    } else {
+      auto res = reports::baseline::compare_node_baseline(old_doc.doc, new_doc.doc);
+      r.findings = res.findings;
+      r.sections.push_back({"node_baseline", reports::baseline::node_baseline_to_json(
+                                                 res, a.baseline, a.inputs[0])});
+      table = reports::baseline::node_baseline_table_text(res);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string(e.what()) + " (old: " + a.baseline + ", new: " + a.inputs[0] +
+                     ")");
+  }
+  if (!a.json) std::cout << table << "\n";
   return reports::render_report(r, a.json, std::cout);
 }
 
@@ -109,13 +122,14 @@ void register_report_command(CLI::App& app, int* exit_code) {
   auto* sub = app.add_subcommand("report",
                                  "Render saved JSON (node/pair/cluster reports, profiles, "
                                  "metrics.jsonl) as HTML or Prometheus lines, or compare "
-                                 "a pair report with a baseline");
+                                 "a pair or node report with a baseline");
   sub->add_option("inputs", a->inputs, "JSON documents; the kind is read from each document")
       ->required();
   sub->add_option("--html", a->html, "Write one self-contained HTML file (no network needed)");
   sub->add_option("--prom", a->prom,
                   "Write Prometheus textfile lines (node_exporter) of one report");
-  sub->add_option("--baseline", a->baseline, "A saved pair report to compare the input with");
+  sub->add_option("--baseline", a->baseline,
+                  "A saved pair or node report to compare the input with");
   sub->add_option(
          "--regression-pct", a->opts.regression_pct,
          "Fail when busbw falls more than this many percent below the baseline (default 10)")

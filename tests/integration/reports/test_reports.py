@@ -290,6 +290,21 @@ class ReportTest(unittest.TestCase):
         # Within a 60% threshold the same halving passes.
         run("report", "--baseline", pair, slow, "--expect-link-fraction", "0", "--regression-pct", "60", check_rc=0)
 
+    def test_node_baseline_names_a_port_that_went_down(self):
+        run("report", "--baseline", self.node_json, self.node_json, check_rc=0)  # this machine, twice
+        ib = fixture("profile/node-gpu-ib-01.json")
+        with open(ib) as f:
+            doc = json.load(f)
+        doc["rdma"]["devices"][1]["ports"][0]["state"] = "DOWN"
+        down = self.path("node-down.json")
+        with open(down, "w") as f:
+            json.dump(doc, f)
+        p = run("report", "--baseline", ib, down, check_rc=1)
+        self.assertIn("[baseline.port_lost] mlx5_1:1", p.stdout)
+        j = json.loads(run("report", "--baseline", ib, down, "--json", check_rc=1).stdout)
+        ports = {x["port"]: x for x in j["node_baseline"]["ports"]}
+        self.assertEqual((ports["mlx5_1:1"]["old_state"], ports["mlx5_1:1"]["new_state"]), ("ACTIVE", "DOWN"))
+
     # --- bad input ------------------------------------------------------------------------
     def test_bad_inputs_exit_2_naming_the_file_and_leave_no_output(self):
         junk = self.path("junk.txt")
