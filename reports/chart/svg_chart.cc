@@ -304,6 +304,13 @@ std::string render_heat_map(const HeatMap& h) {
     << "\" fill=\"#ffffff\"/>\n";
   o << "<text class=\"title\" x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">"
     << xml_escape(h.title) << " (" << xml_escape(h.unit) << ")</text>\n";
+  if (lo <= hi) {  // the colour scale, so a reader need not guess what red means
+    o << "<g class=\"scale\"><rect x=\"10\" y=\"30\" width=\"12\" height=\"12\" fill=\""
+      << heat_color(lo, lo, hi) << "\"/><text x=\"26\" y=\"40\" font-size=\"11\">lowest "
+      << format_number(lo) << "</text><rect x=\"110\" y=\"30\" width=\"12\" height=\"12\" fill=\""
+      << heat_color(hi, lo, hi) << "\"/><text x=\"126\" y=\"40\" font-size=\"11\">highest "
+      << format_number(hi) << "</text></g>\n";
+  }
   for (size_t c = 0; c < h.cols.size(); ++c)
     o << "<text class=\"col\" transform=\"translate(" << px(left + (c + 0.5) * h.cell) << " "
       << px(top - 6) << ") rotate(-60)\" font-size=\"11\">" << xml_escape(h.cols[c]) << "</text>\n";

@@ -43,6 +43,8 @@ std::string pair_section(const Json& doc) {
     auto peak_bytes = opt_number(t, "peak_bytes", w);
     auto rate = opt_number(t, "link_rate_gbit_s", w);
     auto frac = opt_number(t, "link_fraction", w);
+    // An unavailable transport carries peak 0: a dash, so it does not read as a measured zero.
+    if (opt_string(t, "status", w) != "ok") peak = peak_bytes = frac = std::nullopt;
     o << "<tr><td>" << escape(name) << "</td><td>" << escape(opt_string(t, "status", w))
       << "</td><td class=\"num\">" << num_or(peak) << "</td><td class=\"num\">"
       << (peak_bytes ? chart::format_bytes(*peak_bytes) + "B" : "—") << "</td><td class=\"num\">"

@@ -109,6 +109,8 @@ TEST(HeatMap, CellsColouredByValueAndEscaped) {
   EXPECT_NE(svg.find("fill=\"#d73027\""), std::string::npos);
   EXPECT_NE(svg.find("fill=\"#1a9850\""), std::string::npos);
   EXPECT_EQ(count(svg, "fill=\"#dddddd\""), 2);  // unmeasured
+  EXPECT_NE(svg.find(">lowest 10</text>"), std::string::npos);  // the colour scale
+  EXPECT_NE(svg.find(">highest 90</text>"), std::string::npos);
   h.values.pop_back();
   EXPECT_THROW(render_heat_map(h), std::invalid_argument);
 }
