@@ -116,6 +116,40 @@ std::string pair_section(const Json& doc) {
     }
     o << "</tbody></table>\n";
   }
+  const Json& rc = p.value("rdma_rc", Json::object());
+  const Json& rc_pairs = opt_array(rc, "pairs", "pair.rdma_rc");
+  if (!rc_pairs.empty()) {
+    // bw_gbps here is Gbit/s (ib_write_bw's unit), directly comparable with the port rate.
+    o << "<h3>RDMA RC per rail</h3>\n<table class=\"rdma-rc\"><thead><tr><th>rail</th><th>A</th>"
+         "<th>B</th><th>link layer</th><th>status</th><th>write bw (Gbit/s)</th>"
+         "<th>port rate (Gbit/s)</th><th>fraction</th><th>send latency median / p99 (µs)</th>"
+         "</tr></thead><tbody>\n";
+    for (size_t i = 0; i < rc_pairs.size(); ++i) {
+      const Json& q = rc_pairs[i];
+      std::string w = "pair.rdma_rc.pairs[" + std::to_string(i) + "]";
+      auto end = [&](const char* k) {
+        const Json& e = q.value(k, Json::object());
+        auto port = opt_number(e, "port", w + "." + k);
+        return opt_string(e, "hca", w + "." + k) + ":" + num_or(port, "?");
+      };
+      auto bw = opt_number(q, "bw_gbps", w);
+      auto rate = opt_number(q, "rate_gbps", w);
+      o << "<tr><td>" << escape(opt_string(q, "rail", w)) << "</td><td>" << escape(end("a"))
+        << "</td><td>" << escape(end("b")) << "</td><td>" << escape(opt_string(q, "link_layer", w))
+        << "</td><td>" << escape(opt_string(q, "status", w)) << "</td><td class=\"num\">"
+        << num_or(bw) << "</td><td class=\"num\">" << num_or(rate, "unknown")
+        << "</td><td class=\"num\">"
+        << (bw && rate && *rate > 0 ? chart::format_number(*bw / *rate * 100) + "%" : "—")
+        << "</td><td class=\"num\">" << num_or(opt_number(q, "lat_us_median", w)) << " / "
+        << num_or(opt_number(q, "lat_us_p99", w)) << "</td></tr>\n";
+    }
+    o << "</tbody></table>\n";
+  } else if (!opt_string(rc, "status", "pair.rdma_rc").empty()) {
+    o << "<p class=\"rdma-rc\">RDMA RC test: " << escape(opt_string(rc, "status", "pair.rdma_rc"))
+      << (rc.value("reason", Json()).is_string() ? " — " + escape(rc["reason"].get<std::string>())
+                                                 : "")
+      << "</p>\n";
+  }
   return o.str();
 }
 

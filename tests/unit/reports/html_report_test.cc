@@ -76,6 +76,30 @@ TEST(PairSection, MalformedSizeNamesTheField) {
   }
 }
 
+TEST(PairSection, RdmaRcPairsWithBandwidthAgainstThePortRate) {
+  Json doc = load("reports/pair-netns-veth.json");
+  doc["pair"]["rdma_rc"] = {
+      {"status", "ran"},
+      {"pairs", Json::array({{{"rail", "10.0.3.0/24"},
+                              {"a", {{"hca", "mlx5_0"}, {"port", 1}, {"gid_index", 3}}},
+                              {"b", {{"hca", "mlx5_4"}, {"port", 1}, {"gid_index", 3}}},
+                              {"link_layer", "Ethernet"},
+                              {"rate_gbps", 200},
+                              {"status", "ok"},
+                              {"bw_gbps", 180.0},
+                              {"lat_us_median", 2.5},
+                              {"lat_us_p99", 3.25}}})}};
+  std::string h = pair_section(doc);
+  EXPECT_NE(h.find("<td>mlx5_0:1</td><td>mlx5_4:1</td><td>Ethernet</td><td>ok</td>"
+                   "<td class=\"num\">180</td><td class=\"num\">200</td><td class=\"num\">90%</td>"
+                   "<td class=\"num\">2.5 / 3.25</td>"),
+            std::string::npos)
+      << h;
+  doc["pair"]["rdma_rc"] = {{"status", "unavailable"}, {"reason", "no ACTIVE HCA port"}};
+  EXPECT_NE(pair_section(doc).find("RDMA RC test: unavailable — no ACTIVE HCA port"),
+            std::string::npos);
+}
+
 TEST(ClusterSection, HeatMapHasACellPerHostPair) {
   Json doc = load("reports/cluster-4-hosts.json");
   std::string h = cluster_section(doc);
