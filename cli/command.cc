@@ -40,14 +40,18 @@ void write_output(const std::string& out, const std::string& text) {
     profile::write_file_atomically(out, text);
 }
 
-void write_file_output(const std::string& flag, const std::string& path, const std::string& text) {
+void check_output_path(const std::string& flag, const std::string& path) {
   std::filesystem::path p(path);
   std::error_code ec;
   auto dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
   if (path.empty() || p.filename().empty() || !std::filesystem::is_directory(dir, ec))
     throw UsageError(flag + " " + path + ": the directory " + dir.string() +
                      " does not exist; create it or give another path");
-  write_file_atomically(p, text);
+}
+
+void write_file_output(const std::string& flag, const std::string& path, const std::string& text) {
+  check_output_path(flag, path);
+  write_file_atomically(path, text);
 }
 
 }  // namespace fabkit::cli

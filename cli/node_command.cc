@@ -23,6 +23,8 @@ struct NodeArgs {
 };
 
 int run_node(const NodeArgs& a) {
+  if (!a.html.empty()) check_output_path("--html", a.html);
+  if (!a.prom.empty()) check_output_path("--prom", a.prom);
   ProbeContext ctx;
   ctx.env = Environment::from_process();
   if (!a.sysroot.empty()) {

@@ -103,6 +103,9 @@ int run_report(const ReportArgs& a) {
       throw UsageError(d.path + ": " + e.what());
     }
   }
+  // Both paths checked before either file is written: all or nothing.
+  if (!a.html.empty()) check_output_path("--html", a.html);
+  if (!a.prom.empty()) check_output_path("--prom", a.prom);
   if (!a.html.empty()) write_file_output("--html", a.html, html);
   if (!a.prom.empty()) write_file_output("--prom", a.prom, prom);
   if (a.json)

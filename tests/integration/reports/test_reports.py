@@ -316,6 +316,11 @@ class ReportTest(unittest.TestCase):
         self.assertFalse(os.path.exists(out))
         p = run("report", "--html", "/nonexistent-dir/x.html", self.node_json, check_rc=2)
         self.assertIn("/nonexistent-dir", p.stderr)
+        html_ok = self.path("ok.html")
+        p = run("report", "--html", html_ok, "--prom", "/nonexistent-dir/x.prom", self.node_json, check_rc=2)
+        self.assertFalse(os.path.exists(html_ok))  # nothing written when one output cannot be
+        p = run("node", "--html", "/nonexistent-dir/n.html", check_rc=2)
+        self.assertIn("--html /nonexistent-dir/n.html", p.stderr)
         p = run("report", "--prom", self.path("p.prom"), self.node_json, self.metrics, check_rc=2)
         self.assertIn("one report", p.stderr)
         p = run("report", "--prom", self.path("p.prom"), self.metrics, check_rc=2)
