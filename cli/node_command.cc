@@ -7,7 +7,6 @@
 #include "common/errors.h"
 #include "probes/node_probe.h"
 #include "reports/html/html_report.h"
-#include "reports/prom/prom_text.h"
 #include "reports/report_render.h"
 
 namespace fabkit::cli {
@@ -19,12 +18,11 @@ struct NodeArgs {
   std::string peer;
   std::string topo;
   int counter_interval_ms = 50;  // probe_context.h says why
-  std::string html, prom;        // also write these files (docs/reports.md)
+  std::string html;              // also write the report as HTML (docs/reports.md)
 };
 
 int run_node(const NodeArgs& a) {
   if (!a.html.empty()) check_output_path("--html", a.html);
-  if (!a.prom.empty()) check_output_path("--prom", a.prom);
   ProbeContext ctx;
   ctx.env = Environment::from_process();
   if (!a.sysroot.empty()) {
@@ -46,10 +44,6 @@ int run_node(const NodeArgs& a) {
         reports::html::render_html(
             {{"fabcheck node", reports::InputKind::kNodeReport, reports::report_to_json(r), {}}},
             r.generated_at));
-  if (!a.prom.empty())
-    write_file_output(
-        "--prom", a.prom,
-        reports::prom::render(reports::prom::node_families(reports::report_to_json(r))));
   return reports::render_report(r, a.json, std::cout);
 }
 
@@ -66,7 +60,6 @@ void register_node_command(CLI::App& app, int* exit_code) {
                   "Host or address of a peer: recommend the interface on its subnet");
   sub->add_option("--topo", args->topo, "NCCL topology XML to check (default: NCCL_TOPO_FILE)");
   sub->add_option("--html", args->html, "Also write the report as one self-contained HTML file");
-  sub->add_option("--prom", args->prom, "Also write Prometheus textfile lines (node_exporter)");
   sub->add_option("--counter-interval-ms", args->counter_interval_ms,
                   "Read RDMA port error counters twice this far apart and report what rose (0: once)")
       ->check(CLI::Range(0, 60000));

@@ -1,4 +1,4 @@
-"""fabcheck report / node --html --prom, end to end with the real binary.
+"""fabcheck report and node --html, end to end with the real binary.
 
 HTML: rendered in headless Chromium (Debian `chromium`), asserting on the DOM it builds (finding
 codes, one busbw <svg> per measured transport with the link-rate line, the heat map's cells, the
@@ -201,14 +201,15 @@ class ReportTest(unittest.TestCase):
         self.assertLessEqual(len(bc), 2)
         self.assertLess(bnw, 0.01)
 
-    def test_node_writes_html_and_prom_beside_its_report(self):
+    def test_node_writes_html_and_report_writes_its_prom(self):
         html, prom = self.path("node.html"), self.path("node.prom")
-        p = run("node", "--html", html, "--prom", prom)
+        p = run("node", "--html", html)
         self.assertIn(p.returncode, (0, 1), p.stderr)
         with open(html) as f:
             page = f.read()
         for f_ in self.node["findings"]:
             self.assertIn(f_["code"], page)
+        run("report", "--prom", prom, self.node_json, check_rc=0)
         with open(prom) as f:
             fams = prom_parser.parse(f.read())
         self.check_promtool(prom)
