@@ -224,6 +224,29 @@ class ReportTest(unittest.TestCase):
             self.assertEqual(f_["type"], "gauge", name)
             self.assertTrue(f_["help"], name)
 
+    def test_pair_html_from_a_real_run_between_netns_hosts(self):
+        sys.path.insert(0, os.path.join(SRC, "tests", "integration", "netns"))
+        import netns
+        ok, why = netns.have_root_and_netns()
+        if not ok:
+            self.skipTest(why)
+        html = self.path("pair.html")
+        with netns.NetnsWorld(hosts=2, decoys=False, controller=True) as w:
+            p = subprocess.run(["ip", "netns", "exec", w.ctl, FABCHECK, "pair", *w.hosts, "--launcher",
+                                "ip netns exec {host}", "--json", "--html", html, "--sizes", "64K,1M",
+                                "--iters", "3", "--warmup-iters", "1", "--pings", "100",
+                                "--bandwidth-ms", "100", "--transports", "raw-exchange,gloo-tcp"],
+                               capture_output=True, text=True, timeout=180)
+        self.assertIn(p.returncode, (0, 1), p.stderr[-2000:])
+        doc = json.loads(p.stdout)
+        with open(html) as f:
+            page = f.read()
+        for t in doc["pair"]["transports"]:
+            self.assertEqual(t["status"], "ok", t)
+            self.assertIn('aria-label="busbw vs message size — %s"' % t["transport"], page)
+        for f_ in doc["findings"]:
+            self.assertIn(f_["code"], page)
+
     # --- Prometheus --------------------------------------------------------------------------
     def check_promtool(self, path):
         promtool = shutil.which("promtool")
