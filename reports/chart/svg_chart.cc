@@ -327,7 +327,7 @@ std::string render_heat_map(const HeatMap& h) {
         << xml_escape(h.rows[r]) << " ↔ " << xml_escape(h.cols[c]) << ": "
         << (v ? format_number(*v) + " " + xml_escape(h.unit) : std::string("not measured"))
         << "</title></rect>";
-      if (v)
+      if (v && h.cell >= 30)  // below that the figure does not fit; the tooltip still has it
         o << "<text x=\"" << px(x + h.cell / 2.0 - 1) << "\" y=\"" << px(y + h.cell / 2.0 + 3)
           << "\" font-size=\"10\" text-anchor=\"middle\">" << format_number(*v) << "</text>";
       o << "\n";

@@ -47,7 +47,7 @@ std::string pair_section(const Json& doc) {
     if (opt_string(t, "status", w) != "ok") peak = peak_bytes = frac = std::nullopt;
     o << "<tr><td>" << escape(name) << "</td><td>" << escape(opt_string(t, "status", w))
       << "</td><td class=\"num\">" << num_or(peak) << "</td><td class=\"num\">"
-      << (peak_bytes ? chart::format_bytes(*peak_bytes) + "B" : "—") << "</td><td class=\"num\">"
+      << (peak_bytes ? iec_bytes(*peak_bytes) : "—") << "</td><td class=\"num\">"
       << num_or(rate, "unknown") << "</td><td class=\"num\">"
       << (frac ? chart::format_number(*frac * 100) + "%" : "—") << "</td><td>"
       << escape(opt_string(t, "reason", w)) << "</td></tr>\n";
@@ -167,7 +167,9 @@ std::string cluster_section(const Json& doc) {
   const Json& m = c.value("matrix", Json::object());
   const Json& pairs = opt_array(m, "pairs", "cluster.matrix");
   // Symmetric: a pair run measures one link, drawn in both cells.
-  chart::HeatMap h{"bandwidth per host pair", "Gbit/s", hosts, hosts, {}, 44};
+  // 44 px cells up to 16 hosts, then smaller so 64 hosts still fit a screen (~900 px).
+  int cell = hosts.size() <= 16 ? 44 : std::max(12, static_cast<int>(900 / hosts.size()));
+  chart::HeatMap h{"bandwidth per host pair", "Gbit/s", hosts, hosts, {}, cell};
   h.values.assign(hosts.size() * hosts.size(), std::nullopt);
   for (size_t i = 0; i < pairs.size(); ++i) {
     std::string w = "cluster.matrix.pairs[" + std::to_string(i) + "]";

@@ -1,5 +1,6 @@
 // The page skeleton, findings, node facts and profiles. Pair, cluster and metrics sections live
 // in html_fabric.cc and html_train.cc.
+#include <cctype>
 #include <sstream>
 #include <stdexcept>
 
@@ -27,6 +28,14 @@ const Json kEmptyArray = Json::array();
 }  // namespace
 
 std::string escape(const std::string& s) { return chart::xml_escape(s); }
+
+std::string iec_bytes(double v) {
+  std::string s = chart::format_bytes(v);  // "256K", "8"
+  if (std::isdigit(static_cast<unsigned char>(s.back()))) return s + " B";
+  char unit = s.back();
+  s.pop_back();
+  return s + " " + unit + "iB";
+}
 
 std::optional<double> opt_number(const Json& j, const char* key, const std::string& where) {
   if (!j.is_object() || !j.contains(key) || j[key].is_null()) return std::nullopt;
@@ -105,7 +114,7 @@ std::string node_section(const Json& doc) {
   if (doc.contains("limits") && doc["limits"].contains("memlock_bytes")) {
     const Json& m = doc["limits"]["memlock_bytes"];
     auto show = [](const Json& v) {
-      return v.is_number()   ? chart::format_bytes(v.get<double>()) + "B"
+      return v.is_number()   ? iec_bytes(v.get<double>())
              : v.is_string() ? v.get<std::string>()
                              : "unknown";
     };

@@ -30,6 +30,8 @@ std::string profile_section(const Json& doc);
 std::string metrics_section(const std::vector<Json>& records);
 
 std::string escape(const std::string& s);
+// Byte counts for tables: "256 KiB", "8 MiB", "8 B".
+std::string iec_bytes(double v);
 
 // Field access for renderers: absent or null -> nullopt; present with another type -> throws
 // std::invalid_argument naming `where` and the key.

@@ -35,6 +35,12 @@ TEST(FindingsTable, WorstFirstAndEscaped) {
   EXPECT_NE(findings_table(Json::array()).find("no findings"), std::string::npos);
 }
 
+TEST(IecBytes, TableUnits) {
+  EXPECT_EQ(iec_bytes(262144), "256 KiB");
+  EXPECT_EQ(iec_bytes(8388608), "8 MiB");
+  EXPECT_EQ(iec_bytes(8), "8 B");
+}
+
 TEST(FindingsTable, BadSeverityNamesTheField) {
   Json fs = Json::array({finding("bad", "x.y", "m")});
   try {

@@ -111,6 +111,11 @@ TEST(HeatMap, CellsColouredByValueAndEscaped) {
   EXPECT_EQ(count(svg, "fill=\"#dddddd\""), 2);  // unmeasured
   EXPECT_NE(svg.find(">lowest 10</text>"), std::string::npos);  // the colour scale
   EXPECT_NE(svg.find(">highest 90</text>"), std::string::npos);
+  EXPECT_NE(svg.find("text-anchor=\"middle\">90</text>"), std::string::npos);  // value printed
+  h.cell = 20;  // too small to print a value: only the tooltip keeps it
+  std::string small = render_heat_map(h);
+  EXPECT_EQ(small.find("text-anchor=\"middle\">90</text>"), std::string::npos);
+  EXPECT_NE(small.find("&lt;b&gt; ↔ a: 90 Gbit/s"), std::string::npos);
   h.values.pop_back();
   EXPECT_THROW(render_heat_map(h), std::invalid_argument);
 }
