@@ -10,6 +10,7 @@
 #include "common/errors.h"
 #include "fabric/pair/pair_controller.h"
 #include "fabric/pair/pair_text.h"
+#include "reports/html/html_report.h"
 #include "reports/report_render.h"
 
 namespace fabkit::cli {
@@ -27,6 +28,7 @@ struct PairArgs {
   int iters = 20, warmup_iters = 5;
   int pings = 1000, streams = 4, bandwidth_ms = 1000;
   bool json = false;
+  std::string html;  // also write the report as HTML (docs/reports.md)
 };
 
 std::string self_path() {
@@ -63,7 +65,13 @@ int run_pair_cmd(const PairArgs& a) {
   // Validate the launcher argv before starting anything (bad host names are usage errors).
   launch::launcher_argv(o.launcher, o.host_a, {o.agent_path});
   launch::launcher_argv(o.launcher, o.host_b, {o.agent_path});
+  if (!a.html.empty()) check_output_path("--html", a.html);  // before minutes of measuring
   Report r = pair::build_pair_report(pair::run_pair(o));
+  if (!a.html.empty())
+    write_file_output("--html", a.html,
+                      reports::html::render_html({{"fabcheck pair", reports::InputKind::kPairReport,
+                                                   reports::report_to_json(r), {}}},
+                                                 r.generated_at));
   if (a.json)
     reports::render_json(r, std::cout);
   else
@@ -94,6 +102,7 @@ void register_pair_command(CLI::App& app, int* exit_code) {
   sub->add_option("--streams", a->streams, "Streams in the multi-stream test")->check(CLI::Range(1, 64));
   sub->add_option("--bandwidth-ms", a->bandwidth_ms, "Duration of each bandwidth test")->check(CLI::Range(10, 60000));
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/pair.md)");
+  sub->add_option("--html", a->html, "Also write the report as one self-contained HTML file");
   sub->callback([a, exit_code] {
     *exit_code = run_command("pair", a->json, [&] { return run_pair_cmd(*a); });
   });
