@@ -15,12 +15,10 @@
 #include "trainer/app/device_setup.h"
 #include "trainer/app/fabric_setup.h"
 #include "trainer/app/nccl_transport.h"
+#include "trainer/app/run_monitor.h"
 #include "trainer/app/train_log.h"
 #include "trainer/app/train_options.h"
 #include "trainer/checkpoint/checkpoint.h"
-#include "trainer/control/agree.h"
-#include "trainer/control/control_server.h"
-#include "trainer/control/stop_signals.h"
 #include "trainer/data/batch.h"
 #include "trainer/data/sampler.h"
 #include "trainer/distributed/comm.h"
@@ -29,8 +27,6 @@
 #include "trainer/distributed/thread_plan.h"
 #include "trainer/model/ignore_label.h"
 #include "trainer/model/pretrained.h"
-#include "trainer/monitor/event_writer.h"
-#include "trainer/monitor/progress_line.h"
 #include "trainer/optim/loss_scale.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/optim/tensor_optimizers.h"
@@ -66,16 +62,6 @@ void check_memory_options(const TrainOptions& o) {
     throw UsageError("--fused-step cannot skip a step whose float16 gradients overflowed (the check needs every "
                      "unit's gradient first): use --torch-dtype bfloat16 or drop --fused-step");
   }
-}
-
-// `fabtrain control abort` / a second SIGINT: 128 + SIGINT, as a shell reports an interrupted
-// program, so a script does not take the run for finished.
-constexpr int kAbortExitCode = 130;
-
-std::string signal_note(const control::StopSignals& s) {
-  const int sig = s.last_signal();
-  if (sig == 0) return "";
-  return std::string(" (") + (sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : sig == SIGINT ? "SIGINT" : "signal") + ")";
 }
 
 // Target tokens the causal loss counts: labels[:, 1:] != -100 (the logits at t predict t+1).
@@ -330,33 +316,12 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     for (const auto& w : warnings) log.info(w);
   };
 
-  // 8. Monitoring and control (docs/fabtrain.md, "Control interface"): signals on every rank, the
-  //    control socket on each node's local rank 0, TensorBoard and the progress line on rank 0.
-  control::StopSignals signals;
-  std::optional<control::ControlServer> control_server;
-  if (launch.local_rank == 0 && !o.no_control) {
-    try {
-      control_server.emplace(control::ControlServerOptions{control::job_id_from_output_dir(o.output_dir),
-                                                           control::control_dir_for(env), o.output_dir});
-      log.info("control: fabtrain control status|save|stop|abort " + control::job_id_from_output_dir(o.output_dir) +
-               " (socket " + control_server->socket_path().string() + ")");
-    } catch (const UsageError& e) {
-      // Another live job with this output directory's name on this node: train on, uncontrolled.
-      log.warn(std::string("no control socket: ") + e.what());
-    }
-  }
-  std::optional<monitor::EventWriter> tensorboard;
-  std::optional<monitor::ProgressLine> progress;
-  monitor::EtaEstimator eta;
-  if (comm->rank() == 0) {
-    tensorboard.emplace(monitor::EventWriter::create_in(fs::path(o.output_dir) / "tensorboard"));
-    progress.emplace(STDERR_FILENO);
-    log.attach_progress(&*progress);
-  }
+  // 8. Monitoring and control (run_monitor.h): signals, the control socket, TensorBoard, progress.
+  RunMonitor monitor(o.output_dir, o.no_control, comm->rank(), launch.local_rank, env, log);
   int64_t saved_at = -1;
   auto save_now = [&] {
     if (saved_at == state.step) return;
-    if (control_server) control_server->publish_status({state.step, total_steps, std::nan(""), 0.0, "saving"});
+    monitor.saving(state.step, total_steps);
     checkpoint();
     saved_at = state.step;
   };
@@ -449,12 +414,6 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     const double tokens_per_s = counts[1] / (ms / 1000.0);
     const int64_t peak_memory = device.cuda ? cuda_peak_allocated_bytes(device) : max_rss_bytes();
-    if (control_server) control_server->publish_status({state.step, total_steps, loss, tokens_per_s, "training"});
-    if (tensorboard) {
-      tensorboard->write_step(state.step, {loss, lr, tokens_per_s, grad_norm, static_cast<double>(peak_memory)});
-      eta.observe(state.step, monitor::wall_time_now_s());
-      progress->update({state.step, total_steps, loss, tokens_per_s, eta.seconds_left(total_steps)});
-    }
     if (state.step % o.log_every == 0 || state.step == total_steps) {
       Json m = {{"step", state.step}, {"total_steps", total_steps}, {"epoch", state.epoch}, {"loss", loss},
                 {"lr", lr}, {"grad_norm", grad_norm}, {"tokens", counts[1]}, {"tokens_per_s", tokens_per_s},
@@ -469,23 +428,23 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     if (o.eval_every > 0 && !data.valid.empty() && (state.step % o.eval_every == 0 || state.step == total_steps)) {
       const double v = validation_loss(model, *mb, data.valid, o, *comm);
       log.eval({{"step", state.step}, {"valid_loss", v}, {"valid_perplexity", std::exp(v)}});
-      if (tensorboard) tensorboard->write_eval(state.step, v);
+      monitor.after_eval(state.step, v);
     }
     if (o.save_every > 0 && state.step % o.save_every == 0 && state.step < total_steps) save_now();
     // Every rank acts on the same step: what any rank's signals or node's socket asked for.
-    const control::Action action = control::agree_on_action(
-        *comm, control::stronger(control_server ? control_server->poll() : control::Action::kNone, signals.requested()));
+    const control::Action action =
+        monitor.after_step(*comm, {state.step, total_steps, loss, lr, tokens_per_s, grad_norm, peak_memory});
     if (action == control::Action::kSave) {
       log.info("save requested: checkpoint at step " + std::to_string(state.step));
       save_now();
     } else if (action == control::Action::kStop) {
-      log.info("stop requested" + signal_note(signals) + ": checkpoint at step " + std::to_string(state.step) +
+      log.info("stop requested" + monitor.signal_note() + ": checkpoint at step " + std::to_string(state.step) +
                ", then exit");
       save_now();
       comm->barrier();
       return 0;
     } else if (action == control::Action::kAbort) {
-      log.warn("abort requested" + signal_note(signals) + ": exiting at step " + std::to_string(state.step) +
+      log.warn("abort requested" + monitor.signal_note() + ": exiting at step " + std::to_string(state.step) +
                " without a checkpoint");
       return kAbortExitCode;
     }
