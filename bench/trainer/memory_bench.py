@@ -16,24 +16,8 @@ there (fabtrain says so), so `--device cpu` skips that pair.
 """
 import argparse, json, os, random, statistics, subprocess, sys, tempfile
 
-SIZES = {
-    "cpu": dict(hidden_size=512, intermediate_size=1408, num_hidden_layers=8, num_attention_heads=8,
-                num_key_value_heads=8, vocab_size=8192),
-    "350m": dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=24, num_attention_heads=16,
-                 num_key_value_heads=16, vocab_size=32000),
-}
-
-
-def write_inputs(d, size, records, length):
-    c = dict(SIZES[size], architectures=["LlamaForCausalLM"], model_type="llama", rms_norm_eps=1e-5,
-             rope_theta=10000.0, max_position_embeddings=4096, tie_word_embeddings=False,
-             initializer_range=0.02, bos_token_id=1, eos_token_id=2, torch_dtype="float32")
-    os.makedirs(os.path.join(d, "model"), exist_ok=True)
-    json.dump(c, open(os.path.join(d, "model", "config.json"), "w"))
-    rng = random.Random(0)
-    with open(os.path.join(d, "train.jsonl"), "w") as f:
-        for _ in range(records):
-            f.write(json.dumps({"input_ids": [rng.randrange(3, c["vocab_size"]) for _ in range(length)]}) + "\n")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_model import SIZES, write_inputs  # noqa: E402
 
 
 def run(a, d, tag, extra):
@@ -68,7 +52,7 @@ def main():
     a.batch = a.batch or (8 if gpu else 2)
     a.seq = a.seq or (2048 if gpu else 128)
     d = tempfile.mkdtemp(prefix="fabtrain-memory-bench-")
-    write_inputs(d, "350m" if gpu else "cpu", records=max(64, 2 * a.batch * a.steps), length=a.seq)
+    write_inputs(d, "350m" if gpu else "33m", records=max(64, 2 * a.batch * a.steps), length=a.seq)
     pairs = [("fused-step", [], ["--fused-step"])]
     if gpu:
         pairs.append(("offload-activations", ["--recompute"], ["--recompute", "--offload-activations"]))
