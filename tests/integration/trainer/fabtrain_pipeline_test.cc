@@ -195,6 +195,21 @@ TEST_F(FabtrainPipeline, TwoAndFourStagesEqualOneProcessForBothSchedules) {
   }
 }
 
+// bf16 compute: activations and their gradients cross stages as fp32 (exact for bf16 values),
+// and 1F1B adds the micro-batches' gradients in the 1-process run's order, so the pipelined run
+// repeats the 1-process bf16 run's ops: the fp32 tolerances hold (not bf16's 1e-2).
+TEST_F(FabtrainPipeline, Bfloat16PipelineEqualsTheOneProcessBfloat16Run) {
+  auto one = run_fabtrain(base(
+      "one", 3, {"--micro-batch-size", "1", "--grad-accum", "4", "--torch-dtype", "bfloat16"}));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  auto pp = run_fabtrain(base("pp", 3,
+                              {"--nproc", "2", "--pp", "2", "--micro-batches", "4",
+                               "--micro-batch-size", "1", "--torch-dtype", "bfloat16"}));
+  ASSERT_EQ(pp.exit_code, 0) << pp.output;
+  expect_same_curve(losses(out("pp")), losses(out("one")));
+  EXPECT_LT(max_weight_diff(weights(out("pp"), 2), weights(out("one"), 1)), kWeightTol);
+}
+
 TEST_F(FabtrainPipeline, TwoStagesTimesTwoReplicasEqualOneProcess) {
   constexpr int kSteps = 4;
   // Global batch per step: 2 replicas x 2 micro-batches x 1 sequence = the 1-process run's
