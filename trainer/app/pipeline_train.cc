@@ -4,15 +4,23 @@
 
 #include <torch/torch.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 
 #include "common/errors.h"
 #include "trainer/app/pipeline_checkpoint.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/control/agree.h"
+#include "trainer/control/control_server.h"
+#include "trainer/control/stop_signals.h"
 #include "trainer/data/batch.h"
 #include "trainer/data/sampler.h"
 #include "trainer/model/ignore_label.h"
+#include "trainer/monitor/eta.h"
+#include "trainer/monitor/event_writer.h"
+#include "trainer/monitor/progress_line.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/optim/schedule.h"
 #include "trainer/optim/tensor_optimizers.h"
@@ -34,6 +42,20 @@ struct RankStats {
   int64_t peak_in_flight;
   double recv_wait_ms;
 };
+
+// As train_command.cc: `fabtrain control abort` / a second SIGINT exits 128 + SIGINT.
+constexpr int kAbortExitCode = 130;
+
+std::string signal_note(const control::StopSignals& s) {
+  const int sig = s.last_signal();
+  if (sig == 0) return "";
+  return std::string(" (") +
+         (sig == SIGTERM   ? "SIGTERM"
+          : sig == SIGUSR1 ? "SIGUSR1"
+          : sig == SIGINT  ? "SIGINT"
+                           : "signal") +
+         ")";
+}
 
 std::string join(const std::vector<int>& v) {
   std::string s;
@@ -183,7 +205,10 @@ int run_pipeline_train(const TrainOptions& o, PipelineRunInputs in, TrainLog& lo
                    o.save_total_limit,
                    false,
                    in.launch.local_rank};
+  int64_t saved_at = -1;
   auto checkpoint = [&] {
+    if (saved_at == state.step) return;
+    saved_at = state.step;
     save.state = state;
     model.sync_params_to_host();
     std::vector<std::string> warnings;
@@ -192,6 +217,32 @@ int run_pipeline_train(const TrainOptions& o, PipelineRunInputs in, TrainLog& lo
     log.info("checkpoint " + dir.string() + " (and the other stages' beside it)");
     for (const auto& w : warnings) log.info(w);
   };
+
+  // Monitoring and control as at --pp 1 (docs/fabtrain.md, "Control interface"): signals on every
+  // rank, the socket on each node's local rank 0, TensorBoard and the progress line on rank 0. The
+  // action is agreed over the world after each step, so every stage stops at the same step.
+  control::StopSignals signals;
+  std::optional<control::ControlServer> control_server;
+  if (in.launch.local_rank == 0 && !o.no_control) {
+    try {
+      control_server.emplace(control::ControlServerOptions{
+          control::job_id_from_output_dir(o.output_dir),
+          control::control_dir_for(Environment::from_process()), o.output_dir});
+      log.info("control: fabtrain control status|save|stop|abort " +
+               control::job_id_from_output_dir(o.output_dir) + " (socket " +
+               control_server->socket_path().string() + ")");
+    } catch (const UsageError& e) {
+      log.warn(std::string("no control socket: ") + e.what());
+    }
+  }
+  std::optional<monitor::EventWriter> tensorboard;
+  std::optional<monitor::ProgressLine> progress;
+  monitor::EtaEstimator eta;
+  if (world.rank() == 0) {
+    tensorboard.emplace(monitor::EventWriter::create_in(fs::path(o.output_dir) / "tensorboard"));
+    progress.emplace(STDERR_FILENO);
+    log.attach_progress(&*progress);
+  }
 
   // 8. The loop: one pipelined step (all micro-batches), clip over every stage, step, log.
   PipelineRunner runner(world, model, stage, S, stage > 0 ? world.rank() - D : -1,
@@ -247,6 +298,7 @@ int run_pipeline_train(const TrainOptions& o, PipelineRunInputs in, TrainLog& lo
     ++state.step;
     ++steps_this_process;
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const double tokens_per_s = tokens[1] / (ms / 1000.0);
     const PipelineStepStats& ps = runner.stats();
     RankStats mine{ps.bytes_sent, ps.activation_bytes_peak, ps.peak_in_flight, ps.recv_wait_ms};
     std::vector<RankStats> all(static_cast<size_t>(world.world_size()));
@@ -277,7 +329,7 @@ int run_pipeline_train(const TrainOptions& o, PipelineRunInputs in, TrainLog& lo
                 {"lr", lr},
                 {"grad_norm", grad_norm},
                 {"tokens", tokens[1]},
-                {"tokens_per_s", tokens[1] / (ms / 1000.0)},
+                {"tokens_per_s", tokens_per_s},
                 {"step_time_ms", ms},
                 {"state_bytes_per_rank", state_bytes},
                 {"max_rss_bytes", max_rss_bytes()},
@@ -289,8 +341,35 @@ int run_pipeline_train(const TrainOptions& o, PipelineRunInputs in, TrainLog& lo
                 {"pp_stage_peak_micro_batches", held},
                 {"pp_stage_activation_bytes_peak", act}});
     }
+    if (control_server)
+      control_server->publish_status({state.step, total_steps, loss, tokens_per_s, "training"});
+    if (tensorboard) {
+      const int64_t peak_memory =
+          in.device.cuda ? cuda_peak_allocated_bytes(in.device) : max_rss_bytes();
+      tensorboard->write_step(
+          state.step, {loss, lr, tokens_per_s, grad_norm, static_cast<double>(peak_memory)});
+      eta.observe(state.step, monitor::wall_time_now_s());
+      progress->update(
+          {state.step, total_steps, loss, tokens_per_s, eta.seconds_left(total_steps)});
+    }
     if (o.save_every > 0 && state.step % o.save_every == 0 && state.step < total_steps)
       checkpoint();
+    const control::Action action = control::agree_on_action(
+        world, control::stronger(control_server ? control_server->poll() : control::Action::kNone,
+                                 signals.requested()));
+    if (action == control::Action::kSave) {
+      log.info("save requested: checkpoint at step " + std::to_string(state.step));
+      checkpoint();
+    } else if (action == control::Action::kStop) {
+      log.info("stop requested" + signal_note(signals) + ": checkpoint at step " +
+               std::to_string(state.step) + ", then exit");
+      checkpoint();
+      return 0;
+    } else if (action == control::Action::kAbort) {
+      log.warn("abort requested" + signal_note(signals) + ": exiting at step " +
+               std::to_string(state.step) + " without a checkpoint");
+      return kAbortExitCode;
+    }
     if (o.exit_after_steps > 0 && steps_this_process >= o.exit_after_steps &&
         state.step < total_steps) {
       log.info("--exit-after-steps " + std::to_string(o.exit_after_steps) + ": stopping at step " +

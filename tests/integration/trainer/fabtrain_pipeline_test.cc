@@ -4,10 +4,12 @@
 // activations it held (1F1B fewer than GPipe); it resumes from its stage checkpoints; bad flags
 // name the value and the fix.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <thread>
 
 #include "tests/integration/trainer/run_support.h"
 #include "tests/support/ttar.h"
@@ -270,6 +272,30 @@ TEST_F(FabtrainPipeline, ResumeFromStageCheckpointsEqualsTheUninterruptedRun) {
                     std::vector<double>(f.begin() + 3, f.end()));
   EXPECT_LT(max_weight_diff(weights(out("full"), 2), weights(out("split"), 2)),
             1e-6);  // same ops, same order
+}
+
+// SIGTERM to a pipeline job (the --nproc parent forwards it): every rank agrees on the stop step
+// over the world, every stage checkpoints that step, and the job exits 0.
+TEST_F(FabtrainPipeline, SigtermStopsEveryStageAtOneStepWithACheckpoint) {
+  setenv("FABTRAIN_CONTROL_DIR", (dir_.path() / "ctl").c_str(), 1);
+  Started job =
+      start_fabtrain(base("term", 100000, {"--nproc", "2", "--pp", "2", "--micro-batches", "2"}));
+  unsetenv("FABTRAIN_CONTROL_DIR");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline &&
+         (!fs::exists(out("term") / "metrics.jsonl") || steps_of(out("term")).size() < 2)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(steps_of(out("term")).size(), 2u);
+  ASSERT_EQ(kill(job.pid, SIGTERM), 0);
+  RunResult done = finish_fabtrain(job, 120);
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  EXPECT_NE(done.output.find("stop requested (SIGTERM)"), std::string::npos) << done.output;
+  const auto c0 = trainer::list_checkpoints(stage_dir(out("term"), 0, 2));
+  const auto c1 = trainer::list_checkpoints(stage_dir(out("term"), 1, 2));
+  ASSERT_EQ(c0.size(), 1u);
+  ASSERT_EQ(c1.size(), 1u);
+  EXPECT_EQ(c0[0].filename(), c1[0].filename());
 }
 
 TEST_F(FabtrainPipeline, BadFlagsNameTheValueAndTheFix) {
