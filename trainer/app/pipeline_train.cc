@@ -57,6 +57,36 @@ std::string signal_note(const control::StopSignals& s) {
          ")";
 }
 
+// Mean validation loss: replica r of every stage takes slice r of the validation set; the last
+// stages' sums (loss, target tokens) cross the world once (the other stages add zeros).
+double validation_loss(PipelineRunner& runner, MicroBatch& mb, const std::vector<Example>& valid,
+                       const TrainOptions& o, int replica, int replicas, Comm& world, bool last,
+                       const at::Device& device, int64_t hidden) {
+  const auto batches = epoch_batches(valid.size(), o.seed, 0, replica, replicas,
+                                     static_cast<size_t>(o.micro_batch_size));
+  std::vector<Batch> b;
+  for (const auto& idx : batches) b.push_back(make_batch(valid, idx));
+  double acc[2] = {0.0, 0.0};  // loss sum, target tokens
+  acc[0] = runner.run_forward_only(
+      static_cast<int>(b.size()),
+      [&](int i) {
+        mb.input_ids = b[i].input_ids.to(device);
+        mb.labels = b[i].labels.to(device);
+        mb.attention_mask = b[i].attention_mask.to(device);
+        mb.loss_normalizer = 1.0;
+      },
+      [&](int i) {
+        return std::vector<int64_t>{b[i].input_ids.size(0), b[i].input_ids.size(1), hidden};
+      });
+  if (last) {
+    for (const Batch& x : b) acc[1] += x.labels.slice(1, 1).ne(kIgnoreLabel).sum().item<double>();
+  } else {
+    acc[0] = 0.0;
+  }
+  world.allreduce_sum(acc, 2);
+  return acc[1] > 0 ? acc[0] / acc[1] : 0.0;
+}
+
 std::string join(const std::vector<int>& v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
@@ -93,8 +123,6 @@ void validate_pipeline_flags(const TrainOptions& o) {
   }
   if (o.recompute) refuse("--recompute", "drop it (activation memory: use --schedule 1f1b)");
   if (o.torch_dtype == "float16") refuse("--torch-dtype float16", "use bfloat16 or float32");
-  if (o.eval_every > 0)
-    refuse("--eval-every " + std::to_string(o.eval_every), "evaluate the exported model");
   if (o.save_on_each_node) refuse("--save-on-each-node", "write checkpoints to a shared --output");
   if (o.resume) refuse_other_pipeline_degree(o.output_dir, o.pp);
 }
@@ -351,6 +379,13 @@ int run_pipeline_train(const TrainOptions& o, PipelineRunInputs in, TrainLog& lo
       eta.observe(state.step, monitor::wall_time_now_s());
       progress->update(
           {state.step, total_steps, loss, tokens_per_s, eta.seconds_left(total_steps)});
+    }
+    if (o.eval_every > 0 && !in.data.valid.empty() &&
+        (state.step % o.eval_every == 0 || state.step == total_steps)) {
+      const double v = validation_loss(runner, *mb, in.data.valid, o, replica, D, world,
+                                       stage == S - 1, model.device(), cfg.hidden_size);
+      log.eval({{"step", state.step}, {"valid_loss", v}, {"valid_perplexity", std::exp(v)}});
+      if (tensorboard) tensorboard->write_eval(state.step, v);
     }
     if (o.save_every > 0 && state.step % o.save_every == 0 && state.step < total_steps)
       checkpoint();

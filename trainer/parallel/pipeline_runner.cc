@@ -98,4 +98,23 @@ double PipelineRunner::run_step(const std::function<void(int)>& load,
   return loss;
 }
 
+double PipelineRunner::run_forward_only(
+    int n, const std::function<void(int)>& load,
+    const std::function<std::vector<int64_t>(int)>& activation_shape) {
+  double sum = 0.0;
+  for (int i = 0; i < n; ++i) {
+    at::Tensor x;
+    if (stage_ > 0)
+      x = recv_tensor(activation_shape(i), prev_rank_, pipe_tag(PipeOp::kRecvActivation, i));
+    load(i);
+    at::Tensor out = model_.forward_only(x);
+    if (stage_ < stages_ - 1) {
+      send_tensor(out, next_rank_, pipe_tag(PipeOp::kSendActivation, i));
+    } else {
+      sum += out.item<double>();
+    }
+  }
+  return sum;
+}
+
 }  // namespace fabkit::trainer

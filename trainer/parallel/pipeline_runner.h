@@ -42,6 +42,10 @@ class PipelineRunner {
   double run_step(const std::function<void(int)>& load,
                   const std::function<std::vector<int64_t>(int)>& activation_shape,
                   double loss_scale);
+  // Validation: n micro-batches forward only, each handed on as soon as it is computed (a chain,
+  // so the blocking transfers cannot wait on each other). Returns the last stage's summed values.
+  double run_forward_only(int n, const std::function<void(int)>& load,
+                          const std::function<std::vector<int64_t>(int)>& activation_shape);
   const PipelineStepStats& stats() const { return stats_; }
   const std::vector<PipeAction>& actions() const { return actions_; }
 

@@ -219,6 +219,18 @@ at::Tensor ShardedModel::forward_keep(const at::Tensor& input) {
   return h;
 }
 
+at::Tensor ShardedModel::forward_only(const at::Tensor& input) {
+  torch::NoGradGuard no_grad;
+  at::Tensor h = input;
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    gather(stages_[i].unit);
+    if (i + 1 < stages_.size()) prefetch(stages_[i + 1].unit);
+    h = stages_[i].forward(h);
+    release(stages_[i].unit);
+  }
+  return h;
+}
+
 void ShardedModel::backward_kept(const at::Tensor& output, const at::Tensor& grad_output, double loss_scale) {
   if (grad_output.defined()) {
     torch::autograd::backward({output}, {grad_output});

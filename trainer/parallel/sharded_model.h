@@ -84,6 +84,9 @@ class ShardedModel {
   // gradients to the shards (reduced over this model's comm: the stage's replicas) and releases
   // what the forward kept. No recompute here: the caller refuses --recompute with a pipeline.
   at::Tensor forward_keep(const at::Tensor& input);
+  // Forward only, without grad, from `input` (undefined on the first pipeline stage): a pipeline
+  // stage's part of validation. Units are gathered and released stage by stage.
+  at::Tensor forward_only(const at::Tensor& input);
   void backward_kept(const at::Tensor& output, const at::Tensor& grad_output, double loss_scale);
   // Starts gathering the first stage's unit for the next forward, so it travels while the caller
   // finishes the step (logging, the next batch). Call after the optimizer step, on every rank.

@@ -212,6 +212,30 @@ TEST_F(FabtrainPipeline, Bfloat16PipelineEqualsTheOneProcessBfloat16Run) {
   EXPECT_LT(max_weight_diff(weights(out("pp"), 2), weights(out("one"), 1)), kWeightTol);
 }
 
+std::vector<double> valid_losses(const fs::path& out) {
+  std::vector<double> v;
+  for (const auto& j : read_jsonl(out / "metrics.jsonl")) {
+    if (j.contains("valid_loss")) v.push_back(j["valid_loss"].get<double>());
+  }
+  return v;
+}
+
+// Validation through the stages (forward only, handed on micro-batch by micro-batch) reports
+// the 1-process run's validation losses (same tolerance as the training losses).
+TEST_F(FabtrainPipeline, ValidationThroughTheStagesEqualsOneProcess) {
+  const std::vector<std::string> eval = {"--valid-split",      "0.2", "--eval-every", "2",
+                                         "--micro-batch-size", "1"};
+  auto one = run_fabtrain(base("one", 4, eval));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  auto pp = eval;
+  pp.insert(pp.end(), {"--nproc", "2", "--pp", "2", "--micro-batches", "1"});
+  auto r = run_fabtrain(base("pp", 4, pp));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto v1 = valid_losses(out("one"));
+  ASSERT_EQ(v1.size(), 2u);  // steps 2 and 4
+  expect_same_curve(valid_losses(out("pp")), v1);
+}
+
 TEST_F(FabtrainPipeline, TwoStagesTimesTwoReplicasEqualOneProcess) {
   constexpr int kSteps = 4;
   // Global batch per step: 2 replicas x 2 micro-batches x 1 sequence = the 1-process run's
