@@ -3,11 +3,12 @@
 // stages). Pure and torch-free, so every schedule is unit-tested (pipeline_schedule_test.cc)
 // before a rank runs it (pipeline_runner.h executes the list).
 //
-// Why the order of sends and receives matters: over Gloo a send completes only once the peer
-// posted the matching receive (its TCP pair waits for "receive ready" before writing), and NCCL's
-// point-to-point calls pair up the same way. With blocking calls two neighbours that both send
-// first wait for each other forever, and a fixed rule (even/odd stages send first) still
-// deadlocks GPipe at the turn from forwards to backwards for 3 stages and more (found by the
+// Why the order of sends and receives matters: Comm::send blocks until its transfer completes,
+// and the lists assume the strictest backend behaviour, that a send may not complete before the
+// peer posts the matching receive (NCCL's point-to-point pairs up that way; whether a Gloo send
+// is buffered depends on its transport and size, so it is not relied on). Then two neighbours
+// that both send first wait for each other forever, and a fixed rule (even/odd stages send first)
+// still deadlocks GPipe at the turn from forwards to backwards for 3 stages and more (found by the
 // test). So the lists are made by playing all stages together and recording the order in which
 // the transfers could complete; every list is then checked under rendezvous semantics (a send
 // and its receive complete together, simulate_rendezvous()) for S <= 8, M <= 12.
