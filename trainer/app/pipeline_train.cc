@@ -21,6 +21,7 @@
 #include "trainer/monitor/eta.h"
 #include "trainer/monitor/event_writer.h"
 #include "trainer/monitor/progress_line.h"
+#include "trainer/optim/loss_scale.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/optim/schedule.h"
 #include "trainer/optim/tensor_optimizers.h"
@@ -122,7 +123,6 @@ void validate_pipeline_flags(const TrainOptions& o) {
                std::to_string(o.grad_accum * o.pp));
   }
   if (o.recompute) refuse("--recompute", "drop it (activation memory: use --schedule 1f1b)");
-  if (o.torch_dtype == "float16") refuse("--torch-dtype float16", "use bfloat16 or float32");
   if (o.save_on_each_node) refuse("--save-on-each-node", "write checkpoints to a shared --output");
   if (o.resume) refuse_other_pipeline_degree(o.output_dir, o.pp);
 }
@@ -212,6 +212,12 @@ int run_pipeline_train(const TrainOptions& o, PipelineRunInputs in, TrainLog& lo
   fs::create_directories(o.output_dir);
   TrainState state;
   state.seed = o.seed;
+  // fp16: the dynamic loss scale as at --pp 1 (loss_scale.h); the last stage starts the backward
+  // from it, and every rank agrees (over the world) whether the step is applied.
+  std::optional<DynamicLossScale> scaler;
+  if (compute_dtype == torch::kFloat16) {
+    scaler = DynamicLossScale{o.initial_loss_scale, 0, o.loss_scale_window};
+  }
   if (o.resume) {
     std::vector<std::string> warnings;
     if (auto r = resume_pipeline(world, *stage_comm, o.output_dir, stage, S, model.shards(), *opt,
@@ -220,6 +226,10 @@ int run_pipeline_train(const TrainOptions& o, PipelineRunInputs in, TrainLog& lo
       model.sync_params_from_host();
       log.info("resumed from step " + std::to_string(state.step) + " (epoch " +
                std::to_string(state.epoch) + ")");
+      if (scaler && state.loss_scale > 0) {
+        scaler->scale = state.loss_scale;
+        scaler->good_steps = state.loss_scale_good_steps;
+      }
       if (state.examples_in_epoch >= 0)
         state.batch_in_epoch = state.examples_in_epoch / (o.micro_batch_size * D);
     }
@@ -312,15 +322,36 @@ int run_pipeline_train(const TrainOptions& o, PipelineRunInputs in, TrainLog& lo
       return std::vector<int64_t>{micro[i].input_ids.size(0), micro[i].input_ids.size(1),
                                   cfg.hidden_size};
     };
-    double loss = runner.run_step(load, shape, 1.0);
+    const double scale_used = scaler ? scaler->scale : 1.0;
+    double loss = runner.run_step(load, shape, scale_used);
     world.allreduce_sum(&loss, 1);  // only the last stage's replicas hold a share
+    bool apply = true;
+    if (scaler) {
+      const bool finite =
+          in.tensor_step ? tensor_grads_finite(model.grad_tensors()) : grads_finite(model.shards());
+      double bad = finite ? 0.0 : 1.0;
+      world.allreduce_sum(&bad, 1);
+      apply = scaler->update(bad == 0.0);
+      if (apply && in.tensor_step) {
+        tensor_scale_grads(model.grad_tensors(), static_cast<float>(1.0 / scale_used));
+      } else if (apply) {
+        scale_grads(model.shards(), static_cast<float>(1.0 / scale_used));
+      } else {
+        log.warn("step " + std::to_string(state.step + 1) +
+                 ": non-finite gradients at loss scale " + std::to_string(scale_used) +
+                 ": update skipped, loss scale now " + std::to_string(scaler->scale));
+      }
+      state.loss_scale = scaler->scale;
+      state.loss_scale_good_steps = scaler->good_steps;
+    }
     auto sum_doubles = [&](double* d, size_t n) { world.allreduce_sum(d, n); };
     // Stages hold disjoint units and replicas disjoint slices: the world's sum is the full norm.
     const double grad_norm =
-        in.tensor_step ? tensor_clip_grad_norm(model.grad_tensors(), o.max_grad_norm, sum_doubles)
-                       : clip_grad_norm(model.shards(), o.max_grad_norm, sum_doubles);
+        !apply           ? std::nan("")
+        : in.tensor_step ? tensor_clip_grad_norm(model.grad_tensors(), o.max_grad_norm, sum_doubles)
+                         : clip_grad_norm(model.shards(), o.max_grad_norm, sum_doubles);
     const double lr = schedule.lr_at(state.step);
-    opt->step(model.shards(), lr);
+    if (apply) opt->step(model.shards(), lr);
     state.batch_in_epoch += M;
     state.examples_in_epoch = state.batch_in_epoch * o.micro_batch_size * D;
     ++state.step;
@@ -350,7 +381,7 @@ int run_pipeline_train(const TrainOptions& o, PipelineRunInputs in, TrainLog& lo
         held.push_back(s_held);
         wait.push_back(s_wait / ms);
       }
-      log.step({{"step", state.step},
+      Json m = {{"step", state.step},
                 {"total_steps", total_steps},
                 {"epoch", state.epoch},
                 {"loss", loss},
@@ -367,7 +398,12 @@ int run_pipeline_train(const TrainOptions& o, PipelineRunInputs in, TrainLog& lo
                 {"bubble_fraction", bubble_fraction(S, M)},
                 {"pp_stage_recv_wait_fraction", wait},
                 {"pp_stage_peak_micro_batches", held},
-                {"pp_stage_activation_bytes_peak", act}});
+                {"pp_stage_activation_bytes_peak", act}};
+      if (scaler) {
+        m["loss_scale"] = scale_used;
+        m["update_skipped"] = !apply;
+      }
+      log.step(m);
     }
     if (control_server)
       control_server->publish_status({state.step, total_steps, loss, tokens_per_s, "training"});

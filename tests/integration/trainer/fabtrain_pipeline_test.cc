@@ -236,6 +236,37 @@ TEST_F(FabtrainPipeline, ValidationThroughTheStagesEqualsOneProcess) {
   expect_same_curve(valid_losses(out("pp")), v1);
 }
 
+// fp16: the dynamic loss scale starts the last stage's backward. With a scale that overflows at
+// first (4e6) and a short growth window, the pipelined run skips, halves and grows exactly as the
+// 1-process run does, and its losses repeat the 1-process fp16 run's (same ops, as for bf16).
+TEST_F(FabtrainPipeline, Float16LossScaleMatchesTheOneProcessRun) {
+  const std::vector<std::string> fp16 = {
+      "--torch-dtype",       "float16", "--initial-loss-scale", "4e6",
+      "--loss-scale-window", "2",       "--micro-batch-size",   "1"};
+  auto one_args = fp16;
+  one_args.insert(one_args.end(), {"--grad-accum", "2"});
+  auto one = run_fabtrain(base("one", 8, one_args));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  auto pp_args = fp16;
+  pp_args.insert(pp_args.end(), {"--nproc", "2", "--pp", "2", "--micro-batches", "2"});
+  auto pp = run_fabtrain(base("pp", 8, pp_args));
+  ASSERT_EQ(pp.exit_code, 0) << pp.output;
+  const auto a = steps_of(out("one")), b = steps_of(out("pp"));
+  ASSERT_EQ(a.size(), 8u);
+  ASSERT_EQ(b.size(), 8u);
+  int skips = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i]["loss_scale"].get<double>(), b[i]["loss_scale"].get<double>())
+        << "step " << i + 1;
+    EXPECT_EQ(a[i]["update_skipped"].get<bool>(), b[i]["update_skipped"].get<bool>())
+        << "step " << i + 1;
+    skips += b[i]["update_skipped"].get<bool>() ? 1 : 0;
+  }
+  EXPECT_GT(skips, 0);  // 4e6 overflows fp16 at first
+  EXPECT_LT(skips, 8);  // and the halved scale then applies steps
+  expect_same_curve(losses(out("pp")), losses(out("one")));
+}
+
 TEST_F(FabtrainPipeline, TwoStagesTimesTwoReplicasEqualOneProcess) {
   constexpr int kSteps = 4;
   // Global batch per step: 2 replicas x 2 micro-batches x 1 sequence = the 1-process run's
