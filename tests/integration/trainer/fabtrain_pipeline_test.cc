@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -351,6 +352,29 @@ TEST_F(FabtrainPipeline, SigtermStopsEveryStageAtOneStepWithACheckpoint) {
   ASSERT_EQ(c0.size(), 1u);
   ASSERT_EQ(c1.size(), 1u);
   EXPECT_EQ(c0[0].filename(), c1[0].filename());
+}
+
+// `fabtrain export` given one stage's checkpoint gathers the same step of every stage: the
+// safetensors file holds every parameter of the model (header + 4 bytes per parameter).
+TEST_F(FabtrainPipeline, ExportOfAStageCheckpointHoldsTheWholeModel) {
+  auto r = run_fabtrain(base("exp", 2, {"--nproc", "2", "--pp", "2", "--micro-batches", "2"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path ckpt = trainer::list_checkpoints(stage_dir(out("exp"), 1, 2)).at(0);
+  auto e = run_fabtrain({"export", "--checkpoint", ckpt.string(), "--out", out("hf").string()});
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  uint64_t numel = 0;
+  for (const auto& [name, values] : weights(out("exp"), 2)) numel += values.size();
+  std::ifstream st(out("hf") / "model.safetensors", std::ios::binary);
+  uint64_t header = 0;
+  st.read(reinterpret_cast<char*>(&header), 8);
+  EXPECT_EQ(fs::file_size(out("hf") / "model.safetensors"), 8 + header + 4 * numel);
+  // A missing stage is named, not exported as a partial model.
+  fs::remove_all(stage_dir(out("exp"), 0, 2));
+  auto partial =
+      run_fabtrain({"export", "--checkpoint", ckpt.string(), "--out", out("hf2").string()});
+  EXPECT_EQ(partial.exit_code, 2) << partial.output;
+  EXPECT_NE(partial.output.find("is stage 1 of a 2-stage pipeline run"), std::string::npos)
+      << partial.output;
 }
 
 TEST_F(FabtrainPipeline, BadFlagsNameTheValueAndTheFix) {
