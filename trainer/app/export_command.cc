@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <iostream>
 
 #include "common/errors.h"
@@ -22,8 +23,35 @@ struct ExportOptions {
   std::string out;
 };
 
+// A pipeline run keeps each stage's units in OUTPUT/pipeline-stage-<s>-of-<S>/checkpoint-<step>
+// (app/pipeline_checkpoint.h): given any stage's directory, the same step of every stage is
+// gathered, so the export holds the whole model.
+GatheredCheckpoint gather_all_stages(const fs::path& checkpoint) {
+  GatheredCheckpoint g = gather_checkpoint(checkpoint);
+  const fs::path dir = fs::absolute(checkpoint).lexically_normal();
+  const fs::path stage_dir = dir.filename().empty() ? dir.parent_path().parent_path() : dir.parent_path();
+  const fs::path name = dir.filename().empty() ? dir.parent_path().filename() : dir.filename();
+  std::smatch m;
+  const std::string stage_name = stage_dir.filename().string();
+  if (!std::regex_match(stage_name, m, std::regex(R"(pipeline-stage-(\d+)-of-(\d+))"))) return g;
+  const int own = std::stoi(m[1].str()), stages = std::stoi(m[2].str());
+  for (int s = 0; s < stages; ++s) {
+    if (s == own) continue;
+    const fs::path other =
+        stage_dir.parent_path() / ("pipeline-stage-" + std::to_string(s) + "-of-" + std::to_string(stages)) / name;
+    if (!fs::exists(other / "manifest.json")) {
+      throw UsageError(checkpoint.string() + " is stage " + std::to_string(own) + " of a " + std::to_string(stages) +
+                       "-stage pipeline run, but " + other.string() +
+                       " (the same step of stage " + std::to_string(s) + ") is missing or incomplete");
+    }
+    GatheredCheckpoint more = gather_checkpoint(other);
+    for (auto& p : more.params) g.params.push_back(std::move(p));
+  }
+  return g;
+}
+
 int run_export(const ExportOptions& o) {
-  GatheredCheckpoint g = gather_checkpoint(o.checkpoint);
+  GatheredCheckpoint g = gather_all_stages(o.checkpoint);
   const fs::path cfg_tmp = fs::path(o.out) / ".source-config.json";
   fs::create_directories(o.out);
   {

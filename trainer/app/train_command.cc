@@ -15,6 +15,7 @@
 #include "trainer/app/device_setup.h"
 #include "trainer/app/fabric_setup.h"
 #include "trainer/app/nccl_transport.h"
+#include "trainer/app/pipeline_train.h"
 #include "trainer/app/run_monitor.h"
 #include "trainer/app/train_log.h"
 #include "trainer/app/train_options.h"
@@ -147,7 +148,8 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
            std::to_string(launch.world_size) + ", local " + std::to_string(launch.local_rank) + "/" +
            std::to_string(launch.local_world_size) + ", master " + launch.master_addr + ":" +
            std::to_string(launch.master_port) + " (port from " + launch.master_port_source + ")");
-  validate_degrees(launch.world_size, o.dp == 0 ? launch.world_size : o.dp, o.pp);
+  validate_degrees(launch.world_size, o.dp == 0 ? std::max(1, launch.world_size / std::max(1, o.pp)) : o.dp, o.pp);
+  validate_pipeline_flags(o);
 
   // 2. Fabric: the profile's env for this host and the node check, before any communicator.
   FabricSetup fabric = setup_fabric(o.profile, o.skip_validate, log);
@@ -198,6 +200,11 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   // 5. Data: the same global order on every rank; each takes its slice (sampler.h).
   auto tokenizer = load_tokenizer(o.model_dir);
   LoadedData data = load_dataset(o.data, *tokenizer, data_options(o, loaded.config.vocab_size));
+  // --pp > 1: the stages run their own loop (app/pipeline_train.cc).
+  if (o.pp > 1) {
+    return run_pipeline_train(o, {launch, co, *comm, device, tensor_step, std::move(loaded), std::move(data), nccl_log,
+                                  required_transport}, log);
+  }
   const int64_t batches_per_epoch = static_cast<int64_t>(
       epoch_batches(data.train.size(), o.seed, 0, comm->rank(), comm->world_size(), o.micro_batch_size).size());
   const int64_t steps_per_epoch = batches_per_epoch / o.grad_accum;

@@ -11,7 +11,12 @@ void bind_train_options(CLI::App& c, TrainOptions& o) {
   c.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads per rank (default: the rank's cores)")
       ->check(CLI::Range(1, 1024));
   c.add_option("--dp", o.dp, "data-parallel degree (default: world size)");
-  c.add_option("--pp", o.pp, "pipeline degree (only 1 for now)");
+  c.add_option("--pp", o.pp, "pipeline stages: the decoder layers split over S ranks (world = dp x pp)");
+  c.add_option("--schedule", o.schedule, "pipeline schedule: gpipe or 1f1b (fewer activations held)");
+  c.add_option("--micro-batches", o.micro_batches,
+               "pipeline: micro-batches of --micro-batch-size per replica per step (default 4 x --pp)");
+  c.add_option("--stage-layers", o.stage_layers,
+               "pipeline: decoder layers per stage, e.g. 10,11,11 (default: balanced by parameter count)");
   c.add_option("--device", o.device,
                "auto: a GPU when this LibTorch sees one (chosen from the profile's GPU<->NIC locality), else CPU")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));

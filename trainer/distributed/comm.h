@@ -28,6 +28,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace fabkit::trainer {
 
@@ -107,5 +108,13 @@ std::unique_ptr<Comm> make_gloo_comm(const CommOptions& options);
 std::unique_ptr<Comm> make_nccl_comm(const CommOptions& options);
 // cuda_device >= 0 -> NCCL; else world_size 1 -> local, else Gloo.
 std::unique_ptr<Comm> make_comm(const CommOptions& options);
+// A second communicator over some of the world's ranks (a pipeline stage's data-parallel
+// replicas), with the world's backend: its own process group, keyed under
+// "<world prefix>/<name>" in the world's rendezvous store. The world's rank 0 serves that store
+// for as long as the world comm lives, so every member connects to it as a client. `ranks` lists
+// the members in group order and must hold world.rank; every member calls this at the same point
+// (other ranks need not). Same timeouts as the world.
+std::unique_ptr<Comm> make_group_comm(const CommOptions& world, const std::vector<int>& ranks,
+                                      const std::string& name);
 
 }  // namespace fabkit::trainer

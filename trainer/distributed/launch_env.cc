@@ -149,12 +149,11 @@ void validate_degrees(int world_size, int data_parallel, int pipeline_parallel) 
     throw UsageError("data-parallel degree " + std::to_string(data_parallel) + " x pipeline degree " +
                      std::to_string(pipeline_parallel) + " = " +
                      std::to_string(data_parallel * pipeline_parallel) + " does not match the world size " +
-                     std::to_string(world_size) + ": set --dp " + std::to_string(world_size / pipeline_parallel) +
-                     " or launch " + std::to_string(data_parallel * pipeline_parallel) + " ranks");
-  }
-  if (pipeline_parallel > 1) {
-    throw UsageError("pipeline parallel degree " + std::to_string(pipeline_parallel) +
-                     " is not implemented yet (parallel/ has the seam); use --pp 1");
+                     std::to_string(world_size) + ": " +
+                     (world_size % pipeline_parallel == 0
+                          ? "set --dp " + std::to_string(world_size / pipeline_parallel) + " or "
+                          : std::string()) +
+                     "launch " + std::to_string(data_parallel * pipeline_parallel) + " ranks");
   }
 }
 

@@ -221,6 +221,48 @@ double ShardedModel::forward_loss() {
   return h.item<double>();
 }
 
+at::Tensor ShardedModel::forward_keep(const at::Tensor& input) {
+  at::Tensor h = input;
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    gather(stages_[i].unit);
+    if (i + 1 < stages_.size()) prefetch(stages_[i + 1].unit);
+    h = stages_[i].forward(h);
+  }
+  return h;
+}
+
+at::Tensor ShardedModel::forward_only(const at::Tensor& input) {
+  torch::NoGradGuard no_grad;
+  at::Tensor h = input;
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    gather(stages_[i].unit);
+    if (i + 1 < stages_.size()) prefetch(stages_[i + 1].unit);
+    h = stages_[i].forward(h);
+    release(stages_[i].unit);
+  }
+  return h;
+}
+
+void ShardedModel::backward_kept(const at::Tensor& output, const at::Tensor& grad_output, double loss_scale) {
+  if (grad_output.defined()) {
+    torch::autograd::backward({output}, {grad_output});
+  } else if (loss_scale == 1.0) {
+    torch::autograd::backward({output});
+  } else {
+    torch::autograd::backward({output}, {torch::full_like(output, loss_scale)});
+  }
+  // Every unit's gradient is complete once the whole graph ran: reduce each once, last stage
+  // first (the order every replica uses, so the collectives match).
+  std::vector<bool> reduced(units_.size(), false);
+  for (size_t k = stages_.size(); k-- > 0;) {
+    const size_t u = stages_[k].unit;
+    if (!reduced[u]) reduce_grads(u);
+    reduced[u] = true;
+  }
+  for (size_t k = stages_.size(); k-- > 0;) release(stages_[k].unit);
+  wait_reductions(0);
+}
+
 void ShardedModel::prefetch_first_stage() {
   if (!stages_.empty()) prefetch(stages_[0].unit);
 }

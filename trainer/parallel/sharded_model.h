@@ -75,6 +75,19 @@ class ShardedModel {
   double forward_backward(double loss_scale = 1.0);
   // Forward only, without grad (validation).
   double forward_loss();
+  // A pipeline stage (parallel/pipeline_runner.h) with several micro-batches in flight.
+  // forward_keep runs every stage of this model from `input` (the previous pipeline stage's
+  // activation, a leaf that requires grad; undefined on the first pipeline stage) as one autograd
+  // graph, and keeps it and the gathered units until the backward_kept of the same micro-batch
+  // (units are gathered once for all micro-batches in flight). backward_kept starts from `output`
+  // with `grad_output` (undefined: output is the loss, started from loss_scale), adds the
+  // gradients to the shards (reduced over this model's comm: the stage's replicas) and releases
+  // what the forward kept. No recompute here: the caller refuses --recompute with a pipeline.
+  at::Tensor forward_keep(const at::Tensor& input);
+  // Forward only, without grad, from `input` (undefined on the first pipeline stage): a pipeline
+  // stage's part of validation. Units are gathered and released stage by stage.
+  at::Tensor forward_only(const at::Tensor& input);
+  void backward_kept(const at::Tensor& output, const at::Tensor& grad_output, double loss_scale);
   // Starts gathering the first stage's unit for the next forward, so it travels while the caller
   // finishes the step (logging, the next batch). Call after the optimizer step, on every rank.
   void prefetch_first_stage();

@@ -126,7 +126,17 @@ TEST(Degrees, MessageCarriesTheNumbers) {
     EXPECT_NE(m.find("3 x pipeline degree 1 = 3"), std::string::npos) << m;
     EXPECT_NE(m.find("world size 4"), std::string::npos) << m;
   }
-  EXPECT_THROW(validate_degrees(4, 2, 2), UsageError);  // pipeline not implemented yet: said so
+  EXPECT_NO_THROW(validate_degrees(4, 2, 2));
+  EXPECT_NO_THROW(validate_degrees(4, 1, 4));
+  try {
+    validate_degrees(6, 2, 2);
+    FAIL();
+  } catch (const UsageError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("data-parallel degree 2 x pipeline degree 2 = 4 does not match the world size 6"),
+              std::string::npos) << m;
+    EXPECT_NE(m.find("set --dp 3"), std::string::npos) << m;
+  }
 }
 
 TEST(Schedule, WarmupThenCosineToMinimum) {
