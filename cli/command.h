@@ -30,5 +30,6 @@ void register_emit_env_command(CLI::App& app, int* exit_code);  // [profile]
 void register_validate_command(CLI::App& app, int* exit_code);  // [profile]
 void register_pair_command(CLI::App& app, int* exit_code);  // [pair]
 void register_agent_command(CLI::App& app, int* exit_code);  // [pair]
+void register_cluster_command(CLI::App& app, int* exit_code);  // [cluster]
 
 }  // namespace fabkit::cli

@@ -1,0 +1,146 @@
+"""fabcheck cluster over network-namespace hosts (tests/integration/netns/netns.py), agents and node
+checks started with --launcher 'ip netns exec {host}', the controller in its own namespace on the
+bridge. Two faults, each of which the report must name:
+  - one slow link: h0<->h1 shaped with tbf (htb classifies the traffic to the one peer address into
+    a class whose leaf qdisc is tbf; netem does not exist in this kernel), every other link at
+    veth speed -> cluster.link_slow naming h0<->h1, and no node blamed;
+  - one node down: h2's cluster interface set down -> cluster.node_unreachable naming h2, the link
+    between the two healthy nodes fine.
+Plus configuration drift (h2's MTU lowered -> cluster.drift_mtu naming h2), the merged profile,
+and usage errors (exit 2, naming the value).
+
+Run: test_cluster.py /path/to/fabcheck   (root; exit 77 = skipped when namespaces cannot be made)
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "netns"))
+import netns  # noqa: E402
+
+FABCHECK = None
+FAST = ["--bandwidth-ms", "300", "--pings", "100", "--timeout-ms", "3000", "--node-timeout-ms", "30000",
+        # The machine is noisy (2x between runs of the same transfer): the shaped link is ~100x
+        # below the others, so a low threshold names it without flagging noise.
+        "--slow-fraction", "0.2"]
+
+
+def shape_link(w, src, dst, rate="20mbit"):
+    """Slow traffic from host src to host dst's bridge address only: htb sends it to class 1:20,
+    whose leaf is a tbf at `rate`; everything else goes through class 1:10 unshaped."""
+    ns = w.hosts[src]
+    w.sh("tc", "-n", ns, "qdisc", "add", "dev", "fab0", "root", "handle", "1:", "htb", "default", "10")
+    w.sh("tc", "-n", ns, "class", "add", "dev", "fab0", "parent", "1:", "classid", "1:10", "htb", "rate", "100gbit")
+    w.sh("tc", "-n", ns, "class", "add", "dev", "fab0", "parent", "1:", "classid", "1:20", "htb", "rate", "100gbit")
+    w.sh("tc", "-n", ns, "qdisc", "add", "dev", "fab0", "parent", "1:20", "handle", "20:", "tbf", "rate", rate,
+         "burst", "32kbit", "latency", "100ms")
+    w.sh("tc", "-n", ns, "filter", "add", "dev", "fab0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+         "match", "ip", "dst", w.addr(dst) + "/32", "flowid", "1:20")
+
+
+def codes(doc):
+    return [(f["code"], f["subject"]) for f in doc["findings"]]
+
+
+class ClusterTest(unittest.TestCase):
+    def world(self, hosts=3):
+        w = netns.NetnsWorld(hosts=hosts, decoys=False, controller=True).__enter__()
+        self.addCleanup(w.close)
+        return w
+
+    def cluster(self, w, *extra, hosts=None):
+        argv = ["ip", "netns", "exec", w.ctl, FABCHECK, "cluster", *(hosts or w.hosts),
+                "--launcher", "ip netns exec {host}", "--json", *FAST, *extra]
+        t0 = time.monotonic()
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+        elapsed = time.monotonic() - t0
+        try:
+            doc = json.loads(r.stdout)
+        except ValueError:
+            self.fail("not JSON (exit %d): %s\nstderr: %s" % (r.returncode, r.stdout[:2000], r.stderr[-2000:]))
+        print("\n%s: exit %d in %.1f s; schedule %s" % (self.id(), r.returncode, elapsed,
+                                                        json.dumps(doc.get("cluster", {}).get("schedule"))),
+              file=sys.stderr)
+        return r.returncode, doc, elapsed
+
+    def test_slow_link_is_named_and_no_node_blamed(self):
+        w = self.world(3)
+        shape_link(w, 0, 1)
+        shape_link(w, 1, 0)
+        w.run(2, "ip", "link", "set", "dev", "fab0", "mtu", "1400")  # drift on h2
+        with tempfile.TemporaryDirectory() as tmp:
+            prof = os.path.join(tmp, "cluster.json")
+            rc, doc, elapsed = self.cluster(w, "--profile-out", prof)
+            self.assertEqual(rc, 1, codes(doc))
+            c = doc["cluster"]
+            self.assertEqual(c["hosts"], w.hosts)
+            self.assertEqual(c["schedule"]["rounds"], 3)  # odd N: N rounds, one bye each
+            self.assertEqual(c["schedule"]["pair_runs"], 3)
+            self.assertTrue(all(n["check"] == "ok" for n in c["nodes"]), c["nodes"])
+            self.assertFalse(any(n["slow"] for n in c["nodes"]), c["nodes"])
+            link = "%s<->%s" % (w.hosts[0], w.hosts[1])
+            self.assertIn(("cluster.link_slow", link), codes(doc))
+            self.assertNotIn("cluster.node_slow", [k for k, _ in codes(doc)])
+            by = {(p["a"], p["b"]): p for p in c["matrix"]["pairs"]}
+            slow = by[(w.hosts[0], w.hosts[1])]
+            self.assertEqual(slow["state"], "slow")
+            self.assertLess(slow["gbit_s"], 0.04)  # tbf at 20 Mbit/s
+            for key, p in by.items():
+                self.assertTrue(p["ok"], p)
+                self.assertEqual(p["link"]["ifname_a"], "fab0")
+                if key != (w.hosts[0], w.hosts[1]):
+                    self.assertEqual(p["state"], "ok", p)
+                    self.assertGreater(p["gbit_s"], 20 * slow["gbit_s"])
+            drift = [s for k, s in codes(doc) if k == "cluster.drift_mtu"]
+            self.assertEqual(drift, ["%s:mtu:fab0" % w.hosts[2]])
+            # The merged profile: every host, under the names given.
+            with open(prof) as f:
+                p = json.load(f)
+            self.assertEqual(sorted(n["hostname"] for n in p["nodes"]), sorted(w.hosts))
+            self.assertEqual(sum(1 for i in p["provenance"]["inputs"] if i["kind"] == "pair"), 3)
+            self.assertEqual(p["settings"]["NCCL_SOCKET_IFNAME"]["value"], "=fab0")
+
+    def test_down_node_is_named(self):
+        w = self.world(3)
+        w.run(2, "ip", "link", "set", "dev", "fab0", "down")
+        rc, doc, elapsed = self.cluster(w)
+        self.assertEqual(rc, 1)
+        self.assertIn(("cluster.node_unreachable", w.hosts[2]), codes(doc))
+        self.assertNotIn("cluster.link_slow", [k for k, _ in codes(doc)])
+        self.assertNotIn("cluster.link_failed", [k for k, _ in codes(doc)])
+        by = {(p["a"], p["b"]): p for p in doc["cluster"]["matrix"]["pairs"]}
+        self.assertTrue(by[(w.hosts[0], w.hosts[1])]["ok"])
+        self.assertEqual(by[(w.hosts[0], w.hosts[2])]["state"], "node")
+        self.assertIn("pair.", by[(w.hosts[0], w.hosts[2])]["error"])
+        self.assertLess(elapsed, 120)
+
+    def test_usage_errors_name_the_value(self):
+        w = self.world(2)
+        for extra, hosts, needle in (([], [w.hosts[0], w.hosts[0]], "given twice"),
+                                     (["--pairs", "mesh"], None, "'mesh'"),
+                                     ([], ["-oProxyCommand=x", w.hosts[0]], "-oProxyCommand=x"),
+                                     ([], [w.hosts[0]], "needs 2 or more")):
+            rc, doc, _ = self.cluster(w, *extra, hosts=hosts)
+            self.assertEqual(rc, 2, doc)
+            self.assertIn(needle, doc["error"]["message"])
+        # No hosts and no allocation.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+        r = subprocess.run([FABCHECK, "cluster", "--json"], stdout=subprocess.PIPE, text=True, env=env, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("SLURM_JOB_NODELIST", json.loads(r.stdout)["error"]["message"])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: test_cluster.py FABCHECK [unittest args]")
+    FABCHECK = os.path.abspath(sys.argv.pop(1))
+    ok, why = netns.have_root_and_netns()
+    if not ok:
+        print("SKIP: " + why)
+        sys.exit(77)
+    unittest.main(verbosity=2)
