@@ -31,16 +31,7 @@ FAST = ["--bandwidth-ms", "300", "--pings", "100", "--timeout-ms", "3000", "--no
 
 
 def shape_link(w, src, dst, rate="20mbit"):
-    """Slow traffic from host src to host dst's bridge address only: htb sends it to class 1:20,
-    whose leaf is a tbf at `rate`; everything else goes through class 1:10 unshaped."""
-    ns = w.hosts[src]
-    w.sh("tc", "-n", ns, "qdisc", "add", "dev", "fab0", "root", "handle", "1:", "htb", "default", "10")
-    w.sh("tc", "-n", ns, "class", "add", "dev", "fab0", "parent", "1:", "classid", "1:10", "htb", "rate", "100gbit")
-    w.sh("tc", "-n", ns, "class", "add", "dev", "fab0", "parent", "1:", "classid", "1:20", "htb", "rate", "100gbit")
-    w.sh("tc", "-n", ns, "qdisc", "add", "dev", "fab0", "parent", "1:20", "handle", "20:", "tbf", "rate", rate,
-         "burst", "32kbit", "latency", "100ms")
-    w.sh("tc", "-n", ns, "filter", "add", "dev", "fab0", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-         "match", "ip", "dst", w.addr(dst) + "/32", "flowid", "1:20")
+    netns.shape_to_peer(w.hosts[src], "fab0", w.addr(dst), rate)
 
 
 def codes(doc):
