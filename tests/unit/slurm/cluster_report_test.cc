@@ -1,0 +1,162 @@
+// The cluster report from synthetic runs: which figure a pair contributes, failed steps named,
+// the runs' own findings folded by code, NCCL versions taken from the pair runs, drift, and the
+// profile keyed by the names given.
+#include "slurm/cluster_report.h"
+
+#include <gtest/gtest.h>
+
+namespace fabkit::slurm {
+namespace {
+
+Json node_report(int mtu) {
+  return Json{{"schema_version", 1},
+              {"kind", "node"},
+              {"hostname", "samekernel"},  // netns hosts share one kernel hostname
+              {"generated_at", "2026-11-25T00:00:00Z"},
+              {"findings", Json::array({{{"severity", "warn"},
+                                         {"code", "limits.memlock_low"},
+                                         {"subject", "RLIMIT_MEMLOCK"},
+                                         {"message", "64 KiB"},
+                                         {"fix", "ulimit -l unlimited"}}})},
+              {"limits", {{"memlock_bytes", {{"soft", 65536}, {"hard", 65536}}}}},
+              {"net",
+               {{"interfaces", Json::array({{{"name", "eth0"},
+                                             {"kind", "physical"},
+                                             {"running", true},
+                                             {"up", true},
+                                             {"mtu", mtu}}})}}}};
+}
+
+PairRun tcp_pair(int a, int b, const std::vector<std::string>& hosts, double gbit) {
+  PairRun r;
+  r.a = a;
+  r.b = b;
+  r.facts.host_a = hosts[a];
+  r.facts.host_b = hosts[b];
+  pair::LinkResult l;
+  l.a = {"eth0", "10.0.0." + std::to_string(a + 1), 24, 1500, std::nullopt, "physical"};
+  l.b = {"eth0", "10.0.0." + std::to_string(b + 1), 24, 1500, std::nullopt, "physical"};
+  l.status = "open";
+  l.single_stream_gbit_s = gbit;
+  l.rtt_median_us = 30;
+  r.facts.links = {l};
+  r.facts.chosen_link = 0;
+  r.report.kind = "pair";
+  r.report.findings = {warn("pair.link_speed_unknown", "eth0", "no speed", "ethtool eth0")};
+  return r;
+}
+
+ClusterFacts three_nodes() {
+  ClusterFacts f;
+  f.hosts = {"n0", "n1", "n2"};
+  f.launcher = "srun";
+  f.max_parallel = 4;
+  f.rounds = round_robin(3);
+  for (int i = 0; i < 3; ++i) {
+    NodeRun n;
+    n.host = f.hosts[i];
+    n.ok = true;
+    n.report = node_report(i == 2 ? 9000 : 1500);
+    n.exit = "exit status 1";
+    f.nodes.push_back(n);
+  }
+  f.pairs = {tcp_pair(0, 1, f.hosts, 0.02), tcp_pair(0, 2, f.hosts, 9.0),
+             tcp_pair(1, 2, f.hosts, 11.0)};
+  return f;
+}
+
+TEST(ClusterReport, TcpFigureAndFailedStep) {
+  auto f = three_nodes();
+  auto m = measurement_from_pair(f.pairs[1]);
+  EXPECT_TRUE(m.ok);
+  EXPECT_DOUBLE_EQ(*m.gbit_s, 9.0);
+  EXPECT_EQ(m.source, "tcp single stream eth0->eth0");
+  PairRun failed = f.pairs[0];
+  failed.facts.chosen_link.reset();
+  failed.facts.steps = {
+      {"launch", "n0", "ok", "", "", 1},
+      {"connect", "n1", "failed", "pair.agent_unreachable", "no address answered", 3000}};
+  auto fm = measurement_from_pair(failed);
+  EXPECT_FALSE(fm.ok);
+  EXPECT_EQ(fm.error, "connect on n1: pair.agent_unreachable: no address answered");
+}
+
+TEST(ClusterReport, RdmaFigureIsTheSlowestRailAndAllRailsFailedIsAFailure) {
+  auto run = three_nodes().pairs[1];
+  run.facts.rdma_rc.status = "ran";
+  pair::RcPairResult r1, r2;
+  r1.status = "ok";
+  r1.bw_gbps = 190;
+  r2.status = "ok";
+  r2.bw_gbps = 97;
+  run.facts.rdma_rc.pairs = {r1, r2};
+  auto m = measurement_from_pair(run);
+  EXPECT_DOUBLE_EQ(*m.gbit_s, 97);
+  EXPECT_EQ(m.source, "rdma_rc write_bw (slowest rail)");
+  for (auto& p : run.facts.rdma_rc.pairs) {
+    p.status = "failed";
+    p.reason = "timeout";
+    p.ports.hca_a = "mlx5_0";
+    p.ports.hca_b = "mlx5_0";
+  }
+  auto f = measurement_from_pair(run);
+  EXPECT_FALSE(f.ok);
+  EXPECT_NE(f.error.find("failed on every rail: mlx5_0<->mlx5_0: timeout"), std::string::npos);
+}
+
+TEST(ClusterReport, FindingsFoldedJudgedAndDrift) {
+  auto f = three_nodes();
+  Report r = build_cluster_report(f, MatrixOptions{0.5});
+  EXPECT_EQ(r.kind, "cluster");
+  std::vector<std::string> got;
+  for (const auto& x : r.findings) got.push_back(x.code + " | " + x.subject);
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "limits.memlock_low | n0: RLIMIT_MEMLOCK",
+                     "cluster.link_slow | n0<->n1",
+                     "pair.link_speed_unknown | n0<->n1: eth0",
+                     "cluster.drift_mtu | n2:mtu:eth0",
+                 }));
+  EXPECT_NE(r.findings[0].message.find("[seen on 3: n0, n1, n2]"), std::string::npos);
+  const Json& c = r.sections.at(0).facts;
+  EXPECT_EQ(c["nodes"][0]["findings"]["warn"], 1);
+  EXPECT_EQ(c["matrix"]["pairs"][0]["state"], "slow");
+  EXPECT_EQ(c["drift"]["n2"]["mtu:eth0"], "9000");
+  EXPECT_EQ(c["schedule"]["rounds"], 3);
+}
+
+TEST(ClusterReport, FailedNodeCheckAndNcclVersionFromPairs) {
+  auto f = three_nodes();
+  f.nodes[1].ok = false;
+  f.nodes[1].report = Json();
+  f.nodes[1].error = "`fabcheck node --json` on n1 ended with exit status 127";
+  pair::TransportResult t;
+  t.transport = "nccl-socket";
+  t.ranks = Json::array({{{"extra", {{"nccl_log", {{"version", "2.21.5"}}}}}},
+                         {{"extra", {{"nccl_version", 21803}}}}});
+  f.pairs[1].facts.transports = {t};
+  EXPECT_EQ(nccl_version_of(f.pairs, "n0"), "2.21.5");
+  EXPECT_EQ(nccl_version_of(f.pairs, "n2"), "21803");
+  EXPECT_EQ(nccl_version_of(f.pairs, "n1"), "");
+  Report r = build_cluster_report(f, MatrixOptions{0.5});
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].code, "cluster.node_check_failed");
+  EXPECT_EQ(r.findings[0].subject, "n1");
+  bool nccl_drift = false;
+  for (const auto& x : r.findings)
+    nccl_drift = nccl_drift || x.code == "cluster.drift_nccl_version";
+  EXPECT_TRUE(nccl_drift);  // n0 and n2 disagree, n1 unknown: no majority, both named
+}
+
+TEST(ClusterReport, ProfileKeysNodesByTheGivenNames) {
+  auto f = three_nodes();
+  auto p = cluster_profile(f, "ctl");
+  std::vector<std::string> names;
+  for (const auto& n : p.nodes) names.push_back(n.hostname);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"n0", "n1", "n2"}));
+  for (auto& n : f.nodes) n.ok = false;
+  EXPECT_ANY_THROW(cluster_profile(f, "ctl"));
+}
+
+}  // namespace
+}  // namespace fabkit::slurm
