@@ -1,4 +1,5 @@
-"""fabcheck cluster inside a real 3-node Slurm allocation (slurm_cluster.py: slurmctld, one slurmd
+"""fabcheck cluster inside a real 3-node Slurm allocation, submitted with the shipped template
+slurm/fabcheck-cluster.sbatch (slurm_cluster.py: slurmctld, one slurmd
 per network-namespace node entered with nsenter). The batch script runs `fabcheck cluster` with no
 host arguments: the hosts come from SLURM_JOB_NODELIST (expanded from node[1-3]) and the node
 checks and agents are started with srun on their nodes. The link node1<->node2 is shaped with tbf
@@ -17,6 +18,7 @@ from slurm_cluster import SlurmCluster  # noqa: E402
 import netns  # noqa: E402
 
 FABCHECK = None
+TEMPLATE = os.path.join(HERE, "..", "..", "..", "slurm", "fabcheck-cluster.sbatch")
 
 
 class ClusterUnderSlurm(unittest.TestCase):
@@ -25,21 +27,22 @@ class ClusterUnderSlurm(unittest.TestCase):
             ifname = lambda i: "v%sn%d" % (c.tag, i)  # noqa: E731 (the node's interface)
             netns.shape_to_peer(c.netns[0], ifname(1), c.node_addrs["node2"])
             netns.shape_to_peer(c.netns[1], ifname(2), c.node_addrs["node1"])
-            script = os.path.join(c.dir, "cluster.sbatch")
-            out = os.path.join(c.dir, "cluster.json")
-            prof = os.path.join(c.dir, "profile.json")
-            with open(script, "w") as f:
-                f.write("#!/bin/bash\n#SBATCH -N3\n#SBATCH -o %s/cluster.log\n"
-                        "%s cluster --json --bandwidth-ms 300 --pings 100 --timeout-ms 20000 "
-                        "--slow-fraction 0.2 --profile-out %s > %s\necho $? > %s.rc\n"
-                        % (c.dir, FABCHECK, prof, out, out))
-            r = c.run(["sbatch", "--wait", script], timeout_s=200)
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr + c.logs())
+            # The shipped template itself (slurm/fabcheck-cluster.sbatch), arguments passed on.
+            r = c.run(["sbatch", "--wait", "-N3", "-o", os.path.join(c.dir, "cluster.log"), TEMPLATE,
+                       "--bandwidth-ms", "300", "--pings", "100", "--timeout-ms", "20000",
+                       "--slow-fraction", "0.2"],
+                      timeout_s=200, extra_env={"FABCHECK": FABCHECK, "OUT_DIR": c.dir})
+            with open(os.path.join(c.dir, "cluster.log")) as f:
+                log = f.read()
+            # The job's exit is fabcheck's: 1, since a link is slow.
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr + log + c.logs())
+            job = r.stdout.split()[-1]
+            out = os.path.join(c.dir, "fabcheck-cluster-%s.json" % job)
+            prof = os.path.join(c.dir, "cluster-%s.json" % job)
+            self.assertIn("report: %s, profile: %s, exit 1" % (out, prof), log)
             with open(out) as f:
                 doc = json.load(f)
-            with open(out + ".rc") as f:
-                rc = int(f.read())
-            self.assertEqual(rc, doc["summary"]["exit_code"])
+            self.assertEqual(1, doc["summary"]["exit_code"])
             cl = doc["cluster"]
             print("\nschedule: %s" % json.dumps(cl["schedule"]), file=sys.stderr)
             self.assertEqual(cl["launcher"], "srun")

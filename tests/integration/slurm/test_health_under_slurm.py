@@ -1,5 +1,5 @@
 """fabcheck node --slurm-health against a real Slurm (slurm_cluster.py, one node): a node whose probe
-finds a fail (a --sysroot tree with an InfiniBand port in Polling: no link partner) is drained with
+finds a fail (through the shipped wrapper slurm/fabcheck-health.sh; a --sysroot tree with an InfiniBand port in Polling: no link partner) is drained with
 a one-line reason naming the finding; --dry-run drains nothing; a healthy probe (this machine has no
 fail findings) leaves the node idle; --prom writes the node_exporter textfile. The health check must
 finish well inside Slurm's 60 s HealthCheckProgram limit.
@@ -16,6 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from slurm_cluster import SlurmCluster  # noqa: E402
 
 FABCHECK = None
+WRAPPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "slurm",
+                       "fabcheck-health.sh")
 
 
 def port_down_sysroot(root):
@@ -42,9 +44,8 @@ class HealthUnderSlurm(unittest.TestCase):
             node = c.node_names[0]
             root = os.path.join(tmp, "root")
             port_down_sysroot(root)
-            bad = [FABCHECK, "node", "--slurm-health", "--sysroot", root, "--node-name", node]
-
-            r = c.run(bad + ["--dry-run"])
+            r = c.run([WRAPPER, "--sysroot", root, "--node-name", node],
+                      extra_env={"FABCHECK": FABCHECK, "FABKIT_HEALTH_DRY_RUN": "1"})
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
             self.assertEqual(r.stdout.strip(), "fabcheck health: %s drain: fabcheck: rdma.port_polling "
                                                "mlx5_1:1 (dry run: not drained)" % node)
@@ -60,8 +61,10 @@ class HealthUnderSlurm(unittest.TestCase):
             self.assertIn('fabkit_findings{severity="fail"} 0\n', text)
             self.assertIn("# TYPE fabkit_net_interface_running gauge\n", text)
 
+            # The drain through the shipped HealthCheckProgram wrapper, options from its environment.
             t0 = time.monotonic()
-            r = c.run(bad + ["--prom", prom])
+            r = c.run([WRAPPER, "--sysroot", root, "--node-name", node],
+                      extra_env={"FABCHECK": FABCHECK, "FABKIT_PROM": prom})
             elapsed = time.monotonic() - t0
             print("\nhealth check with drain: %.2f s" % elapsed, file=sys.stderr)
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
