@@ -23,6 +23,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "netns"))
 import netns  # noqa: E402
 
+try:
+    import jsonschema
+except ImportError:  # the docs tests require it; here the schema check is a bonus
+    jsonschema = None
+
 FABCHECK = None
 FAST = ["--bandwidth-ms", "300", "--pings", "100", "--timeout-ms", "3000", "--node-timeout-ms", "30000",
         # The machine is noisy (2x between runs of the same transfer): the shaped link is ~100x
@@ -109,6 +114,31 @@ class ClusterTest(unittest.TestCase):
         self.assertEqual(by[(w.hosts[0], w.hosts[2])]["state"], "node")
         self.assertIn("pair.", by[(w.hosts[0], w.hosts[2])]["error"])
         self.assertLess(elapsed, 120)
+
+    def test_slow_node_named_with_the_ring_plan(self):
+        w = self.world(4)
+        # All of h3's traffic shaped, both ways (its fab0 and the switch port toward it: the pair
+        # test's stream flows from rank 0 to rank 1, and h3 is rank 1 of both its pairs): it is slow
+        # against both of its ring neighbours (h2, h0).
+        for ns, dev in ((w.hosts[3], "fab0"), (w.switch, "p3")):
+            w.sh("tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", "20mbit",
+                 "burst", "32kbit", "latency", "100ms")
+        rc, doc, elapsed = self.cluster(w, "--pairs", "ring")
+        self.assertEqual(rc, 1)
+        c = doc["cluster"]
+        self.assertEqual((c["plan"], c["schedule"]["rounds"], c["schedule"]["pair_runs"]), ("ring", 2, 4))
+        found = codes(doc)
+        self.assertIn(("cluster.node_slow", w.hosts[3]), found)
+        self.assertNotIn("cluster.link_slow", [k for k, _ in found])
+        self.assertEqual([n["host"] for n in c["nodes"] if n["slow"]], [w.hosts[3]])
+        pairs = {frozenset((p["a"], p["b"])) for p in c["matrix"]["pairs"]}
+        h = w.hosts
+        self.assertEqual(pairs, {frozenset(x) for x in ((h[0], h[1]), (h[1], h[2]), (h[2], h[3]), (h[0], h[3]))})
+        if jsonschema:
+            with open(os.path.join(HERE, "..", "..", "..", "docs", "schema", "report.schema.json")) as f:
+                jsonschema.validate(doc, json.load(f))
+        self.assertEqual(list(doc)[0], "schema_version")
+        self.assertEqual(rc, doc["summary"]["exit_code"])
 
     def test_usage_errors_name_the_value(self):
         w = self.world(2)
