@@ -58,6 +58,8 @@ NodeRun run_node(const ClusterOptions& o, const std::string& host) {
     r.error = std::string("could not start the launcher: ") + e.what();
   } catch (const wire::WireError& e) {
     r.error = std::string("reading the node report: ") + e.what();
+  } catch (const std::exception& e) {  // a worker thread must not throw: std::terminate
+    r.error = std::string("internal error in the node check: ") + e.what();
   }
   r.elapsed_ms = ms_since(t0);
   return r;
@@ -105,7 +107,15 @@ ClusterFacts run_cluster(const ClusterOptions& o) {
       runs[i].a = pairs[i].a;
       runs[i].b = pairs[i].b;
       runs[i].round = static_cast<int>(r);
-      runs[i].facts = pair::run_pair(po);
+      try {
+        runs[i].facts = pair::run_pair(po);
+      } catch (const std::exception& e) {
+        // The controller records its own failures as steps; anything else escaping it is named
+        // the same way, since a worker thread must not throw (std::terminate).
+        runs[i].facts.host_a = po.host_a;
+        runs[i].facts.host_b = po.host_b;
+        runs[i].facts.steps.push_back({"run", "", "failed", "cluster.internal", e.what(), 0});
+      }
       runs[i].report = pair::build_pair_report(runs[i].facts);
       runs[i].elapsed_ms = ms_since(tp);
     });
