@@ -32,6 +32,10 @@ const Kind kKinds[] = {
      "set the same limit everywhere: `* soft memlock unlimited` and `* hard memlock unlimited` in "
      "/etc/security/limits.d/rdma.conf, and PropagateResourceLimitsExcept=MEMLOCK or "
      "LimitMEMLOCK=infinity for slurmd"},
+    {"hcas", "cluster.drift_hcas", "RDMA device set",
+     "the node lacks (or has extra) HCAs: `ls /sys/class/infiniband`, the driver (`modprobe "
+     "mlx5_ib`), the card (`lspci | grep -i mellanox`); drain it until it matches: `scontrol "
+     "update NodeName=NODE State=DRAIN Reason=\"fabcheck: HCA missing\"`"},
     {"fw_ver:", "cluster.drift_firmware", "HCA firmware",
      "flash the firmware the other nodes run (`mlxfwmanager --online -u` or the vendor's "
      "package) and reboot or `mlxfwreset -d DEV reset`"},
@@ -77,6 +81,17 @@ std::map<std::string, std::string> drift_facts_from_node_report(const Json& r) {
     }
   }
   if (const Json* rdma = section(r, "rdma")) {
+    // The set of devices, so a node that lost one (driver not loaded, a dead card) stands out;
+    // only when the section lists its devices (an empty list is "none", not "unknown").
+    if (rdma->contains("devices") && (*rdma)["devices"].is_array()) {
+      std::set<std::string> names;
+      for (const auto& d : (*rdma)["devices"])
+        if (d.is_object() && d.contains("name") && d["name"].is_string())
+          names.insert(d["name"].get<std::string>());
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ",") + n;
+      out["hcas"] = list.empty() ? "(none)" : list;
+    }
     for (const auto& d : rdma->value("devices", Json::array())) {
       if (!d.is_object() || !d.contains("name") || !d["name"].is_string()) continue;
       std::string hca = d["name"].get<std::string>();

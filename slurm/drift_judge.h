@@ -16,6 +16,7 @@ namespace fabkit::slurm {
 // key -> value, keys "<kind>:<object>" where kind decides the finding code:
 //   nccl_version            -> cluster.drift_nccl_version
 //   memlock_soft            -> cluster.drift_memlock
+//   hcas                    -> cluster.drift_hcas      (the sorted device names, or "(none)")
 //   fw_ver:<hca>            -> cluster.drift_firmware
 //   mtu:<ifname>            -> cluster.drift_mtu
 //   gid_v2_index:<hca>:<p>  -> cluster.drift_gid   (NCCL_IB_GID_INDEX is one value per job)
@@ -25,9 +26,9 @@ struct NodeDriftFacts {
   std::map<std::string, std::string> values;
 };
 
-// From one node report (kind "node"): memlock soft limit, every HCA's fw_ver, the MTU of every
-// running interface that is not loopback, per HCA port the RoCE v2 GID index and the GID types by
-// index. Absent or null fields give no key (unknown is not a difference).
+// From one node report (kind "node"): memlock soft limit, the set of HCAs, every HCA's fw_ver, the
+// MTU of every running interface that is not loopback, per HCA port the RoCE v2 GID index and the
+// GID types by index. Absent or null fields give no key (unknown is not a difference).
 std::map<std::string, std::string> drift_facts_from_node_report(const Json& report);
 
 std::vector<Finding> judge_drift(const std::vector<NodeDriftFacts>& nodes);

@@ -37,7 +37,11 @@ TEST(DriftJudge, ExtractsTheComparedFacts) {
   EXPECT_EQ(f["fw_ver:mlx5_0"], "28.39.1002");
   EXPECT_EQ(f["gid_v2_index:mlx5_0:1"], "3");
   EXPECT_EQ(f["gid_types:mlx5_0:1"], "0=RoCE v1 3=RoCE v2");
+  EXPECT_EQ(f["hcas"], "mlx5_0");
   EXPECT_TRUE(drift_facts_from_node_report(Json{{"kind", "node"}}).empty());
+  EXPECT_EQ(drift_facts_from_node_report(
+                Json{{"kind", "node"}, {"rdma", {{"devices", Json::array()}}}})["hcas"],
+            "(none)");
   EXPECT_TRUE(drift_facts_from_node_report(Json("garbage")).empty());
 }
 
@@ -76,6 +80,26 @@ TEST(DriftJudge, TheOddNodeOutIsNamedWithTheMajorityValue) {
   EXPECT_NE(f[4].message.find("MTU of ib0 is 2044 on n2; 3 of 4 nodes have 4092 (n0, n1, n3)"),
             std::string::npos)
       << f[4].message;
+}
+
+TEST(DriftJudge, ANodeThatLostAnHcaIsNamed) {
+  auto with = [](std::vector<std::string> names) {
+    Json devs = Json::array();
+    for (const auto& n : names) devs.push_back({{"name", n}, {"ports", Json::array()}});
+    return drift_facts_from_node_report(Json{{"kind", "node"}, {"rdma", {{"devices", devs}}}});
+  };
+  std::vector<NodeDriftFacts> n{{"a", with({"mlx5_0", "mlx5_1"})},
+                                {"b", with({"mlx5_1", "mlx5_0"})},
+                                {"c", with({"mlx5_0"})},
+                                {"d", with({})}};
+  auto f = judge_drift(n);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].code, "cluster.drift_hcas");
+  EXPECT_EQ(f[0].subject, "d:hcas");  // "(none)" sorts before "mlx5_0"
+  EXPECT_NE(f[0].message.find("RDMA device set is (none) on d; 2 of 4 nodes have mlx5_0,mlx5_1"),
+            std::string::npos)
+      << f[0].message;
+  EXPECT_EQ(f[1].subject, "c:hcas");
 }
 
 TEST(DriftJudge, NoMajorityNamesEveryGroup) {
