@@ -49,7 +49,8 @@ def fabtrain(a, d, ranks, tag, steps=None, mb=None):
     out = os.path.join(d, "ft-" + tag)
     cmd = [a.fabtrain, "--model", os.path.join(d, "model"), "--data", os.path.join(d, "train.jsonl"),
            "--output", out, "--max-length", str(a.max_length), "--micro-batch-size", str(mb or a.micro_batch),
-           "--max-steps", str(steps or a.steps), "--lr", "1e-4", "--no-resume", "--nproc", str(ranks)]
+           "--max-steps", str(steps or a.steps), "--lr", "1e-4", "--no-resume", "--nproc", str(ranks),
+           "--device", "cpu"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit("fabtrain failed: " + " ".join(cmd) + "\n" + r.stderr[-3000:])

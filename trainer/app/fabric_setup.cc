@@ -19,6 +19,11 @@ FabricSetup setup_fabric(const std::string& profile_path, bool skip_validate, co
     log.info("no --profile: running with defaults (this process's environment as it is, no node check)");
   } else {
     Profile p = load_profile(profile_path);
+    const std::string short_host = s.host.substr(0, s.host.find('.'));
+    for (const auto& node : p.nodes) {
+      if (node.hostname != s.host && node.hostname != short_host) continue;
+      for (const auto& l : node.locality) s.locality.push_back({l.gpu_bus_id, l.nearest_nic, l.path_level});
+    }
     for (const auto& [name, value] : resolve_env(p, s.host)) {
       const char* before = std::getenv(name.c_str());
       if (before && value != before) {

@@ -9,6 +9,7 @@
 
 #include "common/finding.h"
 #include "trainer/app/train_log.h"
+#include "trainer/distributed/device_choice.h"
 
 namespace fabkit::trainer {
 
@@ -24,6 +25,7 @@ struct FabricSetup {
   std::vector<Finding> findings;
   std::string gloo_socket_ifname;    // from the environment after applying the profile
   std::optional<uint16_t> rendezvous_port;  // the profile has none yet: always empty
+  std::vector<GpuNicLocality> locality;     // the profile's GPU<->NIC rows for this host
 };
 
 FabricSetup setup_fabric(const std::string& profile_path, bool skip_validate, const TrainLog& log);

@@ -11,7 +11,9 @@
 #include <filesystem>
 
 #include "common/errors.h"
+#include "trainer/app/device_setup.h"
 #include "trainer/app/fabric_setup.h"
+#include "trainer/app/nccl_transport.h"
 #include "trainer/app/train_log.h"
 #include "trainer/app/train_options.h"
 #include "trainer/checkpoint/checkpoint.h"
@@ -25,6 +27,7 @@
 #include "trainer/model/pretrained.h"
 #include "trainer/optim/loss_scale.h"
 #include "trainer/optim/optimizer.h"
+#include "trainer/optim/tensor_optimizers.h"
 #include "trainer/optim/schedule.h"
 #include "trainer/parallel/llama_plan.h"
 #include "trainer/tokenizer/tokenizer.h"
@@ -56,6 +59,14 @@ DataOptions data_options(const TrainOptions& o, int64_t vocab_size) {
   return d;
 }
 
+// The micro-batch's tensors on the compute device (a no-op on CPU).
+void load_micro_batch(MicroBatch& mb, const Batch& b, const at::Device& device, double loss_normalizer) {
+  mb.input_ids = b.input_ids.to(device);
+  mb.labels = b.labels.to(device);
+  mb.attention_mask = b.attention_mask.to(device);
+  mb.loss_normalizer = loss_normalizer;
+}
+
 // Mean loss over the validation set: every rank runs its shard; sums cross ranks once.
 double validation_loss(ShardedModel& model, MicroBatch& mb, const std::vector<Example>& valid,
                        const TrainOptions& o, Comm& comm) {
@@ -63,10 +74,7 @@ double validation_loss(ShardedModel& model, MicroBatch& mb, const std::vector<Ex
   for (const auto& idx : epoch_batches(valid.size(), o.seed, 0, comm.rank(), comm.world_size(),
                                        static_cast<size_t>(o.micro_batch_size))) {
     Batch b = make_batch(valid, idx);
-    mb.input_ids = b.input_ids;
-    mb.labels = b.labels;
-    mb.attention_mask = b.attention_mask;
-    mb.loss_normalizer = 1.0;
+    load_micro_batch(mb, b, model.device(), 1.0);
     acc[0] += model.forward_loss();
     acc[1] += static_cast<double>(target_tokens(b.labels));
   }
@@ -119,7 +127,27 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   // 2. Fabric: the profile's env for this host and the node check, before any communicator.
   FabricSetup fabric = setup_fabric(o.profile, o.skip_validate, log);
 
-  // 3. Communicator.
+  // 3. Device and communicator. NCCL's log is requested before its communicator exists, so the
+  //    network it picks can be read back after the first collectives.
+  const TrainDevice device = choose_train_device(o.device, launch, fabric.locality);
+  log.info("device " + (device.cuda ? "cuda:" + std::to_string(device.index) + " " + device.bus_id : std::string("cpu")) +
+           " (" + device.reason + ")");
+  if (device.cuda && o.step_impl == "host") {
+    throw UsageError("--step-impl host steps the shards' host copies, but on a GPU they live on the device: use "
+                     "--step-impl auto (or tensor)");
+  }
+  const bool tensor_step = o.step_impl == "tensor" || (o.step_impl == "auto" && device.cuda);
+  const std::optional<std::string> required_transport =
+      o.require_transport.empty() ? std::nullopt : std::optional<std::string>(o.require_transport);
+  if (required_transport && !device.cuda) {
+    throw UsageError("--require-transport " + o.require_transport + " checks the network NCCL uses, but this rank "
+                     "trains on CPU over Gloo (" + device.reason + "): drop the flag or run on GPUs");
+  }
+  NcclLogPlan nccl_log;
+  if (device.cuda) {
+    nccl_log = prepare_nccl_log(o.output_dir, launch.rank, required_transport.has_value());
+    if (!nccl_log.adjustments.empty()) log.info("NCCL log: " + nccl_log.adjustments);
+  }
   CommOptions co;
   co.rank = launch.rank;
   co.world_size = launch.world_size;
@@ -129,6 +157,7 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   co.socket_ifname = fabric.gloo_socket_ifname;
   co.rendezvous_timeout_ms = o.rendezvous_timeout_ms;
   co.collective_timeout_ms = o.collective_timeout_ms;
+  co.cuda_device = device.cuda ? device.index : -1;
   std::unique_ptr<Comm> comm = make_comm(co);
   log.info("backend " + comm->backend() + ", transport " + comm->transport());
   apply_thread_plan(env, launch.local_world_size, o, log);
@@ -162,8 +191,12 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   // handed to its stage in the compute dtype.
   const torch::ScalarType compute_dtype = parse_dtype_name(o.torch_dtype);
   loaded.model->set_compute_dtype(compute_dtype);
+  loaded.model->set_device(device.device());
   LlamaPlan plan = plan_llama(loaded.model, mb);
-  ShardedModel model(*comm, std::move(plan.units), std::move(plan.stages), o.recompute, compute_dtype);
+  ShardedModel model(*comm, std::move(plan.units), std::move(plan.stages), o.recompute, compute_dtype,
+                     tensor_step ? std::optional<at::Device>(device.device()) : std::nullopt);
+  // The shards' broadcast was NCCL's first collective: its log now names the network.
+  if (device.cuda) check_nccl_transport(nccl_log, required_transport, *comm, log);
   std::optional<DynamicLossScale> scaler;
   if (compute_dtype == torch::kFloat16) scaler = DynamicLossScale{o.initial_loss_scale, 0, o.loss_scale_window};
   log.info("precision: compute " + o.torch_dtype + "; master weights, optimizer state and gradient reduction float32" +
@@ -171,13 +204,21 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
                          std::to_string(o.loss_scale_window) + " finite steps"
                    : std::string()));
   std::unique_ptr<ShardOptimizer> opt;
-  if (o.optimizer == "adamw") {
-    opt = make_adamw(model.shards(), {o.beta1, o.beta2, o.eps, o.weight_decay});
+  const AdamWOptions adamw_options{o.beta1, o.beta2, o.eps, o.weight_decay};
+  AdafactorOptions adafactor_options;
+  adafactor_options.weight_decay = o.weight_decay;
+  ShardSum sum_across = [&](float* d, size_t n) { comm->allreduce_sum(d, n); };
+  if (tensor_step) {
+    opt = o.optimizer == "adamw"
+              ? make_tensor_adamw(model.shards(), model.param_tensors(), model.grad_tensors(), adamw_options)
+              : make_tensor_adafactor(model.shards(), model.param_tensors(), model.grad_tensors(), adafactor_options,
+                                      sum_across);
   } else {
-    AdafactorOptions ao;
-    ao.weight_decay = o.weight_decay;
-    opt = make_adafactor(model.shards(), ao, [&](float* d, size_t n) { comm->allreduce_sum(d, n); });
+    opt = o.optimizer == "adamw" ? make_adamw(model.shards(), adamw_options)
+                                 : make_adafactor(model.shards(), adafactor_options, sum_across);
   }
+  log.info("optimizer step: " + std::string(tensor_step ? "tensor ops on the shards' device" : "host loops") +
+           (tensor_step && o.optimizer == "adamw" ? " (fused AdamW kernel)" : ""));
   const CosineSchedule schedule{o.lr, o.warmup_steps, total_steps, o.min_lr_ratio};
   const int64_t state_bytes = shard_state_bytes(model.shards()) + opt->state_bytes();
   log.info("sharded " + std::to_string(model.shards().size()) + " units over " + std::to_string(comm->world_size()) +
@@ -192,6 +233,7 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     std::vector<std::string> warnings;
     if (auto resumed = resume_latest(*comm, o.output_dir, model.shards(), *opt, &warnings)) {
       state = *resumed;
+      model.sync_params_from_host();
       log.info("resumed from step " + std::to_string(state.step) + " (epoch " + std::to_string(state.epoch) + ")");
       if (scaler && state.loss_scale > 0) {
         scaler->scale = state.loss_scale;
@@ -217,6 +259,7 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
                    o.save_on_each_node, launch.local_rank};
   auto checkpoint = [&] {
     save.state = state;
+    model.sync_params_to_host();
     std::vector<std::string> warnings;
     fs::path dir = save_checkpoint(*comm, save, model.shards(), *opt, &warnings);
     log.info("checkpoint " + dir.string());
@@ -260,10 +303,7 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     double loss = 0.0;
     model.zero_grad();
     for (const Batch& b : micro) {
-      mb->input_ids = b.input_ids;
-      mb->labels = b.labels;
-      mb->attention_mask = b.attention_mask;
-      mb->loss_normalizer = std::max(1.0, counts[0]);
+      load_micro_batch(*mb, b, model.device(), std::max(1.0, counts[0]));
       loss += model.forward_backward(scaler ? scaler->scale : 1.0);
     }
     comm->allreduce_sum(&loss, 1);
@@ -272,11 +312,16 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     double scale_used = 1.0;
     if (scaler) {
       scale_used = scaler->scale;
-      double bad = grads_finite(model.shards()) ? 0.0 : 1.0;
+      const bool finite = tensor_step ? tensor_grads_finite(model.grad_tensors()) : grads_finite(model.shards());
+      double bad = finite ? 0.0 : 1.0;
       comm->allreduce_sum(&bad, 1);
       apply = scaler->update(bad == 0.0);
       if (apply) {
-        scale_grads(model.shards(), static_cast<float>(1.0 / scale_used));
+        if (tensor_step) {
+          tensor_scale_grads(model.grad_tensors(), static_cast<float>(1.0 / scale_used));
+        } else {
+          scale_grads(model.shards(), static_cast<float>(1.0 / scale_used));
+        }
       } else {
         log.warn("step " + std::to_string(state.step + 1) + ": non-finite gradients at loss scale " +
                  std::to_string(scale_used) + ": update skipped, loss scale now " + std::to_string(scaler->scale));
@@ -284,9 +329,10 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
       state.loss_scale = scaler->scale;
       state.loss_scale_good_steps = scaler->good_steps;
     }
-    const double grad_norm =
-        apply ? clip_grad_norm(model.shards(), o.max_grad_norm, [&](double* d, size_t n) { comm->allreduce_sum(d, n); })
-              : std::nan("");
+    auto sum_doubles = [&](double* d, size_t n) { comm->allreduce_sum(d, n); };
+    const double grad_norm = !apply        ? std::nan("")
+                             : tensor_step ? tensor_clip_grad_norm(model.grad_tensors(), o.max_grad_norm, sum_doubles)
+                                           : clip_grad_norm(model.shards(), o.max_grad_norm, sum_doubles);
     const double lr = schedule.lr_at(state.step);
     if (apply) opt->step(model.shards(), lr);
     model.prefetch_first_stage();
@@ -299,6 +345,7 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
       Json m = {{"step", state.step}, {"total_steps", total_steps}, {"epoch", state.epoch}, {"loss", loss},
                 {"lr", lr}, {"grad_norm", grad_norm}, {"tokens", counts[1]}, {"tokens_per_s", counts[1] / (ms / 1000.0)},
                 {"step_time_ms", ms}, {"state_bytes_per_rank", state_bytes}, {"max_rss_bytes", max_rss_bytes()}};
+      if (device.cuda) m["gpu_peak_bytes"] = cuda_peak_allocated_bytes(device);
       if (scaler) {
         m["loss_scale"] = scale_used;
         m["update_skipped"] = !apply;

@@ -12,6 +12,15 @@ void bind_train_options(CLI::App& c, TrainOptions& o) {
       ->check(CLI::Range(1, 1024));
   c.add_option("--dp", o.dp, "data-parallel degree (default: world size)");
   c.add_option("--pp", o.pp, "pipeline degree (only 1 for now)");
+  c.add_option("--device", o.device,
+               "auto: a GPU when this LibTorch sees one (chosen from the profile's GPU<->NIC locality), else CPU")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  c.add_option("--step-impl", o.step_impl,
+               "optimizer step, clipping and loss-scale checks: host loops (CPU default) or tensor ops (GPU; on "
+               "CPU it runs the GPU path's code)")
+      ->check(CLI::IsMember({"auto", "host", "tensor"}));
+  c.add_option("--require-transport", o.require_transport,
+               "GPU runs: stop before training unless NCCL's own log says it used this network (IB, RoCE, Socket)");
   c.add_option("--rendezvous-timeout-ms", o.rendezvous_timeout_ms)->check(CLI::Range(100, 3600000));
   c.add_option("--collective-timeout-ms", o.collective_timeout_ms)->check(CLI::Range(100, 3600000));
   c.add_option("--model", o.model_dir, "HF model directory (config.json [+ safetensors])")->required()->check(CLI::ExistingDirectory);

@@ -17,6 +17,13 @@ struct TrainOptions {
   int blas_threads = 0;  // OpenBLAS threads per rank; 0: thread_plan.h decides
   int dp = 0;  // 0: the world size
   int pp = 1;
+  // Where to compute: auto (a GPU when one is visible), cpu, cuda.
+  std::string device = "auto";
+  // How the optimizer step runs: host loops over the shards (CPU default) or ATen ops on the
+  // shards' tensors (GPU; "tensor" on CPU runs the GPU path's code for tests). auto: by device.
+  std::string step_impl = "auto";
+  // Stop unless NCCL used this network (IB, RoCE, Socket or a plugin name): GPU runs only.
+  std::string require_transport;
   int rendezvous_timeout_ms = 120000;
   int collective_timeout_ms = 120000;
   // Model and data

@@ -1,9 +1,16 @@
 // The ONE communication interface of fabtrain. Everything above it (parallel/, optim/,
 // checkpoint/, app/) talks to ranks only through this class; all c10d use sits in one .cc per
-// backend (comm_gloo.cc; an NCCL backend joins it the same way).
+// backend (comm_gloo.cc for CPU ranks, comm_nccl.cc for GPU ranks).
 //
 // Buffers are raw fp32/fp64 pointers, not tensors, so this header pulls in no torch headers (torch
 // TUs compile slowly) and optim/ and checkpoint/ stay plain C++.
+//
+// Where buffers live: Gloo and the local comm take host memory. The NCCL comm takes memory of its
+// own GPU (the sharded model's parameters and gradients) AND host memory (the loop's few scalars,
+// checkpoint hashes), which it stages through the device: it asks CUDA which kind a pointer is on
+// every call, so a caller cannot hand it the wrong kind. For device buffers, "in place after
+// wait()" means in stream order: work queued on the caller's current CUDA stream after wait()
+// sees the result (as with torch.distributed); host buffers are complete when wait() returns.
 //
 // Why so few operations: each backend implements exactly what the trainer needs, as cheaply as it
 // can. The Gloo backend builds allgather and reduce-scatter from direct point-to-point exchanges
@@ -86,14 +93,19 @@ struct CommOptions {
   int rendezvous_timeout_ms = 60000;
   int collective_timeout_ms = 60000;
   std::string store_prefix = "fabtrain";
+  // >= 0: this rank trains on CUDA device cuda_device (an index among the visible devices) and
+  // talks NCCL; -1: CPU and Gloo.
+  int cuda_device = -1;
 };
 
 // world_size 1 without a store or sockets.
 std::unique_ptr<Comm> make_local_comm();
 // CPU: c10d::ProcessGroupGloo over a c10d::TCPStore. Throws CommError on rendezvous failure.
 std::unique_ptr<Comm> make_gloo_comm(const CommOptions& options);
-// Backend chosen by the build: NCCL when built with CUDA and a CUDA LibTorch and a GPU is visible,
-// Gloo otherwise; world_size 1 -> local.
+// GPU: c10d::ProcessGroupNCCL (world sizes 1 and up) on options.cuda_device, over the same store.
+// Throws CommError when this build's LibTorch has no CUDA/NCCL or the rendezvous fails.
+std::unique_ptr<Comm> make_nccl_comm(const CommOptions& options);
+// cuda_device >= 0 -> NCCL; else world_size 1 -> local, else Gloo.
 std::unique_ptr<Comm> make_comm(const CommOptions& options);
 
 }  // namespace fabkit::trainer

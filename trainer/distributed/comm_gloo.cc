@@ -14,6 +14,7 @@
 
 #include "common/net_route.h"
 #include "trainer/distributed/comm.h"
+#include "trainer/distributed/comm_store.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -76,16 +77,7 @@ class GlooComm : public Comm {
     using std::chrono::milliseconds;
     std::string stage = "store";
     try {
-      c10d::TCPStoreOptions so;
-      so.port = o.master_port;
-      // torchrun's agent already serves the store: a second server on its port would fail (or,
-      // on another host, silently split the job), so every rank is a client then.
-      so.isServer = (o.rank == 0) && !o.store_hosted_by_agent;
-      so.numWorkers = o.store_hosted_by_agent ? c10::nullopt : c10::optional<size_t>(o.world_size);
-      so.waitWorkers = !o.store_hosted_by_agent;
-      so.timeout = milliseconds(o.rendezvous_timeout_ms);
-      auto tcp = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
-      auto store = c10::make_intrusive<c10d::PrefixStore>(o.store_prefix, tcp);
+      auto store = make_rendezvous_store(o);
 
       stage = "device";
       auto options = c10d::ProcessGroupGloo::Options::create(milliseconds(o.collective_timeout_ms));
@@ -287,9 +279,9 @@ std::unique_ptr<Comm> make_gloo_comm(const CommOptions& options) {
 }
 
 std::unique_ptr<Comm> make_comm(const CommOptions& options) {
+  // GPU ranks: NCCL, also in a world of one (the local comm copies host memory only).
+  if (options.cuda_device >= 0) return make_nccl_comm(options);
   if (options.world_size <= 1) return make_local_comm();
-  // fabtrain trains on CPU over Gloo; an NCCL backend for CUDA tensors is not written yet
-  // (docs/fabtrain.md, "GPU").
   return make_gloo_comm(options);
 }
 

@@ -44,9 +44,11 @@ RmsNormImpl::RmsNormImpl(int64_t dim, double eps) : eps_(eps) {
 
 torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
   // fp32 (training): the same maths in one pass each way (rms_norm_fp32.h).
-  if (x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32) return rms_norm_fp32(x, weight, eps_);
+  if (x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32 && x.is_cpu()) {
+    return rms_norm_fp32(x, weight, eps_);
+  }
   // fp32 statistics regardless of the activation dtype (HF LlamaRMSNorm), cast back before the
-  // weight multiplies.
+  // weight multiplies. (On CUDA fp32 too: the hand-written kernel above is a CPU loop.)
   auto xf = x.to(torch::kFloat32);
   auto var = xf.pow(2).mean(-1, /*keepdim=*/true);
   xf = xf * torch::rsqrt(var + eps_);
@@ -154,6 +156,11 @@ void LlamaModelImpl::set_compute_dtype(torch::ScalarType dtype) {
   dtype_ = dtype;
 }
 
+void LlamaModelImpl::set_device(torch::Device device) {
+  device_ = device;
+  inv_freq_ = inv_freq_.to(device);
+}
+
 void LlamaModelImpl::init_weights(uint64_t seed) {
   torch::NoGradGuard no_grad;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
@@ -177,7 +184,7 @@ torch::Tensor LlamaModelImpl::embed(const torch::Tensor& input_ids) {
 }
 
 RopeCache LlamaModelImpl::rope(int64_t seq_len, const torch::Tensor& positions) const {
-  auto pos = positions.defined() ? positions : torch::arange(seq_len, torch::kInt64);
+  auto pos = positions.defined() ? positions.to(device_) : torch::arange(seq_len, torch::TensorOptions(torch::kInt64).device(device_));
   if (pos.dim() == 1) pos = pos.unsqueeze(0);
   auto freqs = pos.to(torch::kFloat32).unsqueeze(-1) * inv_freq_;  // [B,T,D/2]
   auto emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);          // [B,1,T,D]
@@ -189,8 +196,9 @@ RopeCache LlamaModelImpl::rope(int64_t seq_len, const torch::Tensor& positions) 
 }
 
 torch::Tensor LlamaModelImpl::attention_bias(int64_t seq_len, const torch::Tensor& attention_mask) const {
-  auto i = torch::arange(seq_len, torch::kInt64).unsqueeze(1);
-  auto j = torch::arange(seq_len, torch::kInt64).unsqueeze(0);
+  const auto index_options = torch::TensorOptions(torch::kInt64).device(device_);
+  auto i = torch::arange(seq_len, index_options).unsqueeze(1);
+  auto j = torch::arange(seq_len, index_options).unsqueeze(0);
   auto blocked = j > i;  // causal
   if (config_.sliding_window)
     // Mistral: a query sees the last sliding_window positions, itself included (HF >= 4.40).
@@ -199,13 +207,13 @@ torch::Tensor LlamaModelImpl::attention_bias(int64_t seq_len, const torch::Tenso
   if (attention_mask.defined()) {
     FABKIT_ENFORCE(attention_mask.dim() == 2 && attention_mask.size(1) == seq_len,
                    "attention_mask must be [batch, seq_len]");
-    blocked = blocked.logical_or((attention_mask == 0).unsqueeze(1).unsqueeze(2));
+    blocked = blocked.logical_or((attention_mask.to(device_) == 0).unsqueeze(1).unsqueeze(2));
   }
   // The dtype's lowest finite value rather than -inf: a fully padded row stays finite (HF).
   double lowest = dtype_ == torch::kFloat32    ? std::numeric_limits<float>::lowest()
                   : dtype_ == torch::kBFloat16 ? -3.3895313892515355e38
                                                : -65504.0;
-  return torch::zeros(blocked.sizes(), dtype_).masked_fill(blocked, lowest);
+  return torch::zeros(blocked.sizes(), torch::TensorOptions(dtype_).device(device_)).masked_fill(blocked, lowest);
 }
 
 std::vector<DecoderLayer> LlamaModelImpl::layers() const {

@@ -84,6 +84,11 @@ class LlamaModelImpl : public torch::nn::Module {
   // storage belongs to the sharded model, which hands them out in this dtype and keeps fp32
   // master copies. Does not cast the parameters.
   void set_compute_dtype(torch::ScalarType dtype);
+  // GPU training: the device the activations live on (RoPE tables, attention bias, positions).
+  // Moves only the model's own buffers; the parameters' storage belongs to the sharded model,
+  // which hands them out on its device.
+  void set_device(torch::Device device);
+  torch::Device device() const { return device_; }
 
   // The pieces, in the order forward() runs them.
   torch::Tensor embed(const torch::Tensor& input_ids);  // [B,T] int64 -> [B,T,H]
@@ -112,6 +117,7 @@ class LlamaModelImpl : public torch::nn::Module {
  private:
   LlamaConfig config_;
   torch::ScalarType dtype_;
+  torch::Device device_{torch::kCPU};
   torch::Tensor inv_freq_;  // fp32 [head_dim/2], not a parameter
   torch::nn::Embedding embed_tokens{nullptr};
   torch::nn::ModuleList layers_{nullptr};

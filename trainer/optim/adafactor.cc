@@ -14,54 +14,22 @@
 #include <cmath>
 
 #include "common/errors.h"
-#include "trainer/optim/optimizer.h"
+#include "trainer/optim/adafactor_layout.h"
 
 namespace fabkit::trainer {
 namespace {
 
-struct Factor {     // one parameter's view inside one shard
-  int64_t lo = 0, hi = 0;     // shard-local element range [lo, hi)
-  int64_t first = 0;          // the parameter's element index at lo
-  int64_t rows = 1, cols = 1; // factored shape; cols == 0 marks "not factored"
-  int64_t row_at = 0, col_at = 0;  // offsets into the unit's stats vector
-  int64_t v_at = 0;           // offset into the unit's v vector (unfactored only)
-  int64_t numel = 0;          // the whole parameter's element count (for the RMS)
-};
+using Factor = AdafactorFactor;
 
 class Adafactor : public ShardOptimizer {
  public:
   Adafactor(const std::vector<FlatShard>& shards, const AdafactorOptions& o, ShardSum sum)
       : o_(o), sum_(std::move(sum)) {
     for (const auto& s : shards) {
-      std::vector<Factor> fs;
-      int64_t stats = 0, vsize = 0;
-      const int64_t b = s.begin(), e = s.begin() + s.valid_numel();
-      for (const auto& p : s.params) {
-        Factor f;
-        f.numel = p.numel;
-        if (p.shape.size() >= 2) {
-          f.cols = p.shape.back();
-          f.rows = p.numel / std::max<int64_t>(f.cols, 1);
-          f.row_at = stats;
-          f.col_at = stats + f.rows;
-          stats += f.rows + f.cols;
-        } else {
-          f.cols = 0;
-        }
-        // Every rank lists every parameter (the stats sum needs the same layout everywhere),
-        // even when its slice holds none of it.
-        f.lo = std::clamp(p.offset, b, e) - b;
-        f.hi = std::clamp(p.offset + p.numel, b, e) - b;
-        f.first = std::max(p.offset, b) - p.offset;
-        if (f.cols == 0) {
-          f.v_at = vsize;
-          vsize += f.hi - f.lo;
-        }
-        fs.push_back(f);
-      }
-      factors_.push_back(std::move(fs));
-      stats_.emplace_back(stats, 0.0f);
-      v_.emplace_back(vsize, 0.0f);
+      AdafactorUnitLayout l = adafactor_layout(s);
+      factors_.push_back(std::move(l.factors));
+      stats_.emplace_back(l.stats, 0.0f);
+      v_.emplace_back(l.v, 0.0f);
     }
   }
   std::string name() const override { return "adafactor"; }
@@ -149,26 +117,7 @@ class Adafactor : public ShardOptimizer {
   }
   std::vector<NamedArray> reshard_state(const FlatShard& shard,
                                         const std::vector<std::vector<NamedArray>>& old_ranks) const override {
-    // Row/column statistics are replicated: any old rank's copy is the copy. v holds the
-    // elements of the unfactored (1-D) parameters that fall in a rank's slice, in flat order, so
-    // the old ranks' v concatenated lists every unfactored element once, in flat order; this
-    // rank's part starts after the unfactored elements that precede its slice.
-    const auto stats = arrays_named(old_ranks, "factored_row_col");
-    std::vector<float> all_v;
-    for (const auto* v : arrays_named(old_ranks, "v")) all_v.insert(all_v.end(), v->begin(), v->end());
-    const int64_t b = shard.begin(), e = shard.begin() + shard.valid_numel();
-    int64_t before = 0, inside = 0;
-    for (const auto& p : shard.params) {
-      if (p.shape.size() >= 2) continue;
-      before += std::clamp<int64_t>(b - p.offset, 0, p.numel);
-      inside += std::max<int64_t>(0, std::min(e, p.offset + p.numel) - std::max(b, p.offset));
-    }
-    if (before + inside > static_cast<int64_t>(all_v.size())) {
-      throw UsageError("Adafactor state of unit " + shard.unit + ": the old ranks' v has " + std::to_string(all_v.size()) +
-                       " values, the layout needs " + std::to_string(before + inside));
-    }
-    return {{"factored_row_col", *stats.at(0)},
-            {"v", std::vector<float>(all_v.begin() + before, all_v.begin() + before + inside)}};
+    return adafactor_reshard_state(shard, old_ranks);
   }
   void load_state(size_t unit, const std::vector<NamedArray>& arrays) override {
     for (const auto& a : arrays) {
@@ -191,6 +140,59 @@ class Adafactor : public ShardOptimizer {
 };
 
 }  // namespace
+
+AdafactorUnitLayout adafactor_layout(const FlatShard& s) {
+  AdafactorUnitLayout l;
+  const int64_t b = s.begin(), e = s.begin() + s.valid_numel();
+  for (const auto& p : s.params) {
+    AdafactorFactor f;
+    f.numel = p.numel;
+    if (p.shape.size() >= 2) {
+      f.cols = p.shape.back();
+      f.rows = p.numel / std::max<int64_t>(f.cols, 1);
+      f.row_at = l.stats;
+      f.col_at = l.stats + f.rows;
+      l.stats += f.rows + f.cols;
+    } else {
+      f.cols = 0;
+    }
+    // Every rank lists every parameter (the stats sum needs the same layout everywhere), even
+    // when its slice holds none of it.
+    f.lo = std::clamp(p.offset, b, e) - b;
+    f.hi = std::clamp(p.offset + p.numel, b, e) - b;
+    f.first = std::max(p.offset, b) - p.offset;
+    if (f.cols == 0) {
+      f.v_at = l.v;
+      l.v += f.hi - f.lo;
+    }
+    l.factors.push_back(f);
+  }
+  return l;
+}
+
+std::vector<NamedArray> adafactor_reshard_state(const FlatShard& shard,
+                                                const std::vector<std::vector<NamedArray>>& old_ranks) {
+  // Row/column statistics are replicated: any old rank's copy is the copy. v holds the
+  // elements of the unfactored (1-D) parameters that fall in a rank's slice, in flat order, so
+  // the old ranks' v concatenated lists every unfactored element once, in flat order; this
+  // rank's part starts after the unfactored elements that precede its slice.
+  const auto stats = arrays_named(old_ranks, "factored_row_col");
+  std::vector<float> all_v;
+  for (const auto* v : arrays_named(old_ranks, "v")) all_v.insert(all_v.end(), v->begin(), v->end());
+  const int64_t b = shard.begin(), e = shard.begin() + shard.valid_numel();
+  int64_t before = 0, inside = 0;
+  for (const auto& p : shard.params) {
+    if (p.shape.size() >= 2) continue;
+    before += std::clamp<int64_t>(b - p.offset, 0, p.numel);
+    inside += std::max<int64_t>(0, std::min(e, p.offset + p.numel) - std::max(b, p.offset));
+  }
+  if (before + inside > static_cast<int64_t>(all_v.size())) {
+    throw UsageError("Adafactor state of unit " + shard.unit + ": the old ranks' v has " + std::to_string(all_v.size()) +
+                     " values, the layout needs " + std::to_string(before + inside));
+  }
+  return {{"factored_row_col", *stats.at(0)},
+          {"v", std::vector<float>(all_v.begin() + before, all_v.begin() + before + inside)}};
+}
 
 std::unique_ptr<ShardOptimizer> make_adafactor(const std::vector<FlatShard>& shards,
                                                const AdafactorOptions& o, ShardSum sum) {

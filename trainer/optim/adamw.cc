@@ -53,9 +53,7 @@ class AdamW : public ShardOptimizer {
   }
   std::vector<NamedArray> reshard_state(const FlatShard& shard,
                                         const std::vector<std::vector<NamedArray>>& old_ranks) const override {
-    // Both moments are per element, like the parameters.
-    return {{"exp_avg", reslice(arrays_named(old_ranks, "exp_avg"), shard)},
-            {"exp_avg_sq", reslice(arrays_named(old_ranks, "exp_avg_sq"), shard)}};
+    return adamw_reshard_state(shard, old_ranks);
   }
   void load_state(size_t unit, const std::vector<NamedArray>& arrays) override {
     for (const auto& a : arrays) {
@@ -75,6 +73,12 @@ class AdamW : public ShardOptimizer {
 };
 
 }  // namespace
+
+std::vector<NamedArray> adamw_reshard_state(const FlatShard& shard, const std::vector<std::vector<NamedArray>>& old_ranks) {
+  // Both moments are per element, like the parameters.
+  return {{"exp_avg", reslice(arrays_named(old_ranks, "exp_avg"), shard)},
+          {"exp_avg_sq", reslice(arrays_named(old_ranks, "exp_avg_sq"), shard)}};
+}
 
 std::unique_ptr<ShardOptimizer> make_adamw(const std::vector<FlatShard>& shards, const AdamWOptions& o) {
   return std::make_unique<AdamW>(shards, o);

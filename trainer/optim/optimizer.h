@@ -54,6 +54,9 @@ struct AdamWOptions {
 // Same update as torch.optim.AdamW: decoupled decay p *= 1 - lr*wd, bias-corrected moments,
 // p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps).
 std::unique_ptr<ShardOptimizer> make_adamw(const std::vector<FlatShard>& shards, const AdamWOptions& o);
+// AdamW's checkpoint arrays "exp_avg" and "exp_avg_sq" (per element, like the parameters) for
+// `shard`, from the old ranks' arrays; shared with the tensor AdamW (tensor_optimizers.h).
+std::vector<NamedArray> adamw_reshard_state(const FlatShard& shard, const std::vector<std::vector<NamedArray>>& old_ranks);
 
 struct AdafactorOptions {
   double eps1 = 1e-30;        // added to g^2 (HF's eps[0])

@@ -9,12 +9,13 @@
 namespace fabkit::trainer {
 
 ShardedModel::ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vector<Stage> stages,
-                           bool recompute, at::ScalarType compute_dtype)
+                           bool recompute, at::ScalarType compute_dtype, std::optional<at::Device> tensor_device)
     : comm_(comm),
       units_(std::move(units)),
       stages_(std::move(stages)),
       recompute_(recompute),
-      compute_dtype_(compute_dtype) {
+      compute_dtype_(compute_dtype),
+      tensor_device_(tensor_device) {
   torch::NoGradGuard no_grad;
   for (const auto& u : units_) {
     std::vector<ParamSlot> slots;
@@ -27,12 +28,22 @@ ShardedModel::ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vecto
     }
     FlatShard s = make_flat_shard(u.unit, std::move(slots), comm_.rank(), comm_.world_size());
     // Rank 0's values win, so a seeded init or a load that differed per rank cannot split the run.
-    at::Tensor flat = torch::zeros({s.shard_numel * s.world_size}, torch::kFloat32);
+    // Built and broadcast on the shards' device (NCCL moves device memory without staging).
+    at::Tensor flat = torch::zeros({s.shard_numel * s.world_size}, torch::TensorOptions(torch::kFloat32).device(device()));
     for (size_t i = 0; i < u.params.size(); ++i) {
       flat.narrow(0, s.params[i].offset, s.params[i].numel).copy_(u.params[i].second.reshape(-1));
     }
     comm_.broadcast(flat.data_ptr<float>(), static_cast<size_t>(flat.numel()), 0);
-    std::copy_n(flat.data_ptr<float>() + s.begin(), s.shard_numel, s.param.data());
+    at::Tensor mine = flat.narrow(0, s.begin(), s.shard_numel);
+    at::Tensor host_param = torch::from_blob(s.param.data(), {s.shard_numel}, torch::kFloat32);
+    host_param.copy_(mine);
+    if (tensor_device_) {
+      param_t_.push_back(mine.clone());
+      grad_t_.push_back(torch::zeros({s.shard_numel}, mine.options()));
+    } else {
+      param_t_.push_back(host_param);
+      grad_t_.push_back(torch::from_blob(s.grad.data(), {s.shard_numel}, torch::kFloat32));
+    }
     shards_.push_back(std::move(s));
   }
   gathered_.assign(units_.size(), 0);
@@ -52,8 +63,9 @@ constexpr size_t kReductionsInFlight = 2;
 
 void ShardedModel::start_allgather(size_t u) {
   FlatShard& s = shards_[u];
-  full_[u] = torch::empty({s.shard_numel * s.world_size}, torch::kFloat32);
-  prefetch_[u] = comm_.allgather_async(s.param.data(), static_cast<size_t>(s.shard_numel), full_[u].data_ptr<float>());
+  full_[u] = torch::empty({s.shard_numel * s.world_size}, param_t_[u].options());
+  prefetch_[u] = comm_.allgather_async(param_t_[u].data_ptr<float>(), static_cast<size_t>(s.shard_numel),
+                                       full_[u].data_ptr<float>());
 }
 
 void ShardedModel::prefetch(size_t u) {
@@ -67,7 +79,7 @@ void ShardedModel::gather(size_t u) {
     // One rank holds the whole unit: the model's parameters alias the shard, no allgather copy
     // (measured: a 20 MB alloc + copy per unit per step). Safe because the optimizer only writes
     // the shard after backward, when the unit is released and no graph holds the views.
-    full_[u] = torch::from_blob(s.param.data(), {s.shard_numel}, torch::kFloat32);
+    full_[u] = param_t_[u];
   } else {
     if (!prefetch_[u]) start_allgather(u);
     prefetch_[u]->wait();
@@ -85,14 +97,16 @@ void ShardedModel::release(size_t u) {
   if (gathered_[u] > 0 && --gathered_[u] > 0) return;
   gathered_[u] = 0;
   // An empty placeholder keeps the leaf tensor (and its identity in the model) alive without data.
-  for (auto& p : units_[u].params) p.second.set_data(torch::empty({0}, compute_dtype_));
+  for (auto& p : units_[u].params) {
+    p.second.set_data(torch::empty({0}, torch::TensorOptions(compute_dtype_).device(device())));
+  }
   full_[u] = at::Tensor();
 }
 
 void ShardedModel::reduce_grads(size_t u) {
   FlatShard& s = shards_[u];
   // ATen views of the shard's grad so the adds run vectorised (and on the intra-op threads).
-  at::Tensor shard_grad = torch::from_blob(s.grad.data(), {s.shard_numel}, torch::kFloat32);
+  at::Tensor shard_grad = grad_t_[u];
   if (s.world_size == 1) {
     // Nothing to reduce: add each parameter's gradient straight into its slot of the shard
     // (add_ converts a bf16/fp16 gradient to the fp32 shard).
@@ -104,7 +118,7 @@ void ShardedModel::reduce_grads(size_t u) {
     }
     return;
   }
-  at::Tensor full_grad = torch::empty({s.shard_numel * s.world_size}, torch::kFloat32);
+  at::Tensor full_grad = torch::empty({s.shard_numel * s.world_size}, shard_grad.options());
   bool any = false;
   int64_t covered = 0;  // params are laid out back to back from offset 0
   for (size_t i = 0; i < s.params.size(); ++i) {
@@ -124,7 +138,7 @@ void ShardedModel::reduce_grads(size_t u) {
   // skipped on one rank only.
   if (!any) return;
   CommRequestPtr r = comm_.reduce_scatter_add_async(full_grad.data_ptr<float>(), static_cast<size_t>(s.shard_numel),
-                                                    s.grad.data());
+                                                    shard_grad.data_ptr<float>());
   reductions_.push_back({std::move(r), std::move(full_grad)});
   wait_reductions(kReductionsInFlight);
 }
@@ -202,15 +216,33 @@ void ShardedModel::prefetch_first_stage() {
 }
 
 void ShardedModel::zero_grad() {
-  for (auto& s : shards_) std::fill(s.grad.begin(), s.grad.end(), 0.0f);
+  if (!tensor_device_) {
+    for (auto& s : shards_) std::fill(s.grad.begin(), s.grad.end(), 0.0f);
+    return;
+  }
+  for (auto& g : grad_t_) g.zero_();
+}
+
+void ShardedModel::sync_params_to_host() {
+  if (!tensor_device_) return;
+  for (size_t u = 0; u < shards_.size(); ++u) {
+    torch::from_blob(shards_[u].param.data(), {shards_[u].shard_numel}, torch::kFloat32).copy_(param_t_[u]);
+  }
+}
+
+void ShardedModel::sync_params_from_host() {
+  if (!tensor_device_) return;
+  for (size_t u = 0; u < shards_.size(); ++u) {
+    param_t_[u].copy_(torch::from_blob(shards_[u].param.data(), {shards_[u].shard_numel}, torch::kFloat32));
+  }
 }
 
 std::vector<float> ShardedModel::gather_full(size_t u) {
   const FlatShard& s = shards_[u];
-  std::vector<float> full(static_cast<size_t>(s.shard_numel * s.world_size));
-  comm_.allgather(s.param.data(), static_cast<size_t>(s.shard_numel), full.data());
-  full.resize(static_cast<size_t>(s.total_numel));
-  return full;
+  at::Tensor full = torch::empty({s.shard_numel * s.world_size}, param_t_[u].options());
+  comm_.allgather(param_t_[u].data_ptr<float>(), static_cast<size_t>(s.shard_numel), full.data_ptr<float>());
+  full = full.narrow(0, 0, s.total_numel).cpu().contiguous();
+  return std::vector<float>(full.data_ptr<float>(), full.data_ptr<float>() + s.total_numel);
 }
 
 int64_t ShardedModel::unsharded_param_numel() const {

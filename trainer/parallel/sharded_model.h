@@ -23,12 +23,20 @@
 // activations are in that dtype, and each gradient is converted back to fp32 before it is reduced
 // into the shard.
 //
+// Where the shards live: by default the host vectors of FlatShard (param, grad) ARE the shards and
+// the host optimizer loops update them in place (CPU training). With a tensor device (GPU
+// training, or `--step-impl tensor` on CPU, which runs the same code for tests) each shard is an
+// fp32 tensor on that device, gathered and reduced there, and stepped by the tensor optimizers
+// (optim/tensor_*.h); the host vectors are then the checkpoint mirror, written by
+// sync_params_to_host() and read by sync_params_from_host().
+//
 // Gradients are SUMMED over ranks: the loss stage must return sum(token losses) / (tokens of the
 // whole global batch), so the summed gradient equals the 1-process gradient of the global mean.
 #pragma once
 
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,8 +65,9 @@ class ShardedModel {
  public:
   // Takes the full parameters (equal on all ranks after a broadcast from rank 0), keeps this
   // rank's slice and frees the rest.
+  // tensor_device: keep the shards as tensors on this device (see above); nullopt = host vectors.
   ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vector<Stage> stages, bool recompute,
-               at::ScalarType compute_dtype = at::kFloat);
+               at::ScalarType compute_dtype = at::kFloat, std::optional<at::Device> tensor_device = std::nullopt);
 
   // One micro-batch: forward and backward through every stage; grads are added to the shards.
   // Returns the last stage's value (this rank's part of the loss). loss_scale multiplies the
@@ -72,6 +81,15 @@ class ShardedModel {
 
   std::vector<FlatShard>& shards() { return shards_; }
   const std::vector<FlatShard>& shards() const { return shards_; }
+  // The shards as fp32 tensors [shard_numel] on device(): views of the host vectors in host mode.
+  const std::vector<at::Tensor>& param_tensors() const { return param_t_; }
+  const std::vector<at::Tensor>& grad_tensors() const { return grad_t_; }
+  bool tensor_shards() const { return tensor_device_.has_value(); }
+  at::Device device() const { return tensor_device_.value_or(at::Device(at::kCPU)); }
+  // Tensor mode: shards' params -> FlatShard::param (before a checkpoint or export), and back
+  // (after a resume wrote the host vectors). No-ops in host mode, where they are one memory.
+  void sync_params_to_host();
+  void sync_params_from_host();
   void zero_grad();
   // The unit's full, unpadded parameter vector (a collective: every rank must call it).
   std::vector<float> gather_full(size_t unit);
@@ -90,7 +108,9 @@ class ShardedModel {
   std::vector<Stage> stages_;
   bool recompute_;
   at::ScalarType compute_dtype_;
+  std::optional<at::Device> tensor_device_;
   std::vector<FlatShard> shards_;
+  std::vector<at::Tensor> param_t_, grad_t_;  // per unit, fp32 [shard_numel]
   std::vector<int> gathered_;        // reference count per unit
   std::vector<at::Tensor> full_;     // the gathered flat buffer while gathered (or prefetching)
   std::vector<CommRequestPtr> prefetch_;  // per unit: an allgather in flight into full_

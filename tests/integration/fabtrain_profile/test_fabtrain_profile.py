@@ -66,7 +66,7 @@ class FabtrainProfile(unittest.TestCase):
         out = tempfile.mkdtemp(dir=self.dir)
         r = run([FABTRAIN, "train", "--profile", profile, "--model", self.model, "--data", self.data,
                  "--output", out, "--max-steps", "1", "--max-length", "16", "--micro-batch-size", "2",
-                 "--format", "input_ids", *extra])
+                 "--format", "input_ids", "--device", "cpu", *extra])
         return r, os.path.exists(os.path.join(out, "metrics.jsonl"))
 
     def test_matching_profile_trains(self):

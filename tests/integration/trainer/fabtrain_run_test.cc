@@ -34,7 +34,9 @@ class Fabtrain : public ::testing::Test {
   std::vector<std::string> base(const std::string& out, int steps) const {
     return {"--model", (dir_.path() / "model").string(), "--data", (dir_.path() / "train.jsonl").string(),
             "--output", (dir_.path() / out).string(), "--max-length", "16", "--max-steps", std::to_string(steps),
-            "--lr", "3e-3", "--warmup-steps", "1", "--seed", "1", "--collective-timeout-ms", "20000"};
+            "--lr", "3e-3", "--warmup-steps", "1", "--seed", "1", "--collective-timeout-ms", "20000",
+            // These tests are about Gloo ranks on CPU: on a GPU machine --device auto would take the GPU.
+            "--device", "cpu"};
   }
   static std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
     a.insert(a.end(), b.begin(), b.end());
@@ -499,6 +501,83 @@ TEST_F(Fabtrain, BadInputsNameTheFileOrTheNumbers) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("data-parallel degree 3 x pipeline degree 1 = 3 does not match the world size 2"),
             std::string::npos) << r.output;
+}
+
+// The GPU path's step (tensor shards with their own storage, fused AdamW, tensor Adafactor,
+// tensor clipping) run on CPU: the same run as the host loops, and checkpoints cross between them.
+TEST_F(Fabtrain, TensorStepEqualsTheHostLoopsAndCheckpointsCrossBetweenThem) {
+  for (const char* optimizer : {"adamw", "adafactor"}) {
+    const std::string o = optimizer;
+    auto host = run_fabtrain(plus(base("host-" + o, 4), {"--nproc", "2", "--micro-batch-size", "2", "--optimizer", o,
+                                                         "--step-impl", "host"}));
+    ASSERT_EQ(host.exit_code, 0) << host.output;
+    auto tensor = run_fabtrain(plus(base("tensor-" + o, 4), {"--nproc", "2", "--micro-batch-size", "2", "--optimizer",
+                                                             o, "--step-impl", "tensor"}));
+    ASSERT_EQ(tensor.exit_code, 0) << tensor.output;
+    EXPECT_NE(tensor.output.find("optimizer step: tensor ops"), std::string::npos) << tensor.output;
+    expect_same_curve(losses(out("tensor-" + o)), losses(out("host-" + o)));
+    EXPECT_LT(max_weight_diff(out("host-" + o), out("tensor-" + o)), kWeightTol) << o;
+  }
+  // Stop a tensor-step run at step 2, resume it with the host loops: the checkpoint's params and
+  // optimizer state came off the tensors (sync_params_to_host, the tensor optimizer's state()).
+  auto args = plus(base("cross", 4), {"--nproc", "2", "--micro-batch-size", "2", "--save-every", "2"});
+  auto first = run_fabtrain(plus(args, {"--step-impl", "tensor", "--exit-after-steps", "2"}));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  auto second = run_fabtrain(plus(args, {"--step-impl", "host"}));
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("resumed from step 2"), std::string::npos) << second.output;
+  EXPECT_LT(max_weight_diff(out("host-adamw"), out("cross")), kWeightTol);
+}
+
+TEST_F(Fabtrain, GpuFlagsAreRefusedWhereTheyCannotApply) {
+  auto r = run_fabtrain(plus(base("req", 1), {"--require-transport", "IB"}));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--require-transport IB checks the network NCCL uses"), std::string::npos) << r.output;
+  if (!fs::exists("/dev/nvidia0")) {  // where a GPU exists, --device cuda is simply valid
+    auto args = base("nogpu", 1);
+    args.back() = "cuda";  // --device cuda
+    r = run_fabtrain(args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--device cuda: no CUDA device is visible"), std::string::npos) << r.output;
+  }
+}
+
+// ---- On a GPU (skipped, saying why, where none is visible) ----
+
+bool gpu_visible(std::string* why) {
+  if (!fs::exists("/dev/nvidia0") && !fs::exists("/dev/nvidiactl")) {
+    *why = "no NVIDIA device node (/dev/nvidia0): this machine has no GPU";
+    return false;
+  }
+  return true;
+}
+
+// 1 rank on the GPU in bf16 (fp32 master weights) tracks the CPU fp32 run within bf16's
+// precision; NCCL at world size 1 in fp32 equals the CPU run to fp32 tolerance.
+TEST_F(Fabtrain, OnTheGpuBf16TracksCpuFp32AndNcclFp32EqualsGloo) {
+  std::string why;
+  if (!gpu_visible(&why)) GTEST_SKIP() << why;
+  auto cpu = run_fabtrain(plus(base("cpu", 5), {"--micro-batch-size", "4"}));
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+  auto gpu_args = [&](const std::string& name, const std::vector<std::string>& extra) {
+    auto a = base(name, 5);
+    a.back() = "cuda";
+    return plus(plus(a, {"--micro-batch-size", "4"}), extra);
+  };
+  auto f32 = run_fabtrain(gpu_args("gpu-f32", {}));
+  ASSERT_EQ(f32.exit_code, 0) << f32.output;
+  EXPECT_NE(f32.output.find("backend nccl"), std::string::npos) << f32.output;
+  EXPECT_NE(f32.output.find("optimizer step: tensor ops"), std::string::npos) << f32.output;
+  expect_same_curve(losses(out("gpu-f32")), losses(out("cpu")));
+  EXPECT_LT(max_weight_diff(out("cpu"), out("gpu-f32")), kWeightTol);
+  auto bf16 = run_fabtrain(gpu_args("gpu-bf16", {"--torch-dtype", "bfloat16"}));
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
+  auto a = losses(out("gpu-bf16")), b = losses(out("cpu"));
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 2e-2 * std::abs(b[i])) << "step " << i + 1;
+  // NCCL's own log was read for the network it used (the summary line, not the env line).
+  EXPECT_TRUE(std::regex_search(f32.output, std::regex(R"(\] NCCL \S+ network (IB|RoCE|Socket|unknown))")))
+      << f32.output;
 }
 
 }  // namespace

@@ -57,7 +57,9 @@ class FabtrainUnderSlurm(unittest.TestCase):
         return [FABTRAIN, "--model", os.path.join(self.dir, "model"), "--data",
                 os.path.join(self.dir, "train.jsonl"), "--output", os.path.join(self.dir, out),
                 "--max-length", "16", "--max-steps", "3", "--lr", "3e-3", "--micro-batch-size", str(mb),
-                "--rendezvous-timeout-ms", "30000", "--collective-timeout-ms", "30000"]
+                "--rendezvous-timeout-ms", "30000", "--collective-timeout-ms", "30000",
+                # Gloo ranks on CPU, also on a machine with a GPU (--device auto would take it)
+                "--device", "cpu"]
 
     def assert_equals_one_process(self, out):
         """The 2-rank run `out` (micro-batch 2 per rank) equals one process on the same global

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""fabtrain on one GPU against PyTorch eager on the same GPU, side by side in one run.
+
+Both train the same Llama-style decoder (default ~370M parameters: hidden 1024, 24 layers,
+16 heads, SwiGLU 2816, vocab 32000, untied head) from the same config.json on the same token
+stream, with the FSDP MixedPrecision recipe: fp32 master weights and optimizer state, bf16
+compute, fused AdamW, the same micro-batch and sequence length, grad clipping at 1.0.
+
+- fabtrain: `fabtrain --device cuda --torch-dtype bfloat16` (NCCL comm at world size 1, tensor
+  shards, fused AdamW); its metrics.jsonl gives step_time_ms and gpu_peak_bytes.
+- eager: Hugging Face transformers' LlamaForCausalLM built from the config (no download) when
+  `transformers` imports (--reference hf), else the plain eager Llama of torch_reference.py
+  (--reference plain); fp32 parameters under torch.autocast(bfloat16), AdamW(fused=True).
+
+The contenders alternate for --rounds rounds (the machine is shared); each round prints both
+tokens/s, their ratio, MFU against the GPU's dense bf16 peak (6N + 12*L*d*T FLOPs per token; H100
+and H200 SXM: 989 TFLOP/s, override with --peak-tflops) and peak GPU memory; the last line is the
+median ratio. Goal (issue #10): fabtrain >= 1.0x eager tokens/s and MFU >= 40% at ~350M on an H100.
+`--trace-steps N` makes fabtrain write Chrome traces (OUTPUT/trace/) to see where its time goes.
+
+`--device cpu` runs the same comparison at a tiny size in fp32 (a smoke test of this script on a
+machine without a GPU; its figures mean nothing for the goal).
+"""
+import argparse, json, os, random, statistics, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+SIZES = {
+    "350m": dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=24, num_attention_heads=16,
+                 num_key_value_heads=16, vocab_size=32000),
+    "110m": dict(hidden_size=768, intermediate_size=2048, num_hidden_layers=12, num_attention_heads=12,
+                 num_key_value_heads=12, vocab_size=32000),
+    "tiny": dict(hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=4, vocab_size=512),
+}
+
+
+def write_inputs(d, size, records, length):
+    c = dict(SIZES[size], architectures=["LlamaForCausalLM"], model_type="llama", rms_norm_eps=1e-5,
+             rope_theta=10000.0, max_position_embeddings=4096, tie_word_embeddings=False,
+             initializer_range=0.02, bos_token_id=1, eos_token_id=2, torch_dtype="float32")
+    os.makedirs(os.path.join(d, "model"), exist_ok=True)
+    json.dump(c, open(os.path.join(d, "model", "config.json"), "w"))
+    rng = random.Random(0)
+    with open(os.path.join(d, "train.jsonl"), "w") as f:
+        for _ in range(records):
+            f.write(json.dumps({"input_ids": [rng.randrange(3, c["vocab_size"]) for _ in range(length)]}) + "\n")
+    return c
+
+
+def param_count(c):
+    h, i, L, v = c["hidden_size"], c["intermediate_size"], c["num_hidden_layers"], c["vocab_size"]
+    hd = h // c["num_attention_heads"]
+    attn = h * hd * (2 * c["num_attention_heads"] + 2 * c["num_key_value_heads"])
+    return 2 * v * h + L * (attn + 3 * h * i + 2 * h) + h
+
+
+def flops_per_token(c, T):
+    return 6 * param_count(c) + 12 * c["num_hidden_layers"] * c["hidden_size"] * T
+
+
+def run_fabtrain(a, d, tag):
+    out = os.path.join(d, "ft-" + tag)
+    cmd = [a.fabtrain, "--model", os.path.join(d, "model"), "--data", os.path.join(d, "train.jsonl"),
+           "--format", "input_ids", "--output", out, "--max-length", str(a.seq), "--micro-batch-size", str(a.batch),
+           "--max-steps", str(a.steps), "--lr", "1e-4", "--no-resume", "--device", a.device,
+           "--torch-dtype", "bfloat16" if a.device == "cuda" else "float32", "--max-grad-norm", "1.0"]
+    if a.trace_steps:
+        cmd += ["--trace-steps", str(a.trace_steps)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit("fabtrain failed: " + " ".join(cmd) + "\n" + r.stderr[-3000:])
+    rows = [json.loads(l) for l in open(os.path.join(out, "metrics.jsonl")) if l.strip()]
+    steady = [x for x in rows if "step_time_ms" in x][a.warmup:]
+    med = statistics.median(x["step_time_ms"] for x in steady) / 1000
+    return {"tokens_per_s": a.batch * a.seq / med, "peak_bytes": max(x.get("gpu_peak_bytes", 0) for x in rows)}
+
+
+def eager_model(a, c):
+    import torch
+    if a.reference in ("auto", "hf"):
+        try:
+            from transformers import LlamaConfig, LlamaForCausalLM
+            cfg = LlamaConfig(**{k: v for k, v in c.items() if k not in ("architectures", "torch_dtype")})
+            cfg._attn_implementation = "eager"
+            return "hf-transformers-eager", LlamaForCausalLM(cfg)
+        except ImportError:
+            if a.reference == "hf":
+                sys.exit("--reference hf: transformers does not import (pip install transformers)")
+    sys.path.insert(0, HERE)
+    from torch_reference import Llama
+    return "plain-eager (torch_reference.py)", Llama(c)
+
+
+def run_eager(a, d, c):
+    import torch
+    import torch.nn.functional as F
+    dev = torch.device(a.device)
+    torch.manual_seed(0)
+    name, model = eager_model(a, c)
+    model = model.to(dev)  # fp32 master weights
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    ids = [json.loads(l)["input_ids"] for l in open(os.path.join(d, "train.jsonl"))]
+    stream = torch.tensor([t for x in ids for t in x])
+    n = len(stream) // a.seq
+    blocks = stream[: n * a.seq].view(n, a.seq)
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+    times = []
+    for step in range(a.steps):
+        batch = blocks[(step * a.batch) % (n - a.batch + 1):][: a.batch].to(dev)
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        t0 = time.perf_counter()
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
+            out = model(batch)
+            logits = out.logits if hasattr(out, "logits") else out
+        loss = F.cross_entropy(logits[:, :-1].float().reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        loss.item()  # fabtrain reads its loss every step too
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        times.append(time.perf_counter() - t0)
+    med = statistics.median(times[a.warmup:])
+    peak = torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else 0
+    del model, opt
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    return {"tokens_per_s": a.batch * a.seq / med, "peak_bytes": peak, "name": name}
+
+
+def peak_flops(a):
+    if a.peak_tflops:
+        return a.peak_tflops * 1e12
+    if a.device != "cuda":
+        return None
+    import torch
+    name = torch.cuda.get_device_name(0)
+    # Dense bf16 tensor-core peaks of the SXM parts (NVIDIA's data sheets, without sparsity).
+    for key, tflops in (("H200", 989.0), ("H100", 989.0), ("A100", 312.0)):
+        if key in name:
+            return tflops * 1e12
+    sys.exit(f"unknown GPU '{name}': pass --peak-tflops (dense bf16)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--fabtrain", required=True)
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--size", choices=sorted(SIZES), default=None, help="default: 350m on cuda, tiny on cpu")
+    p.add_argument("--batch", type=int, default=None, help="sequences per step (default 8 on cuda, 2 on cpu)")
+    p.add_argument("--seq", type=int, default=None, help="sequence length (default 2048 on cuda, 64 on cpu)")
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--reference", choices=["auto", "hf", "plain"], default="auto")
+    p.add_argument("--peak-tflops", type=float, default=None)
+    p.add_argument("--trace-steps", type=int, default=0)
+    a = p.parse_args()
+    gpu = a.device == "cuda"
+    a.size = a.size or ("350m" if gpu else "tiny")
+    a.batch = a.batch or (8 if gpu else 2)
+    a.seq = a.seq or (2048 if gpu else 64)
+    if a.warmup >= a.steps:
+        sys.exit("--warmup must be below --steps")
+    d = tempfile.mkdtemp(prefix="fabtrain-gpu-bench-")
+    c = write_inputs(d, a.size, records=max(64, 2 * a.batch * a.steps), length=a.seq)
+    fpt = flops_per_token(c, a.seq)
+    peak = peak_flops(a)
+    print(f"model {a.size}: {param_count(c) / 1e6:.1f}M parameters, batch {a.batch} x {a.seq} tokens, "
+          f"{a.steps} steps ({a.warmup} warm-up), device {a.device}", flush=True)
+    ratios = []
+    for r in range(a.rounds):
+        # Alternate who goes first: a shared machine drifts.
+        order = ["fabtrain", "eager"] if r % 2 == 0 else ["eager", "fabtrain"]
+        res = {}
+        for who in order:
+            res[who] = run_fabtrain(a, d, str(r)) if who == "fabtrain" else run_eager(a, d, c)
+        ratio = res["fabtrain"]["tokens_per_s"] / res["eager"]["tokens_per_s"]
+        ratios.append(ratio)
+        line = f"round {r + 1}: fabtrain {res['fabtrain']['tokens_per_s']:.0f} tok/s vs {res['eager']['name']} " \
+               f"{res['eager']['tokens_per_s']:.0f} tok/s: ratio {ratio:.3f}"
+        if peak:
+            line += f"; MFU fabtrain {res['fabtrain']['tokens_per_s'] * fpt / peak:.1%}, " \
+                    f"eager {res['eager']['tokens_per_s'] * fpt / peak:.1%}"
+        if gpu:
+            line += f"; peak GPU memory fabtrain {res['fabtrain']['peak_bytes'] / 2**30:.2f} GiB, " \
+                    f"eager {res['eager']['peak_bytes'] / 2**30:.2f} GiB"
+        print(line, flush=True)
+    print(f"median fabtrain/eager tokens/s over {a.rounds} rounds: {statistics.median(ratios):.3f}")
+
+
+if __name__ == "__main__":
+    main()

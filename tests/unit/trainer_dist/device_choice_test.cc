@@ -1,0 +1,84 @@
+// Which GPU a local rank takes: the profile's GPU<->NIC locality against the visible devices.
+#include <gtest/gtest.h>
+
+#include "common/errors.h"
+#include "trainer/distributed/device_choice.h"
+
+namespace fabkit::trainer {
+namespace {
+
+// An 8-GPU node with 4 NICs, two GPUs under each NIC's PCIe switch (PIX), the others further.
+std::vector<VisibleGpu> eight_gpus() {
+  std::vector<VisibleGpu> v;
+  const char* bus[] = {"00000000:18:00.0", "00000000:2A:00.0", "00000000:3A:00.0",
+                       "00000000:5D:00.0", "00000000:9A:00.0", "00000000:AB:00.0",
+                       "00000000:BA:00.0", "00000000:DB:00.0"};
+  for (int i = 0; i < 8; ++i) v.push_back({i, bus[i]});
+  return v;
+}
+
+std::vector<GpuNicLocality> eight_gpu_locality() {
+  return {{"0000:18:00.0", "mlx5_0", "PIX"}, {"0000:2a:00.0", "mlx5_0", "PXB"},
+          {"0000:3a:00.0", "mlx5_1", "PIX"}, {"0000:5d:00.0", "mlx5_1", "PXB"},
+          {"0000:9a:00.0", "mlx5_2", "PIX"}, {"0000:ab:00.0", "mlx5_2", "PXB"},
+          {"0000:ba:00.0", "mlx5_3", "PIX"}, {"0000:db:00.0", "mlx5_3", "PXB"}};
+}
+
+TEST(DeviceChoice, BusIdsCompareAcrossCudaAndSysfsSpellings) {
+  EXPECT_EQ(normalize_bus_id("00000000:3B:00.0"), "0000:3b:00.0");
+  EXPECT_EQ(normalize_bus_id("0000:3b:00.0"), "0000:3b:00.0");
+  EXPECT_EQ(normalize_bus_id("3B:00.0"), "0000:3b:00.0");
+}
+
+TEST(DeviceChoice, OneRankPerGpuIsLocalRank) {
+  for (int r = 0; r < 8; ++r) {
+    const DeviceChoice c = choose_cuda_device(r, 8, eight_gpus(), eight_gpu_locality());
+    EXPECT_EQ(c.index, r);
+    EXPECT_NE(c.reason.find("LOCAL_RANK"), std::string::npos) << c.reason;
+  }
+}
+
+TEST(DeviceChoice, FewerRanksThanGpusSpreadOverTheNicsNearestGpus) {
+  // 4 ranks on 8 GPUs: LOCAL_RANK would take GPUs 0-3 (two NICs' worth); locality gives each
+  // NIC its PIX GPU: 0, 2, 4, 6.
+  std::vector<int> got;
+  for (int r = 0; r < 4; ++r)
+    got.push_back(choose_cuda_device(r, 4, eight_gpus(), eight_gpu_locality()).index);
+  EXPECT_EQ(got, (std::vector<int>{0, 2, 4, 6}));
+  const DeviceChoice c = choose_cuda_device(1, 4, eight_gpus(), eight_gpu_locality());
+  EXPECT_EQ(c.bus_id, "0000:3a:00.0");
+  EXPECT_NE(c.reason.find("PIX to mlx5_1"), std::string::npos) << c.reason;
+  // 2 ranks: the two NICs first in order of nearness (all PIX: name order), one GPU each.
+  EXPECT_EQ(choose_cuda_device(1, 2, eight_gpus(), eight_gpu_locality()).index, 2);
+}
+
+TEST(DeviceChoice, CudaVisibleDevicesRenumberTheGpus) {
+  // CUDA_VISIBLE_DEVICES=4,5,6,7: indices 0-3 are the physical GPUs 4-7. One rank on mlx5_3's
+  // side would be wrong for LOCAL_RANK only if it ignored bus ids; 2 ranks take 9a (PIX mlx5_2)
+  // and ba (PIX mlx5_3): visible indices 0 and 2.
+  auto all = eight_gpus();
+  std::vector<VisibleGpu> visible;
+  for (int i = 4; i < 8; ++i) visible.push_back({i - 4, all[i].bus_id});
+  EXPECT_EQ(choose_cuda_device(0, 2, visible, eight_gpu_locality()).index, 0);
+  EXPECT_EQ(choose_cuda_device(1, 2, visible, eight_gpu_locality()).index, 2);
+}
+
+TEST(DeviceChoice, WithoutLocalityItIsLocalRank) {
+  const DeviceChoice c = choose_cuda_device(1, 2, eight_gpus(), {});
+  EXPECT_EQ(c.index, 1);
+  EXPECT_NE(c.reason.find("no GPU<->NIC locality"), std::string::npos) << c.reason;
+}
+
+TEST(DeviceChoice, MoreRanksThanGpusNamesBothCounts) {
+  try {
+    choose_cuda_device(2, 3, {{0, "0000:18:00.0"}, {1, "0000:2a:00.0"}}, {});
+    FAIL() << "3 ranks on 2 GPUs were accepted";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("3 local ranks"), std::string::npos) << m;
+    EXPECT_NE(m.find("2 visible CUDA device"), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace fabkit::trainer

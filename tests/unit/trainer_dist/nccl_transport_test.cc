@@ -1,0 +1,91 @@
+// fabtrain's NCCL transport check: the verdict on real NCCL logs (tests/fixtures/nccl_log) and
+// the environment it prepares before the communicator exists.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/ttar.h"
+#include "trainer/app/nccl_transport.h"
+
+namespace fabkit::trainer {
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(FABKIT_NCCL_LOG_FIXTURES) + "/" + name);
+  EXPECT_TRUE(in) << name;
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(NcclTransport, RequiredIbIsMetByAnIbLogAndRefusedOnASocketFallback) {
+  std::string summary;
+  EXPECT_EQ(transport_mismatch(fixture("nccl_2.18_ib_gdr.log"), std::string("IB"), &summary), "");
+  EXPECT_NE(summary.find("network IB"), std::string::npos) << summary;
+  const std::string why =
+      transport_mismatch(fixture("nccl_2.21_socket_fallback.log"), std::string("IB"), &summary);
+  EXPECT_NE(why.find("NCCL used Socket"), std::string::npos) << why;
+  EXPECT_NE(summary.find("network Socket"), std::string::npos) << summary;
+  // Nothing required: the summary only.
+  EXPECT_EQ(transport_mismatch(fixture("nccl_2.21_socket_fallback.log"), std::nullopt, &summary),
+            "");
+  // Socket required and used.
+  EXPECT_EQ(
+      transport_mismatch(fixture("nccl_2.21_socket_fallback.log"), std::string("Socket"), nullptr),
+      "");
+}
+
+TEST(NcclTransport, ALogThatNamesNoNetworkCannotConfirmARequirement) {
+  const std::string why = transport_mismatch("some unrelated output\n", std::string("IB"), nullptr);
+  EXPECT_NE(why.find("does not say which network"), std::string::npos) << why;
+}
+
+class NcclEnv : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* v : {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"}) {
+      if (const char* x = std::getenv(v)) saved_.emplace_back(v, x);
+      unsetenv(v);
+    }
+  }
+  void TearDown() override {
+    for (const char* v : {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"}) unsetenv(v);
+    for (const auto& [k, v] : saved_) setenv(k.c_str(), v.c_str(), 1);
+  }
+  std::vector<std::pair<std::string, std::string>> saved_;
+  fabkit::testing::TempDir dir_{"nccl-env"};
+};
+
+TEST_F(NcclEnv, UnsetDebugBecomesInfoIntoAFilePerRank) {
+  const NcclLogPlan p = prepare_nccl_log(dir_.path().string(), 3, false);
+  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG")), "INFO");
+  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG_SUBSYS")), "INIT,NET");
+  EXPECT_EQ(p.file, (dir_.path() / "nccl" / "rank-3.log").string());
+  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG_FILE")), p.file);
+}
+
+TEST_F(NcclEnv, AQuieterDebugLevelIsKeptUnlessATransportIsRequired) {
+  setenv("NCCL_DEBUG", "WARN", 1);
+  NcclLogPlan p = prepare_nccl_log(dir_.path().string(), 0, false);
+  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG")), "WARN");
+  EXPECT_EQ(p.file, "");
+  EXPECT_NE(p.adjustments.find("not verified"), std::string::npos) << p.adjustments;
+  p = prepare_nccl_log(dir_.path().string(), 0, true);
+  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG")), "INFO");
+  EXPECT_NE(p.file, "");
+}
+
+TEST_F(NcclEnv, TheUsersDebugFileIsKeptWithNcclsSubstitutions) {
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_FILE", "/tmp/nccl.%h.%p.log", 1);
+  const NcclLogPlan p = prepare_nccl_log(dir_.path().string(), 0, false);
+  EXPECT_EQ(p.file.find('%'), std::string::npos) << p.file;
+  EXPECT_NE(p.file.find("." + std::to_string(getpid()) + ".log"), std::string::npos) << p.file;
+  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG_FILE")),
+            "/tmp/nccl.%h.%p.log");  // NCCL expands it itself
+}
+
+}  // namespace
+}  // namespace fabkit::trainer

@@ -1,0 +1,314 @@
+// The NCCL backend of Comm: c10d::ProcessGroupNCCL over the rendezvous store, one CUDA device per
+// rank. The only file that touches c10d for GPU training.
+//
+// Why ProcessGroupNCCL rather than the NCCL API directly: it already runs each collective on its
+// own CUDA stream ordered after the caller's stream, makes Work::wait() a stream wait (the host
+// does not block, so a prefetched all-gather travels while earlier kernels run), keeps the
+// buffers alive for the caching allocator, and has the watchdog that aborts a communicator whose
+// collective outlives the timeout. That is the machinery FSDP itself stands on.
+#include "trainer/distributed/comm.h"
+
+#if FABKIT_TORCH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+
+#include <chrono>
+#include <functional>
+
+#include "trainer/distributed/comm_store.h"
+#endif
+
+namespace fabkit::trainer {
+
+#if FABKIT_TORCH_CUDA
+namespace {
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+class NcclComm;
+
+class NcclRequest : public CommRequest {
+ public:
+  NcclRequest(NcclComm& comm, const char* op, size_t count, c10::intrusive_ptr<c10d::Work> work,
+              std::function<void()> finish)
+      : comm_(comm), op_(op), count_(count), work_(std::move(work)), finish_(std::move(finish)) {}
+  ~NcclRequest() override {
+    if (!done_) {
+      try {
+        wait();
+      } catch (const std::exception&) {
+        // The comm is marked dead; the next collective reports it.
+      }
+    }
+  }
+  void wait() override;
+
+ private:
+  NcclComm& comm_;
+  const char* op_;
+  size_t count_;
+  c10::intrusive_ptr<c10d::Work> work_;
+  std::function<void()> finish_;  // holds the staged tensors alive too
+  bool done_ = false;
+};
+
+// A caller's buffer as a tensor on this rank's device: the buffer itself when it is device memory,
+// else a device copy (staged) that finish() copies back for outputs.
+struct DeviceView {
+  at::Tensor device;
+  at::Tensor host;  // defined when staged
+};
+
+class NcclComm : public Comm {
+ public:
+  explicit NcclComm(const CommOptions& o)
+      : rank_(o.rank),
+        world_(o.world_size),
+        device_(at::kCUDA, static_cast<c10::DeviceIndex>(o.cuda_device)) {
+    std::string stage = "device";
+    try {
+      const int visible = static_cast<int>(c10::cuda::device_count());
+      if (o.cuda_device >= visible) {
+        throw CommError(
+            "rank " + std::to_string(o.rank) + ": CUDA device " + std::to_string(o.cuda_device) +
+            " requested, " + std::to_string(visible) +
+            " visible (CUDA_VISIBLE_DEVICES, the driver) -- start fewer ranks per node or fix the "
+            "device choice");
+      }
+      c10::cuda::set_device(device_.index());
+      stage = "store";
+      auto store = make_rendezvous_store(o);
+      stage = "communicator";
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = std::chrono::milliseconds(o.collective_timeout_ms);
+      pg_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, o.rank, o.world_size, options);
+      // Create the NCCL communicator now (ncclCommInitRank), not at the first collective: a
+      // rendezvous or transport failure is then reported as such, before the model loads.
+      pg_->eagerConnectSingleDevice(device_);
+    } catch (const CommError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw CommError(
+          "rank " + std::to_string(o.rank) + "/" + std::to_string(o.world_size) +
+          " on cuda:" + std::to_string(o.cuda_device) + ": NCCL setup failed at the " + stage +
+          " stage (master " + o.master_addr + ":" + std::to_string(o.master_port) + ", timeout " +
+          std::to_string(o.rendezvous_timeout_ms) + " ms): " + first_line(e.what()) +
+          " -- check that every rank started, MASTER_ADDR/MASTER_PORT agree, and the NCCL log "
+          "(NCCL_DEBUG=INFO) for the network it tried");
+    }
+  }
+  ~NcclComm() override {
+    try {
+      if (pg_) dead_ ? pg_->abort() : pg_->shutdown();
+    } catch (const std::exception&) {
+      // Nothing to report to: the process is ending.
+    }
+  }
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  std::string backend() const override { return "nccl"; }
+  std::string transport() const override {
+    return "NCCL on cuda:" + std::to_string(device_.index()) +
+           " (the network NCCL chose is read from its log)";
+  }
+
+  void allreduce_sum(float* data, size_t count) override {
+    allreduce(data, count, torch::kFloat32, "allreduce");
+  }
+  void allreduce_sum(double* data, size_t count) override {
+    allreduce(data, count, torch::kFloat64, "allreduce(f64)");
+  }
+  void allgather(const float* in, size_t count, float* out) override {
+    allgather_async(in, count, out)->wait();
+  }
+  CommRequestPtr allgather_async(const float* in, size_t count, float* out) override {
+    DeviceView i = input(in, count, torch::kFloat32);
+    DeviceView o = output(out, count * static_cast<size_t>(world_), torch::kFloat32);
+    return issue(
+        "allgather", count, [&] { return pg_->_allgather_base(o.device, i.device); },
+        [i, o] { copy_back(o); });
+  }
+  CommRequestPtr reduce_scatter_add_async(const float* in, size_t count, float* out) override {
+    DeviceView i = input(in, count * static_cast<size_t>(world_), torch::kFloat32);
+    DeviceView o = output(out, count, torch::kFloat32);
+    at::Tensor sum = torch::empty({static_cast<int64_t>(count)}, options(torch::kFloat32));
+    c10d::ReduceScatterOptions ro;
+    ro.reduceOp = c10d::ReduceOp::SUM;
+    // The reduce-scatter writes a fresh buffer; the add into the caller's accumulator runs on the
+    // caller's stream once the collective is waited for.
+    return issue(
+        "reduce-scatter", count, [&] { return pg_->_reduce_scatter_base(sum, i.device, ro); },
+        [i, o, sum]() mutable {
+          if (o.host.defined()) {
+            o.host.add_(sum.cpu());
+          } else {
+            o.device.add_(sum);
+          }
+        });
+  }
+  void broadcast(float* data, size_t count, int root) override {
+    broadcast_view(inout(data, count, torch::kFloat32), count, root, "broadcast");
+  }
+  void broadcast_bytes(void* data, size_t bytes, int root) override {
+    broadcast_view(inout(data, bytes, torch::kUInt8), bytes, root, "broadcast(bytes)");
+  }
+  void allgather_bytes(const void* in, size_t bytes, void* out) override {
+    DeviceView i = input(in, bytes, torch::kUInt8);
+    DeviceView o = output(out, bytes * static_cast<size_t>(world_), torch::kUInt8);
+    issue(
+        "allgather(bytes)", bytes, [&] { return pg_->_allgather_base(o.device, i.device); },
+        [i, o] { copy_back(o); })
+        ->wait();
+  }
+  void barrier() override {
+    c10d::BarrierOptions bo;
+    bo.device_ids = {device_.index()};
+    issue(
+        "barrier", 0, [&] { return pg_->barrier(bo); }, nullptr)
+        ->wait();
+  }
+  void send(const float* data, size_t count, int dst, int tag) override {
+    DeviceView i = input(data, count, torch::kFloat32);
+    std::vector<at::Tensor> t{i.device};
+    issue(
+        "send", count, [&] { return pg_->send(t, dst, tag); }, [i] {})
+        ->wait();
+  }
+  void recv(float* data, size_t count, int src, int tag) override {
+    DeviceView o = output(data, count, torch::kFloat32);
+    std::vector<at::Tensor> t{o.device};
+    issue(
+        "recv", count, [&] { return pg_->recv(t, src, tag); }, [o] { copy_back(o); })
+        ->wait();
+  }
+
+ private:
+  friend class NcclRequest;
+
+  at::TensorOptions options(at::ScalarType t) const {
+    return at::TensorOptions().dtype(t).device(device_);
+  }
+
+  // Device memory of this rank's GPU, or host memory (pageable or pinned). Memory of another GPU
+  // is a programming error: NCCL would read it through peer access or fault.
+  bool is_device_memory(const void* p) const {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky "invalid value" for plain host pointers
+      return false;
+    }
+    if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) return false;
+    if (a.device != device_.index()) {
+      throw CommError("NCCL comm on cuda:" + std::to_string(device_.index()) +
+                      " was handed memory of cuda:" + std::to_string(a.device) +
+                      " (a fabtrain bug: every tensor of a rank lives on its device)");
+    }
+    return true;
+  }
+  DeviceView view(const void* p, size_t n, at::ScalarType t, bool copy_in) const {
+    const auto len = static_cast<int64_t>(n);
+    if (is_device_memory(p))
+      return {torch::from_blob(const_cast<void*>(p), {len}, options(t)), at::Tensor()};
+    at::Tensor host = torch::from_blob(const_cast<void*>(p), {len}, at::TensorOptions().dtype(t));
+    return {copy_in ? host.to(device_) : torch::empty({len}, options(t)), host};
+  }
+  DeviceView input(const void* p, size_t n, at::ScalarType t) const { return view(p, n, t, true); }
+  DeviceView output(void* p, size_t n, at::ScalarType t) const { return view(p, n, t, false); }
+  DeviceView inout(void* p, size_t n, at::ScalarType t) const { return view(p, n, t, true); }
+  static void copy_back(const DeviceView& v) {
+    // A synchronous copy on the current stream, which wait() made wait for the collective.
+    if (v.host.defined()) v.host.copy_(v.device);
+  }
+
+  void allreduce(void* data, size_t count, at::ScalarType t, const char* op) {
+    DeviceView v = inout(data, count, t);
+    std::vector<at::Tensor> ts{v.device};
+    issue(
+        op, count, [&] { return pg_->allreduce(ts); }, [v] { copy_back(v); })
+        ->wait();
+  }
+  void broadcast_view(DeviceView v, size_t count, int root, const char* op) {
+    std::vector<at::Tensor> ts{v.device};
+    c10d::BroadcastOptions bo;
+    bo.rootRank = root;
+    issue(
+        op, count, [&] { return pg_->broadcast(ts, bo); }, [v] { copy_back(v); })
+        ->wait();
+  }
+
+  void check_alive(const char* op) const {
+    if (dead_) {
+      throw CommError(std::string(op) + " on rank " + std::to_string(rank_) +
+                      ": the NCCL process group already failed; no collective may follow");
+    }
+  }
+
+  template <typename F>
+  CommRequestPtr issue(const char* op, size_t count, F&& start, std::function<void()> finish) {
+    check_alive(op);
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+      work = start();
+    } catch (const std::exception& e) {
+      fail(op, count, e);
+    }
+    return std::make_unique<NcclRequest>(*this, op, count, std::move(work), std::move(finish));
+  }
+
+  void wait_work(const char* op, size_t count, c10::intrusive_ptr<c10d::Work>& work) {
+    try {
+      work->wait();
+    } catch (const std::exception& e) {
+      fail(op, count, e);
+    }
+  }
+
+  [[noreturn]] void fail(const char* op, size_t count, const std::exception& e) {
+    dead_ = true;
+    throw CommError("NCCL " + std::string(op) + " of " + std::to_string(count) +
+                    " elements failed on rank " + std::to_string(rank_) + "/" +
+                    std::to_string(world_) + " (cuda:" + std::to_string(device_.index()) +
+                    "): " + first_line(e.what()) +
+                    " -- another rank probably exited, the network dropped or the collective timed "
+                    "out; the NCCL "
+                    "log (NCCL_DEBUG=INFO) names the transport and the failing peer");
+  }
+
+  int rank_;
+  int world_;
+  at::Device device_;
+  bool dead_ = false;
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> pg_;
+};
+
+void NcclRequest::wait() {
+  if (done_) return;
+  done_ = true;
+  comm_.wait_work(op_, count_, work_);
+  if (finish_) finish_();
+}
+
+}  // namespace
+
+std::unique_ptr<Comm> make_nccl_comm(const CommOptions& options) {
+  return std::make_unique<NcclComm>(options);
+}
+
+#else
+
+std::unique_ptr<Comm> make_nccl_comm(const CommOptions& options) {
+  throw CommError(
+      "rank " + std::to_string(options.rank) +
+      ": GPU training needs a CUDA LibTorch with NCCL; this "
+      "fabtrain was built against a LibTorch without CUDA -- rebuild against the CUDA torch wheel "
+      "(./scripts/setup) or train on CPU (--device cpu)");
+}
+
+#endif
+
+}  // namespace fabkit::trainer
