@@ -30,6 +30,8 @@ struct ClusterArgs {
   std::string sizes = "1M,64M";
   int pings = 200, streams = 4, bandwidth_ms = 300;
   double slow_fraction = 0.5;
+  bool plan_only = false;
+  double per_pair_s = 6.0;
   bool json = false;
 };
 
@@ -65,6 +67,15 @@ int run_cluster_cmd(const ClusterArgs& a) {
   for (const auto& h : o.hosts) launch::launcher_argv(o.launcher, h, {o.agent_path});  // names
   o.plan = slurm::pair_plan_from_string(a.pairs);
   o.max_parallel = a.max_parallel;
+  if (a.plan_only) {
+    Report r = slurm::build_plan_report(o.hosts, o.plan, o.max_parallel, a.per_pair_s);
+    r.hostname = profile::local_hostname();
+    if (a.json)
+      reports::render_json(r, std::cout);
+    else
+      slurm::render_cluster_text(r, std::cout);
+    return kExitClean;
+  }
   o.node_timeout_ms = a.node_timeout_ms;
   auto& p = o.pair;
   p.launcher_text = o.launcher_text;
@@ -145,6 +156,10 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
   sub->add_option("--slow-fraction", a->slow_fraction,
                   "Below this fraction of the cluster's figure a node or link is slow")
       ->check(CLI::Range(0.01, 0.99));
+  sub->add_flag("--plan-only", a->plan_only,
+                "Print the schedule and its estimated time; launch nothing");
+  sub->add_option("--per-pair-s", a->per_pair_s, "With --plan-only: seconds one pair run takes")
+      ->check(CLI::Range(0.01, 3600.0));
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/cluster.md)");
   sub->callback([a, exit_code] {
     *exit_code = run_command("cluster", a->json, [&] { return run_cluster_cmd(*a); });

@@ -6,6 +6,7 @@
 #include "profile/builder.h"
 #include "reports/report_render.h"
 #include "slurm/drift_judge.h"
+#include "slurm/link_search.h"
 
 namespace fabkit::slurm {
 namespace {
@@ -224,6 +225,39 @@ Report build_cluster_report(const ClusterFacts& f, const MatrixOptions& mo) {
               {"pairs", pairs}}},
             {"drift", drift_json}};
   r.sections.push_back({"cluster", c});
+  return r;
+}
+
+Report build_plan_report(const std::vector<std::string>& hosts, PairPlan plan, int max_parallel,
+                         double per_pair_s) {
+  Report r;
+  r.kind = "cluster";
+  r.generated_at = utc_now_rfc3339();
+  const int n = static_cast<int>(hosts.size());
+  auto rounds = make_schedule(plan, n);
+  auto cost = schedule_cost(rounds, n, per_pair_s, max_parallel);
+  auto all = schedule_cost(round_robin(n), n, per_pair_s, max_parallel);
+  Json rj = Json::array();
+  for (const auto& rd : rounds) {
+    Json pairs = Json::array(), idle = Json::array();
+    for (const auto& p : rd.pairs) pairs.push_back({hosts[p.a], hosts[p.b]});
+    for (int i : rd.idle) idle.push_back(hosts[i]);
+    rj.push_back({{"pairs", pairs}, {"idle", idle}});
+  }
+  r.sections.push_back({"plan",
+                        {{"hosts", hosts},
+                         {"plan", to_string(plan)},
+                         {"max_parallel", max_parallel},
+                         {"per_pair_s", per_pair_s},
+                         {"rounds", cost.rounds},
+                         {"waves", cost.waves},
+                         {"pair_runs", cost.pair_runs},
+                         {"sequential_runs", cost.sequential_runs},
+                         {"estimated_s", cost.seconds},
+                         {"sequential_estimated_s", cost.sequential_runs * per_pair_s},
+                         {"all_pairs_estimated_s", all.seconds},
+                         {"link_search_rounds_bound", n >= 2 ? link_search_round_bound(n) : 0},
+                         {"schedule", rj}}});
   return r;
 }
 

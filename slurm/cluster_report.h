@@ -27,6 +27,12 @@ std::string nccl_version_of(const std::vector<PairRun>& runs, const std::string&
 // (docs/json/cluster.md).
 Report build_cluster_report(const ClusterFacts& f, const MatrixOptions& options);
 
+// `fabcheck cluster --plan-only`: the schedule and what it would cost, nothing launched.
+// Report{kind "cluster"} with a "plan" section (docs/json/cluster.md): the rounds by host name,
+// the cost model at per_pair_s, and the rounds a bad-link search would add (link_search.h).
+Report build_plan_report(const std::vector<std::string>& hosts, PairPlan plan, int max_parallel,
+                         double per_pair_s);
+
 // The merged cluster.json: every node report that came back and every pair report, each node
 // keyed by the name fabcheck cluster was given (network-namespace or container hosts share one
 // kernel hostname). Throws UsageError when no node report came back.

@@ -24,8 +24,32 @@ std::string pad(std::string s, size_t w) {
 
 void render_cluster_text(const Report& r, std::ostream& out) {
   const Json* c = nullptr;
-  for (const auto& s : r.sections)
+  for (const auto& s : r.sections) {
     if (s.name == "cluster") c = &s.facts;
+    if (s.name != "plan") continue;
+    const Json& p = s.facts;
+    out << "plan " << p["plan"].get<std::string>() << " for " << p["hosts"].size()
+        << " nodes: " << p["rounds"] << " rounds (" << p["waves"] << " waves at --max-parallel "
+        << p["max_parallel"] << "), " << p["pair_runs"] << " pair runs\n"
+        << "estimate at " << num(p["per_pair_s"], 1)
+        << " s per pair run: " << num(p["estimated_s"], 0)
+        << " s (every pair, one at a time: " << num(p["sequential_estimated_s"], 0)
+        << " s; --pairs all in rounds: " << num(p["all_pairs_estimated_s"], 0)
+        << " s); a bad-link search adds at most " << p["link_search_rounds_bound"] << " rounds\n";
+    size_t shown = 0;
+    for (const auto& rd : p["schedule"]) {
+      if (++shown > 8) {
+        out << "  ... " << (p["schedule"].size() - 8) << " more rounds\n";
+        break;
+      }
+      out << "  round " << shown << ":";
+      for (const auto& pr : rd["pairs"])
+        out << " " << pr[0].get<std::string>() << "<->" << pr[1].get<std::string>();
+      for (const auto& h : rd["idle"]) out << " (" << h.get<std::string>() << " idle)";
+      out << "\n";
+    }
+    return;  // a plan has no findings: nothing ran
+  }
   if (c != nullptr) {
     const Json& s = *c;
     const Json& sch = s["schedule"];

@@ -149,6 +149,16 @@ class ClusterTest(unittest.TestCase):
             rc, doc, _ = self.cluster(w, *extra, hosts=hosts)
             self.assertEqual(rc, 2, doc)
             self.assertIn(needle, doc["error"]["message"])
+        # --plan-only: the 64-node schedule and its cost from an allocation's node list, nothing
+        # launched (the hosts do not exist).
+        env = dict(os.environ, SLURM_JOB_NODELIST="gpu[001-064]")
+        r = subprocess.run([FABCHECK, "cluster", "--plan-only", "--json", "--per-pair-s", "6"],
+                           stdout=subprocess.PIPE, text=True, env=env, timeout=60)
+        self.assertEqual(r.returncode, 0)
+        plan = json.loads(r.stdout)["plan"]
+        self.assertEqual((plan["rounds"], plan["pair_runs"], plan["estimated_s"]), (63, 2016, 378.0))
+        self.assertEqual(plan["hosts"][-1], "gpu064")
+        self.assertEqual(plan["schedule"][0]["pairs"][0], ["gpu001", "gpu064"])
         # No hosts and no allocation.
         env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
         r = subprocess.run([FABCHECK, "cluster", "--json"], stdout=subprocess.PIPE, text=True, env=env, timeout=60)

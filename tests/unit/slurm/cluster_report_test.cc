@@ -160,3 +160,21 @@ TEST(ClusterReport, ProfileKeysNodesByTheGivenNames) {
 
 }  // namespace
 }  // namespace fabkit::slurm
+
+namespace fabkit::slurm {
+namespace {
+
+TEST(ClusterReport, PlanNamesTheRoundsAndTheEstimate) {
+  Report r = build_plan_report({"a", "b", "c", "d"}, PairPlan::kRing, 1, 10.0);
+  const Json& p = r.sections.at(0).facts;
+  EXPECT_EQ(r.sections[0].name, "plan");
+  EXPECT_EQ(p["rounds"], 2);
+  EXPECT_EQ(p["waves"], 4);  // two pairs per round, one at a time
+  EXPECT_DOUBLE_EQ(p["estimated_s"].get<double>(), 40.0);
+  EXPECT_DOUBLE_EQ(p["sequential_estimated_s"].get<double>(), 60.0);
+  EXPECT_EQ(p["schedule"][1]["pairs"], Json::array({Json::array({"b", "c"}), Json::array({"a", "d"})}));
+  EXPECT_TRUE(r.findings.empty());
+}
+
+}  // namespace
+}  // namespace fabkit::slurm
