@@ -31,6 +31,7 @@ struct ClusterArgs {
   int pings = 200, streams = 4, bandwidth_ms = 300;
   double slow_fraction = 0.5;
   bool plan_only = false;
+  bool no_retest = false;
   double per_pair_s = 6.0;
   bool json = false;
 };
@@ -77,6 +78,8 @@ int run_cluster_cmd(const ClusterArgs& a) {
     return kExitClean;
   }
   o.node_timeout_ms = a.node_timeout_ms;
+  o.retest = !a.no_retest;
+  o.matrix.slow_fraction = a.slow_fraction;
   auto& p = o.pair;
   p.launcher_text = o.launcher_text;
   p.launcher = o.launcher;
@@ -96,7 +99,7 @@ int run_cluster_cmd(const ClusterArgs& a) {
   p.warmup_iters = 1;
 
   slurm::ClusterFacts facts = slurm::run_cluster(o);
-  Report r = slurm::build_cluster_report(facts, slurm::MatrixOptions{a.slow_fraction});
+  Report r = slurm::build_cluster_report(facts, o.matrix);
   r.hostname = profile::local_hostname();
   if (!a.profile_out.empty()) {
     // The profile needs at least one node report; without one the report says why.
@@ -156,6 +159,8 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
   sub->add_option("--slow-fraction", a->slow_fraction,
                   "Below this fraction of the cluster's figure a node or link is slow")
       ->check(CLI::Range(0.01, 0.99));
+  sub->add_flag("--no-retest", a->no_retest,
+                "Do not measure the flagged links a second time (flaky vs bad)");
   sub->add_flag("--plan-only", a->plan_only,
                 "Print the schedule and its estimated time; launch nothing");
   sub->add_option("--per-pair-s", a->per_pair_s, "With --plan-only: seconds one pair run takes")

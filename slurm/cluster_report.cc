@@ -148,6 +148,15 @@ Report build_cluster_report(const ClusterFacts& f, const MatrixOptions& mo) {
     ms.push_back(measurement_from_pair(p));
     pair_reports.push_back({f.hosts[p.a] + "<->" + f.hosts[p.b], &p.report});
   }
+  for (const auto& rt : f.retests) {
+    PairMeasurement again = measurement_from_pair(rt);
+    for (auto& m : ms)
+      if (m.a == rt.a && m.b == rt.b) {
+        m.retested = true;
+        m.retest_ok = again.ok;
+        m.retest_gbit_s = again.gbit_s;
+      }
+  }
   MatrixVerdict v = judge_matrix(f.hosts, ms, mo);
   r.findings.insert(r.findings.end(), v.findings.begin(), v.findings.end());
   fold_findings(pair_reports, r.findings);
@@ -200,7 +209,9 @@ Report build_cluster_report(const ClusterFacts& f, const MatrixOptions& mo) {
                      {"expected_gbit_s", opt(l.expected_gbit_s)},
                      {"error", m.ok ? Json() : Json(m.error)},
                      {"link", chosen},
-                     {"elapsed_ms", p.elapsed_ms}});
+                     {"elapsed_ms", p.elapsed_ms},
+                     {"retested", m.retested},
+                     {"retest_gbit_s", opt(m.retest_gbit_s)}});
   }
   Json drift_json = Json::object();
   for (const auto& d2 : drift) drift_json[d2.host] = d2.values;
@@ -217,6 +228,8 @@ Report build_cluster_report(const ClusterFacts& f, const MatrixOptions& mo) {
               {"sequential_runs", cost.sequential_runs},
               {"nodes_ms", f.nodes_ms},
               {"pairs_ms", f.pairs_ms},
+              {"retest_ms", f.retest_ms},
+              {"retest_runs", f.retests.size()},
               {"round_ms", f.round_ms}}},
             {"nodes", nodes},
             {"matrix",

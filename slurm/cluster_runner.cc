@@ -10,6 +10,7 @@
 #include "common/errors.h"
 #include "fabric/launch/child_process.h"
 #include "fabric/wire/wire_error.h"
+#include "slurm/cluster_report.h"
 
 namespace fabkit::slurm {
 namespace {
@@ -65,6 +66,33 @@ NodeRun run_node(const ClusterOptions& o, const std::string& host) {
   return r;
 }
 
+// One round of disjoint pairs, all at once (up to max_parallel).
+std::vector<PairRun> run_round(const ClusterOptions& o, const std::vector<NodePair>& pairs,
+                               int round) {
+  std::vector<PairRun> runs(pairs.size());
+  run_parallel(pairs.size(), o.max_parallel, [&](size_t i) {
+    auto tp = Clock::now();
+    pair::PairOptions po = o.pair;
+    po.host_a = o.hosts[pairs[i].a];
+    po.host_b = o.hosts[pairs[i].b];
+    runs[i].a = pairs[i].a;
+    runs[i].b = pairs[i].b;
+    runs[i].round = round;
+    try {
+      runs[i].facts = pair::run_pair(po);
+    } catch (const std::exception& e) {
+      // The controller records its own failures as steps; anything else escaping it is named
+      // the same way, since a worker thread must not throw (std::terminate).
+      runs[i].facts.host_a = po.host_a;
+      runs[i].facts.host_b = po.host_b;
+      runs[i].facts.steps.push_back({"run", "", "failed", "cluster.internal", e.what(), 0});
+    }
+    runs[i].report = pair::build_pair_report(runs[i].facts);
+    runs[i].elapsed_ms = ms_since(tp);
+  });
+  return runs;
+}
+
 }  // namespace
 
 void run_parallel(size_t n, int parallel, const std::function<void(size_t)>& fn) {
@@ -97,32 +125,26 @@ ClusterFacts run_cluster(const ClusterOptions& o) {
   auto t1 = Clock::now();
   for (size_t r = 0; r < f.rounds.size(); ++r) {
     auto tr = Clock::now();
-    const auto& pairs = f.rounds[r].pairs;
-    std::vector<PairRun> runs(pairs.size());
-    run_parallel(pairs.size(), o.max_parallel, [&](size_t i) {
-      auto tp = Clock::now();
-      pair::PairOptions po = o.pair;
-      po.host_a = o.hosts[pairs[i].a];
-      po.host_b = o.hosts[pairs[i].b];
-      runs[i].a = pairs[i].a;
-      runs[i].b = pairs[i].b;
-      runs[i].round = static_cast<int>(r);
-      try {
-        runs[i].facts = pair::run_pair(po);
-      } catch (const std::exception& e) {
-        // The controller records its own failures as steps; anything else escaping it is named
-        // the same way, since a worker thread must not throw (std::terminate).
-        runs[i].facts.host_a = po.host_a;
-        runs[i].facts.host_b = po.host_b;
-        runs[i].facts.steps.push_back({"run", "", "failed", "cluster.internal", e.what(), 0});
-      }
-      runs[i].report = pair::build_pair_report(runs[i].facts);
-      runs[i].elapsed_ms = ms_since(tp);
-    });
-    for (auto& x : runs) f.pairs.push_back(std::move(x));
+    for (auto& x : run_round(o, f.rounds[r].pairs, static_cast<int>(r)))
+      f.pairs.push_back(std::move(x));
     f.round_ms.push_back(ms_since(tr));
   }
   f.pairs_ms = ms_since(t1);
+  if (!o.retest) return f;
+
+  // Judge once to find what to measure again (the report judges again with the re-tests).
+  std::vector<PairMeasurement> ms;
+  for (const auto& p : f.pairs) ms.push_back(measurement_from_pair(p));
+  MatrixVerdict v = judge_matrix(o.hosts, ms, o.matrix);
+  std::vector<NodePair> flagged;
+  for (const auto& l : v.links)
+    if (l.state == "slow" || l.state == "failed") flagged.push_back({l.a, l.b});
+  auto t2 = Clock::now();
+  auto rounds = disjoint_rounds(flagged);
+  for (size_t r = 0; r < rounds.size(); ++r)
+    for (auto& x : run_round(o, rounds[r].pairs, -1 - static_cast<int>(r)))
+      f.retests.push_back(std::move(x));
+  f.retest_ms = ms_since(t2);
   return f;
 }
 

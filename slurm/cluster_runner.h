@@ -12,6 +12,7 @@
 #include "common/report.h"
 #include "fabric/launch/launcher.h"
 #include "fabric/pair/pair_controller.h"
+#include "slurm/matrix_judge.h"
 #include "slurm/schedule.h"
 
 namespace fabkit::slurm {
@@ -25,6 +26,10 @@ struct ClusterOptions {
   int max_parallel = 32;  // pair runs (and node runs) at once
   int node_timeout_ms = 60000;
   bool skip_pairs = false;
+  // After the rounds, the links the matrix judge flags (slow or failed between healthy nodes) are
+  // measured once more, in rounds of disjoint pairs, so one noisy run is not called a bad cable.
+  bool retest = true;
+  MatrixOptions matrix;
   pair::PairOptions pair;  // host_a/host_b are set per run
 };
 
@@ -51,10 +56,11 @@ struct ClusterFacts {
   PairPlan plan = PairPlan::kAll;
   int max_parallel = 0;
   std::vector<Round> rounds;
-  std::vector<NodeRun> nodes;  // in host order
-  std::vector<PairRun> pairs;  // in schedule order
+  std::vector<NodeRun> nodes;    // in host order
+  std::vector<PairRun> pairs;    // in schedule order
+  std::vector<PairRun> retests;  // the flagged links measured again (round = -1 - retest round)
   std::vector<double> round_ms;
-  double nodes_ms = 0, pairs_ms = 0;
+  double nodes_ms = 0, pairs_ms = 0, retest_ms = 0;
 };
 
 ClusterFacts run_cluster(const ClusterOptions& o);

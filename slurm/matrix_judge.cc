@@ -100,31 +100,59 @@ MatrixVerdict judge_matrix(const std::vector<std::string>& hosts,
     std::string name = hosts[m.a] + "<->" + hosts[m.b];
     if (na.slow || nb.slow) {
       l.state = figure(m) < o.slow_fraction * ref || !m.ok ? "node" : "ok";
-    } else if (!m.ok) {
+      v.links.push_back(l);
+      continue;
+    }
+    if (na.score_gbit_s && nb.score_gbit_s)
+      l.expected_gbit_s = std::min(*na.score_gbit_s, *nb.score_gbit_s);
+    const double yardstick = l.expected_gbit_s.value_or(ref);
+    const bool failed = !m.ok;
+    const bool slow = m.ok && l.expected_gbit_s && figure(m) < o.slow_fraction * *l.expected_gbit_s;
+    if (!failed && !slow) {
+      v.links.push_back(l);
+      continue;
+    }
+    std::string first =
+        failed ? "failed (" + m.error + ")" : "measured " + gbit(figure(m)) + " (" + m.source + ")";
+    if (m.retested && m.retest_ok && m.retest_gbit_s &&
+        *m.retest_gbit_s >= o.slow_fraction * yardstick) {
+      l.state = "flaky";
+      v.findings.push_back(warn("cluster.link_flaky", name,
+                                "the link " + name + " " + first + ", then " +
+                                    gbit(*m.retest_gbit_s) +
+                                    " when measured again (its nodes: " + gbit(yardstick) + ")",
+                                "watch the error counters on both ends (`ethtool -S IFACE`, "
+                                "`perfquery -x`) while re-running `fabcheck pair " +
+                                    hosts[m.a] + " " + hosts[m.b] +
+                                    "` a few times; a link that flaps under load needs "
+                                    "its cable or transceiver replaced"));
+      v.links.push_back(l);
+      continue;
+    }
+    std::string again = !m.retested ? ""
+                        : m.retest_ok
+                            ? "; again " + gbit(m.retest_gbit_s.value_or(0)) + " when re-tested"
+                            : "; failed again when re-tested";
+    if (failed) {
       l.state = "failed";
       v.findings.push_back(fail("cluster.link_failed", name,
                                 "the pair run " + name +
-                                    " failed while both nodes work with "
-                                    "other peers: " +
-                                    m.error,
+                                    " failed while both nodes work with other peers: " + m.error +
+                                    again,
                                 "re-run `fabcheck pair " + hosts[m.a] + " " + hosts[m.b] +
                                     "` for the detail; check the path between the two (switch "
                                     "ports, cables, firewall rules on either node)"));
-    } else if (na.score_gbit_s && nb.score_gbit_s) {
-      l.expected_gbit_s = std::min(*na.score_gbit_s, *nb.score_gbit_s);
-      if (figure(m) < o.slow_fraction * *l.expected_gbit_s) {
-        l.state = "slow";
-        v.findings.push_back(
-            fail("cluster.link_slow", name,
-                 "one bad link: " + name + " measured " + gbit(figure(m)) + " (" + m.source +
-                     ") while " + hosts[m.a] + " and " + hosts[m.b] + " measure " +
-                     gbit(*na.score_gbit_s) + " and " + gbit(*nb.score_gbit_s) +
-                     " against their other peers",
-                 "check the cable and switch ports between " + hosts[m.a] + " and " + hosts[m.b] +
-                     " (error counters on both ends: `ethtool -S IFACE`, `perfquery`), reseat or "
-                     "replace it; confirm with `fabcheck pair " +
-                     hosts[m.a] + " " + hosts[m.b] + "`"));
-      }
+    } else {
+      l.state = "slow";
+      v.findings.push_back(
+          fail("cluster.link_slow", name,
+               "one bad link: " + name + " " + first + " while " + hosts[m.a] + " and " +
+                   hosts[m.b] + " measure " + gbit(*na.score_gbit_s) + " and " +
+                   gbit(*nb.score_gbit_s) + " against their other peers" + again,
+               "check the cable and switch ports between " + hosts[m.a] + " and " + hosts[m.b] +
+                   " (error counters on both ends: `ethtool -S IFACE`, `perfquery`), reseat or "
+                   "replace it; confirm with `fabcheck pair " +
+                   hosts[m.a] + " " + hosts[m.b] + "`"));
     }
     v.links.push_back(l);
   }

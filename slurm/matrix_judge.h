@@ -24,6 +24,11 @@ struct PairMeasurement {
   std::optional<double> rtt_us;  // median round trip of the chosen link, for the report
   std::string source;            // where gbit_s came from: "rdma_rc write_bw", "tcp single stream"
   std::string error;             // !ok: the failed step, its finding code and message
+  // A link the first pass flagged is measured once more (docs/cluster.md, "Re-test"): a link
+  // that is healthy the second time is reported as flaky (warn), not bad (fail).
+  bool retested = false;
+  bool retest_ok = false;
+  std::optional<double> retest_gbit_s;
 };
 
 struct MatrixOptions {
@@ -42,7 +47,8 @@ struct NodeScore {
 struct LinkVerdict {
   int a = 0, b = 0;
   std::optional<double> expected_gbit_s;  // min of the two nodes' scores
-  std::string state;                      // ok | slow | failed | node (explained by a slow node)
+  std::string
+      state;  // ok | slow | failed | flaky (bad once, healthy on re-test) | node (a slow node)
 };
 
 struct MatrixVerdict {

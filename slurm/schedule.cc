@@ -69,6 +69,22 @@ std::vector<Round> make_schedule(PairPlan plan, int nodes) {
   return plan == PairPlan::kRing ? ring_rounds(nodes) : round_robin(nodes);
 }
 
+std::vector<Round> disjoint_rounds(const std::vector<NodePair>& pairs) {
+  std::vector<Round> rounds;
+  std::vector<std::set<int>> busy;
+  for (const auto& p : pairs) {
+    size_t r = 0;
+    while (r < rounds.size() && (busy[r].count(p.a) || busy[r].count(p.b))) ++r;
+    if (r == rounds.size()) {
+      rounds.emplace_back();
+      busy.emplace_back();
+    }
+    rounds[r].pairs.push_back(p);
+    busy[r].insert({p.a, p.b});
+  }
+  return rounds;
+}
+
 ScheduleCost schedule_cost(const std::vector<Round>& rounds, int nodes, double per_pair_s,
                            int max_parallel) {
   ScheduleCost c;

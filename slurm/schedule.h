@@ -38,6 +38,10 @@ std::vector<Round> ring_rounds(int nodes);
 
 std::vector<Round> make_schedule(PairPlan plan, int nodes);
 
+// Any list of pairs (the links to re-test) packed greedily, in order, into rounds of disjoint
+// pairs: each pair goes into the first round where neither node is busy. idle is left empty.
+std::vector<Round> disjoint_rounds(const std::vector<NodePair>& pairs);
+
 // What a schedule costs in wall time when every round's pairs run in parallel (up to
 // max_parallel pairs at once; a round with more is split into waves) and one pair run takes
 // per_pair_s. The controller's own work between rounds is negligible next to a pair run.

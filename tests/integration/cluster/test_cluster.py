@@ -86,11 +86,16 @@ class ClusterTest(unittest.TestCase):
             slow = by[(w.hosts[0], w.hosts[1])]
             self.assertEqual(slow["state"], "slow")
             self.assertLess(slow["gbit_s"], 0.04)  # tbf at 20 Mbit/s
+            # Flagged, so measured again (still slow: a bad link, not a flaky one).
+            self.assertTrue(slow["retested"])
+            self.assertLess(slow["retest_gbit_s"], 0.04)
+            self.assertEqual(c["schedule"]["retest_runs"], 1)
             for key, p in by.items():
                 self.assertTrue(p["ok"], p)
                 self.assertEqual(p["link"]["ifname_a"], "fab0")
                 if key != (w.hosts[0], w.hosts[1]):
                     self.assertEqual(p["state"], "ok", p)
+                    self.assertFalse(p["retested"])
                     self.assertGreater(p["gbit_s"], 20 * slow["gbit_s"])
             drift = [s for k, s in codes(doc) if k == "cluster.drift_mtu"]
             self.assertEqual(drift, ["%s:mtu:fab0" % w.hosts[2]])

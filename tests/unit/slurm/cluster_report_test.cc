@@ -124,6 +124,24 @@ TEST(ClusterReport, FindingsFoldedJudgedAndDrift) {
   EXPECT_EQ(c["schedule"]["rounds"], 3);
 }
 
+TEST(ClusterReport, ReTestsAreMatchedToTheirPair) {
+  auto f = three_nodes();
+  f.pairs[0] = tcp_pair(0, 1, f.hosts, 0.02);
+  PairRun again = tcp_pair(0, 1, f.hosts, 10.5);
+  again.round = -1;
+  f.retests = {again};
+  Report r = build_cluster_report(f, MatrixOptions{0.5});
+  bool flaky = false;
+  for (const auto& x : r.findings)
+    flaky = flaky || (x.code == "cluster.link_flaky" && x.subject == "n0<->n1");
+  EXPECT_TRUE(flaky);
+  const Json& p0 = r.sections.at(0).facts["matrix"]["pairs"][0];
+  EXPECT_EQ(p0["state"], "flaky");
+  EXPECT_EQ(p0["retested"], true);
+  EXPECT_DOUBLE_EQ(p0["retest_gbit_s"].get<double>(), 10.5);
+  EXPECT_EQ(r.sections.at(0).facts["matrix"]["pairs"][1]["retested"], false);
+}
+
 TEST(ClusterReport, FailedNodeCheckAndNcclVersionFromPairs) {
   auto f = three_nodes();
   f.nodes[1].ok = false;
@@ -172,7 +190,8 @@ TEST(ClusterReport, PlanNamesTheRoundsAndTheEstimate) {
   EXPECT_EQ(p["waves"], 4);  // two pairs per round, one at a time
   EXPECT_DOUBLE_EQ(p["estimated_s"].get<double>(), 40.0);
   EXPECT_DOUBLE_EQ(p["sequential_estimated_s"].get<double>(), 60.0);
-  EXPECT_EQ(p["schedule"][1]["pairs"], Json::array({Json::array({"b", "c"}), Json::array({"a", "d"})}));
+  EXPECT_EQ(p["schedule"][1]["pairs"],
+            Json::array({Json::array({"b", "c"}), Json::array({"a", "d"})}));
   EXPECT_TRUE(r.findings.empty());
 }
 

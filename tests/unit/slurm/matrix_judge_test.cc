@@ -134,6 +134,41 @@ TEST(MatrixJudge, EverythingFailedAndTwoNodeLimits) {
   EXPECT_EQ(twof.findings[0].code, "cluster.no_measurement");
 }
 
+TEST(MatrixJudge, ReTestTellsAFlakyLinkFromABadOne) {
+  auto ms = measure(6, 10, {}, {{1, 2}, {3, 4}}, {{0, 5}});
+  for (auto& m : ms) {
+    if (m.a == 1 && m.b == 2) {  // healthy the second time: flaky
+      m.retested = m.retest_ok = true;
+      m.retest_gbit_s = 9.5;
+    }
+    if (m.a == 3 && m.b == 4) {  // slow again: bad
+      m.retested = m.retest_ok = true;
+      m.retest_gbit_s = 0.3;
+    }
+    if (m.a == 0 && m.b == 5) {  // failed, then fine: flaky
+      m.retested = m.retest_ok = true;
+      m.retest_gbit_s = 10;
+    }
+  }
+  auto v = judge_matrix(hosts(6), ms, {});
+  EXPECT_EQ(codes(v),
+            (std::vector<std::string>{"cluster.link_flaky n0<->n5", "cluster.link_flaky n1<->n2",
+                                      "cluster.link_slow n3<->n4"}))
+      << ::testing::PrintToString(codes(v));
+  for (const auto& f : v.findings) {
+    if (f.code == "cluster.link_flaky") EXPECT_EQ(f.severity, Severity::kWarn);
+    if (f.code == "cluster.link_slow")
+      EXPECT_NE(f.message.find("again 0.3 Gbit/s when re-tested"), std::string::npos) << f.message;
+  }
+  // A re-test that fails again keeps the failure.
+  auto again = measure(6, 10, {}, {}, {{0, 5}});
+  for (auto& m : again)
+    if (m.a == 0 && m.b == 5) m.retested = true;
+  auto w = judge_matrix(hosts(6), again, {});
+  ASSERT_EQ(codes(w), std::vector<std::string>{"cluster.link_failed n0<->n5"});
+  EXPECT_NE(w.findings[0].message.find("failed again when re-tested"), std::string::npos);
+}
+
 TEST(MatrixJudge, Medians) {
   EXPECT_DOUBLE_EQ(upper_median({1, 9}), 9);
   EXPECT_DOUBLE_EQ(upper_median({1, 2, 9}), 2);

@@ -108,6 +108,16 @@ TEST(CheckSchedule, NamesTheViolation) {
   EXPECT_NE(check_schedule(range, 3).find("not 0 <= a < b"), std::string::npos);
 }
 
+TEST(DisjointRounds, PacksFlaggedLinksGreedily) {
+  auto r = disjoint_rounds({{0, 1}, {1, 2}, {3, 4}, {0, 2}, {5, 6}});
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].pairs, (std::vector<NodePair>{{0, 1}, {3, 4}, {5, 6}}));
+  EXPECT_EQ(r[1].pairs, (std::vector<NodePair>{{1, 2}}));
+  EXPECT_EQ(r[2].pairs, (std::vector<NodePair>{{0, 2}}));
+  EXPECT_EQ(check_schedule(r, 7), "");
+  EXPECT_TRUE(disjoint_rounds({}).empty());
+}
+
 TEST(PairPlan, ParsesAndRefuses) {
   EXPECT_EQ(pair_plan_from_string("ring"), PairPlan::kRing);
   EXPECT_EQ(pair_plan_from_string("all"), PairPlan::kAll);
