@@ -2,6 +2,7 @@
 // report naming the bad node or link, and the merged cluster.json (docs/cluster.md).
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "cli/command.h"
 #include "common/environment.h"
@@ -22,6 +23,7 @@ struct ClusterArgs {
   std::string agent_path;
   std::string pairs = "all";
   std::string profile_out;
+  std::string json_out;  // the JSON report to a file, beside the text on stdout
   int max_parallel = 32;
   int node_timeout_ms = 60000;
   int timeout_ms = 10000;
@@ -112,6 +114,11 @@ int run_cluster_cmd(const ClusterArgs& a) {
                "fix the node checks that failed (cluster.node_check_failed) and re-run"));
     }
   }
+  if (!a.json_out.empty()) {
+    std::ostringstream doc;
+    reports::render_json(r, doc);
+    write_output(a.json_out, doc.str());
+  }
   if (a.json)
     reports::render_json(r, std::cout);
   else
@@ -137,6 +144,8 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
                   "all (round-robin: every pair, N-1 rounds) or ring "
                   "(neighbours, 2-3 rounds)");
   sub->add_option("--profile-out", a->profile_out, "Write the merged cluster.json here");
+  sub->add_option("--json-out", a->json_out,
+                  "Also write the JSON report here (temp file + rename); stdout keeps the text");
   sub->add_option("--max-parallel", a->max_parallel, "Pair runs (and node checks) at once")
       ->check(CLI::Range(1, 512));
   sub->add_option("--node-timeout-ms", a->node_timeout_ms, "Bound on each node check")
