@@ -3,6 +3,7 @@
 #include <torch/csrc/autograd/profiler_legacy.h>
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -17,6 +18,9 @@
 #include "trainer/app/train_log.h"
 #include "trainer/app/train_options.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/control/agree.h"
+#include "trainer/control/control_server.h"
+#include "trainer/control/stop_signals.h"
 #include "trainer/data/batch.h"
 #include "trainer/data/sampler.h"
 #include "trainer/distributed/comm.h"
@@ -25,6 +29,8 @@
 #include "trainer/distributed/thread_plan.h"
 #include "trainer/model/ignore_label.h"
 #include "trainer/model/pretrained.h"
+#include "trainer/monitor/event_writer.h"
+#include "trainer/monitor/progress_line.h"
 #include "trainer/optim/loss_scale.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/optim/tensor_optimizers.h"
@@ -38,6 +44,16 @@ namespace fabkit::trainer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// `fabtrain control abort` / a second SIGINT: 128 + SIGINT, as a shell reports an interrupted
+// program, so a script does not take the run for finished.
+constexpr int kAbortExitCode = 130;
+
+std::string signal_note(const control::StopSignals& s) {
+  const int sig = s.last_signal();
+  if (sig == 0) return "";
+  return std::string(" (") + (sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : sig == SIGINT ? "SIGINT" : "signal") + ")";
+}
 
 // Target tokens the causal loss counts: labels[:, 1:] != -100 (the logits at t predict t+1).
 int64_t target_tokens(const at::Tensor& labels) {
@@ -266,7 +282,38 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     for (const auto& w : warnings) log.info(w);
   };
 
-  // 8. The loop: grad-accum micro-steps, clip, step, log, eval, checkpoint.
+  // 8. Monitoring and control (docs/fabtrain.md, "Control interface"): signals on every rank, the
+  //    control socket on each node's local rank 0, TensorBoard and the progress line on rank 0.
+  control::StopSignals signals;
+  std::optional<control::ControlServer> control_server;
+  if (launch.local_rank == 0 && !o.no_control) {
+    try {
+      control_server.emplace(control::ControlServerOptions{control::job_id_from_output_dir(o.output_dir),
+                                                           control::control_dir_for(env), o.output_dir});
+      log.info("control: fabtrain control status|save|stop|abort " + control::job_id_from_output_dir(o.output_dir) +
+               " (socket " + control_server->socket_path().string() + ")");
+    } catch (const UsageError& e) {
+      // Another live job with this output directory's name on this node: train on, uncontrolled.
+      log.warn(std::string("no control socket: ") + e.what());
+    }
+  }
+  std::optional<monitor::EventWriter> tensorboard;
+  std::optional<monitor::ProgressLine> progress;
+  monitor::EtaEstimator eta;
+  if (comm->rank() == 0) {
+    tensorboard.emplace(monitor::EventWriter::create_in(fs::path(o.output_dir) / "tensorboard"));
+    progress.emplace(STDERR_FILENO);
+    log.attach_progress(&*progress);
+  }
+  int64_t saved_at = -1;
+  auto save_now = [&] {
+    if (saved_at == state.step) return;
+    if (control_server) control_server->publish_status({state.step, total_steps, std::nan(""), 0.0, "saving"});
+    checkpoint();
+    saved_at = state.step;
+  };
+
+  // 9. The loop: grad-accum micro-steps, clip, step, log, eval, checkpoint, control.
   int64_t steps_this_process = 0;
   std::vector<std::vector<size_t>> batches;
   int64_t batches_epoch = -1;
@@ -341,9 +388,17 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     ++state.step;
     ++steps_this_process;
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const double tokens_per_s = counts[1] / (ms / 1000.0);
+    const int64_t peak_memory = device.cuda ? cuda_peak_allocated_bytes(device) : max_rss_bytes();
+    if (control_server) control_server->publish_status({state.step, total_steps, loss, tokens_per_s, "training"});
+    if (tensorboard) {
+      tensorboard->write_step(state.step, {loss, lr, tokens_per_s, grad_norm, static_cast<double>(peak_memory)});
+      eta.observe(state.step, monitor::wall_time_now_s());
+      progress->update({state.step, total_steps, loss, tokens_per_s, eta.seconds_left(total_steps)});
+    }
     if (state.step % o.log_every == 0 || state.step == total_steps) {
       Json m = {{"step", state.step}, {"total_steps", total_steps}, {"epoch", state.epoch}, {"loss", loss},
-                {"lr", lr}, {"grad_norm", grad_norm}, {"tokens", counts[1]}, {"tokens_per_s", counts[1] / (ms / 1000.0)},
+                {"lr", lr}, {"grad_norm", grad_norm}, {"tokens", counts[1]}, {"tokens_per_s", tokens_per_s},
                 {"step_time_ms", ms}, {"state_bytes_per_rank", state_bytes}, {"max_rss_bytes", max_rss_bytes()}};
       if (device.cuda) m["gpu_peak_bytes"] = cuda_peak_allocated_bytes(device);
       if (scaler) {
@@ -355,8 +410,26 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     if (o.eval_every > 0 && !data.valid.empty() && (state.step % o.eval_every == 0 || state.step == total_steps)) {
       const double v = validation_loss(model, *mb, data.valid, o, *comm);
       log.eval({{"step", state.step}, {"valid_loss", v}, {"valid_perplexity", std::exp(v)}});
+      if (tensorboard) tensorboard->write_eval(state.step, v);
     }
-    if (o.save_every > 0 && state.step % o.save_every == 0 && state.step < total_steps) checkpoint();
+    if (o.save_every > 0 && state.step % o.save_every == 0 && state.step < total_steps) save_now();
+    // Every rank acts on the same step: what any rank's signals or node's socket asked for.
+    const control::Action action = control::agree_on_action(
+        *comm, control::stronger(control_server ? control_server->poll() : control::Action::kNone, signals.requested()));
+    if (action == control::Action::kSave) {
+      log.info("save requested: checkpoint at step " + std::to_string(state.step));
+      save_now();
+    } else if (action == control::Action::kStop) {
+      log.info("stop requested" + signal_note(signals) + ": checkpoint at step " + std::to_string(state.step) +
+               ", then exit");
+      save_now();
+      comm->barrier();
+      return 0;
+    } else if (action == control::Action::kAbort) {
+      log.warn("abort requested" + signal_note(signals) + ": exiting at step " + std::to_string(state.step) +
+               " without a checkpoint");
+      return kAbortExitCode;
+    }
     if (o.exit_after_steps > 0 && steps_this_process >= o.exit_after_steps && state.step < total_steps) {
       log.info("--exit-after-steps " + std::to_string(o.exit_after_steps) + ": stopping at step " +
                std::to_string(state.step) + " without a final checkpoint");
@@ -365,9 +438,9 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     }
   }
 
-  // 9. The final checkpoint (export it with `fabtrain export`).
+  // 10. The final checkpoint (export it with `fabtrain export`).
   if (steps_this_process > 0) {
-    checkpoint();
+    save_now();
   } else {
     log.info("the newest checkpoint is already at step " + std::to_string(state.step) + ": nothing to train");
   }

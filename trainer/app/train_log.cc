@@ -16,10 +16,13 @@ void TrainLog::open_metrics(const std::filesystem::path& file) {
 }
 
 void TrainLog::info(const std::string& line) const {
-  if (rank_ == 0) std::cerr << "[fabtrain] " << line << std::endl;
+  if (rank_ != 0) return;
+  before_line();
+  std::cerr << "[fabtrain] " << line << std::endl;
 }
 
 void TrainLog::warn(const std::string& line) const {
+  before_line();
   std::cerr << "[fabtrain rank " << rank_ << "] warning: " << line << std::endl;
 }
 
@@ -31,6 +34,10 @@ void TrainLog::record(const Json& m) {
 
 void TrainLog::step(const Json& m) {
   if (rank_ != 0) return;
+  if (progress_ && progress_->is_tty()) {
+    record(m);
+    return;
+  }
   char buf[400];
   std::snprintf(buf, sizeof(buf),
                 "step %lld/%lld  loss %.5f  lr %.3e  grad_norm %.4f  tokens/s %.0f  step %.1f ms  "
@@ -48,6 +55,7 @@ void TrainLog::eval(const Json& m) {
   char buf[200];
   std::snprintf(buf, sizeof(buf), "eval at step %lld  valid_loss %.5f  perplexity %.3f", m["step"].get<long long>(),
                 m["valid_loss"].get<double>(), m["valid_perplexity"].get<double>());
+  before_line();
   std::cerr << "[fabtrain] " << buf << std::endl;
   record(m);
 }

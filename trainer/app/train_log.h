@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/json.h"
+#include "trainer/monitor/progress_line.h"
 
 namespace fabkit::trainer {
 
@@ -18,11 +19,18 @@ class TrainLog {
   void warn(const std::string& line) const;               // every rank, with the rank
   void step(const Json& m);                               // one line + one JSONL record
   void eval(const Json& m);
+  // Rank 0 on a terminal: the progress line replaces the per-step lines (metrics.jsonl still gets
+  // every record) and is cleared before any other line. Into a file or pipe nothing changes.
+  void attach_progress(monitor::ProgressLine* p) { progress_ = p; }
 
  private:
   void record(const Json& m);
+  void before_line() const {
+    if (progress_) progress_->clear();
+  }
   int rank_;
   std::ofstream metrics_;
+  monitor::ProgressLine* progress_ = nullptr;
 };
 
 int64_t max_rss_bytes();  // getrusage: the process's peak resident set

@@ -72,6 +72,8 @@ void bind_train_options(CLI::App& c, TrainOptions& o) {
   c.add_option("--exit-after-steps", o.exit_after_steps,
                "stop after N steps of this process without a final checkpoint (preemption drill)")
       ->check(CLI::NonNegativeNumber);
+  c.add_flag("--no-control", o.no_control,
+             "serve no control socket (`fabtrain control status|save|stop|abort JOB`; JOB is OUTPUT's name)");
 }
 
 }  // namespace fabkit::trainer

@@ -69,6 +69,7 @@ struct TrainOptions {
   bool save_on_each_node = false;  // OUTPUT is on each node's local disk, not shared
   bool resume = true;
   int64_t exit_after_steps = 0;  // stop (as if preempted) after this many steps in this process
+  bool no_control = false;       // no control socket (`fabtrain control`)
 };
 
 void bind_train_options(CLI::App& cmd, TrainOptions& o);

@@ -580,5 +580,111 @@ TEST_F(Fabtrain, OnTheGpuBf16TracksCpuFp32AndNcclFp32EqualsGloo) {
       << f32.output;
 }
 
+// ---- The control interface against running jobs (docs/fabtrain.md, "Control interface") ----
+
+class FabtrainControl : public Fabtrain {
+ public:
+  FabtrainControl() {
+    // A private control directory: `list` and the job ids see only this test's jobs.
+    setenv("FABTRAIN_CONTROL_DIR", (dir_.path() / "ctl").c_str(), 1);
+  }
+  ~FabtrainControl() override { unsetenv("FABTRAIN_CONTROL_DIR"); }
+  RunResult control(const std::vector<std::string>& args) { return run_fabtrain(plus({"control"}, args), 30); }
+  // Polls `control status JOB --json` until the job reports at least `step` (or the deadline).
+  Json wait_for_step(const std::string& job, int64_t step) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (std::chrono::steady_clock::now() < deadline) {
+      RunResult r = control({"status", job, "--json"});
+      if (r.exit_code == 0) {
+        Json j = Json::parse(r.output.substr(r.output.find('{')), nullptr, false);
+        if (!j.is_discarded() && j.contains("status") && j["status"]["step"].is_number() &&
+            j["status"]["step"].get<int64_t>() >= step) {
+          return j;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ADD_FAILURE() << "job " << job << " never reported step " << step;
+    return Json();
+  }
+};
+
+// Many steps: the job is still running when the test talks to it.
+constexpr int kLongRun = 100000;
+
+TEST_F(FabtrainControl, StatusReturnsNumbersAndStopLeavesACheckpointThatResumes) {
+  auto args = plus(base("ctl-stop", kLongRun), {"--nproc", "2", "--micro-batch-size", "2"});
+  Started job = start_fabtrain(args);
+  Json st = wait_for_step("ctl-stop", 3);
+  ASSERT_TRUE(st.contains("status")) << st.dump();
+  EXPECT_EQ(st["status"]["total_steps"].get<int64_t>(), kLongRun);
+  EXPECT_GT(st["status"]["loss"].get<double>(), 0.0);
+  EXPECT_GT(st["status"]["tokens_per_s"].get<double>(), 0.0);
+  RunResult listed = control({"list"});
+  EXPECT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_NE(listed.output.find("ctl-stop"), std::string::npos) << listed.output;
+
+  RunResult stop = control({"stop", "ctl-stop"});
+  EXPECT_EQ(stop.exit_code, 0) << stop.output;
+  RunResult done = finish_fabtrain(job, 120);
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  EXPECT_NE(done.output.find("stop requested"), std::string::npos) << done.output;
+  auto cps = trainer::list_checkpoints(out("ctl-stop"));
+  ASSERT_EQ(cps.size(), 1u) << done.output;
+  const int64_t stopped_at = std::stoll(cps[0].filename().string().substr(std::string("checkpoint-").size()));
+  EXPECT_GE(stopped_at, 3);
+  // The endpoint went with the job.
+  EXPECT_EQ(control({"status", "ctl-stop"}).exit_code, 1);
+
+  // Resume continues from the stop's checkpoint.
+  auto resumed = run_fabtrain(
+      plus(base("ctl-stop", static_cast<int>(stopped_at) + 2), {"--nproc", "2", "--micro-batch-size", "2"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from step " + std::to_string(stopped_at)), std::string::npos)
+      << resumed.output;
+}
+
+TEST_F(FabtrainControl, SaveContinuesAndAbortLeavesNoCheckpoint) {
+  auto args = plus(base("ctl-abort", kLongRun), {"--nproc", "2", "--micro-batch-size", "2"});
+  Started job = start_fabtrain(args);
+  wait_for_step("ctl-abort", 2);
+  RunResult save = control({"save", "ctl-abort"});
+  EXPECT_EQ(save.exit_code, 0) << save.output;
+  // The save lands at a step boundary; the job keeps going past it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (trainer::list_checkpoints(out("ctl-abort")).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(trainer::list_checkpoints(out("ctl-abort")).size(), 1u);
+  const auto saved = trainer::list_checkpoints(out("ctl-abort"))[0];
+  const int64_t saved_step = std::stoll(saved.filename().string().substr(std::string("checkpoint-").size()));
+  wait_for_step("ctl-abort", saved_step + 2);
+  RunResult abort = control({"abort", "ctl-abort"});
+  EXPECT_EQ(abort.exit_code, 0) << abort.output;
+  RunResult done = finish_fabtrain(job, 120);
+  EXPECT_NE(done.exit_code, 0) << done.output;  // aborted, not finished
+  EXPECT_NE(done.output.find("abort requested"), std::string::npos) << done.output;
+  // Only the requested save exists: the abort wrote none.
+  auto cps = trainer::list_checkpoints(out("ctl-abort"));
+  ASSERT_EQ(cps.size(), 1u);
+  EXPECT_EQ(cps[0], saved);
+}
+
+TEST_F(FabtrainControl, SigtermDuringTrainingCheckpointsAndExitsCleanly) {
+  Started job = start_fabtrain(base("ctl-term", kLongRun));
+  wait_for_step("ctl-term", 2);
+  ASSERT_EQ(kill(job.pid, SIGTERM), 0);
+  RunResult done = finish_fabtrain(job, 120);
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  EXPECT_NE(done.output.find("stop requested (SIGTERM)"), std::string::npos) << done.output;
+  EXPECT_EQ(trainer::list_checkpoints(out("ctl-term")).size(), 1u);
+  // TensorBoard scalars were written as the job went.
+  bool event_file = false;
+  for (const auto& e : fs::directory_iterator(out("ctl-term") / "tensorboard")) {
+    event_file |= e.path().filename().string().rfind("events.out.tfevents.", 0) == 0 && fs::file_size(e.path()) > 100;
+  }
+  EXPECT_TRUE(event_file);
+}
+
 }  // namespace
 }  // namespace fabkit::testing

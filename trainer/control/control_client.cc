@@ -1,0 +1,258 @@
+#include "trainer/control/control_client.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <vector>
+
+#include "common/errors.h"
+#include "fabric/wire/wire_error.h"
+#include "trainer/control/endpoint.h"
+#include "trainer/control/protocol.h"
+#include "trainer/control/unix_socket.h"
+
+namespace fabkit::trainer::control {
+namespace fs = std::filesystem;
+using wire::WireError;
+using wire::WireErrorKind;
+
+Json request(const std::string& socket_path, const std::string& command, int timeout_ms) {
+  const wire::Deadline deadline = wire::deadline_in_ms(timeout_ms);
+  int err = 0;
+  UniqueFd fd = connect_unix(socket_path, &err);
+  if (!fd) {
+    if (err == EAGAIN)
+      throw WireError(WireErrorKind::kTimeout, "the job's control socket has a full backlog");
+    throw SysErrorException({"connect", err, socket_path});
+  }
+  const std::string line = Json{{"protocol", kProtocolVersion}, {"command", command}}.dump() + "\n";
+  wire::write_all(fd.get(), line.data(), line.size(), deadline, "control request");
+  const std::string reply = read_line(fd.get(), 1 << 20, deadline, "control reply");
+  try {
+    return Json::parse(reply);
+  } catch (const Json::parse_error& e) {
+    throw WireError(WireErrorKind::kMalformedJson, std::string("control reply: ") + e.what());
+  }
+}
+
+namespace {
+
+bool pid_alive(long pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+std::string fixed(const Json& v, const char* fmt) {
+  if (!v.is_number()) return "--";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v.get<double>());
+  return buf;
+}
+
+Json field(const Json& o, const char* key) {
+  return o.is_object() && o.contains(key) ? o.at(key) : Json();
+}
+
+std::string status_line(const Json& st) {
+  return "step " + std::to_string(st.value("step", 0LL)) + "/" +
+         std::to_string(st.value("total_steps", 0LL)) + "  loss " +
+         fixed(field(st, "loss"), "%.4f") + "  tokens/s " +
+         fixed(field(st, "tokens_per_s"), "%.0f") + "  ETA " + st.value("eta", std::string("--")) +
+         "  (" + st.value("phase", std::string("?")) + ", pending " +
+         st.value("pending", std::string("none")) + ")";
+}
+
+std::string dirs_text(const std::vector<fs::path>& dirs) {
+  if (dirs.empty()) return "no control directory exists yet";
+  std::string s;
+  for (const fs::path& d : dirs) s += (s.empty() ? "" : ", ") + d.string();
+  return s;
+}
+
+// The job's state as `list` shows it, with its status when it answered.
+Json probe_job(const Registration& r, int timeout_ms) {
+  Json row = to_json(r);
+  row["status"] = nullptr;
+  if (r.host != this_host()) {
+    row["state"] = "other-host";
+    return row;
+  }
+  try {
+    Json reply = request(r.socket.string(), "status", timeout_ms);
+    row["state"] = reply.value("ok", false) ? "running" : "refused";
+    if (reply.contains("status")) row["status"] = reply["status"];
+  } catch (const SysErrorException&) {
+    row["state"] = "stale";
+  } catch (const WireError&) {
+    row["state"] = pid_alive(r.pid) ? "not-responding" : "stale";
+  }
+  return row;
+}
+
+ControlOutcome do_list(const ControlArgs& a, const Environment& env) {
+  ControlOutcome o;
+  const auto dirs = control_dirs_to_search(env);
+  Json jobs = Json::array();
+  std::string text;
+  for (const fs::path& d : dirs) {
+    for (const Registration& r : read_registrations(d)) {
+      Json row = probe_job(r, std::min(a.timeout_ms, 2000));
+      char buf[512];
+      std::snprintf(buf, sizeof buf, "%-24s %-14s %8ld  %s", r.job.c_str(),
+                    row["state"].get<std::string>().c_str(), r.pid,
+                    row["status"].is_object() ? status_line(row["status"]).c_str() : "");
+      text += std::string(buf) + "\n    output " + r.output_dir.string() + "\n";
+      jobs.push_back(std::move(row));
+    }
+  }
+  if (a.json) {
+    Json doc{{"schema_version", 1}, {"searched", Json::array()}, {"jobs", jobs}};
+    for (const fs::path& d : dirs) doc["searched"].push_back(d.string());
+    o.out = doc.dump(2) + "\n";
+  } else if (jobs.empty()) {
+    o.out = "no fabtrain jobs on this node (searched: " + dirs_text(dirs) + ")\n";
+  } else {
+    o.out = "JOB                      STATE               PID  STATUS\n" + text;
+    for (const Json& j : jobs)
+      if (j["state"] == "stale") {
+        o.out +=
+            "stale endpoints belong to jobs that are gone: `fabtrain control cleanup` removes "
+            "them\n";
+        break;
+      }
+  }
+  return o;
+}
+
+ControlOutcome do_job(const ControlArgs& a, const Environment& env) {
+  ControlOutcome o;
+  if (a.job.empty())
+    throw UsageError("`fabtrain control " + a.command +
+                     "` needs a JOB: `fabtrain control list` shows them");
+  const auto dirs = control_dirs_to_search(env);
+  std::vector<Registration> matches;
+  std::set<std::string> names;
+  for (const fs::path& d : dirs)
+    for (const Registration& r : read_registrations(d)) {
+      names.insert(r.job);
+      if (r.job == a.job || std::to_string(r.pid) == a.job) matches.push_back(r);
+    }
+  if (matches.empty()) {
+    check_job_id(a.job);  // a value that can never be a job id is a usage error
+    std::string known;
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+    o.exit_code = 1;
+    o.err = "no job '" + a.job + "' on this node (searched: " + dirs_text(dirs) + "); " +
+            (known.empty() ? std::string("no jobs are registered") : "registered: " + known) + "\n";
+    return o;
+  }
+  const Registration& r = matches.front();
+  if (r.host != this_host()) {
+    o.exit_code = 1;
+    o.err = "job '" + r.job + "' was registered by host " + r.host + ", not this one (" +
+            this_host() +
+            "): run `fabtrain control` there (is FABTRAIN_CONTROL_DIR on a shared filesystem?)\n";
+    return o;
+  }
+  Json reply;
+  try {
+    reply = request(r.socket.string(), a.command, a.timeout_ms);
+  } catch (const SysErrorException& e) {
+    o.exit_code = 1;
+    o.err = "job '" + r.job + "' (pid " + std::to_string(r.pid) + ") is gone: its endpoint " +
+            r.socket.string() + " is stale (" + e.what() +
+            "); `fabtrain control cleanup` removes it\n";
+    return o;
+  } catch (const WireError& e) {
+    o.exit_code = 1;
+    o.err = "job '" + r.job + "' (pid " + std::to_string(r.pid) + ") did not answer within " +
+            std::to_string(a.timeout_ms) + " ms: " + e.what() + "\n";
+    return o;
+  }
+  if (a.json) o.out = reply.dump(2) + "\n";
+  if (!reply.value("ok", false)) {
+    o.exit_code = 1;
+    o.err = "job '" + r.job + "' refused '" + a.command +
+            "': " + reply.value("error", std::string("?")) + ": " +
+            reply.value("message", std::string()) + "\n";
+    return o;
+  }
+  if (a.json) return o;
+  if (a.command == "status")
+    o.out = r.job + ": " + status_line(reply.value("status", Json::object())) + "\n";
+  else
+    o.out = r.job + ": " + a.command + " requested: " + reply.value("note", std::string()) + "\n";
+  return o;
+}
+
+ControlOutcome do_cleanup(const ControlArgs& a, const Environment& env) {
+  ControlOutcome o;
+  Json removed = Json::array(), kept = Json::array();
+  const std::string host = this_host();
+  for (const fs::path& d : control_dirs_to_search(env)) {
+    std::set<fs::path> registered_sockets;
+    for (const Registration& r : read_registrations(d)) {
+      registered_sockets.insert(r.socket);
+      if (r.host != host) {
+        kept.push_back(Json{{"job", r.job}, {"why", "registered by host " + r.host}});
+        continue;
+      }
+      std::string why;
+      if (!pid_alive(r.pid))
+        why = "pid " + std::to_string(r.pid) + " is gone";
+      else if (Liveness l = probe_socket(r.socket); l != Liveness::kAlive)
+        why = l == Liveness::kMissing ? "its socket is missing" : "its socket refuses connections";
+      if (why.empty()) {
+        kept.push_back(Json{{"job", r.job}, {"why", "running"}});
+        continue;
+      }
+      std::error_code ec;
+      fs::remove(r.socket, ec);
+      fs::remove(r.file, ec);
+      removed.push_back(Json{{"job", r.job}, {"why", why}});
+    }
+    // Sockets without a registration (a job killed between bind and registering).
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(d, ec)) {
+      if (e.path().extension() != ".sock" || registered_sockets.count(e.path())) continue;
+      if (probe_socket(e.path()) == Liveness::kAlive) continue;
+      fs::remove(e.path(), ec);
+      removed.push_back(Json{{"job", e.path().stem().string()},
+                             {"why", "unregistered socket refuses connections"}});
+    }
+  }
+  if (a.json) {
+    o.out = Json{{"schema_version", 1}, {"removed", removed}, {"kept", kept}}.dump(2) + "\n";
+    return o;
+  }
+  for (const Json& r : removed)
+    o.out += "removed the stale endpoint of job '" + r["job"].get<std::string>() + "' (" +
+             r["why"].get<std::string>() + ")\n";
+  if (removed.empty()) o.out = "nothing to clean: no stale endpoints\n";
+  return o;
+}
+
+}  // namespace
+
+ControlOutcome run_control(const ControlArgs& args, const Environment& env) {
+  try {
+    if (args.timeout_ms <= 0)
+      throw UsageError("--timeout-ms " + std::to_string(args.timeout_ms) + " must be positive");
+    if (args.command == "list") return do_list(args, env);
+    if (args.command == "cleanup") return do_cleanup(args, env);
+    if (args.command == "status" || args.command == "stop" || args.command == "save" ||
+        args.command == "abort")
+      return do_job(args, env);
+    throw UsageError("unknown control command '" + args.command +
+                     "': expected list, status, stop, save, abort or cleanup");
+  } catch (const UsageError& e) {
+    return ControlOutcome{2, "", std::string(e.what()) + "\n"};
+  } catch (const std::exception& e) {
+    return ControlOutcome{3, "", std::string(e.what()) + "\n"};
+  }
+}
+
+}  // namespace fabkit::trainer::control
