@@ -40,9 +40,6 @@ ShardedModel::ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vecto
     if (tensor_device_) {
       param_t_.push_back(mine.clone());
       grad_t_.push_back(torch::zeros({s.shard_numel}, mine.options()));
-    } else {
-      param_t_.push_back(host_param);
-      grad_t_.push_back(torch::from_blob(s.grad.data(), {s.shard_numel}, torch::kFloat32));
     }
     shards_.push_back(std::move(s));
   }
@@ -63,8 +60,9 @@ constexpr size_t kReductionsInFlight = 2;
 
 void ShardedModel::start_allgather(size_t u) {
   FlatShard& s = shards_[u];
-  full_[u] = torch::empty({s.shard_numel * s.world_size}, param_t_[u].options());
-  prefetch_[u] = comm_.allgather_async(param_t_[u].data_ptr<float>(), static_cast<size_t>(s.shard_numel),
+  at::Tensor param = param_tensor(u);
+  full_[u] = torch::empty({s.shard_numel * s.world_size}, param.options());
+  prefetch_[u] = comm_.allgather_async(param.data_ptr<float>(), static_cast<size_t>(s.shard_numel),
                                        full_[u].data_ptr<float>());
 }
 
@@ -79,7 +77,7 @@ void ShardedModel::gather(size_t u) {
     // One rank holds the whole unit: the model's parameters alias the shard, no allgather copy
     // (measured: a 20 MB alloc + copy per unit per step). Safe because the optimizer only writes
     // the shard after backward, when the unit is released and no graph holds the views.
-    full_[u] = param_t_[u];
+    full_[u] = param_tensor(u);
   } else {
     if (!prefetch_[u]) start_allgather(u);
     prefetch_[u]->wait();
@@ -106,7 +104,7 @@ void ShardedModel::release(size_t u) {
 void ShardedModel::reduce_grads(size_t u) {
   FlatShard& s = shards_[u];
   // ATen views of the shard's grad so the adds run vectorised (and on the intra-op threads).
-  at::Tensor shard_grad = grad_t_[u];
+  at::Tensor shard_grad = grad_tensor(u);
   if (s.world_size == 1) {
     // Nothing to reduce: add each parameter's gradient straight into its slot of the shard
     // (add_ converts a bf16/fp16 gradient to the fp32 shard).
@@ -223,6 +221,32 @@ void ShardedModel::zero_grad() {
   for (auto& g : grad_t_) g.zero_();
 }
 
+// Host mode: views made on each use, never kept: a resume may replace a shard's vectors (resharding
+// assigns new ones), and a kept view would point into the freed buffer.
+at::Tensor ShardedModel::param_tensor(size_t u) const {
+  if (tensor_device_) return param_t_[u];
+  auto& s = const_cast<FlatShard&>(shards_[u]);
+  return torch::from_blob(s.param.data(), {s.shard_numel}, torch::kFloat32);
+}
+
+at::Tensor ShardedModel::grad_tensor(size_t u) const {
+  if (tensor_device_) return grad_t_[u];
+  auto& s = const_cast<FlatShard&>(shards_[u]);
+  return torch::from_blob(s.grad.data(), {s.shard_numel}, torch::kFloat32);
+}
+
+std::vector<at::Tensor> ShardedModel::param_tensors() const {
+  std::vector<at::Tensor> out;
+  for (size_t u = 0; u < shards_.size(); ++u) out.push_back(param_tensor(u));
+  return out;
+}
+
+std::vector<at::Tensor> ShardedModel::grad_tensors() const {
+  std::vector<at::Tensor> out;
+  for (size_t u = 0; u < shards_.size(); ++u) out.push_back(grad_tensor(u));
+  return out;
+}
+
 void ShardedModel::sync_params_to_host() {
   if (!tensor_device_) return;
   for (size_t u = 0; u < shards_.size(); ++u) {
@@ -239,8 +263,9 @@ void ShardedModel::sync_params_from_host() {
 
 std::vector<float> ShardedModel::gather_full(size_t u) {
   const FlatShard& s = shards_[u];
-  at::Tensor full = torch::empty({s.shard_numel * s.world_size}, param_t_[u].options());
-  comm_.allgather(param_t_[u].data_ptr<float>(), static_cast<size_t>(s.shard_numel), full.data_ptr<float>());
+  at::Tensor param = param_tensor(u);
+  at::Tensor full = torch::empty({s.shard_numel * s.world_size}, param.options());
+  comm_.allgather(param.data_ptr<float>(), static_cast<size_t>(s.shard_numel), full.data_ptr<float>());
   full = full.narrow(0, 0, s.total_numel).cpu().contiguous();
   return std::vector<float>(full.data_ptr<float>(), full.data_ptr<float>() + s.total_numel);
 }

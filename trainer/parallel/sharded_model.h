@@ -81,9 +81,13 @@ class ShardedModel {
 
   std::vector<FlatShard>& shards() { return shards_; }
   const std::vector<FlatShard>& shards() const { return shards_; }
-  // The shards as fp32 tensors [shard_numel] on device(): views of the host vectors in host mode.
-  const std::vector<at::Tensor>& param_tensors() const { return param_t_; }
-  const std::vector<at::Tensor>& grad_tensors() const { return grad_t_; }
+  // The shards as fp32 tensors [shard_numel] on device(): in tensor mode the shards themselves
+  // (stable for the model's life: the tensor optimizers keep them); in host mode fresh views of the
+  // host vectors, valid until a vector is replaced (a resume).
+  at::Tensor param_tensor(size_t unit) const;
+  at::Tensor grad_tensor(size_t unit) const;
+  std::vector<at::Tensor> param_tensors() const;
+  std::vector<at::Tensor> grad_tensors() const;
   bool tensor_shards() const { return tensor_device_.has_value(); }
   at::Device device() const { return tensor_device_.value_or(at::Device(at::kCPU)); }
   // Tensor mode: shards' params -> FlatShard::param (before a checkpoint or export), and back
@@ -110,7 +114,7 @@ class ShardedModel {
   at::ScalarType compute_dtype_;
   std::optional<at::Device> tensor_device_;
   std::vector<FlatShard> shards_;
-  std::vector<at::Tensor> param_t_, grad_t_;  // per unit, fp32 [shard_numel]
+  std::vector<at::Tensor> param_t_, grad_t_;  // tensor mode only: per unit, fp32 [shard_numel]
   std::vector<int> gathered_;        // reference count per unit
   std::vector<at::Tensor> full_;     // the gathered flat buffer while gathered (or prefetching)
   std::vector<CommRequestPtr> prefetch_;  // per unit: an allgather in flight into full_

@@ -356,13 +356,17 @@ TEST_F(Fabtrain, CheckpointFilesAreFsyncedBeforeTheirRenameAndTheDirectoryAfter)
 // of the run equals the uninterrupted 2-rank run. AdamW 2 -> 1 rank; Adafactor (replicated
 // row/column statistics, per-slice v) 2 -> 4 ranks.
 void expect_resharded_resume_equals_uninterrupted(Fabtrain& t, const std::string& name, const std::string& optimizer,
-                                                  const std::string& ranks, const std::string& mb) {
-  auto full = run_fabtrain(t.plus(t.base(name + "-full", 6), {"--nproc", "2", "--micro-batch-size", "2", "--optimizer", optimizer}));
+                                                  const std::string& ranks, const std::string& mb,
+                                                  const std::vector<std::string>& extra = {}) {
+  auto full = run_fabtrain(
+      t.plus(t.plus(t.base(name + "-full", 6), {"--nproc", "2", "--micro-batch-size", "2", "--optimizer", optimizer}), extra));
   ASSERT_EQ(full.exit_code, 0) << full.output;
-  auto first = run_fabtrain(t.plus(t.base(name, 6), {"--nproc", "2", "--micro-batch-size", "2", "--optimizer", optimizer,
-                                                     "--save-every", "3", "--exit-after-steps", "4"}));
+  auto first = run_fabtrain(t.plus(t.plus(t.base(name, 6), {"--nproc", "2", "--micro-batch-size", "2", "--optimizer",
+                                                            optimizer, "--save-every", "3", "--exit-after-steps", "4"}),
+                                   extra));
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  auto second = run_fabtrain(t.plus(t.base(name, 6), {"--nproc", ranks, "--micro-batch-size", mb, "--optimizer", optimizer}));
+  auto second = run_fabtrain(
+      t.plus(t.plus(t.base(name, 6), {"--nproc", ranks, "--micro-batch-size", mb, "--optimizer", optimizer}), extra));
   ASSERT_EQ(second.exit_code, 0) << second.output;
   EXPECT_NE(second.output.find("resharded checkpoint"), std::string::npos) << second.output;
   EXPECT_NE(second.output.find("from 2 to " + ranks + " ranks"), std::string::npos) << second.output;
@@ -380,6 +384,13 @@ TEST_F(Fabtrain, ResumeAtAnotherWorldSizeReshardsAdamW) {
 
 TEST_F(Fabtrain, ResumeAtAnotherWorldSizeReshardsAdafactor) {
   expect_resharded_resume_equals_uninterrupted(*this, "reshard-adafactor", "adafactor", "4", "1");
+}
+
+// The GPU path's step (tensor shards, fused AdamW, tensor Adafactor) through a reshard.
+TEST_F(Fabtrain, ResumeAtAnotherWorldSizeReshardsOnTheTensorStep) {
+  expect_resharded_resume_equals_uninterrupted(*this, "reshard-tensor-adamw", "adamw", "1", "4", {"--step-impl", "tensor"});
+  expect_resharded_resume_equals_uninterrupted(*this, "reshard-tensor-adafactor", "adafactor", "4", "1",
+                                               {"--step-impl", "tensor"});
 }
 
 TEST_F(Fabtrain, SigkillOfOneRankEndsTheJobWithinTheTimeout) {
