@@ -34,6 +34,9 @@ struct ClusterArgs {
   double slow_fraction = 0.5;
   bool plan_only = false;
   bool no_retest = false;
+  bool search = false, no_search = false;
+  std::string search_bytes = "1M";
+  double search_fraction = 0.25;
   double per_pair_s = 6.0;
   bool json = false;
 };
@@ -82,6 +85,14 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.node_timeout_ms = a.node_timeout_ms;
   o.retest = !a.no_retest;
   o.matrix.slow_fraction = a.slow_fraction;
+  if (a.search && a.no_search) throw UsageError("--search and --no-search contradict each other; give one");
+  o.search.force = a.search;
+  o.search.enabled = !a.no_search;
+  auto search_bytes = pair::parse_sizes(a.search_bytes);
+  if (search_bytes.size() != 1)
+    throw UsageError("--search-bytes '" + a.search_bytes + "': give one size, e.g. --search-bytes 1M");
+  o.search.bytes = search_bytes[0];
+  o.search.fraction = a.search_fraction;
   auto& p = o.pair;
   p.launcher_text = o.launcher_text;
   p.launcher = o.launcher;
@@ -170,6 +181,16 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0.01, 0.99));
   sub->add_flag("--no-retest", a->no_retest,
                 "Do not measure the flagged links a second time (flaky vs bad)");
+  sub->add_flag("--search", a->search,
+                "Run the bad-link search (group testing with ring all-reduces) even when the "
+                "matrix is clean");
+  sub->add_flag("--no-search", a->no_search,
+                "Never run the bad-link search (by default it runs when a flagged link stays bad)");
+  sub->add_option("--search-bytes", a->search_bytes, "All-reduce size of a group test (default 1M)");
+  sub->add_option("--search-fraction", a->search_fraction,
+                  "A group is slow when a ring's busbw is below this fraction of the healthy "
+                  "links' TCP figure (default 0.25)")
+      ->check(CLI::Range(0.001, 0.99));
   sub->add_flag("--plan-only", a->plan_only,
                 "Print the schedule and its estimated time; launch nothing");
   sub->add_option("--per-pair-s", a->per_pair_s, "With --plan-only: seconds one pair run takes")

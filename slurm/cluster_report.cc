@@ -1,6 +1,7 @@
 #include "slurm/cluster_report.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "profile/builder.h"
@@ -48,6 +49,80 @@ void fold_findings(const std::vector<std::pair<std::string, const Report*>>& rep
 }
 
 Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(); }
+
+std::string link_name(const ClusterFacts& f, const NodePair& p) {
+  return f.hosts[static_cast<size_t>(p.a)] + "<->" + f.hosts[static_cast<size_t>(p.b)];
+}
+
+// The search's verdict: the named link (fail), a link that did not show again (warn), or a clean
+// group test of every candidate (info).
+void search_findings(const ClusterFacts& f, std::vector<Finding>& out) {
+  const SearchFacts& s = f.search;
+  if (!s.ran) return;
+  char figures[256];
+  std::snprintf(figures, sizeof figures,
+                "%d rounds, %d group tests (bound %d; a full pair schedule over the %zu nodes: %d rounds); "
+                "a group is slow below %.3g Gbit/s",
+                s.result.rounds, s.result.group_tests, s.rounds_bound, s.candidates.size(),
+                s.full_schedule_rounds, s.threshold_gbit_s.value_or(0));
+  if (s.result.outcome == "found") {
+    const NodePair& l = *s.result.link;
+    const std::string a = f.hosts[static_cast<size_t>(l.a)], b = f.hosts[static_cast<size_t>(l.b)];
+    std::string last;
+    if (!s.rounds.empty() && !s.rounds.back().empty()) {
+      const auto& g = s.rounds.back().front();
+      last = g.min_busbw_gbps ? "; the pair alone: ring all-reduce busbw " + std::to_string(*g.min_busbw_gbps * 8) + " Gbit/s"
+                              : "; the pair alone: " + g.error;
+    }
+    out.push_back(fail("cluster.link_search_found", link_name(f, l),
+                       "group testing (ring all-reduces of node groups) named the bad link: " + std::string(figures) + last,
+                       "check the cable, transceiver and switch ports between " + a + " and " + b +
+                           " (`fabcheck pair " + a + " " + b + "` shows the interface pairs); drain one of them "
+                           "until it is fixed"));
+  } else if (s.result.outcome == "not_reproduced") {
+    out.push_back(warn("cluster.link_search_not_reproduced", "search",
+                       "the groups narrowed to a pair whose own test was fast: a flaky link, or load that "
+                       "came and went: " + std::string(figures),
+                       "re-run fabcheck cluster --search; watch the port counters of the nodes the rounds named"));
+  } else {
+    out.push_back(info("cluster.link_search_clean", "search",
+                       "the all-reduce across every searched node was not slow in any ring order: " + std::string(figures)));
+  }
+}
+
+Json search_json(const ClusterFacts& f) {
+  const SearchFacts& s = f.search;
+  if (s.trigger.empty()) return nullptr;
+  Json rounds = Json::array();
+  for (size_t r = 0; r < s.rounds.size(); ++r) {
+    Json groups = Json::array();
+    for (const auto& g : s.rounds[r]) {
+      Json hosts = Json::array();
+      for (int n : g.nodes) hosts.push_back(f.hosts[static_cast<size_t>(n)]);
+      groups.push_back({{"hosts", hosts}, {"positive", g.positive}, {"rings", g.rings},
+                        {"min_busbw_gbps", opt(g.min_busbw_gbps)},
+                        {"error", g.error.empty() ? Json() : Json(g.error)}, {"elapsed_ms", g.elapsed_ms}});
+    }
+    rounds.push_back({{"groups", groups}, {"elapsed_ms", r < s.round_ms.size() ? s.round_ms[r] : 0.0}});
+  }
+  Json cands = Json::array();
+  for (int n : s.candidates) cands.push_back(f.hosts[static_cast<size_t>(n)]);
+  return {{"trigger", s.trigger},
+          {"ran", s.ran},
+          {"skipped", s.skipped.empty() ? Json() : Json(s.skipped)},
+          {"candidates", cands},
+          {"bytes", s.bytes},
+          {"reference_gbit_s", opt(s.reference_gbit_s)},
+          {"threshold_gbit_s", opt(s.threshold_gbit_s)},
+          {"outcome", s.ran ? Json(s.result.outcome) : Json()},
+          {"link", s.result.link ? Json(link_name(f, *s.result.link)) : Json()},
+          {"rounds_used", s.result.rounds},
+          {"group_tests", s.result.group_tests},
+          {"rounds_bound", s.rounds_bound},
+          {"full_schedule_rounds", s.full_schedule_rounds},
+          {"elapsed_ms", s.elapsed_ms},
+          {"rounds", rounds}};
+}
 
 }  // namespace
 
@@ -106,6 +181,21 @@ std::string nccl_version_of(const std::vector<PairRun>& runs, const std::string&
   return "";
 }
 
+std::vector<PairMeasurement> matrix_measurements(const ClusterFacts& f) {
+  std::vector<PairMeasurement> ms;
+  for (const auto& p : f.pairs) ms.push_back(measurement_from_pair(p));
+  for (const auto& rt : f.retests) {
+    PairMeasurement again = measurement_from_pair(rt);
+    for (auto& m : ms)
+      if (m.a == rt.a && m.b == rt.b) {
+        m.retested = true;
+        m.retest_ok = again.ok;
+        m.retest_gbit_s = again.gbit_s;
+      }
+  }
+  return ms;
+}
+
 Report build_cluster_report(const ClusterFacts& f, const MatrixOptions& mo) {
   Report r;
   r.kind = "cluster";
@@ -142,21 +232,9 @@ Report build_cluster_report(const ClusterFacts& f, const MatrixOptions& mo) {
   fold_findings(nodes_with_reports, r.findings);
 
   // 2. Pairs: the matrix judge, then the pair runs' own findings by code.
-  std::vector<PairMeasurement> ms;
+  std::vector<PairMeasurement> ms = matrix_measurements(f);
   std::vector<std::pair<std::string, const Report*>> pair_reports;
-  for (const auto& p : f.pairs) {
-    ms.push_back(measurement_from_pair(p));
-    pair_reports.push_back({f.hosts[p.a] + "<->" + f.hosts[p.b], &p.report});
-  }
-  for (const auto& rt : f.retests) {
-    PairMeasurement again = measurement_from_pair(rt);
-    for (auto& m : ms)
-      if (m.a == rt.a && m.b == rt.b) {
-        m.retested = true;
-        m.retest_ok = again.ok;
-        m.retest_gbit_s = again.gbit_s;
-      }
-  }
+  for (const auto& p : f.pairs) pair_reports.push_back({f.hosts[p.a] + "<->" + f.hosts[p.b], &p.report});
   MatrixVerdict v = judge_matrix(f.hosts, ms, mo);
   r.findings.insert(r.findings.end(), v.findings.begin(), v.findings.end());
   fold_findings(pair_reports, r.findings);
@@ -164,6 +242,9 @@ Report build_cluster_report(const ClusterFacts& f, const MatrixOptions& mo) {
   // 3. Drift between the node reports.
   auto d = judge_drift(drift);
   r.findings.insert(r.findings.end(), d.begin(), d.end());
+
+  // 4. The bad-link search, when it ran.
+  search_findings(f, r.findings);
 
   // The "cluster" section (docs/json/cluster.md).
   Json nodes = Json::array();
@@ -236,7 +317,8 @@ Report build_cluster_report(const ClusterFacts& f, const MatrixOptions& mo) {
              {{"reference_gbit_s", opt(v.reference_gbit_s)},
               {"slow_fraction", mo.slow_fraction},
               {"pairs", pairs}}},
-            {"drift", drift_json}};
+            {"drift", drift_json},
+            {"search", search_json(f)}};
   r.sections.push_back({"cluster", c});
   return r;
 }

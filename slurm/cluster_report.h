@@ -19,6 +19,9 @@ namespace fabkit::slurm {
 // failed step.
 PairMeasurement measurement_from_pair(const PairRun& run);
 
+// Every pair run's matrix entry, with the re-test figures of the links measured again.
+std::vector<PairMeasurement> matrix_measurements(const ClusterFacts& f);
+
 // NCCL versions the pair runs' NCCL transports reported, by host ("" when none ran).
 std::string nccl_version_of(const std::vector<PairRun>& runs, const std::string& host);
 

@@ -11,6 +11,7 @@
 #include "fabric/launch/child_process.h"
 #include "fabric/wire/wire_error.h"
 #include "slurm/cluster_report.h"
+#include "slurm/search_runner.h"
 
 namespace fabkit::slurm {
 namespace {
@@ -130,8 +131,12 @@ ClusterFacts run_cluster(const ClusterOptions& o) {
     f.round_ms.push_back(ms_since(tr));
   }
   f.pairs_ms = ms_since(t1);
-  if (!o.retest) return f;
+  if (o.retest) retest_flagged(o, f);
+  run_search(o, f);
+  return f;
+}
 
+void retest_flagged(const ClusterOptions& o, ClusterFacts& f) {
   // Judge once to find what to measure again (the report judges again with the re-tests).
   std::vector<PairMeasurement> ms;
   for (const auto& p : f.pairs) ms.push_back(measurement_from_pair(p));
@@ -145,7 +150,6 @@ ClusterFacts run_cluster(const ClusterOptions& o) {
     for (auto& x : run_round(o, rounds[r].pairs, -1 - static_cast<int>(r)))
       f.retests.push_back(std::move(x));
   f.retest_ms = ms_since(t2);
-  return f;
 }
 
 }  // namespace fabkit::slurm

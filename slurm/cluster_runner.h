@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,23 @@
 #include "common/report.h"
 #include "fabric/launch/launcher.h"
 #include "fabric/pair/pair_controller.h"
+#include "slurm/link_search.h"
 #include "slurm/matrix_judge.h"
 #include "slurm/schedule.h"
 
 namespace fabkit::slurm {
+
+// The bad-link search after the matrix (docs/cluster.md, "Bad-link search in the command"): group
+// tests are ring all-reduces of fabkit-socket across the group (fabric/pair/group_controller.h).
+struct SearchOptions {
+  bool force = false;    // --search: run it even when the matrix is clean
+  bool enabled = true;   // --no-search: never
+  uint64_t bytes = 1u << 20;  // the one all-reduce size of a group test
+  int iters = 3, warmup_iters = 1;
+  // A group is positive when a ring's busbw (as Gbit/s) is below fraction x the reference (the
+  // median single-stream TCP figure of the matrix's healthy links), or a ring run failed.
+  double fraction = 0.25;
+};
 
 struct ClusterOptions {
   std::vector<std::string> hosts;
@@ -30,6 +44,7 @@ struct ClusterOptions {
   // measured once more, in rounds of disjoint pairs, so one noisy run is not called a bad cable.
   bool retest = true;
   MatrixOptions matrix;
+  SearchOptions search;
   pair::PairOptions pair;  // host_a/host_b are set per run
 };
 
@@ -50,6 +65,32 @@ struct PairRun {
   double elapsed_ms = 0;
 };
 
+// One group test: floor(n/2) ring orders (every pair of the group adjacent once), each a ring
+// all-reduce over the group's agents.
+struct GroupTestRun {
+  std::vector<int> nodes;
+  bool positive = false;
+  std::optional<double> min_busbw_gbps;  // the slowest ring's busbw at SearchOptions::bytes
+  int rings = 0;                         // ring orders that ran
+  std::string error;                     // a failed step or ring run (positive)
+  double elapsed_ms = 0;
+};
+
+struct SearchFacts {
+  bool ran = false;
+  std::string trigger;  // "--search", or the link the matrix flagged that its re-test kept
+  std::string skipped;  // why it did not run (when !ran and it was considered)
+  std::vector<int> candidates;  // nodes searched: node check ok, not a slow node
+  std::optional<double> reference_gbit_s, threshold_gbit_s;
+  uint64_t bytes = 0;
+  std::vector<std::vector<GroupTestRun>> rounds;
+  std::vector<double> round_ms;
+  LinkSearchResult result;
+  int rounds_bound = 0;          // link_search_round_bound(candidates)
+  int full_schedule_rounds = 0;  // a round-robin over the candidates: n-1 (n even) or n
+  double elapsed_ms = 0;
+};
+
 struct ClusterFacts {
   std::vector<std::string> hosts;
   std::string launcher;
@@ -61,9 +102,13 @@ struct ClusterFacts {
   std::vector<PairRun> retests;  // the flagged links measured again (round = -1 - retest round)
   std::vector<double> round_ms;
   double nodes_ms = 0, pairs_ms = 0, retest_ms = 0;
+  SearchFacts search;
 };
 
 ClusterFacts run_cluster(const ClusterOptions& o);
+
+// The flagged links of f's matrix measured once more (f.retests), in rounds of disjoint pairs.
+void retest_flagged(const ClusterOptions& o, ClusterFacts& f);
 
 // Runs fn(i) for i in [0, n) on up to `parallel` threads at once; returns when all are done.
 void run_parallel(size_t n, int parallel, const std::function<void(size_t)>& fn);

@@ -106,6 +106,31 @@ void render_cluster_text(const Report& r, std::ostream& out) {
           << p["state"].get<std::string>() << " " << num(p["gbit_s"]) << " Gbit/s"
           << (p["error"].is_string() ? " (" + p["error"].get<std::string>() + ")" : "") << "\n";
     }
+    const Json& se = s.value("search", Json());
+    if (se.is_object()) {
+      out << "\nbad-link search (" << se["trigger"].get<std::string>() << "): ";
+      if (!se["ran"].get<bool>()) {
+        out << "skipped: " << se["skipped"].get<std::string>() << "\n";
+      } else {
+        out << se["outcome"].get<std::string>()
+            << (se["link"].is_string() ? " " + se["link"].get<std::string>() : "") << " in "
+            << se["rounds_used"] << " rounds (bound " << se["rounds_bound"] << ", full schedule "
+            << se["full_schedule_rounds"] << "), slow below " << num(se["threshold_gbit_s"])
+            << " Gbit/s\n";
+        int k = 0;
+        for (const auto& rd : se["rounds"]) {
+          out << "  round " << ++k << ":";
+          for (const auto& g : rd["groups"]) {
+            std::string hs;
+            for (const auto& h : g["hosts"]) hs += (hs.empty() ? "" : ",") + h.get<std::string>();
+            out << " {" << hs << "} " << (g["positive"].get<bool>() ? "SLOW" : "ok") << " "
+                << num(Json(g["min_busbw_gbps"].is_number() ? g["min_busbw_gbps"].get<double>() * 8 : -1))
+                << ";";
+          }
+          out << "\n";
+        }
+      }
+    }
     out << "\n";
   }
   reports::render_text(r, out);

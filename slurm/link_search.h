@@ -37,6 +37,8 @@ struct LinkSearchResult {
 LinkSearchResult find_bad_link(const std::vector<int>& candidates, GroupTester& tester,
                                bool known_positive = false);
 
+// The confirming test of the pair alone is skipped when the last positive two-node group was that
+// pair (it would repeat it).
 // The worst-case rounds of find_bad_link for n candidates: 1 (the whole set) + 1 per halving while
 // the link stays inside one half + ceil(log2) per side once it crosses the halves + 1 (confirm).
 int link_search_round_bound(int n);

@@ -99,6 +99,12 @@ class ClusterTest(unittest.TestCase):
                     self.assertGreater(p["gbit_s"], 20 * slow["gbit_s"])
             drift = [s for k, s in codes(doc) if k == "cluster.drift_mtu"]
             self.assertEqual(drift, ["%s:mtu:fab0" % w.hosts[2]])
+            # The re-test kept the link slow, so the bad-link search ran by itself and named it too.
+            se = c["search"]
+            self.assertEqual(se["trigger"], "%s slow after its re-test" % link)
+            self.assertEqual((se["ran"], se["outcome"], se["link"]), (True, "found", link))
+            self.assertIn(("cluster.link_search_found", link), codes(doc))
+            self.assertLessEqual(se["rounds_used"], se["rounds_bound"])
             # The merged profile: every host, under the names given.
             with open(prof) as f:
                 p = json.load(f)
@@ -118,6 +124,8 @@ class ClusterTest(unittest.TestCase):
         self.assertTrue(by[(w.hosts[0], w.hosts[1])]["ok"])
         self.assertEqual(by[(w.hosts[0], w.hosts[2])]["state"], "node")
         self.assertIn("pair.", by[(w.hosts[0], w.hosts[2])]["error"])
+        # A down node explains its links (state "node"): nothing for the bad-link search.
+        self.assertIsNone(doc["cluster"]["search"])
         self.assertLess(elapsed, 120)
 
     def test_slow_node_named_with_the_ring_plan(self):
@@ -145,12 +153,55 @@ class ClusterTest(unittest.TestCase):
         self.assertEqual(list(doc)[0], "schema_version")
         self.assertEqual(rc, doc["summary"]["exit_code"])
 
+    def test_search_names_a_link_the_ring_plan_never_measured(self):
+        # 8 nodes, --pairs ring (neighbours only: h0-h2 is never measured) and one link, h0<->h2,
+        # shaped both ways with tbf. The matrix is clean; --search runs the group tests (ring
+        # all-reduces of node groups) and must name h0<->h2 in fewer rounds than the 7 of a full
+        # round-robin schedule over 8 nodes.
+        w = self.world(8)
+        shape_link(w, 0, 2)
+        shape_link(w, 2, 0)
+        # The threshold is low because 8 agents share 2 cores here (a healthy ring's busbw swings
+        # with the load); the shaped link is ~100x below the healthy ones.
+        rc, doc, elapsed = self.cluster(w, "--pairs", "ring", "--search", "--search-fraction", "0.05")
+        self.assertEqual(rc, 1, codes(doc))
+        c = doc["cluster"]
+        h = w.hosts
+        link = "%s<->%s" % (h[0], h[2])
+        self.assertNotIn(frozenset((h[0], h[2])), {frozenset((p["a"], p["b"])) for p in c["matrix"]["pairs"]})
+        self.assertNotIn("cluster.link_slow", [k for k, _ in codes(doc)])
+        se = c["search"]
+        self.assertEqual((se["trigger"], se["ran"], se["outcome"], se["link"]), ("--search", True, "found", link))
+        self.assertIn(("cluster.link_search_found", link), codes(doc))
+        self.assertEqual(se["candidates"], h)
+        self.assertEqual((se["full_schedule_rounds"], se["rounds_bound"]), (7, 7))
+        self.assertLess(se["rounds_used"], se["full_schedule_rounds"])
+        self.assertEqual(se["rounds_used"], len(se["rounds"]))
+        self.assertEqual(se["group_tests"], sum(len(r["groups"]) for r in se["rounds"]))
+        # Every group test's answer is the truth: positive iff it holds both ends of the link, and
+        # the figures agree with the threshold (busbw in GB/s, the threshold in Gbit/s).
+        for rd in se["rounds"]:
+            seen = [x for g in rd["groups"] for x in g["hosts"]]
+            self.assertEqual(len(seen), len(set(seen)), "groups of a round must be disjoint")
+            for g in rd["groups"]:
+                holds = h[0] in g["hosts"] and h[2] in g["hosts"]
+                self.assertEqual(g["positive"], holds, g)
+                self.assertIsNone(g["error"], g)
+                self.assertEqual(g["rings"], len(g["hosts"]) // 2)
+                if holds:
+                    self.assertLess(g["min_busbw_gbps"] * 8, se["threshold_gbit_s"])
+                else:
+                    self.assertGreaterEqual(g["min_busbw_gbps"] * 8, se["threshold_gbit_s"])
+        self.assertLess(elapsed, 240)
+
     def test_usage_errors_name_the_value(self):
         w = self.world(2)
         for extra, hosts, needle in (([], [w.hosts[0], w.hosts[0]], "given twice"),
                                      (["--pairs", "mesh"], None, "'mesh'"),
                                      ([], ["-oProxyCommand=x", w.hosts[0]], "-oProxyCommand=x"),
-                                     ([], [w.hosts[0]], "needs 2 or more")):
+                                     ([], [w.hosts[0]], "needs 2 or more"),
+                                     (["--search", "--no-search"], None, "contradict"),
+                                     (["--search-bytes", "1M,4M"], None, "one size")):
             rc, doc, _ = self.cluster(w, *extra, hosts=hosts)
             self.assertEqual(rc, 2, doc)
             self.assertIn(needle, doc["error"]["message"])

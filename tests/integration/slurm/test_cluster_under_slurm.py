@@ -60,6 +60,13 @@ class ClusterUnderSlurm(unittest.TestCase):
                 # Each node's own address: the agents ran on their nodes, not all on node1.
                 self.assertEqual(p["link"]["addr_a"], c.node_addrs[p["a"]])
                 self.assertEqual(p["link"]["addr_b"], c.node_addrs[p["b"]])
+            # The re-test kept node1<->node2 slow: the bad-link search ran by itself, its group
+            # tests' agents started through srun on the allocation's nodes, and named the link.
+            se = cl["search"]
+            self.assertEqual(se["trigger"], "node1<->node2 slow after its re-test")
+            self.assertEqual((se["ran"], se["outcome"], se["link"]), (True, "found", "node1<->node2"), se)
+            self.assertIn(("cluster.link_search_found", "node1<->node2"), codes)
+            self.assertIn("bad-link search (node1<->node2 slow after its re-test): found node1<->node2", log)
             with open(prof) as f:
                 self.assertEqual(sorted(n["hostname"] for n in json.load(f)["nodes"]),
                                  ["node1", "node2", "node3"])

@@ -195,5 +195,61 @@ TEST(ClusterReport, PlanNamesTheRoundsAndTheEstimate) {
   EXPECT_TRUE(r.findings.empty());
 }
 
+TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
+  auto f = three_nodes();
+  // Not considered: no finding, search is null.
+  Report quiet = build_cluster_report(f, MatrixOptions{});
+  EXPECT_TRUE(quiet.sections[0].facts["search"].is_null());
+  f.search.trigger = "n0<->n1 slow after its re-test";
+  f.search.ran = true;
+  f.search.candidates = {0, 1, 2};
+  f.search.bytes = 1 << 20;
+  f.search.reference_gbit_s = 10.0;
+  f.search.threshold_gbit_s = 2.5;
+  f.search.rounds_bound = 5;
+  f.search.full_schedule_rounds = 3;
+  GroupTestRun whole{{0, 1, 2}, true, 0.002, 1, "", 900};
+  GroupTestRun alone{{0, 1}, true, 0.0025, 1, "", 400};
+  f.search.rounds = {{whole},
+                     {GroupTestRun{{0}, false, std::nullopt, 0, "", 0},
+                      GroupTestRun{{1, 2}, false, 1.2, 1, "", 300}},
+                     {alone}};
+  f.search.result.rounds = 3;
+  f.search.result.group_tests = 4;
+  f.search.result.outcome = "found";
+  f.search.result.link = NodePair{0, 1};
+  Report r = build_cluster_report(f, MatrixOptions{});
+  const Finding* found = nullptr;
+  for (const auto& x : r.findings)
+    if (x.code == "cluster.link_search_found") found = &x;
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->subject, "n0<->n1");
+  EXPECT_EQ(found->severity, Severity::kFail);
+  EXPECT_NE(
+      found->message.find(
+          "3 rounds, 4 group tests (bound 5; a full pair schedule over the 3 nodes: 3 rounds)"),
+      std::string::npos)
+      << found->message;
+  const Json& s = r.sections[0].facts["search"];
+  EXPECT_EQ(s["link"], "n0<->n1");
+  EXPECT_EQ(s["rounds_used"], 3);
+  EXPECT_EQ(s["rounds"].size(), 3u);
+  EXPECT_EQ(s["rounds"][1]["groups"][1]["hosts"], Json::array({"n1", "n2"}));
+  EXPECT_FALSE(s["rounds"][1]["groups"][1]["positive"].get<bool>());
+  EXPECT_DOUBLE_EQ(s["threshold_gbit_s"].get<double>(), 2.5);
+  // A pair that hid when tested alone is a warning, never a named link.
+  f.search.result.outcome = "not_reproduced";
+  f.search.result.link.reset();
+  Report r2 = build_cluster_report(f, MatrixOptions{});
+  bool warned = false;
+  for (const auto& x : r2.findings) {
+    EXPECT_NE(x.code, "cluster.link_search_found");
+    warned =
+        warned || (x.code == "cluster.link_search_not_reproduced" && x.severity == Severity::kWarn);
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_TRUE(r2.sections[0].facts["search"]["link"].is_null());
+}
+
 }  // namespace
 }  // namespace fabkit::slurm

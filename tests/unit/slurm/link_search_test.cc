@@ -105,6 +105,23 @@ TEST(LinkSearch, SmallCounts) {
   EXPECT_THROW(find_bad_link({0}, f), std::invalid_argument);
 }
 
+TEST(LinkSearch, NoConfirmingRoundWhenThePairItselfJustTestedPositive) {
+  // 8 nodes, link 0-2 (the integration test's case): whole set, halves, quarters (both clean: it
+  // crosses {0,1}|{2,3}), {0,2,3}, then {0,2} positive: that was the pair alone, so no 6th round.
+  SimulatedFabric f(8, {{0, 2}});
+  auto r = find_bad_link(iota(8), f);
+  EXPECT_EQ(r.outcome, "found");
+  EXPECT_EQ(r.rounds, 5);
+  // Two nodes: the whole set is the pair.
+  SimulatedFabric two(2, {{0, 1}});
+  EXPECT_EQ(find_bad_link(iota(2), two).rounds, 1);
+  // Ending on a negative branch still confirms: 0-3 is decided by {0,2} clean -> b = {3}.
+  SimulatedFabric f3(8, {{0, 3}});
+  auto r3 = find_bad_link(iota(8), f3);
+  EXPECT_EQ(r3.outcome, "found");
+  EXPECT_EQ(r3.rounds, 6);
+}
+
 TEST(LinkSearch, AFlakyLinkThatHidesIsNotReported) {
   // The link shows in the first rounds, then hides in the confirming one: no false culprit.
   SimulatedFabric f(16, {{2, 13}});
