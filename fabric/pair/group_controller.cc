@@ -104,36 +104,50 @@ TransportResult run_ring_transport(GroupFacts& f, Agents& ag, const PairOptions&
   }
   Json ring = Json::array();
   for (int h : order) ring.push_back(f.addrs[h]);
-  Json port = ag[order[0]]->call("free_port", {{"addr", f.addrs[order[0]]}}, o.timeout_ms);
-  Json args = {{"transport", name},
-               {"port", port.value("port", 0)},
-               {"sizes_bytes", o.sizes_bytes},
-               {"iters", o.iters},
-               {"warmup_iters", o.warmup_iters},
-               {"timeout_ms", o.timeout_ms},
-               {"world_size", n},
-               {"ring_addrs", ring}};
-  for (size_t r = 0; r < n; ++r) {
-    Json a = args;
-    int h = order[r];
-    a.update({{"rank", r},
-              {"local_addr", f.addrs[h]},
-              {"peer_addr", f.addrs[order[(r + 1) % n]]},
-              {"ifname", f.ifnames[h]},
-              {"extra", extra[r]}});
-    ag[h]->send("allreduce", a);
-  }
-  // All requests are out before any answer is awaited: every rank blocks on its neighbours.
-  std::vector<Json> docs;
-  for (size_t r = 0; r < n; ++r) {
-    try {
-      docs.push_back(ag[order[r]]->receive(o.transport_timeout_ms));
-    } catch (const StepError& e) {
-      if (fatal(e)) throw;
-      docs.push_back({{"status", "failed"}, {"reason", e.what()}});
+  // Every rank listens on the same port number, each on its own host, but free_port can only ask
+  // rank 0's host: on another host the port may be taken (an outgoing connection's ephemeral port
+  // from the previous ring order, seen in the 16-node search runs). A rank that cannot bind fails
+  // the run before any data moves; the run is then repeated on a fresh port, at most twice more.
+  TransportResult result;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Json port = ag[order[0]]->call("free_port", {{"addr", f.addrs[order[0]]}}, o.timeout_ms);
+    Json args = {{"transport", name},
+                 {"port", port.value("port", 0)},
+                 {"sizes_bytes", o.sizes_bytes},
+                 {"iters", o.iters},
+                 {"warmup_iters", o.warmup_iters},
+                 {"timeout_ms", o.timeout_ms},
+                 {"world_size", n},
+                 {"ring_addrs", ring}};
+    for (size_t r = 0; r < n; ++r) {
+      Json a = args;
+      int h = order[r];
+      a.update({{"rank", r},
+                {"local_addr", f.addrs[h]},
+                {"peer_addr", f.addrs[order[(r + 1) % n]]},
+                {"ifname", f.ifnames[h]},
+                {"extra", extra[r]}});
+      ag[h]->send("allreduce", a);
     }
+    // All requests are out before any answer is awaited: every rank blocks on its neighbours.
+    std::vector<Json> docs;
+    bool port_taken = false;
+    for (size_t r = 0; r < n; ++r) {
+      try {
+        docs.push_back(ag[order[r]]->receive(o.transport_timeout_ms));
+      } catch (const StepError& e) {
+        if (fatal(e)) throw;
+        docs.push_back({{"status", "failed"}, {"reason", e.what()}});
+      }
+      const std::string reason = docs.back().value("reason", "");
+      port_taken = port_taken || (reason.find("bind ") != std::string::npos &&
+                                  reason.find("in use") != std::string::npos);
+    }
+    result = combine_ranks(name, docs);
+    result.port_attempts = attempt + 1;
+    if (!port_taken) break;
   }
-  return combine_ranks(name, docs);
+  return result;
 }
 
 std::vector<std::string> shared_transports(const GroupFacts& f, const PairOptions& o) {

@@ -60,6 +60,7 @@ Json transport_json(const TransportResult& t, size_t world) {
     correct = correct && s.correct;
   }
   j["world_size"] = world;
+  j["port_attempts"] = t.port_attempts;
   j["peak_busbw_gbps"] = peak ? Json(peak->busbw_gbps) : Json();
   j["peak_bytes"] = peak ? Json(peak->bytes) : Json();
   j["all_correct"] = correct;
