@@ -1,7 +1,9 @@
 #include "cli/command.h"
 
+#include <filesystem>
 #include <iostream>
 
+#include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/report.h"
 #include "profile/atomic_write.h"
@@ -36,6 +38,20 @@ void write_output(const std::string& out, const std::string& text) {
     std::cout << text;
   else
     profile::write_file_atomically(out, text);
+}
+
+void check_output_path(const std::string& flag, const std::string& path) {
+  std::filesystem::path p(path);
+  std::error_code ec;
+  auto dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+  if (path.empty() || p.filename().empty() || !std::filesystem::is_directory(dir, ec))
+    throw UsageError(flag + " " + path + ": the directory " + dir.string() +
+                     " does not exist; create it or give another path");
+}
+
+void write_file_output(const std::string& flag, const std::string& path, const std::string& text) {
+  check_output_path(flag, path);
+  write_file_atomically(path, text);
 }
 
 }  // namespace fabkit::cli

@@ -10,6 +10,7 @@
 #include "common/errors.h"
 #include "fabkit/config.h"
 #include "probes/node_probe.h"
+#include "reports/html/html_report.h"
 #include "reports/report_render.h"
 #include "slurm/health.h"
 #include "slurm/health_action.h"
@@ -29,6 +30,7 @@ struct NodeArgs {
   bool dry_run = false;
   std::string node_name;  // Slurm NodeName (default: SLURMD_NODENAME, else short hostname)
   int drain_timeout_ms = 10000;
+  std::string html;              // also write the report as HTML (docs/reports.md)
 };
 
 std::string slurm_node_name(const NodeArgs& a, const Environment& env) {
@@ -69,6 +71,7 @@ int health_and_prom(const NodeArgs& a, const Environment& env, const Report& r) 
 }
 
 int run_node(const NodeArgs& a) {
+  if (!a.html.empty()) check_output_path("--html", a.html);
   ProbeContext ctx;
   ctx.env = Environment::from_process();
   if (!a.sysroot.empty()) {
@@ -84,6 +87,13 @@ int run_node(const NodeArgs& a) {
   if (!a.topo.empty()) ctx.options.topo_file = a.topo;
   ctx.options.rdma_counter_interval_ms = a.counter_interval_ms;
   Report r = probe_this_node(ctx);
+  // From the JSON document, as `fabcheck report` does, so both render the same thing.
+  if (!a.html.empty())
+    write_file_output(
+        "--html", a.html,
+        reports::html::render_html(
+            {{"fabcheck node", reports::InputKind::kNodeReport, reports::report_to_json(r), {}}},
+            r.generated_at));
   if (a.slurm_health || !a.prom.empty()) return health_and_prom(a, ctx.env, r);
   return reports::render_report(r, a.json, std::cout);
 }
@@ -101,9 +111,9 @@ void register_node_command(CLI::App& app, int* exit_code) {
   sub->add_option("--peer", args->peer,
                   "Host or address of a peer: recommend the interface on its subnet");
   sub->add_option("--topo", args->topo, "NCCL topology XML to check (default: NCCL_TOPO_FILE)");
-  sub->add_option(
-         "--counter-interval-ms", args->counter_interval_ms,
-         "Read RDMA port error counters twice this far apart and report what rose (0: once)")
+  sub->add_option("--html", args->html, "Also write the report as one self-contained HTML file");
+  sub->add_option("--counter-interval-ms", args->counter_interval_ms,
+                  "Read RDMA port error counters twice this far apart and report what rose (0: once)")
       ->check(CLI::Range(0, 60000));
   sub->add_option("--prom", args->prom,
                   "Also write Prometheus node_exporter textfile metrics here (atomically)");

@@ -12,6 +12,7 @@
 #include "fabric/pair/group_controller.h"
 #include "fabric/pair/pair_controller.h"
 #include "fabric/pair/pair_text.h"
+#include "reports/html/html_report.h"
 #include "reports/report_render.h"
 
 namespace fabkit::cli {
@@ -29,6 +30,7 @@ struct PairArgs {
   int iters = 20, warmup_iters = 5;
   int pings = 1000, streams = 4, bandwidth_ms = 1000;
   bool json = false;
+  std::string html;  // also write the report as HTML (docs/reports.md)
 };
 
 std::string self_path() {
@@ -71,6 +73,10 @@ int run_pair_cmd(const PairArgs& a) {
   pair::PairOptions o = pair_options(a);
   // Validate the launcher argv before starting anything (bad host names are usage errors).
   for (const auto& h : a.hosts) launch::launcher_argv(o.launcher, h, {o.agent_path});
+  if (!a.html.empty() && a.hosts.size() > 2)
+    throw UsageError("--html renders the 2-host pair report; with " + std::to_string(a.hosts.size()) +
+                     " hosts use --json (the pair_group section, docs/json/pair.md)");
+  if (!a.html.empty()) check_output_path("--html", a.html);  // before minutes of measuring
   Report r;
   if (a.hosts.size() == 2) {
     r = pair::build_pair_report(pair::run_pair(o));
@@ -80,6 +86,11 @@ int run_pair_cmd(const PairArgs& a) {
     g.pair = o;
     r = pair::build_group_report(pair::run_group(g));
   }
+  if (!a.html.empty())
+    write_file_output("--html", a.html,
+                      reports::html::render_html({{"fabcheck pair", reports::InputKind::kPairReport,
+                                                   reports::report_to_json(r), {}}},
+                                                 r.generated_at));
   if (a.json)
     reports::render_json(r, std::cout);
   else if (a.hosts.size() == 2)
@@ -114,6 +125,7 @@ void register_pair_command(CLI::App& app, int* exit_code) {
   sub->add_option("--streams", a->streams, "Streams in the multi-stream test")->check(CLI::Range(1, 64));
   sub->add_option("--bandwidth-ms", a->bandwidth_ms, "Duration of each bandwidth test")->check(CLI::Range(10, 60000));
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/pair.md)");
+  sub->add_option("--html", a->html, "Also write the report as one self-contained HTML file");
   sub->callback([a, exit_code] {
     *exit_code = run_command("pair", a->json, [&] { return run_pair_cmd(*a); });
   });

@@ -40,8 +40,9 @@ int spawn_process(const std::vector<std::string>& argv, const SpawnOptions& o, p
   }
   char** envp = o.env ? cenv.data() : environ;
   pid_t child = -1;
-  const int rc = o.search_path ? ::posix_spawnp(&child, cargv[0], &fa, &attr, cargv.data(), envp)
-                               : ::posix_spawn(&child, cargv[0], &fa, &attr, cargv.data(), envp);
+  const char* program = o.program.empty() ? cargv[0] : o.program.c_str();
+  const int rc = o.search_path ? ::posix_spawnp(&child, program, &fa, &attr, cargv.data(), envp)
+                               : ::posix_spawn(&child, program, &fa, &attr, cargv.data(), envp);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc == 0) *pid = child;  // unspecified after a failed spawn: nothing to kill or reap

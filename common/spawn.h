@@ -20,10 +20,13 @@ struct SpawnOptions {
   // default signal dispositions and an empty signal mask, whatever this process set.
   bool own_process_group = false;
   const std::vector<std::string>* env = nullptr;  // nullptr: this process's environment
+  // The file to execute when it is not argv[0] (e.g. "/proc/self/exe" to start this same
+  // executable with the caller's argv[0] kept); empty: argv[0].
+  std::string program;
 };
 
-// Starts argv (argv[0] = program). Returns 0 and sets *pid, or posix_spawn's error number (the
-// program is missing, not executable, ...); *pid is then -1.
+// Starts argv (argv[0] = program unless options.program is set). Returns 0 and sets *pid, or
+// posix_spawn's error number (the program is missing, not executable, ...); *pid is then -1.
 int spawn_process(const std::vector<std::string>& argv, const SpawnOptions& options, pid_t* pid);
 
 // write(2) with SIGPIPE blocked for this thread, and one raised by this write consumed: a child

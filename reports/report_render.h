@@ -15,7 +15,12 @@ Report report_from_json(const Json& j);  // throws std::invalid_argument naming 
 void render_json(const Report& r, std::ostream& out);
 // Findings grouped by severity (fail, warn, info), each with its fix; then a short facts summary.
 void render_text(const Report& r, std::ostream& out);
-// Renders as JSON or text and returns the exit code the findings imply (0 or 1): the tail of
+// color: severity labels and codes in ANSI colors. Callers decide with color_enabled().
+void render_text(const Report& r, std::ostream& out, bool color);
+// Color only on a terminal and never when NO_COLOR is set non-empty (no-color.org). Pure, so the
+// is-a-TTY decision can be injected in tests.
+bool color_enabled(bool is_tty, const char* no_color);
+// Renders as JSON or text (colored when out is stdout and color_enabled) and returns the exit code the findings imply (0 or 1): the tail of
 // every report-producing subcommand.
 int render_report(const Report& r, bool json, std::ostream& out);
 // A usage/internal error as JSON when --json was asked, so scripts always get JSON.

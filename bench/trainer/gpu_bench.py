@@ -25,27 +25,8 @@ import argparse, json, os, random, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-SIZES = {
-    "350m": dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=24, num_attention_heads=16,
-                 num_key_value_heads=16, vocab_size=32000),
-    "110m": dict(hidden_size=768, intermediate_size=2048, num_hidden_layers=12, num_attention_heads=12,
-                 num_key_value_heads=12, vocab_size=32000),
-    "tiny": dict(hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=4, vocab_size=512),
-}
-
-
-def write_inputs(d, size, records, length):
-    c = dict(SIZES[size], architectures=["LlamaForCausalLM"], model_type="llama", rms_norm_eps=1e-5,
-             rope_theta=10000.0, max_position_embeddings=4096, tie_word_embeddings=False,
-             initializer_range=0.02, bos_token_id=1, eos_token_id=2, torch_dtype="float32")
-    os.makedirs(os.path.join(d, "model"), exist_ok=True)
-    json.dump(c, open(os.path.join(d, "model", "config.json"), "w"))
-    rng = random.Random(0)
-    with open(os.path.join(d, "train.jsonl"), "w") as f:
-        for _ in range(records):
-            f.write(json.dumps({"input_ids": [rng.randrange(3, c["vocab_size"]) for _ in range(length)]}) + "\n")
-    return c
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_model import SIZES, write_inputs  # noqa: E402
 
 
 def param_count(c):

@@ -1,15 +1,8 @@
 #include "fabric/agent/agent.h"
 
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <mutex>
-#include <set>
-#include <thread>
 #include <vector>
 
 #include "common/build_info.h"
@@ -17,6 +10,7 @@
 #include "fabric/agent/local_interfaces.h"
 #include "fabric/tcp/tcp_socket.h"
 #include "fabric/wire/handshake.h"
+#include "fabric/wire/handshake_gate.h"
 #include "fabric/wire/wire_error.h"
 
 namespace fabkit::agent {
@@ -44,84 +38,6 @@ Json hello_document(const AgentOptions& o, uint16_t port) {
 void send_error(int fd, WireErrorKind kind, const std::string& msg) {
   wire::send_error_frame(fd, wire::to_string(kind), msg);
 }
-
-// The accept side of the session: every connection gets its own handshake thread with an
-// absolute deadline, so a slow or silent client costs one slot, not everyone's time; the first
-// that proves the token for "control" wins and the rest are cut off.
-class Gate {
- public:
-  Gate(const AgentOptions& o, const std::function<void(const std::string&)>& log) : o_(o), log_(log) {
-    wake_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!wake_.valid()) throw WireError(WireErrorKind::kIo, std::string("eventfd: ") + std::strerror(errno));
-  }
-  ~Gate() { close_all(); }
-
-  // Accepts until a controller authenticates or deadline passes; returns an invalid fd then.
-  wire::Fd run(int listen_fd, wire::Deadline deadline) {
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (winner_.valid()) return std::move(winner_);
-      }
-      int left = wire::ms_left(deadline);
-      if (left <= 0) return wire::Fd();
-      pollfd p[2] = {{listen_fd, POLLIN, 0}, {wake_.get(), POLLIN, 0}};
-      if (wire::poll_until(p, 2, deadline, "controller connections") == 0) continue;  // re-checked above
-      if (!(p[0].revents & POLLIN)) continue;
-      int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;  // ECONNABORTED and friends: the next connection may be fine
-      std::lock_guard<std::mutex> lock(mu_);
-      if (static_cast<int>(pending_.size()) >= o_.max_pending_handshakes) {
-        ::close(c);
-        log_("rejected a connection: " + std::to_string(pending_.size()) +
-             " handshakes already pending (the cap)");
-        continue;
-      }
-      pending_.insert(c);
-      threads_.emplace_back([this, c] { handshake(wire::Fd(c)); });
-    }
-  }
-
-  // Wakes every pending handshake (shutdown makes their reads fail at once) and joins them.
-  void close_all() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      closing_ = true;
-      for (int fd : pending_) ::shutdown(fd, SHUT_RDWR);
-    }
-    for (auto& t : threads_)
-      if (t.joinable()) t.join();
-    threads_.clear();
-  }
-
- private:
-  void handshake(wire::Fd conn) {
-    bool ok = false;
-    try {
-      wire::server_handshake(conn.get(), o_.token, "agent", [](const std::string& p) { return p == "control"; },
-                             wire::deadline_in_ms(o_.handshake_timeout_ms));
-      ok = true;
-    } catch (const WireError& e) {
-      log_(std::string("rejected a connection: ") + e.what());
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_.erase(conn.get());
-    if (ok && !closing_ && !winner_.valid()) {
-      winner_ = std::move(conn);
-      uint64_t one = 1;
-      (void)!::write(wake_.get(), &one, sizeof one);
-    }
-  }
-
-  const AgentOptions& o_;
-  const std::function<void(const std::string&)>& log_;
-  wire::Fd wake_;
-  std::mutex mu_;
-  std::set<int> pending_;
-  bool closing_ = false;
-  wire::Fd winner_;
-  std::vector<std::thread> threads_;
-};
 
 AgentExit serve_session(int fd, const AgentOptions& o, const std::function<void(const std::string&)>& log) {
   AgentSession session(o.token, o.idle_timeout_ms);
@@ -190,10 +106,19 @@ AgentExit run_agent(const AgentOptions& o, const std::function<void(const Json&)
   on_listening(hello_document(o, tcp::local_port(listener.get())));
   wire::Fd conn;
   {
-    Gate gate(o, log);
-    conn = gate.run(listener.get(), wire::deadline_in_ms(o.accept_timeout_ms));
+    // Every connection handshakes in its own slot with its own deadline (wire/handshake_gate.h);
+    // the first that proves the token for "control" wins.
+    wire::HandshakeGate gate(
+        listener.get(),
+        [&o](int fd, wire::Deadline d) {
+          return wire::server_handshake(
+              fd, o.token, "agent", [](const std::string& p) { return p == "control"; }, d);
+        },
+        {o.max_pending_handshakes, o.handshake_timeout_ms}, log);
+    if (auto a = gate.next(wire::deadline_in_ms(o.accept_timeout_ms))) conn = std::move(a->fd);
+    gate.stop();       // the other handshakes end here
     listener.reset();  // exactly one controller per session
-  }  // the other handshakes end here
+  }
   if (!conn.valid()) {
     log(to_string(AgentExit::kNoController));
     return AgentExit::kNoController;

@@ -1,8 +1,9 @@
 #include "fabric/agent/agent_rdma.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "fabric/tcp/tcp_socket.h"
 #include "fabric/tcp/tcp_test.h"
 #include "fabric/wire/handshake.h"
+#include "fabric/wire/handshake_gate.h"
 #include "fabric/wire/messages.h"
 #include "fabric/wire/wire_error.h"
 #if FABKIT_HAVE_VERBS
@@ -31,14 +33,18 @@ constexpr uint32_t kMaxChannelFrameBytes = 4096;
 // The client may be started before the server has bound the port (the controller sends both
 // requests at once); retry refused connects at this interval until the deadline.
 constexpr int kConnectRetryMs = 50;
+// Only the peer agent should connect here; a few slots leave room for strays without letting a
+// flood start threads without bound.
+constexpr int kMaxPendingChannelHandshakes = 8;
 
 struct ChannelError : std::runtime_error {
   int err;
   ChannelError(int e, const std::string& m) : std::runtime_error(m), err(e) {}
 };
 
-// Server: accept one connection presenting the token within timeout_ms (strays are refused and
-// the wait goes on until the deadline).
+// Server: the first connection that proves the token for "rdma_rc" within timeout_ms. Strays
+// handshake concurrently in slots of their own (wire/handshake_gate.h), each cut off at the
+// data-handshake bound, so none of them delays the real peer.
 wire::Fd accept_peer(const RcArgs& a, const std::string& token) {
   wire::Fd listener;
   try {
@@ -47,26 +53,36 @@ wire::Fd accept_peer(const RcArgs& a, const std::string& token) {
     throw ChannelError(EADDRINUSE, std::string("listen: ") + e.what());
   }
   auto deadline = wire::deadline_in_ms(a.timeout_ms);
-  for (;;) {
-    wire::Fd c;
+  std::optional<wire::Admitted> admitted;
+  std::string last_rejection;
+  {
+    wire::HandshakeGate gate(listener.get(),
+                             [&token](int fd, wire::Deadline d) {
+                               return wire::server_handshake(
+                                   fd, token, "agent",
+                                   [](const std::string& p) { return p == "rdma_rc"; }, d);
+                             },
+                             {kMaxPendingChannelHandshakes, tcp::kDataHandshakeTimeoutMs});
     try {
-      c = tcp::accept_until(listener.get(), deadline);
-    } catch (const wire::WireError&) {
-      throw ChannelError(ETIMEDOUT, "no peer connected to " + a.local_addr + ":" +
-                                        std::to_string(a.port) + " within " +
-                                        std::to_string(a.timeout_ms) + " ms");
+      admitted = gate.next(deadline);
+    } catch (const wire::WireError& e) {
+      throw ChannelError(EIO, std::string("accept: ") + e.what());
     }
-    try {
-      // Each connector gets at most the data-handshake bound, so a stray one cannot hold the
-      // channel until the peer's deadline passes.
-      auto hs = std::min(deadline, wire::deadline_in_ms(tcp::kDataHandshakeTimeoutMs));
-      wire::server_handshake(c.get(), token, "agent", [](const std::string& p) { return p == "rdma_rc"; }, hs);
-      wire::write_frame(c.get(), wire::welcome_frame({{"mode", "rdma_rc"}}), deadline);
-      return c;
-    } catch (const wire::WireError&) {
-      // A stray or broken connection: drop it and keep waiting for the real peer.
-    }
+    last_rejection = gate.last_rejection();
   }
+  if (!admitted) {
+    std::string msg = "no peer connected to " + a.local_addr + ":" + std::to_string(a.port) +
+                      " with the session token within " + std::to_string(a.timeout_ms) + " ms";
+    if (!last_rejection.empty()) msg += " (last connection rejected: " + last_rejection + ")";
+    throw ChannelError(ETIMEDOUT, msg);
+  }
+  try {
+    wire::write_frame(admitted->fd.get(), wire::welcome_frame({{"mode", "rdma_rc"}}), deadline);
+  } catch (const wire::WireError& e) {
+    throw ChannelError(e.kind() == wire::WireErrorKind::kTimeout ? ETIMEDOUT : EIO,
+                       std::string("welcome: ") + e.what());
+  }
+  return std::move(admitted->fd);
 }
 
 wire::Fd connect_peer(const RcArgs& a, const std::string& token) {

@@ -18,11 +18,11 @@ struct AllreduceSpec {
   std::string local_addr;  // this rank binds here (the chosen interface's address)
   std::string peer_addr;   // rank 0's address as seen by rank 1 (and rank 1's as seen by rank 0)
   uint16_t port = 29400;   // rank 0 listens on local_addr:port
-  std::string token;       // session token: the first bytes on every connection
+  std::string token;       // session token: proven by the handshake on every connection, never sent
   std::vector<uint64_t> sizes_bytes;  // empty = default_sizes_bytes()
   int iters = 20;
   int warmup_iters = 5;
-  int timeout_ms = 10000;  // bound on every single wait (connect, accept, each poll)
+  int timeout_ms = 10000;  // bound on connect, accept, and each collective call (one deadline each)
   std::string ifname;      // the chosen interface: SO_BINDTODEVICE when permitted, NCCL env
   // Added for rings of more than 2 ranks: rank i's address; every rank listens on ring_addrs[rank]
   // at `port` and connects to its right neighbour. Unused when world_size == 2.

@@ -47,10 +47,11 @@ TokenStore::TokenStore(const TokenStoreOptions& opt) : opt_(opt) {
     return;
   }
   Fd listener = listen_on(opt.local_addr, opt.port, opt.ifname);
-  for (int i = 1; i < opt.world_size; ++i) {
-    Fd c = accept_peer(listener.get(), opt.token, mine, opt.timeout_ms, nullptr);
-    set_nonblocking(c.get());
-    clients_.push_back(std::move(c));
+  // All ranks within the one timeout, handshaking concurrently.
+  for (AcceptedPeer& p : accept_peers(listener.get(), static_cast<size_t>(opt.world_size - 1),
+                                      opt.token, mine, opt.timeout_ms)) {
+    set_nonblocking(p.fd.get());
+    clients_.push_back(std::move(p.fd));
   }
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) throw PeerError("io_error", std::string("pipe2: ") + std::strerror(errno));

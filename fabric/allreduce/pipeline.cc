@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "fabric/allreduce/allreduce_types.h"
+#include "fabric/wire/socket_io.h"
+#include "fabric/wire/wire_error.h"
 
 namespace fabkit::fabric {
 namespace {
@@ -31,6 +33,9 @@ void add_floats(float* __restrict dst, const float* __restrict a, const float* _
 
 void run_pipeline(const PipelineConfig& cfg, const std::vector<SendOp>& sends, const std::vector<RecvOp>& recvs,
                   char* bounce) {
+  // One absolute deadline for the whole call, fixed before the first byte: a peer trickling a
+  // byte at a time makes "progress" and would never trip an inactivity timeout.
+  const wire::Deadline deadline = wire::deadline_in_ms(cfg.timeout_ms);
   std::vector<size_t> done(recvs.size(), 0);  // processed bytes per recv op
   size_t si = 0, soff = 0, ri = 0, fill = 0;   // fill: bytes in bounce not yet reduced (< 4)
   uint64_t sent_total = 0, recv_total = 0, send_goal = 0, recv_goal = 0;
@@ -43,6 +48,12 @@ void run_pipeline(const PipelineConfig& cfg, const std::vector<SendOp>& sends, c
   auto progress_text = [&] {
     return " (" + cfg.context + "; sent " + std::to_string(sent_total) + "/" + std::to_string(send_goal) +
            " B, received " + std::to_string(recv_total) + "/" + std::to_string(recv_goal) + " B)";
+  };
+  auto timed_out = [&] {
+    return PeerError("peer_timeout",
+                     "the call did not finish within " + std::to_string(cfg.timeout_ms) +
+                         " ms: the peer stopped, or trickles, sending or receiving" +
+                         progress_text());
   };
   auto closed = [&](const char* how) {
     return PeerError("peer_closed", std::string("peer ") + how + progress_text() + ": the peer process died or gave up");
@@ -109,8 +120,11 @@ void run_pipeline(const PipelineConfig& cfg, const std::vector<SendOp>& sends, c
       }
     }
     skip_empty();
-    if (progressed || (si >= sends.size() && ri >= recvs.size())) continue;
-    // Nothing moved: sleep in poll until the socket can take or give bytes, bounded by the timeout.
+    if (si >= sends.size() && ri >= recvs.size()) break;
+    // Checked on progress too: a socket that always has one byte ready never lets poll time out.
+    if (wire::Clock::now() >= deadline) throw timed_out();
+    if (progressed) continue;
+    // Nothing moved: sleep in poll until the socket can take or give bytes or the deadline passes.
     bool want_out = si < sends.size() && soff < (sends[si].dep < 0 ? sends[si].len
                                                                    : std::min(sends[si].len, done[static_cast<size_t>(sends[si].dep)]));
     bool want_in = ri < recvs.size();
@@ -123,11 +137,13 @@ void run_pipeline(const PipelineConfig& cfg, const std::vector<SendOp>& sends, c
       if (want_in) pfds[nfds++] = pollfd{cfg.recv_fd, POLLIN, 0};
     }
     if (nfds == 0) throw PeerError("io_error", "pipeline stalled: a send waits on data never received" + progress_text());
-    int rc = ::poll(pfds, nfds, cfg.timeout_ms);
-    if (rc == 0)
-      throw PeerError("peer_timeout", "no progress for " + std::to_string(cfg.timeout_ms) +
-                                          " ms: the peer stopped sending or receiving" + progress_text());
-    if (rc < 0 && errno != EINTR) throw PeerError("io_error", "poll: " + err_text(errno) + progress_text());
+    int rc;
+    try {
+      rc = wire::poll_until(pfds, nfds, deadline, "the all-reduce sockets");
+    } catch (const wire::WireError& e) {
+      throw PeerError("io_error", std::string(e.what()) + progress_text());
+    }
+    if (rc == 0) throw timed_out();
   }
 }
 

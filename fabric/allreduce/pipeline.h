@@ -34,11 +34,12 @@ struct PipelineConfig {
   int send_fd = -1;
   int recv_fd = -1;  // may equal send_fd (2 ranks: one full-duplex connection)
   size_t chunk_bytes = 1 << 20;  // bounce buffer size = the most one recv() takes for a reduce op
-  int timeout_ms = 10000;
+  int timeout_ms = 10000;        // one absolute deadline for the whole run_pipeline call
   std::string context;  // "size 67108864 B iteration 3": lands in error messages
 };
 
-// Runs all ops to completion; throws PeerError (peer_closed, peer_timeout, io_error).
+// Runs all ops to completion by cfg.timeout_ms after the call starts; throws PeerError
+// (peer_closed, peer_timeout, io_error).
 // `bounce` must hold chunk_bytes and be float aligned. Sizes of reduce ops: multiples of 4.
 // Reduce ops may receive any byte split (TCP keeps no element boundaries); a split float waits
 // at the front of the bounce buffer for its remaining bytes.

@@ -9,12 +9,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <tuple>
 
 #include "fabric/allreduce/allreduce_types.h"
 #include "fabric/tcp/tcp_socket.h"
 #include "fabric/wire/handshake.h"
+#include "fabric/wire/handshake_gate.h"
 #include "fabric/wire/wire_error.h"
 
 namespace fabkit::fabric {
@@ -23,9 +25,11 @@ namespace {
 using wire::WireError;
 using wire::WireErrorKind;
 
-// A connector gets at most this long to complete the handshake: a silent one (a port scanner, a
-// stale client) must not hold the accept loop until the deadline while the real peer waits.
+// A connector gets at most this long to complete the handshake, in a slot of its own: a silent one
+// (a port scanner, a stale client) holds that slot only, never the real peer.
 constexpr int kHandshakeStepMs = 2000;
+// Handshakes in flight at once on one listener; connections beyond are closed at once.
+constexpr int kMaxPendingHandshakes = 16;
 constexpr char kPurpose[] = "allreduce";
 
 std::string errno_text(int err) { return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")"; }
@@ -142,49 +146,71 @@ Fd listen_on(const std::string& addr, uint16_t port, const std::string& ifname) 
   }
 }
 
-Fd accept_peer(int listen_fd, const std::string& token, const HelloInfo& mine, int timeout_ms, HelloInfo* peer) {
+std::vector<AcceptedPeer> accept_peers(int listen_fd, size_t count, const std::string& token,
+                                       const HelloInfo& mine, int timeout_ms) {
   auto deadline = wire::deadline_in_ms(timeout_ms);
-  int rejected = 0;
-  std::string last_rejection;
-  for (;;) {
-    Fd conn;
+  // Each connector handshakes in a slot of its own with its own kHandshakeStepMs deadline
+  // (wire/handshake_gate.h): a silent or trickling one never delays the real peers.
+  wire::HandshakeGate gate(listen_fd,
+                           [&token](int fd, wire::Deadline d) {
+                             wire::PeerClaims c = wire::server_handshake(
+                                 fd, token, "peer",
+                                 [](const std::string& p) { return p == kPurpose; }, d);
+                             try {
+                               (void)hello_from(c.info);
+                             } catch (const WireError& e) {
+                               wire::send_error_frame(fd, wire::to_string(e.kind()), e.what());
+                               throw;
+                             }
+                             return c;
+                           },
+                           {kMaxPendingHandshakes, kHandshakeStepMs});
+  std::vector<AcceptedPeer> peers;
+  while (peers.size() < count) {
+    std::optional<wire::Admitted> a;
     try {
-      conn = tcp::accept_until(listen_fd, deadline);
+      a = gate.next(deadline);
     } catch (const WireError& e) {
-      if (e.kind() != WireErrorKind::kTimeout) throw PeerError("io_error", e.what());
+      throw PeerError("io_error", e.what());
+    }
+    if (!a) {
       std::string msg = "no peer proved the session token within " + std::to_string(timeout_ms) + " ms";
-      if (rejected > 0) msg += " (" + std::to_string(rejected) + " connection(s) rejected: " + last_rejection + ")";
+      if (!peers.empty())
+        msg += " (" + std::to_string(peers.size()) + " of " + std::to_string(count) + " did)";
+      int rejected = gate.rejected();
+      if (rejected > 0)
+        msg += " (" + std::to_string(rejected) +
+               " connection(s) rejected: " + gate.last_rejection() + ")";
       else msg += " (nothing connected: is the peer running, and is the port open?)";
       throw PeerError(rejected > 0 ? "token_rejected" : "accept_timeout", msg);
     }
-    set_nonblocking(conn.get());
-    auto step = std::min(deadline, wire::deadline_in_ms(kHandshakeStepMs));
-    HelloInfo theirs;
-    try {
-      wire::PeerClaims c = wire::server_handshake(
-          conn.get(), token, "peer", [](const std::string& p) { return p == kPurpose; }, step);
-      theirs = hello_from(c.info);
-    } catch (const WireError& e) {
-      ++rejected;
-      last_rejection = e.what();
-      if (e.kind() == WireErrorKind::kBadMessage) wire::send_error_frame(conn.get(), wire::to_string(e.kind()), e.what());
-      continue;
-    }
-    if (peer) *peer = theirs;
+    HelloInfo theirs = hello_from(a->claims.info);
+    int conn = a->fd.get();
     if (theirs.world != mine.world || theirs.plan_digest != mine.plan_digest) {
-      wire::send_error_frame(conn.get(), "plan_mismatch", "world " + std::to_string(mine.world) + ", plan digest " +
-                                                              std::to_string(mine.plan_digest));
+      wire::send_error_frame(conn, "plan_mismatch",
+                             "world " + std::to_string(mine.world) + ", plan digest " +
+                                 std::to_string(mine.plan_digest));
       throw PeerError("plan_mismatch", "peer rank " + std::to_string(theirs.rank) + " runs a different plan (world " +
                                            std::to_string(theirs.world) + " vs " + std::to_string(mine.world) +
                                            ", or other sizes/iterations/collective): start both sides with the same options");
     }
+    set_nonblocking(conn);
     try {
-      wire::write_frame(conn.get(), wire::welcome_frame(hello_json(mine)), step);
+      wire::write_frame(conn, wire::welcome_frame(hello_json(mine)),
+                        std::min(deadline, wire::deadline_in_ms(kHandshakeStepMs)));
     } catch (const WireError& e) {
       rethrow_as_peer_error(e, "sending the handshake verdict", kHandshakeStepMs);
     }
-    return conn;
+    peers.push_back({std::move(a->fd), theirs});
   }
+  return peers;
+}
+
+Fd accept_peer(int listen_fd, const std::string& token, const HelloInfo& mine, int timeout_ms,
+               HelloInfo* peer) {
+  std::vector<AcceptedPeer> one = accept_peers(listen_fd, 1, token, mine, timeout_ms);
+  if (peer) *peer = one.front().hello;
+  return std::move(one.front().fd);
 }
 
 Fd connect_peer(const std::string& peer_addr, uint16_t port, const std::string& local_addr, const std::string& ifname,

@@ -5,10 +5,11 @@
 // rendezvous, so all of them reject a wrong token the same way.
 #pragma once
 
-#include "common/unique_fd.h"
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
+#include "common/unique_fd.h"
 
 #include "fabric/wire/socket_io.h"
 
@@ -25,11 +26,22 @@ struct HelloInfo {
 // Listening socket on addr:port (SO_REUSEADDR). Throws PeerError io_error naming addr:port.
 Fd listen_on(const std::string& addr, uint16_t port, const std::string& ifname);
 
-// Accepts until a connection proves `token` and sends a hello with the same plan; others are
-// answered with a named error frame and closed (each gets at most 2 s), and counted in the error if none succeeds
-// before timeout_ms (PeerError accept_timeout). A different plan -> PeerError plan_mismatch.
+// Accepts until a connection proves `token` and sends a hello with the same plan. Connections
+// handshake concurrently (wire/handshake_gate.h: at most 16 pending, each cut off after 2 s), so
+// a silent or trickling client never delays the real peer; refused ones get a named error frame
+// and are counted in the error if none succeeds before timeout_ms (PeerError accept_timeout, or
+// token_rejected when something connected). A different plan -> PeerError plan_mismatch.
 Fd accept_peer(int listen_fd, const std::string& token, const HelloInfo& mine, int timeout_ms,
                HelloInfo* peer);
+
+struct AcceptedPeer {
+  Fd fd;
+  HelloInfo hello;
+};
+// The same for `count` peers on one listener (the Gloo store's rank 0), in the order their
+// handshakes finish, all within the one timeout_ms.
+std::vector<AcceptedPeer> accept_peers(int listen_fd, size_t count, const std::string& token,
+                                       const HelloInfo& mine, int timeout_ms);
 
 // Connects (retrying refused connections until timeout_ms: the listener may start later), runs
 // the handshake with the hello, waits for the verdict. SO_BINDTODEVICE on ifname must hold. PeerError connect_failed / token_rejected /

@@ -15,12 +15,10 @@
 #include "trainer/app/device_setup.h"
 #include "trainer/app/fabric_setup.h"
 #include "trainer/app/nccl_transport.h"
+#include "trainer/app/run_monitor.h"
 #include "trainer/app/train_log.h"
 #include "trainer/app/train_options.h"
 #include "trainer/checkpoint/checkpoint.h"
-#include "trainer/control/agree.h"
-#include "trainer/control/control_server.h"
-#include "trainer/control/stop_signals.h"
 #include "trainer/data/batch.h"
 #include "trainer/data/sampler.h"
 #include "trainer/distributed/comm.h"
@@ -29,8 +27,6 @@
 #include "trainer/distributed/thread_plan.h"
 #include "trainer/model/ignore_label.h"
 #include "trainer/model/pretrained.h"
-#include "trainer/monitor/event_writer.h"
-#include "trainer/monitor/progress_line.h"
 #include "trainer/optim/loss_scale.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/optim/tensor_optimizers.h"
@@ -45,14 +41,27 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// `fabtrain control abort` / a second SIGINT: 128 + SIGINT, as a shell reports an interrupted
-// program, so a script does not take the run for finished.
-constexpr int kAbortExitCode = 130;
-
-std::string signal_note(const control::StopSignals& s) {
-  const int sig = s.last_signal();
-  if (sig == 0) return "";
-  return std::string(" (") + (sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : sig == SIGINT ? "SIGINT" : "signal") + ")";
+// --fused-step steps each unit before the step's global facts exist; --offload-activations moves
+// recompute's checkpoints. Refused combinations name the flag that fixes them.
+void check_memory_options(const TrainOptions& o) {
+  if (o.offload_activations && !o.recompute) {
+    throw UsageError("--offload-activations moves the per-layer checkpoints of --recompute to host memory: add "
+                     "--recompute");
+  }
+  if (!o.fused_step) return;
+  if (o.max_grad_norm > 0) {
+    throw UsageError("--fused-step updates each unit during the backward, before the global gradient norm exists: "
+                     "clipping at --max-grad-norm " + std::to_string(o.max_grad_norm) +
+                     " is impossible; pass --max-grad-norm 0");
+  }
+  if (o.grad_accum != 1) {
+    throw UsageError("--fused-step applies each micro-batch's gradient at once: --grad-accum " +
+                     std::to_string(o.grad_accum) + " needs kept gradient shards; use --grad-accum 1");
+  }
+  if (o.torch_dtype == "float16") {
+    throw UsageError("--fused-step cannot skip a step whose float16 gradients overflowed (the check needs every "
+                     "unit's gradient first): use --torch-dtype bfloat16 or drop --fused-step");
+  }
 }
 
 // Target tokens the causal loss counts: labels[:, 1:] != -100 (the logits at t predict t+1).
@@ -209,8 +218,34 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   loaded.model->set_compute_dtype(compute_dtype);
   loaded.model->set_device(device.device());
   LlamaPlan plan = plan_llama(loaded.model, mb);
+  check_memory_options(o);
   ShardedModel model(*comm, std::move(plan.units), std::move(plan.stages), o.recompute, compute_dtype,
                      tensor_step ? std::optional<at::Device>(device.device()) : std::nullopt);
+  if (o.offload_activations) {
+    model.enable_activation_offload();
+    if (device.cuda) {
+      log.info("activation offload: each layer's checkpointed input waits in pinned host memory");
+    } else {
+      log.warn("--offload-activations on CPU copies the checkpoints within host memory: it saves nothing here "
+               "(it is for GPU runs)");
+    }
+  }
+  // --fused-step: the optimizer runs inside the backward, unit by unit (the lr and the squared
+  // gradient norm of the step are set and read around forward_backward).
+  std::unique_ptr<ShardOptimizer> opt;
+  double fused_lr = 0.0;
+  at::Tensor fused_sq;
+  if (o.fused_step) {
+    model.enable_fused_step([&](size_t u, const float* g) {
+      const int64_t n = model.shards()[u].shard_numel;
+      at::Tensor t = torch::from_blob(const_cast<float*>(g), {n}, torch::TensorOptions(torch::kFloat32).device(model.device()));
+      // The norm in fp32 (ATen accumulates it in a wider type), squared in double: a dtype=double
+      // norm would first copy the whole unit to double, twice the gradient's memory.
+      fused_sq.add_(at::linalg_vector_norm(t, 2).to(torch::kDouble).square());
+      opt->step_unit(model.shards(), u, g, fused_lr);
+    });
+    log.info("fused step: each unit is updated in the backward as its gradient arrives; no gradient shards kept");
+  }
   // The shards' broadcast was NCCL's first collective: its log now names the network.
   if (device.cuda) check_nccl_transport(nccl_log, required_transport, *comm, log);
   std::optional<DynamicLossScale> scaler;
@@ -219,7 +254,6 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
            (scaler ? "; dynamic loss scale from " + std::to_string(o.initial_loss_scale) + ", doubled after " +
                          std::to_string(o.loss_scale_window) + " finite steps"
                    : std::string()));
-  std::unique_ptr<ShardOptimizer> opt;
   const AdamWOptions adamw_options{o.beta1, o.beta2, o.eps, o.weight_decay};
   AdafactorOptions adafactor_options;
   adafactor_options.weight_decay = o.weight_decay;
@@ -236,7 +270,7 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   log.info("optimizer step: " + std::string(tensor_step ? "tensor ops on the shards' device" : "host loops") +
            (tensor_step && o.optimizer == "adamw" ? " (fused AdamW kernel)" : ""));
   const CosineSchedule schedule{o.lr, o.warmup_steps, total_steps, o.min_lr_ratio};
-  const int64_t state_bytes = shard_state_bytes(model.shards()) + opt->state_bytes();
+  const int64_t state_bytes = model.state_bytes() + opt->state_bytes();
   log.info("sharded " + std::to_string(model.shards().size()) + " units over " + std::to_string(comm->world_size()) +
            " ranks: params+grads+" + opt->name() + " state " + std::to_string(state_bytes) + " bytes per rank (" +
            std::to_string(model.unsharded_param_numel()) + " parameters)" + (o.recompute ? ", recompute on" : ""));
@@ -282,33 +316,12 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     for (const auto& w : warnings) log.info(w);
   };
 
-  // 8. Monitoring and control (docs/fabtrain.md, "Control interface"): signals on every rank, the
-  //    control socket on each node's local rank 0, TensorBoard and the progress line on rank 0.
-  control::StopSignals signals;
-  std::optional<control::ControlServer> control_server;
-  if (launch.local_rank == 0 && !o.no_control) {
-    try {
-      control_server.emplace(control::ControlServerOptions{control::job_id_from_output_dir(o.output_dir),
-                                                           control::control_dir_for(env), o.output_dir});
-      log.info("control: fabtrain control status|save|stop|abort " + control::job_id_from_output_dir(o.output_dir) +
-               " (socket " + control_server->socket_path().string() + ")");
-    } catch (const UsageError& e) {
-      // Another live job with this output directory's name on this node: train on, uncontrolled.
-      log.warn(std::string("no control socket: ") + e.what());
-    }
-  }
-  std::optional<monitor::EventWriter> tensorboard;
-  std::optional<monitor::ProgressLine> progress;
-  monitor::EtaEstimator eta;
-  if (comm->rank() == 0) {
-    tensorboard.emplace(monitor::EventWriter::create_in(fs::path(o.output_dir) / "tensorboard"));
-    progress.emplace(STDERR_FILENO);
-    log.attach_progress(&*progress);
-  }
+  // 8. Monitoring and control (run_monitor.h): signals, the control socket, TensorBoard, progress.
+  RunMonitor monitor(o.output_dir, o.no_control, comm->rank(), launch.local_rank, env, log);
   int64_t saved_at = -1;
   auto save_now = [&] {
     if (saved_at == state.step) return;
-    if (control_server) control_server->publish_status({state.step, total_steps, std::nan(""), 0.0, "saving"});
+    monitor.saving(state.step, total_steps);
     checkpoint();
     saved_at = state.step;
   };
@@ -347,6 +360,12 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
       counts[1] += micro.back().attention_mask.sum().item<double>();
     }
     comm->allreduce_sum(counts, 2);
+    const double lr = schedule.lr_at(state.step);
+    if (o.fused_step) {
+      fused_lr = lr;
+      fused_sq = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(model.device()));
+      opt->begin_step();
+    }
     double loss = 0.0;
     model.zero_grad();
     for (const Batch& b : micro) {
@@ -377,11 +396,16 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
       state.loss_scale_good_steps = scaler->good_steps;
     }
     auto sum_doubles = [&](double* d, size_t n) { comm->allreduce_sum(d, n); };
-    const double grad_norm = !apply        ? std::nan("")
-                             : tensor_step ? tensor_clip_grad_norm(model.grad_tensors(), o.max_grad_norm, sum_doubles)
-                                           : clip_grad_norm(model.shards(), o.max_grad_norm, sum_doubles);
-    const double lr = schedule.lr_at(state.step);
-    if (apply) opt->step(model.shards(), lr);
+    double grad_norm = std::nan("");
+    if (o.fused_step) {  // already applied in the backward: the norm is only reported
+      double sq = fused_sq.item<double>();
+      comm->allreduce_sum(&sq, 1);
+      grad_norm = std::sqrt(sq);
+    } else if (apply) {
+      grad_norm = tensor_step ? tensor_clip_grad_norm(model.grad_tensors(), o.max_grad_norm, sum_doubles)
+                              : clip_grad_norm(model.shards(), o.max_grad_norm, sum_doubles);
+      opt->step(model.shards(), lr);
+    }
     model.prefetch_first_stage();
     state.batch_in_epoch += o.grad_accum;
     state.examples_in_epoch = state.batch_in_epoch * o.micro_batch_size * comm->world_size();
@@ -390,12 +414,6 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     const double tokens_per_s = counts[1] / (ms / 1000.0);
     const int64_t peak_memory = device.cuda ? cuda_peak_allocated_bytes(device) : max_rss_bytes();
-    if (control_server) control_server->publish_status({state.step, total_steps, loss, tokens_per_s, "training"});
-    if (tensorboard) {
-      tensorboard->write_step(state.step, {loss, lr, tokens_per_s, grad_norm, static_cast<double>(peak_memory)});
-      eta.observe(state.step, monitor::wall_time_now_s());
-      progress->update({state.step, total_steps, loss, tokens_per_s, eta.seconds_left(total_steps)});
-    }
     if (state.step % o.log_every == 0 || state.step == total_steps) {
       Json m = {{"step", state.step}, {"total_steps", total_steps}, {"epoch", state.epoch}, {"loss", loss},
                 {"lr", lr}, {"grad_norm", grad_norm}, {"tokens", counts[1]}, {"tokens_per_s", tokens_per_s},
@@ -410,23 +428,23 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     if (o.eval_every > 0 && !data.valid.empty() && (state.step % o.eval_every == 0 || state.step == total_steps)) {
       const double v = validation_loss(model, *mb, data.valid, o, *comm);
       log.eval({{"step", state.step}, {"valid_loss", v}, {"valid_perplexity", std::exp(v)}});
-      if (tensorboard) tensorboard->write_eval(state.step, v);
+      monitor.after_eval(state.step, v);
     }
     if (o.save_every > 0 && state.step % o.save_every == 0 && state.step < total_steps) save_now();
     // Every rank acts on the same step: what any rank's signals or node's socket asked for.
-    const control::Action action = control::agree_on_action(
-        *comm, control::stronger(control_server ? control_server->poll() : control::Action::kNone, signals.requested()));
+    const control::Action action =
+        monitor.after_step(*comm, {state.step, total_steps, loss, lr, tokens_per_s, grad_norm, peak_memory});
     if (action == control::Action::kSave) {
       log.info("save requested: checkpoint at step " + std::to_string(state.step));
       save_now();
     } else if (action == control::Action::kStop) {
-      log.info("stop requested" + signal_note(signals) + ": checkpoint at step " + std::to_string(state.step) +
+      log.info("stop requested" + monitor.signal_note() + ": checkpoint at step " + std::to_string(state.step) +
                ", then exit");
       save_now();
       comm->barrier();
       return 0;
     } else if (action == control::Action::kAbort) {
-      log.warn("abort requested" + signal_note(signals) + ": exiting at step " + std::to_string(state.step) +
+      log.warn("abort requested" + monitor.signal_note() + ": exiting at step " + std::to_string(state.step) +
                " without a checkpoint");
       return kAbortExitCode;
     }

@@ -40,6 +40,12 @@ void bind_train_options(CLI::App& c, TrainOptions& o) {
   c.add_option("--micro-batch-size", o.micro_batch_size, "sequences per rank per micro-step")->check(CLI::PositiveNumber);
   c.add_option("--grad-accum", o.grad_accum)->check(CLI::PositiveNumber);
   c.add_flag("--recompute", o.recompute, "activation checkpointing per decoder layer");
+  c.add_flag("--offload-activations", o.offload_activations,
+             "with --recompute: each layer's checkpointed input waits in host memory (pinned) during the forward "
+             "and returns to the GPU one layer ahead of its backward");
+  c.add_flag("--fused-step", o.fused_step,
+             "apply the optimizer to each unit in the backward as soon as its gradient is reduced and keep no "
+             "gradient shards (needs --max-grad-norm 0, --grad-accum 1, no float16)");
   c.add_option("--torch-dtype", o.torch_dtype,
                "compute precision of parameters and activations; master weights, optimizer state and "
                "gradient reduction stay float32")

@@ -45,6 +45,8 @@ struct TrainOptions {
   int64_t micro_batch_size = 1;  // per rank
   int64_t grad_accum = 1;
   bool recompute = false;
+  bool offload_activations = false;  // with recompute: stage inputs wait in host memory
+  bool fused_step = false;           // step each unit in the backward; no gradient shards kept
   // Compute precision (the seed recipes' name); master weights, optimizer state and gradient
   // reduction stay float32. float16 scales the loss dynamically.
   std::string torch_dtype = "float32";

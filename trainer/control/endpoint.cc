@@ -37,7 +37,12 @@ std::vector<fs::path> control_dirs_to_search(const Environment& env) {
       if (fs::equivalent(p, q, ec)) return;
     out.push_back(p);
   };
-  if (auto d = env.get("FABTRAIN_CONTROL_DIR"); d && !d->empty()) add(*d);
+  // An explicit directory is the only one: the user (or a test) chose where jobs register, and
+  // jobs elsewhere on the node (other users' shells, other test runs) are not theirs to list.
+  if (auto d = env.get("FABTRAIN_CONTROL_DIR"); d && !d->empty()) {
+    add(*d);
+    return out;
+  }
   if (auto x = env.get("XDG_RUNTIME_DIR"); x && !x->empty()) add(fs::path(*x) / "fabtrain");
   add(fs::path("/tmp") / ("fabtrain-" + std::to_string(::geteuid())));
   return out;

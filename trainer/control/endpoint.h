@@ -9,7 +9,8 @@
 // The directory: $FABTRAIN_CONTROL_DIR when set; else $XDG_RUNTIME_DIR/fabtrain when
 // XDG_RUNTIME_DIR is an existing directory owned by this user (a login session's tmpfs); else
 // /tmp/fabtrain-<uid> (batch jobs often have no XDG_RUNTIME_DIR, or one inherited from the
-// submitting shell that does not exist on the compute node). The client searches all of them.
+// submitting shell that does not exist on the compute node). The client searches all of them,
+// unless $FABTRAIN_CONTROL_DIR is set: then only that one.
 // Each job there: <job>.sock (the socket, 0600) and <job>.json (its registration, 0600); the
 // directory is 0700 and must be owned by this user (checked, not assumed: /tmp is shared).
 #pragma once

@@ -11,7 +11,9 @@
 #include <cstring>
 #include <thread>
 
+#include "common/environment.h"
 #include "common/errors.h"
+#include "common/spawn.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -53,32 +55,51 @@ uint16_t pick_free_port() {
   return ntohs(a.sin_port);
 }
 
+namespace {
+
+// Rank r's environment: ours with torchrun's variables for a single-node job set (replacing any
+// inherited ones), built here in the parent. The child is started by posix_spawn (common/spawn.h)
+// and runs no code of ours before exec: fork() in a process with LibTorch loaded copies its
+// threads' locks mid-use and runs its pthread_atfork handlers, and setenv/to_string/push_back
+// there could allocate under a lock another thread held at the fork.
+std::vector<std::string> rank_environment(const Environment& base, int rank, int nproc,
+                                          uint16_t master_port) {
+  Environment env = base;
+  env.set("RANK", std::to_string(rank));
+  env.set("LOCAL_RANK", std::to_string(rank));
+  env.set("WORLD_SIZE", std::to_string(nproc));
+  env.set("LOCAL_WORLD_SIZE", std::to_string(nproc));
+  env.set("MASTER_ADDR", "127.0.0.1");
+  env.set("MASTER_PORT", std::to_string(master_port));
+  env.set("FABTRAIN_LOCAL_SPAWN", "1");
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env.vars()) out.push_back(k + "=" + v);
+  return out;
+}
+
+}  // namespace
+
 SpawnResult spawn_local_ranks(const std::vector<std::string>& argv, int nproc, uint16_t master_port,
                               int grace_ms) {
+  std::vector<std::vector<std::string>> envs;
+  const Environment ours = Environment::from_process();
+  for (int r = 0; r < nproc; ++r) envs.push_back(rank_environment(ours, r, nproc, master_port));
   std::vector<pid_t> pids(nproc, -1);
   g_children = &pids;
   for (int r = 0; r < nproc; ++r) {
-    pid_t pid = fork();
-    if (pid < 0) {
-      int e = errno;
+    // This process group and our signal dispositions and mask, as a fork would have given: a
+    // Ctrl-C on the terminal reaches every rank, and forward_signal covers scancel.
+    SpawnOptions so;
+    so.program = "/proc/self/exe";
+    so.env = &envs[static_cast<size_t>(r)];
+    if (int e = spawn_process(argv, so, &pids[static_cast<size_t>(r)]); e != 0) {
       forward_signal(SIGKILL);
-      throw SysErrorException({"fork", e, "rank " + std::to_string(r)});
+      for (pid_t p : pids)
+        if (p > 0) waitpid(p, nullptr, 0);  // SIGKILLed: returns promptly
+      g_children = nullptr;
+      throw SysErrorException(
+          {"posix_spawn", e, "rank " + std::to_string(r) + " (/proc/self/exe)"});
     }
-    if (pid == 0) {
-      setenv("RANK", std::to_string(r).c_str(), 1);
-      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-      setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-      setenv("MASTER_ADDR", "127.0.0.1", 1);
-      setenv("MASTER_PORT", std::to_string(master_port).c_str(), 1);
-      setenv("FABTRAIN_LOCAL_SPAWN", "1", 1);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv("/proc/self/exe", args.data());
-      _exit(127);
-    }
-    pids[r] = pid;
   }
   struct sigaction sa {};
   sa.sa_handler = forward_signal;

@@ -1,4 +1,4 @@
-// `fabtrain --nproc N`: start N local ranks of this same executable (fork + exec of
+// `fabtrain --nproc N`: start N local ranks of this same executable (posix_spawn of
 // /proc/self/exe with torchrun's variables set), wait for all; when one fails, stop the others
 // and name the rank. The children see FABTRAIN_LOCAL_SPAWN=1 and never spawn again.
 #pragma once

@@ -36,12 +36,20 @@ class Adafactor : public ShardOptimizer {
 
   void step(std::vector<FlatShard>& shards, double lr) override {
     FABKIT_ENFORCE(shards.size() == factors_.size(), "Adafactor: shard count changed");
-    ++steps_;
+    begin_step();
+    for (size_t u = 0; u < shards.size(); ++u) apply(shards[u], u, shards[u].grad.data(), lr);
+  }
+  void step_unit(std::vector<FlatShard>& shards, size_t unit, const float* grad, double lr) override {
+    FABKIT_ENFORCE(unit < factors_.size() && shards.size() == factors_.size(), "Adafactor: unit out of range");
+    apply(shards[unit], unit, grad, lr);
+  }
+
+ private:
+  void apply(FlatShard& shard, size_t u, const float* g, double lr) {
     const float beta2t = static_cast<float>(1.0 - std::pow(static_cast<double>(steps_), o_.decay_rate));
     const float eps1 = static_cast<float>(o_.eps1);
-    for (size_t u = 0; u < shards.size(); ++u) {
-      const float* g = shards[u].grad.data();
-      float* p = shards[u].param.data();
+    {
+      float* p = shard.param.data();
       auto& fs = factors_[u];
       // 1. Partial row/column sums of g^2 + eps1 for this slice; complete them across shards.
       std::vector<float> partial(stats_[u].size(), 0.0f);
@@ -107,6 +115,7 @@ class Adafactor : public ShardOptimizer {
     }
   }
 
+ public:
   int64_t state_bytes() const override {
     int64_t b = 0;
     for (size_t u = 0; u < stats_.size(); ++u) b += static_cast<int64_t>((stats_[u].size() + v_[u].size()) * sizeof(float));

@@ -18,7 +18,16 @@ class AdamW : public ShardOptimizer {
 
   void step(std::vector<FlatShard>& shards, double lr) override {
     FABKIT_ENFORCE(shards.size() == m_.size(), "AdamW: shard count changed");
-    ++steps_;
+    begin_step();
+    for (size_t u = 0; u < shards.size(); ++u) apply(shards[u], u, shards[u].grad.data(), lr);
+  }
+  void step_unit(std::vector<FlatShard>& shards, size_t unit, const float* grad, double lr) override {
+    FABKIT_ENFORCE(unit < m_.size() && shards.size() == m_.size(), "AdamW: unit out of range");
+    apply(shards[unit], unit, grad, lr);
+  }
+
+ private:
+  void apply(FlatShard& shard, size_t u, const float* g, double lr) {
     // Scalars in double as torch computes them, applied in fp32 as torch's kernels do.
     const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(steps_));
     const double bc2 = 1.0 - std::pow(o_.beta2, static_cast<double>(steps_));
@@ -27,22 +36,20 @@ class AdamW : public ShardOptimizer {
     const float sqrt_bc2 = static_cast<float>(std::sqrt(bc2));
     const float b1 = static_cast<float>(o_.beta1), b2 = static_cast<float>(o_.beta2);
     const float eps = static_cast<float>(o_.eps);
-    for (size_t u = 0; u < shards.size(); ++u) {
-      float* p = shards[u].param.data();
-      const float* g = shards[u].grad.data();
-      float* m = m_[u].data();
-      float* v = v_[u].data();
-      const int64_t n = shards[u].valid_numel();  // padding stays exactly 0
-      for (int64_t i = 0; i < n; ++i) {
-        p[i] *= decay;
-        m[i] = b1 * m[i] + (1.0f - b1) * g[i];
-        v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
-        float denom = std::sqrt(v[i]) / sqrt_bc2 + eps;
-        p[i] -= step_size * (m[i] / denom);
-      }
+    float* p = shard.param.data();
+    float* m = m_[u].data();
+    float* v = v_[u].data();
+    const int64_t n = shard.valid_numel();  // padding stays exactly 0
+    for (int64_t i = 0; i < n; ++i) {
+      p[i] *= decay;
+      m[i] = b1 * m[i] + (1.0f - b1) * g[i];
+      v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+      float denom = std::sqrt(v[i]) / sqrt_bc2 + eps;
+      p[i] -= step_size * (m[i] / denom);
     }
   }
 
+ public:
   int64_t state_bytes() const override {
     int64_t b = 0;
     for (size_t u = 0; u < m_.size(); ++u) b += static_cast<int64_t>((m_[u].size() + v_[u].size()) * sizeof(float));

@@ -24,6 +24,13 @@ class ShardOptimizer {
   virtual std::string name() const = 0;
   // One update of every shard's param from its grad, at learning rate lr.
   virtual void step(std::vector<FlatShard>& shards, double lr) = 0;
+  // The same update one unit at a time, with the unit's gradient given (`--fused-step`: each unit
+  // is stepped in the backward as soon as its gradient is reduced, and no gradient shard is kept).
+  // Call begin_step() once per optimizer step, then step_unit for every unit in the same order on
+  // every rank (Adafactor's statistics are summed across shards inside). grad: shard_numel floats
+  // where the optimizer's parameters live (host for the loops, the device for tensor optimizers).
+  void begin_step() { ++steps_; }
+  virtual void step_unit(std::vector<FlatShard>& shards, size_t unit, const float* grad, double lr) = 0;
   virtual int64_t state_bytes() const = 0;
   virtual std::vector<NamedArray> state(size_t unit) const = 0;
   // Throws UsageError naming the array when sizes do not match this layout.

@@ -59,11 +59,12 @@ class TensorAdafactor : public ShardOptimizer {
 
   void step(std::vector<FlatShard>& shards, double lr) override {
     FABKIT_ENFORCE(shards.size() == factors_.size(), "tensor Adafactor: shard count changed");
-    ++steps_;
-    const double beta2t =
-        static_cast<float>(1.0 - std::pow(static_cast<double>(steps_), o_.decay_rate));
-    const double eps1 = static_cast<float>(o_.eps1);
-    for (size_t u = 0; u < factors_.size(); ++u) step_unit(u, beta2t, eps1, lr);
+    begin_step();
+    for (size_t u = 0; u < factors_.size(); ++u) apply(u, grads_[u], lr);
+  }
+  void step_unit(std::vector<FlatShard>& shards, size_t unit, const float* grad, double lr) override {
+    FABKIT_ENFORCE(unit < factors_.size() && shards.size() == factors_.size(), "tensor Adafactor: unit out of range");
+    apply(unit, at::from_blob(const_cast<float*>(grad), {params_[unit].numel()}, params_[unit].options()), lr);
   }
 
   int64_t state_bytes() const override {
@@ -99,8 +100,10 @@ class TensorAdafactor : public ShardOptimizer {
   }
 
  private:
-  void step_unit(size_t u, double beta2t, double eps1, double lr) {
-    const at::Tensor& g = grads_[u];
+  void apply(size_t u, const at::Tensor& g, double lr) {
+    // As the host loop: the float values of the schedule's scalars.
+    const double beta2t = static_cast<float>(1.0 - std::pow(static_cast<double>(steps_), o_.decay_rate));
+    const double eps1 = static_cast<float>(o_.eps1);
     at::Tensor& p = params_[u];
     at::Tensor& st = stats_[u];
     at::Tensor& v = v_[u];

@@ -43,12 +43,20 @@ class TensorAdamW : public ShardOptimizer {
 
   void step(std::vector<FlatShard>& shards, double lr) override {
     FABKIT_ENFORCE(shards.size() == params_.size(), "tensor AdamW: shard count changed");
-    ++steps_;
+    begin_step();
     for (auto& s : step_t_) s.fill_(static_cast<double>(steps_));
     // The padding tail stays exactly 0: its gradient is 0, so both moments and the update are 0,
     // and decay multiplies 0.
     at::_fused_adamw_(params_, grads_, m_, v_, /*max_exp_avg_sqs=*/{}, step_t_, lr, o_.beta1,
                       o_.beta2, o_.weight_decay, o_.eps, /*amsgrad=*/false, /*maximize=*/false);
+  }
+
+  void step_unit(std::vector<FlatShard>& shards, size_t unit, const float* grad, double lr) override {
+    FABKIT_ENFORCE(unit < params_.size() && shards.size() == params_.size(), "tensor AdamW: unit out of range");
+    at::Tensor g = at::from_blob(const_cast<float*>(grad), {params_[unit].numel()}, params_[unit].options());
+    step_t_[unit].fill_(static_cast<double>(steps_));
+    at::_fused_adamw_({params_[unit]}, {g}, {m_[unit]}, {v_[unit]}, /*max_exp_avg_sqs=*/{}, {step_t_[unit]}, lr,
+                      o_.beta1, o_.beta2, o_.weight_decay, o_.eps, /*amsgrad=*/false, /*maximize=*/false);
   }
 
   int64_t state_bytes() const override {
@@ -105,12 +113,12 @@ void tensor_scale_grads(const std::vector<at::Tensor>& grads, float factor) {
 
 double tensor_clip_grad_norm(const std::vector<at::Tensor>& grads, double max_norm,
                              const std::function<void(double*, size_t)>& sum_across_shards) {
-  // Squares summed in double, like the host loop: fp32 norms of millions of elements lose digits.
+  // Each shard's norm in fp32 (ATen accumulates reductions in a wider type), the squares summed in
+  // double like the host loop. A dtype=double norm would first copy every shard to double.
   double sq = 0.0;
   if (!grads.empty()) {
     at::Tensor acc = at::zeros({}, grads.front().options().dtype(at::kDouble));
-    for (const auto& g : grads)
-      acc.add_(at::linalg_vector_norm(g, 2, c10::nullopt, false, at::kDouble).square());
+    for (const auto& g : grads) acc.add_(at::linalg_vector_norm(g, 2).to(at::kDouble).square());
     sq = acc.item<double>();
   }
   sum_across_shards(&sq, 1);

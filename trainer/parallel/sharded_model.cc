@@ -40,6 +40,9 @@ ShardedModel::ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vecto
     if (tensor_device_) {
       param_t_.push_back(mine.clone());
       grad_t_.push_back(torch::zeros({s.shard_numel}, mine.options()));
+      // The gradients live on the device: the host vector would only hold memory.
+      s.grad.clear();
+      s.grad.shrink_to_fit();
     }
     shards_.push_back(std::move(s));
   }
@@ -104,7 +107,8 @@ void ShardedModel::release(size_t u) {
 void ShardedModel::reduce_grads(size_t u) {
   FlatShard& s = shards_[u];
   // ATen views of the shard's grad so the adds run vectorised (and on the intra-op threads).
-  at::Tensor shard_grad = grad_tensor(u);
+  // Fused step: a fresh zeroed buffer takes this step's reduced gradient instead of the shard's.
+  at::Tensor shard_grad = fused_step_ ? torch::zeros({s.shard_numel}, param_tensor(u).options()) : grad_tensor(u);
   if (s.world_size == 1) {
     // Nothing to reduce: add each parameter's gradient straight into its slot of the shard
     // (add_ converts a bf16/fp16 gradient to the fp32 shard).
@@ -114,6 +118,7 @@ void ShardedModel::reduce_grads(size_t u) {
       shard_grad.narrow(0, s.params[i].offset, s.params[i].numel).add_(p.grad().reshape(-1));
       p.mutable_grad() = at::Tensor();
     }
+    if (fused_step_) apply_fused(u, shard_grad);
     return;
   }
   at::Tensor full_grad = torch::empty({s.shard_numel * s.world_size}, shard_grad.options());
@@ -134,16 +139,21 @@ void ShardedModel::reduce_grads(size_t u) {
   full_grad.narrow(0, covered, full_grad.numel() - covered).zero_();  // the padding tail
   // Every rank runs the same stages, so `any` agrees across ranks; the collective must not be
   // skipped on one rank only.
-  if (!any) return;
+  if (!any) {
+    if (fused_step_) apply_fused(u, shard_grad);  // zeros, like an untouched gradient shard
+    return;
+  }
   CommRequestPtr r = comm_.reduce_scatter_add_async(full_grad.data_ptr<float>(), static_cast<size_t>(s.shard_numel),
                                                     shard_grad.data_ptr<float>());
-  reductions_.push_back({std::move(r), std::move(full_grad)});
+  reductions_.push_back({std::move(r), std::move(full_grad), u, fused_step_ ? shard_grad : at::Tensor()});
   wait_reductions(kReductionsInFlight);
 }
 
 void ShardedModel::wait_reductions(size_t keep_in_flight) {
   while (reductions_.size() > keep_in_flight) {
-    reductions_.front().request->wait();
+    Reduction& r = reductions_.front();
+    r.request->wait();
+    if (r.fused_grad.defined()) apply_fused(r.unit, r.fused_grad);
     reductions_.pop_front();
   }
 }
@@ -165,14 +175,16 @@ double ShardedModel::forward_backward(double loss_scale) {
       if (x.defined() && x.is_floating_point()) x.requires_grad_(true);
       outputs[i] = st.forward(x);
     }
-    inputs[i] = x;
+    inputs[i] = recompute_ ? offload(x) : x;
     h = outputs[i];
   }
   const double loss = h.item<double>();
   at::Tensor grad_out;
   for (size_t k = n; k-- > 0;) {
     const Stage& st = stages_[k];
-    at::Tensor x = inputs[k], out = outputs[k];
+    at::Tensor x = restore(inputs[k]), out = outputs[k];
+    // The next stage back's input starts its way to the device while this stage computes.
+    if (k > 0) inputs[k - 1] = restore(inputs[k - 1]);
     if (recompute_) {
       gather(st.unit);
       if (k > 0) prefetch(stages_[k - 1].unit);
@@ -213,7 +225,46 @@ void ShardedModel::prefetch_first_stage() {
   if (!stages_.empty()) prefetch(stages_[0].unit);
 }
 
+void ShardedModel::enable_fused_step(UnitStep apply) {
+  fused_step_ = std::move(apply);
+  for (auto& s : shards_) {
+    s.grad.clear();
+    s.grad.shrink_to_fit();
+  }
+  grad_t_.assign(grad_t_.size(), at::Tensor());
+}
+
+void ShardedModel::apply_fused(size_t u, const at::Tensor& grad) { fused_step_(u, grad.data_ptr<float>()); }
+
+void ShardedModel::enable_activation_offload() {
+  FABKIT_ENFORCE(recompute_, "activation offload needs recompute: only each stage's input is kept then");
+  offload_ = true;
+}
+
+at::Tensor ShardedModel::offload(const at::Tensor& x) const {
+  if (!offload_ || !x.defined() || !x.is_floating_point()) return x;
+  // A separate host copy also when training on CPU (no saving there), so the path is the same.
+  at::Tensor host = torch::empty(x.sizes(), x.options().device(at::kCPU).pinned_memory(x.is_cuda()));
+  host.copy_(x, /*non_blocking=*/x.is_cuda());
+  return host;
+}
+
+at::Tensor ShardedModel::restore(const at::Tensor& x) const {
+  if (!offload_ || !x.defined() || x.device() == device()) return x;
+  return x.to(device(), /*non_blocking=*/true);
+}
+
+int64_t ShardedModel::state_bytes() const {
+  int64_t b = 0;
+  for (size_t u = 0; u < shards_.size(); ++u) {
+    const bool grads = fused_step_ ? false : tensor_device_ ? grad_t_[u].defined() : !shards_[u].grad.empty();
+    b += shards_[u].shard_numel * static_cast<int64_t>(sizeof(float)) * (grads ? 2 : 1);
+  }
+  return b;
+}
+
 void ShardedModel::zero_grad() {
+  if (fused_step_) return;
   if (!tensor_device_) {
     for (auto& s : shards_) std::fill(s.grad.begin(), s.grad.end(), 0.0f);
     return;
@@ -230,6 +281,7 @@ at::Tensor ShardedModel::param_tensor(size_t u) const {
 }
 
 at::Tensor ShardedModel::grad_tensor(size_t u) const {
+  if (fused_step_) return at::Tensor();  // no gradient shards are kept
   if (tensor_device_) return grad_t_[u];
   auto& s = const_cast<FlatShard&>(shards_[u]);
   return torch::from_blob(s.grad.data(), {s.shard_numel}, torch::kFloat32);

@@ -95,6 +95,19 @@ class ShardedModel {
   void sync_params_to_host();
   void sync_params_from_host();
   void zero_grad();
+  // params + grads this rank holds (wherever they live; optimizer state is the optimizer's).
+  int64_t state_bytes() const;
+
+  // --fused-step: each unit's reduced gradient goes to `apply(unit, grad)` as soon as it is
+  // complete, during the backward (grad: shard_numel floats on device(), valid for the call), and
+  // no gradient shard is kept: their memory is freed here. A unit without any gradient gets zeros,
+  // as the shard's zeroed gradient would. zero_grad and the grad tensors are unused afterwards.
+  using UnitStep = std::function<void(size_t unit, const float* grad)>;
+  void enable_fused_step(UnitStep apply);
+  // --offload-activations (with recompute): each stage's input, the only activation kept between
+  // forward and backward, waits in host memory (pinned on CUDA) and comes back to the device one
+  // stage ahead of its recompute.
+  void enable_activation_offload();
   // The unit's full, unpadded parameter vector (a collective: every rank must call it).
   std::vector<float> gather_full(size_t unit);
   int64_t unsharded_param_numel() const;
@@ -119,9 +132,17 @@ class ShardedModel {
   std::vector<at::Tensor> full_;     // the gathered flat buffer while gathered (or prefetching)
   std::vector<CommRequestPtr> prefetch_;  // per unit: an allgather in flight into full_
   std::vector<size_t> first_stage_;  // per unit: its first stage (= its last in backward)
+  void apply_fused(size_t unit, const at::Tensor& grad);
+  at::Tensor offload(const at::Tensor& x) const;
+  at::Tensor restore(const at::Tensor& x) const;
+
+  UnitStep fused_step_;
+  bool offload_ = false;
   struct Reduction {
     CommRequestPtr request;
     at::Tensor full_grad;            // the send buffer, alive until the request completes
+    size_t unit = 0;
+    at::Tensor fused_grad;           // --fused-step: the unit's reduced gradient, stepped on completion
   };
   std::deque<Reduction> reductions_;
 };

@@ -16,6 +16,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "netns"))
+import machine  # noqa: E402
 from netns import NetnsWorld, have_root_and_netns  # noqa: E402
 
 FABCHECK = None
@@ -105,6 +106,12 @@ class PairOverSsh(unittest.TestCase):
             self.assertEqual(pair["recommended"]["addr_a"], addrs[0])
             by_name = {t["transport"]: t for t in pair["transports"]}
             self.assertTrue(by_name["fabkit-socket"]["all_correct"], by_name["fabkit-socket"])
+            # NCCL / ibverbs: "unavailable" without the hardware; with it they run or say why.
+            for name, t in by_name.items():
+                allowed, why = machine.expected_statuses(name)
+                self.assertIn(t["status"], allowed, "%s (%s): %s" % (name, why, t))
+                if t["status"] != "ok":
+                    self.assertTrue(t["reason"], t)
             self.assertLess(time.time() - t0, 100)
 
     def test_cluster_with_hosts_defaults_to_ssh(self):

@@ -30,6 +30,8 @@ class Fabtrain : public ::testing::Test {
   Fabtrain() : dir_("fabtrain") {
     write_tiny_model(dir_.path() / "model", false);
     write_token_data(dir_.path() / "train.jsonl", 40, 30, 300);
+    // Each test's jobs register their control sockets in its own directory, not the machine's.
+    setenv("FABTRAIN_CONTROL_DIR", (dir_.path() / "ctl").c_str(), 1);
   }
   std::vector<std::string> base(const std::string& out, int steps) const {
     return {"--model", (dir_.path() / "model").string(), "--data", (dir_.path() / "train.jsonl").string(),
@@ -43,6 +45,7 @@ class Fabtrain : public ::testing::Test {
     return a;
   }
   fs::path out(const std::string& name) const { return dir_.path() / name; }
+  ~Fabtrain() override { unsetenv("FABTRAIN_CONTROL_DIR"); }
   TempDir dir_;
 };
 
@@ -553,6 +556,60 @@ TEST_F(Fabtrain, GpuFlagsAreRefusedWhereTheyCannotApply) {
   }
 }
 
+// --fused-step: the update of each unit inside the backward equals the usual step (no clipping in
+// either: the fused step cannot clip), and the run keeps no gradient shards (state per rank falls
+// by one shard's worth of fp32 per unit).
+TEST_F(Fabtrain, FusedStepEqualsTheUsualStepAndKeepsNoGradientShards) {
+  struct Case {
+    std::string name, optimizer, impl, ranks, mb;
+  };
+  for (const Case& c : {Case{"adamw-host", "adamw", "host", "2", "2"}, Case{"adafactor-tensor", "adafactor", "tensor", "2", "2"},
+                        Case{"adamw-tensor-1", "adamw", "tensor", "1", "4"}}) {
+    auto common = std::vector<std::string>{"--nproc", c.ranks, "--micro-batch-size", c.mb, "--optimizer", c.optimizer,
+                                           "--step-impl", c.impl, "--max-grad-norm", "0"};
+    auto usual = run_fabtrain(plus(base("usual-" + c.name, 4), common));
+    ASSERT_EQ(usual.exit_code, 0) << usual.output;
+    auto fused = run_fabtrain(plus(plus(base("fused-" + c.name, 4), common), {"--fused-step"}));
+    ASSERT_EQ(fused.exit_code, 0) << fused.output;
+    EXPECT_NE(fused.output.find("fused step: each unit is updated in the backward"), std::string::npos) << fused.output;
+    expect_same_curve(losses(out("fused-" + c.name)), losses(out("usual-" + c.name)));
+    EXPECT_LT(max_weight_diff(out("usual-" + c.name), out("fused-" + c.name)), kWeightTol) << c.name;
+    // The reported gradient norm is the same quantity (computed from the units as they arrive).
+    auto gu = metric(out("usual-" + c.name), "grad_norm"), gf = metric(out("fused-" + c.name), "grad_norm");
+    ASSERT_EQ(gu.size(), gf.size());
+    for (size_t i = 0; i < gu.size(); ++i) EXPECT_NEAR(gf[i], gu[i], 1e-4 * gu[i]) << c.name << " step " << i + 1;
+    auto su = metric(out("usual-" + c.name), "state_bytes_per_rank"), sf = metric(out("fused-" + c.name), "state_bytes_per_rank");
+    EXPECT_LT(sf.at(0), su.at(0)) << c.name;
+  }
+}
+
+// --offload-activations: recompute's checkpoints go through host copies; on CPU the numbers are
+// bit-identical to recompute alone (the same ops on the same values).
+TEST_F(Fabtrain, OffloadedActivationsEqualRecomputeAlone) {
+  for (const std::string impl : {"host", "tensor"}) {
+    auto common = std::vector<std::string>{"--nproc", "2", "--micro-batch-size", "2", "--recompute", "--step-impl", impl};
+    auto plain = run_fabtrain(plus(base("recompute-" + impl, 3), common));
+    ASSERT_EQ(plain.exit_code, 0) << plain.output;
+    auto offl = run_fabtrain(plus(plus(base("offload-" + impl, 3), common), {"--offload-activations"}));
+    ASSERT_EQ(offl.exit_code, 0) << offl.output;
+    EXPECT_NE(offl.output.find("saves nothing here"), std::string::npos) << offl.output;  // said plainly on CPU
+    EXPECT_EQ(losses(out("offload-" + impl)), losses(out("recompute-" + impl)));
+    EXPECT_EQ(max_weight_diff(out("recompute-" + impl), out("offload-" + impl)), 0.0);
+  }
+}
+
+TEST_F(Fabtrain, MemoryFlagsRefuseWhatTheyCannotDo) {
+  auto r = run_fabtrain(plus(base("fs", 1), {"--fused-step"}));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("pass --max-grad-norm 0"), std::string::npos) << r.output;
+  r = run_fabtrain(plus(base("fs", 1), {"--fused-step", "--max-grad-norm", "0", "--grad-accum", "2"}));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--grad-accum 2"), std::string::npos) << r.output;
+  r = run_fabtrain(plus(base("oa", 1), {"--offload-activations"}));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("add --recompute"), std::string::npos) << r.output;
+}
+
 // ---- On a GPU (skipped, saying why, where none is visible) ----
 
 bool gpu_visible(std::string* why) {
@@ -593,13 +650,10 @@ TEST_F(Fabtrain, OnTheGpuBf16TracksCpuFp32AndNcclFp32EqualsGloo) {
 
 // ---- The control interface against running jobs (docs/fabtrain.md, "Control interface") ----
 
+// The fixture's private control directory (FABTRAIN_CONTROL_DIR): `list` and the job ids see only
+// this test's jobs.
 class FabtrainControl : public Fabtrain {
  public:
-  FabtrainControl() {
-    // A private control directory: `list` and the job ids see only this test's jobs.
-    setenv("FABTRAIN_CONTROL_DIR", (dir_.path() / "ctl").c_str(), 1);
-  }
-  ~FabtrainControl() override { unsetenv("FABTRAIN_CONTROL_DIR"); }
   RunResult control(const std::vector<std::string>& args) { return run_fabtrain(plus({"control"}, args), 30); }
   // Polls `control status JOB --json` until the job reports at least `step` (or the deadline).
   Json wait_for_step(const std::string& job, int64_t step) {

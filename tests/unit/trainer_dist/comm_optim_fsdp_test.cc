@@ -198,18 +198,6 @@ TEST(Adafactor, ShardedOverTwoRanksMatchesTheWholeTensorReference) {
   EXPECT_GT((actual - torch::cat({w.reshape(-1), b})).abs().max().item<float>(), 1e-2f);
 }
 
-LlamaConfig tiny_config(bool tied) {
-  LlamaConfig c;
-  c.hidden_size = 16;
-  c.intermediate_size = 24;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 4;
-  c.vocab_size = 50;
-  c.tie_word_embeddings = tied;
-  return c;
-}
 
 // The global batch, 4 sequences of 9 tokens, some labels ignored.
 std::pair<torch::Tensor, torch::Tensor> global_batch() {

@@ -1,5 +1,5 @@
-// Gloo ranks as threads on 127.0.0.1, for the torch tests of trainer/distributed, parallel and
-// optim.
+// Gloo ranks as threads on 127.0.0.1 and a tiny Llama config, for the torch tests of
+// trainer/distributed, parallel and optim.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 
 #include "trainer/distributed/comm.h"
 #include "trainer/distributed/local_spawn.h"
+#include "trainer/model/llama_config.h"
 
 namespace fabkit::trainer {
 
@@ -38,6 +39,20 @@ inline void run_ranks(int world, const std::function<void(Comm&)>& fn) {
   }
   for (auto& t : threads) t.join();
   for (int r = 0; r < world; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// 2 layers, hidden 16, 4 heads over 2 kv heads, vocab 50: a Llama with every feature, tiny.
+inline LlamaConfig tiny_config(bool tied) {
+  LlamaConfig c;
+  c.hidden_size = 16;
+  c.intermediate_size = 24;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 4;
+  c.vocab_size = 50;
+  c.tie_word_embeddings = tied;
+  return c;
 }
 
 }  // namespace fabkit::trainer

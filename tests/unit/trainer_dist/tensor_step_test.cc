@@ -153,7 +153,9 @@ TEST(TensorStep, FiniteCheckScaleAndClipMatchTheHostLoops) {
   const double host_norm = clip_grad_norm(host, 1.5, identity);
   const double tensor_norm = tensor_clip_grad_norm(grads, 1.5, identity);
   EXPECT_EQ(calls, 2);  // each sums across shards once
-  EXPECT_NEAR(tensor_norm, host_norm, 1e-9 * host_norm);
+  // Each shard's norm is an fp32 result (a double-typed norm would copy the shard to double, twice
+  // its memory): relative error ~1e-7 against the host loop's double sums.
+  EXPECT_NEAR(tensor_norm, host_norm, 1e-6 * host_norm);
   EXPECT_GT(host_norm, 1.5);
   for (size_t u = 0; u < host.size(); ++u) {
     EXPECT_LT((grads[u] - host_view(host[u].grad)).abs().max().item<float>(), 1e-6f);
@@ -167,18 +169,6 @@ TEST(TensorStep, FiniteCheckScaleAndClipMatchTheHostLoops) {
   EXPECT_FALSE(tensor_grads_finite(grads));
 }
 
-LlamaConfig tiny_config() {
-  LlamaConfig c;
-  c.hidden_size = 16;
-  c.intermediate_size = 24;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 4;
-  c.vocab_size = 50;
-  c.tie_word_embeddings = false;
-  return c;
-}
 
 // Tensor shards (their own storage, as on a GPU) against host shards: the same gradients after a
 // forward/backward at 2 ranks, and the host mirror synced both ways.
@@ -188,7 +178,7 @@ TEST(ShardedModel, TensorShardsEqualHostShardsAndSyncTheHostMirror) {
   run_ranks(2, [&](Comm& c) {
     std::vector<torch::Tensor> grads[2];
     for (int mode = 0; mode < 2; ++mode) {
-      LlamaModel m(tiny_config(), torch::kFloat32, 7);
+      LlamaModel m(tiny_config(false), torch::kFloat32, 7);
       auto mb = std::make_shared<MicroBatch>();
       LlamaPlan plan = plan_llama(m, mb);
       std::optional<at::Device> dev;
@@ -267,7 +257,7 @@ TEST(NcclComm, ShardedGradsOnTheGpuEqualTheCpuRun) {
     o.master_port = pick_free_port();
     auto comm = make_comm(o);
     const at::Device dev = gpu ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
-    LlamaModel m(tiny_config(), torch::kFloat32, 7);
+    LlamaModel m(tiny_config(false), torch::kFloat32, 7);
     m->set_device(dev);
     auto mb = std::make_shared<MicroBatch>();
     LlamaPlan plan = plan_llama(m, mb);

@@ -1,0 +1,152 @@
+// fabcheck report: render saved JSON documents (node, pair, cluster reports, profiles,
+// metrics.jsonl) as one offline HTML file or Prometheus textfile lines, or judge a pair run
+// against a saved baseline (docs/reports.md).
+#include <unistd.h>
+
+#include <iostream>
+
+#include "cli/command.h"
+#include "common/errors.h"
+#include "reports/baseline/node_baseline.h"
+#include "reports/baseline/pair_baseline.h"
+#include "reports/html/html_report.h"
+#include "reports/input_document.h"
+#include "reports/prom/prom_text.h"
+#include "reports/report_render.h"
+
+namespace fabkit::cli {
+namespace {
+
+struct ReportArgs {
+  std::vector<std::string> inputs;
+  std::string html, prom, baseline;
+  reports::baseline::BaselineOptions opts;
+  bool json = false;
+};
+
+int run_baseline(const ReportArgs& a) {
+  if (a.inputs.size() != 1)
+    throw UsageError(
+        "--baseline OLD.json compares one new report: fabcheck report --baseline "
+        "OLD.json NEW.json (got " +
+        std::to_string(a.inputs.size()) + " inputs)");
+  auto old_doc = reports::load_input(a.baseline);
+  auto new_doc = reports::load_input(a.inputs[0]);
+  using reports::InputKind;
+  bool pair = old_doc.kind == InputKind::kPairReport && new_doc.kind == InputKind::kPairReport;
+  bool node = old_doc.kind == InputKind::kNodeReport && new_doc.kind == InputKind::kNodeReport;
+  if (!pair && !node)
+    throw UsageError(a.baseline + " is a " + reports::to_string(old_doc.kind) + ", " + a.inputs[0] +
+                     " a " + reports::to_string(new_doc.kind) +
+                     "; --baseline compares two pair reports or two node reports");
+  Report r;
+  r.kind = "baseline";
+  char host[256] = {};
+  r.hostname = ::gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
+  r.generated_at = utc_now_rfc3339();
+  std::string table;
+  try {
+    if (pair) {
+      auto res = reports::baseline::compare_pair_baseline(old_doc.doc, new_doc.doc, a.opts);
+      r.findings = res.findings;
+      r.sections.push_back(
+          {"baseline", reports::baseline::baseline_to_json(res, a.opts, a.baseline, a.inputs[0])});
+      table = reports::baseline::baseline_table_text(res, a.opts);
+    } else {
+      auto res = reports::baseline::compare_node_baseline(old_doc.doc, new_doc.doc);
+      r.findings = res.findings;
+      r.sections.push_back({"node_baseline", reports::baseline::node_baseline_to_json(
+                                                 res, a.baseline, a.inputs[0])});
+      table = reports::baseline::node_baseline_table_text(res);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string(e.what()) + " (old: " + a.baseline + ", new: " + a.inputs[0] +
+                     ")");
+  }
+  if (!a.json) std::cout << table << "\n";
+  return reports::render_report(r, a.json, std::cout);
+}
+
+int run_report(const ReportArgs& a) {
+  if (!a.baseline.empty()) {
+    if (!a.html.empty() || !a.prom.empty())
+      throw UsageError("--baseline is a judgement of its own: run --html/--prom in a second call");
+    return run_baseline(a);
+  }
+  if (a.html.empty() && a.prom.empty())
+    throw UsageError("nothing to do: give --html FILE, --prom FILE or --baseline OLD.json");
+  std::vector<reports::InputDocument> docs;
+  for (const auto& p : a.inputs) docs.push_back(reports::load_input(p));
+  // Render everything before writing anything, so a bad input leaves no file behind.
+  std::string html, prom;
+  if (!a.html.empty()) {
+    try {
+      html = reports::html::render_html(docs, utc_now_rfc3339());
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
+  if (!a.prom.empty()) {
+    if (docs.size() != 1)
+      throw UsageError("--prom writes the figures of one report (a textfile per report): got " +
+                       std::to_string(docs.size()) + " inputs");
+    const auto& d = docs[0];
+    try {
+      if (d.kind == reports::InputKind::kPairReport)
+        prom = reports::prom::render(reports::prom::pair_families(d.doc));
+      else if (d.kind == reports::InputKind::kNodeReport)
+        prom = reports::prom::render(reports::prom::node_families(d.doc));
+      else
+        throw UsageError(d.path + ": is a " + reports::to_string(d.kind) +
+                         "; --prom reads a node or pair report");
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(d.path + ": " + e.what());
+    }
+  }
+  // Both paths checked before either file is written: all or nothing.
+  if (!a.html.empty()) check_output_path("--html", a.html);
+  if (!a.prom.empty()) check_output_path("--prom", a.prom);
+  if (!a.html.empty()) write_file_output("--html", a.html, html);
+  if (!a.prom.empty()) write_file_output("--prom", a.prom, prom);
+  if (a.json)
+    std::cout << Json{{"schema_version", kReportSchemaVersion},
+                      {"kind", "report"},
+                      {"html", a.html.empty() ? Json() : Json(a.html)},
+                      {"prom", a.prom.empty() ? Json() : Json(a.prom)}}
+                     .dump(2)
+              << "\n";
+  return kExitClean;
+}
+
+}  // namespace
+
+void register_report_command(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<ReportArgs>();
+  auto* sub = app.add_subcommand("report",
+                                 "Render saved JSON (node/pair/cluster reports, profiles, "
+                                 "metrics.jsonl) as HTML or Prometheus lines, or compare "
+                                 "a pair or node report with a baseline");
+  sub->add_option("inputs", a->inputs, "JSON documents; the kind is read from each document")
+      ->required();
+  sub->add_option("--html", a->html, "Write one self-contained HTML file (no network needed)");
+  sub->add_option("--prom", a->prom,
+                  "Write Prometheus textfile lines (node_exporter) of one report");
+  sub->add_option("--baseline", a->baseline,
+                  "A saved pair or node report to compare the input with");
+  sub->add_option(
+         "--regression-pct", a->opts.regression_pct,
+         "Fail when busbw falls more than this many percent below the baseline (default 10)")
+      ->check(CLI::Range(0.0, 100.0));
+  sub->add_option(
+         "--expect-link-fraction", a->opts.expect_link_fraction,
+         "Warn when peak busbw is below this fraction of the link rate (default 0.9; 0 = off)")
+      ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--min-bytes", a->opts.min_bytes,
+                  "Judge regressions from this message size up (default 1048576)");
+  sub->add_flag("--json", a->json, "Print the baseline result (or what was written) as JSON");
+  sub->callback([a, exit_code] {
+    *exit_code = run_command("report", a->json, [&] { return run_report(*a); });
+  });
+}
+
+}  // namespace fabkit::cli

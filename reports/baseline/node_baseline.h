@@ -1,0 +1,40 @@
+// Baselines for node reports: this node's RDMA ports and GPUs compared with a saved report of the
+// same node, and the expected figure "every ACTIVE port runs at the rate of the node's other ports
+// of its link layer" (a port that trained to a lower width or speed is a cable or transceiver).
+// A pure judge, like pair_baseline.h.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/finding.h"
+#include "common/json.h"
+
+namespace fabkit::reports::baseline {
+
+struct PortRow {
+  std::string port;  // "mlx5_0:1"
+  std::string link_layer;
+  std::string old_state, new_state;  // "" = absent from that report
+  std::optional<double> old_rate_gbps, new_rate_gbps;
+};
+
+struct NodeBaselineResult {
+  std::vector<PortRow> ports;
+  std::optional<double> old_gpus, new_gpus;
+  std::vector<Finding> findings;
+};
+
+// Throws std::invalid_argument naming the document ("old"/"new") and field when one is not a node
+// report or a figure has the wrong type.
+NodeBaselineResult compare_node_baseline(const Json& old_doc, const Json& new_doc);
+// The expected figure alone (used by the comparison on the new report): ACTIVE ports slower than
+// the fastest ACTIVE port of the same link layer on this node.
+std::vector<Finding> judge_port_rates(const std::vector<PortRow>& ports);
+
+Json node_baseline_to_json(const NodeBaselineResult& r, const std::string& old_path,
+                           const std::string& new_path);
+std::string node_baseline_table_text(const NodeBaselineResult& r);
+
+}  // namespace fabkit::reports::baseline

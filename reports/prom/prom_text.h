@@ -1,0 +1,38 @@
+// Prometheus text exposition (format 0.0.4), for node_exporter's textfile collector: the key
+// figures of a node report and a pair report as gauges. Rendered from the JSON documents.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/json.h"
+
+namespace fabkit::reports::prom {
+
+struct Sample {
+  std::vector<std::pair<std::string, std::string>> labels;
+  double value = 0;
+};
+struct Family {
+  std::string name, help, type = "gauge";
+  std::vector<Sample> samples;
+};
+
+// `# HELP`, `# TYPE`, then one line per sample; families without samples are left out (the
+// format forbids nothing, but an empty family only confuses readers).
+std::string render(const std::vector<Family>& families);
+// Label values: backslash, double quote and newline escaped (\\, \", \n) as the format requires.
+std::string escape_label_value(const std::string& v);
+// HELP text: backslash and newline escaped.
+std::string escape_help(const std::string& v);
+// Go's ParseFloat forms: "+Inf", "-Inf", "NaN", else the shortest round-tripping decimal.
+std::string format_value(double v);
+
+// fabkit_node_findings{severity}, fabkit_node_hca_port_* per device/port, memlock limits, GPU
+// count. Throws std::invalid_argument naming a field of the wrong type.
+std::vector<Family> node_families(const Json& node_report);
+// fabkit_pair_busbw_bytes_per_second{transport,bytes}, peak, link rate, findings.
+std::vector<Family> pair_families(const Json& pair_report);
+
+}  // namespace fabkit::reports::prom

@@ -1,0 +1,49 @@
+"""What hardware this machine has, for tests whose expectations depend on it (Python 3 stdlib only).
+
+The pair tests run the NCCL and ibverbs all-reduce transports between network-namespace hosts on
+this one machine. Where no GPU (or HCA) exists they must report "unavailable" with a reason; where
+one does, NCCL may run ("ok") or refuse (two netns hosts share the GPU: "Duplicate GPU", or the
+transport fails) and must then say why. Tests decide which from the machine, never by assuming
+there is none.
+"""
+import glob
+import os
+import shutil
+import subprocess
+
+
+def gpu_present():
+    """(present, evidence): an NVIDIA GPU device node, or `nvidia-smi -L` listing a GPU."""
+    nodes = sorted(p for p in glob.glob("/dev/nvidia[0-9]*") if os.path.basename(p)[6:].isdigit())
+    if nodes:
+        return True, "device nodes " + ", ".join(nodes)
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            r = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return False, "nvidia-smi -L failed: %s" % e
+        gpus = [l for l in r.stdout.splitlines() if l.startswith("GPU ")]
+        if r.returncode == 0 and gpus:
+            return True, "nvidia-smi -L: " + gpus[0]
+        return False, "nvidia-smi -L lists no GPU (exit %d)" % r.returncode
+    return False, "no /dev/nvidia<N> and no nvidia-smi"
+
+
+def hca_present():
+    """(present, evidence): an RDMA device in /sys/class/infiniband (shared by every netns)."""
+    devs = sorted(os.listdir("/sys/class/infiniband")) if os.path.isdir("/sys/class/infiniband") else []
+    if devs:
+        return True, "RDMA devices " + ", ".join(devs)
+    return False, "no RDMA device in /sys/class/infiniband"
+
+
+def expected_statuses(transport):
+    """(allowed statuses, why) for an all-reduce transport run between two netns hosts here."""
+    if transport.startswith("nccl"):
+        gpu, why = gpu_present()
+        return (("ok", "failed", "unavailable") if gpu else ("unavailable",)), why
+    if "ibverbs" in transport:
+        hca, why = hca_present()
+        return (("ok", "failed", "unavailable") if hca else ("unavailable",)), why
+    return ("ok",), "a CPU socket transport runs everywhere"

@@ -1,0 +1,71 @@
+#include "trainer/app/run_monitor.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+
+#include "common/errors.h"
+#include "trainer/control/agree.h"
+
+namespace fabkit::trainer {
+
+RunMonitor::RunMonitor(const std::string& output_dir, bool no_control, int rank, int local_rank,
+                       const Environment& env, TrainLog& log)
+    : log_(log) {
+  if (local_rank == 0 && !no_control) {
+    const std::string job = control::job_id_from_output_dir(output_dir);
+    try {
+      server_.emplace(
+          control::ControlServerOptions{job, control::control_dir_for(env), output_dir});
+      log.info("control: fabtrain control status|save|stop|abort " + job + " (socket " +
+               server_->socket_path().string() + ")");
+    } catch (const UsageError& e) {
+      // Another live job with this output directory's name on this node: train on, uncontrolled.
+      log.warn(std::string("no control socket: ") + e.what());
+    }
+  }
+  if (rank == 0) {
+    tensorboard_.emplace(
+        monitor::EventWriter::create_in(std::filesystem::path(output_dir) / "tensorboard"));
+    progress_.emplace(STDERR_FILENO);
+    log.attach_progress(&*progress_);
+  }
+}
+
+control::Action RunMonitor::after_step(Comm& comm, const StepFigures& f) {
+  if (server_) server_->publish_status({f.step, f.total_steps, f.loss, f.tokens_per_s, "training"});
+  if (tensorboard_) {
+    tensorboard_->write_step(f.step, {f.loss, f.lr, f.tokens_per_s, f.grad_norm,
+                                      static_cast<double>(f.peak_memory_bytes)});
+    eta_.observe(f.step, monitor::wall_time_now_s());
+    progress_->update(
+        {f.step, f.total_steps, f.loss, f.tokens_per_s, eta_.seconds_left(f.total_steps)});
+  }
+  // What any rank's signals or any node's socket asked for, on every rank at this step.
+  return control::agree_on_action(
+      comm,
+      control::stronger(server_ ? server_->poll() : control::Action::kNone, signals_.requested()));
+}
+
+void RunMonitor::after_eval(int64_t step, double valid_loss) {
+  if (tensorboard_) tensorboard_->write_eval(step, valid_loss);
+}
+
+void RunMonitor::saving(int64_t step, int64_t total_steps) {
+  if (server_) server_->publish_status({step, total_steps, std::nan(""), 0.0, "saving"});
+}
+
+std::string RunMonitor::signal_note() const {
+  const int sig = signals_.last_signal();
+  if (sig == 0) return "";
+  return std::string(" (") +
+         (sig == SIGTERM   ? "SIGTERM"
+          : sig == SIGUSR1 ? "SIGUSR1"
+          : sig == SIGINT  ? "SIGINT"
+                           : "signal") +
+         ")";
+}
+
+}  // namespace fabkit::trainer
