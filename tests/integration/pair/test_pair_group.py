@@ -117,6 +117,11 @@ class PairGroupTest(unittest.TestCase):
             rc, doc, _ = self.pair(w, hosts=hosts)
             self.assertEqual(rc, 2, doc)
             self.assertIn(needle, doc["error"]["message"])
+        # The HTML page is the 2-host report's; refused before anything is launched.
+        for extra, needle in ((["--html", "/tmp/never-written.html"], "--html renders the 2-host"),):
+            rc, doc, _ = self.pair(w, *extra)
+            self.assertEqual(rc, 2, doc)
+            self.assertIn(needle, doc["error"]["message"])
 
 
 if __name__ == "__main__":
