@@ -35,6 +35,7 @@ void register_emit_env_command(CLI::App& app, int* exit_code);  // [profile]
 void register_validate_command(CLI::App& app, int* exit_code);  // [profile]
 void register_pair_command(CLI::App& app, int* exit_code);  // [pair]
 void register_agent_command(CLI::App& app, int* exit_code);  // [pair]
+void register_cluster_command(CLI::App& app, int* exit_code);  // [cluster]
 void register_report_command(CLI::App& app, int* exit_code);  // [report]
 
 }  // namespace fabkit::cli

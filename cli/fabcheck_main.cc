@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   fabkit::cli::register_validate_command(app, &exit_code);  // [profile]
   fabkit::cli::register_pair_command(app, &exit_code);  // [pair]
   fabkit::cli::register_agent_command(app, &exit_code);  // [pair]
+  fabkit::cli::register_cluster_command(app, &exit_code);  // [cluster]
   fabkit::cli::register_report_command(app, &exit_code);  // [report]
   // [register commands]
 

@@ -1,13 +1,20 @@
 // fabcheck node: inspect this node (or a --sysroot fixture tree) and report findings.
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 
 #include "cli/command.h"
-#include "fabkit/config.h"
+#include "common/atomic_file.h"
 #include "common/errors.h"
+#include "fabkit/config.h"
 #include "probes/node_probe.h"
 #include "reports/html/html_report.h"
 #include "reports/report_render.h"
+#include "slurm/health.h"
+#include "slurm/health_action.h"
+#include "slurm/prom.h"
 
 namespace fabkit::cli {
 namespace {
@@ -18,8 +25,50 @@ struct NodeArgs {
   std::string peer;
   std::string topo;
   int counter_interval_ms = 50;  // probe_context.h says why
+  std::string prom;              // node_exporter textfile to write
+  bool slurm_health = false;     // drain this node on fail findings (docs/cluster.md)
+  bool dry_run = false;
+  std::string node_name;  // Slurm NodeName (default: SLURMD_NODENAME, else short hostname)
+  int drain_timeout_ms = 10000;
   std::string html;              // also write the report as HTML (docs/reports.md)
 };
+
+std::string slurm_node_name(const NodeArgs& a, const Environment& env) {
+  if (!a.node_name.empty()) return a.node_name;
+  // Slurm sets SLURMD_NODENAME for HealthCheckProgram, prologs and epilogs.
+  if (auto n = env.get("SLURMD_NODENAME"); n && !n->empty()) return *n;
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0')
+    throw UsageError("--slurm-health: cannot tell this node's Slurm name; give --node-name NAME");
+  std::string h = buf;
+  return h.substr(0, h.find('.'));  // NodeName is the short name by Slurm's convention
+}
+
+// --prom and --slurm-health: after the report, before it is rendered.
+int health_and_prom(const NodeArgs& a, const Environment& env, const Report& r) {
+  if (!a.prom.empty()) {
+    double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    write_file_atomically(a.prom, slurm::node_prom_text(r, now));
+  }
+  if (!a.slurm_health) return reports::render_report(r, a.json, std::cout);
+  auto d = slurm::decide_health(r, slurm_node_name(a, env));
+  if (d.drain && !a.dry_run) slurm::apply_drain(d, a.drain_timeout_ms);
+  if (a.json) {
+    Report with = r;
+    with.sections.push_back({"health",
+                             {{"node", d.node},
+                              {"drain", d.drain},
+                              {"reason", d.drain ? Json(d.reason) : Json()},
+                              {"drained", d.drain && !a.dry_run}}});
+    reports::render_json(with, std::cout);
+  } else {
+    std::cout << slurm::health_line(d, r, a.dry_run) << "\n";
+  }
+  // Not the findings' exit code: as a prolog, any non-zero exit makes Slurm drain the node
+  // itself, and warnings must not drain.
+  return d.drain ? kExitFindings : kExitClean;
+}
 
 int run_node(const NodeArgs& a) {
   if (!a.html.empty()) check_output_path("--html", a.html);
@@ -27,8 +76,9 @@ int run_node(const NodeArgs& a) {
   ctx.env = Environment::from_process();
   if (!a.sysroot.empty()) {
     if (!std::filesystem::is_directory(a.sysroot))
-      throw UsageError("--sysroot " + a.sysroot +
-                       ": not a directory; give the root of a copied tree holding sys/, proc/, etc/");
+      throw UsageError(
+          "--sysroot " + a.sysroot +
+          ": not a directory; give the root of a copied tree holding sys/, proc/, etc/");
     ctx.roots = SystemRoots::under(a.sysroot);
   } else {
     ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
@@ -44,6 +94,7 @@ int run_node(const NodeArgs& a) {
         reports::html::render_html(
             {{"fabcheck node", reports::InputKind::kNodeReport, reports::report_to_json(r), {}}},
             r.generated_at));
+  if (a.slurm_health || !a.prom.empty()) return health_and_prom(a, ctx.env, r);
   return reports::render_report(r, a.json, std::cout);
 }
 
@@ -51,8 +102,9 @@ int run_node(const NodeArgs& a) {
 
 void register_node_command(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<NodeArgs>();
-  auto* sub = app.add_subcommand("node", "Inspect this node: RDMA, limits, interfaces, NCCL "
-                                         "settings, topology, locality, GPUDirect, GPUs");
+  auto* sub = app.add_subcommand("node",
+                                 "Inspect this node: RDMA, limits, interfaces, NCCL "
+                                 "settings, topology, locality, GPUDirect, GPUs");
   sub->add_flag("--json", args->json, "Print the report as JSON (docs/json-schema.md)");
   sub->add_option("--sysroot", args->sysroot,
                   "Read sys/, proc/, dev/, etc/ under DIR instead of / (fixtures, copied trees)");
@@ -63,6 +115,18 @@ void register_node_command(CLI::App& app, int* exit_code) {
   sub->add_option("--counter-interval-ms", args->counter_interval_ms,
                   "Read RDMA port error counters twice this far apart and report what rose (0: once)")
       ->check(CLI::Range(0, 60000));
+  sub->add_option("--prom", args->prom,
+                  "Also write Prometheus node_exporter textfile metrics here (atomically)");
+  sub->add_flag("--slurm-health", args->slurm_health,
+                "Slurm health check: print one line, and drain this node (scontrol update "
+                "State=DRAIN) when a finding is at fail");
+  sub->add_flag("--dry-run", args->dry_run,
+                "With --slurm-health: say what would be drained, drain nothing");
+  sub->add_option("--node-name", args->node_name,
+                  "With --slurm-health: this node's Slurm NodeName (default SLURMD_NODENAME, else "
+                  "the short hostname)");
+  sub->add_option("--drain-timeout-ms", args->drain_timeout_ms, "Bound on the scontrol call")
+      ->check(CLI::Range(100, 120000));
   sub->callback([args, exit_code] {
     *exit_code = run_command("node", args->json, [&] { return run_node(*args); });
   });

@@ -1,5 +1,6 @@
 // fabcheck pair A B: measure the fabric between two hosts through agents started by a launcher,
-// and say which interface and transport training should use (docs/pair.md).
+// and say which interface and transport training should use (docs/pair.md). With 3 or more hosts
+// (fabcheck pair A B C ...): the all-reduce across all of them, as a ring (group_controller.h).
 #include <unistd.h>
 
 #include <climits>
@@ -8,6 +9,7 @@
 
 #include "cli/command.h"
 #include "common/errors.h"
+#include "fabric/pair/group_controller.h"
 #include "fabric/pair/pair_controller.h"
 #include "fabric/pair/pair_text.h"
 #include "reports/html/html_report.h"
@@ -38,9 +40,7 @@ std::string self_path() {
   return p.string();
 }
 
-int run_pair_cmd(const PairArgs& a) {
-  if (a.hosts.size() != 2) throw UsageError("give exactly two hosts: fabcheck pair nodeA nodeB");
-  if (a.hosts[0] == a.hosts[1]) throw UsageError("the two hosts are the same (" + a.hosts[0] + ")");
+pair::PairOptions pair_options(const PairArgs& a) {
   pair::PairOptions o;
   o.host_a = a.hosts[0];
   o.host_b = a.hosts[1];
@@ -62,11 +62,30 @@ int run_pair_cmd(const PairArgs& a) {
   o.pings = a.pings;
   o.streams = a.streams;
   o.bandwidth_ms = a.bandwidth_ms;
+  return o;
+}
+
+int run_pair_cmd(const PairArgs& a) {
+  if (a.hosts.size() < 2) throw UsageError("give two or more hosts: fabcheck pair nodeA nodeB [nodeC ...]");
+  for (size_t i = 0; i < a.hosts.size(); ++i)
+    for (size_t j = i + 1; j < a.hosts.size(); ++j)
+      if (a.hosts[i] == a.hosts[j]) throw UsageError("host " + a.hosts[i] + " is given twice");
+  pair::PairOptions o = pair_options(a);
   // Validate the launcher argv before starting anything (bad host names are usage errors).
-  launch::launcher_argv(o.launcher, o.host_a, {o.agent_path});
-  launch::launcher_argv(o.launcher, o.host_b, {o.agent_path});
+  for (const auto& h : a.hosts) launch::launcher_argv(o.launcher, h, {o.agent_path});
+  if (!a.html.empty() && a.hosts.size() > 2)
+    throw UsageError("--html renders the 2-host pair report; with " + std::to_string(a.hosts.size()) +
+                     " hosts use --json (the pair_group section, docs/json/pair.md)");
   if (!a.html.empty()) check_output_path("--html", a.html);  // before minutes of measuring
-  Report r = pair::build_pair_report(pair::run_pair(o));
+  Report r;
+  if (a.hosts.size() == 2) {
+    r = pair::build_pair_report(pair::run_pair(o));
+  } else {
+    pair::GroupOptions g;
+    g.hosts = a.hosts;
+    g.pair = o;
+    r = pair::build_group_report(pair::run_group(g));
+  }
   if (!a.html.empty())
     write_file_output("--html", a.html,
                       reports::html::render_html({{"fabcheck pair", reports::InputKind::kPairReport,
@@ -74,8 +93,10 @@ int run_pair_cmd(const PairArgs& a) {
                                                  r.generated_at));
   if (a.json)
     reports::render_json(r, std::cout);
-  else
+  else if (a.hosts.size() == 2)
     pair::render_pair_text(r, std::cout);
+  else
+    pair::render_group_text(r, std::cout);
   return exit_code_for(r.findings);
 }
 
@@ -83,10 +104,12 @@ int run_pair_cmd(const PairArgs& a) {
 
 void register_pair_command(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<PairArgs>();
-  auto* sub = app.add_subcommand("pair", "Measure the fabric between two nodes (TCP per interface "
+  auto* sub = app.add_subcommand("pair", "Measure the fabric between two nodes, or all-reduce across N (TCP per interface "
                                          "pair, rendezvous port, all-reduce per transport) and "
                                          "recommend the interface and transport");
-  sub->add_option("hosts", a->hosts, "nodeA nodeB (rank 0 is nodeA)")->expected(2)->required();
+  sub->add_option("hosts", a->hosts, "nodeA nodeB [nodeC ...] (rank 0 is nodeA; 3 or more: a ring all-reduce)")
+      ->expected(2, 256)
+      ->required();
   sub->add_option("--launcher", a->launcher,
                   "ssh (default), srun, or a template such as 'ip netns exec {host}'");
   sub->add_option("--agent-path", a->agent_path, "fabcheck on the hosts (default: this binary's path)");

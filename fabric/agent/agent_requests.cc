@@ -37,9 +37,26 @@ tcp::LinkTestSpec parse_link_spec(const Json& a, const std::string& token) {
 
 TransportArgs parse_transport_args(const Json& a) {
   TransportArgs t;
-  t.rank = static_cast<int>(get_int(a, "rank", 0, 1));
-  t.local_addr = wire::get_ipv4(a, "local_addr");
-  t.peer_addr = wire::get_ipv4(a, "peer_addr");
+  // 256 ranks bounds what one request makes an agent hold (one address each); far above any
+  // group the pair controller or the cluster search starts.
+  t.world_size = static_cast<int>(get_int_or(a, "world_size", 2, 256, 2));
+  t.rank = static_cast<int>(get_int(a, "rank", 0, t.world_size - 1));
+  t.local_addr = get_ipv4(a, "local_addr");
+  t.peer_addr = get_ipv4(a, "peer_addr");
+  if (t.world_size > 2) {
+    auto ring = a.find("ring_addrs");
+    if (ring == a.end() || !ring->is_array() || static_cast<int>(ring->size()) != t.world_size)
+      throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                            "field 'ring_addrs' must hold world_size (" + std::to_string(t.world_size) +
+                                ") IPv4 addresses");
+    for (const auto& addr : *ring) t.ring_addrs.push_back(get_ipv4(Json{{"addr", addr}}, "addr"));
+    // The ring and the per-rank fields must agree, so the peer check (request_targets: peer_addr)
+    // covers the one address this rank connects to.
+    const auto right = static_cast<size_t>((t.rank + 1) % t.world_size);
+    if (t.ring_addrs[static_cast<size_t>(t.rank)] != t.local_addr || t.ring_addrs[right] != t.peer_addr)
+      throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                            "fields 'local_addr' and 'peer_addr' must equal ring_addrs[rank] and ring_addrs[rank+1]");
+  }
   t.port = static_cast<uint16_t>(get_int(a, "port", 1, 65535));
   t.ifname = ifname_arg(a, "ifname");
   auto sizes = a.find("sizes_bytes");

@@ -26,6 +26,10 @@ struct RdmaPortArgs {
 
 struct TransportArgs {
   int rank = 0;                 // 0 listens on local_addr:port, 1 connects to peer_addr:port
+  // world_size > 2 (fabcheck pair A B C ...): a ring; rank i listens on ring_addrs[i] and
+  // connects to ring_addrs[i+1]. peer_addr is then the right neighbour's address.
+  int world_size = 2;
+  std::vector<std::string> ring_addrs;
   std::string local_addr, peer_addr, ifname;
   uint16_t port = 0;
   std::vector<uint64_t> sizes_bytes;

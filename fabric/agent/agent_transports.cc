@@ -21,7 +21,8 @@ namespace {
 fabric::AllreduceSpec to_spec(const TransportArgs& a, const std::string& token) {
   fabric::AllreduceSpec s;
   s.rank = a.rank;
-  s.world_size = 2;
+  s.world_size = a.world_size;
+  s.ring_addrs = a.ring_addrs;
   s.local_addr = a.local_addr;
   s.peer_addr = a.peer_addr;
   s.port = a.port;

@@ -125,9 +125,11 @@ TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
     run.transport = transport;
     run.sizes = run_sweep(sizes, spec.rank, opt, fn);
     if (what == Collective::kRawExchange) {
-      // busbw of an exchange = the bytes each direction carried per second, the same wire bytes an
-      // n-rank ring all-reduce moves per direction at busbw; so the two compare directly.
-      for (auto& s : run.sizes) s.busbw_gbps = s.algbw_gbps * 2.0 * (spec.world_size - 1) / spec.world_size;
+      // busbw of an exchange = the bytes each ring link carried per direction per second, which is
+      // what an n-rank ring all-reduce's busbw measures too; so the two compare directly. Each rank
+      // sends its whole buffer to its right neighbour once (for 2 ranks: both ways on one
+      // connection), so that is algbw for any n (algbw * 2(n-1)/n for n = 2, as before).
+      for (auto& s : run.sizes) s.busbw_gbps = s.algbw_gbps;
     }
     bool all_correct = true;
     for (const auto& s : run.sizes) all_correct = all_correct && s.correct;

@@ -24,8 +24,9 @@ using wire::WireError;
 using wire::WireErrorKind;
 
 // Process groups of live children, read by the signal handler: a fixed array of atomics, since
-// a handler may touch nothing else.
-constexpr int kMaxChildren = 16;
+// a handler may touch nothing else. `fabcheck cluster` runs up to --max-parallel pairs at once
+// (two agents each) beside its node checks, so the array is sized for a large allocation's round.
+constexpr int kMaxChildren = 1024;
 std::atomic<pid_t> g_children[kMaxChildren];
 
 void register_child(pid_t pgid) {

@@ -5,6 +5,7 @@
 
 #include "fabric/launch/child_process.h"
 #include "fabric/pair/agent_client.h"
+#include "fabric/pair/pair_steps.h"
 #include "fabric/pair/rdma_rails.h"
 #include "fabric/pair/rdma_rc_plan.h"
 #include "fabric/pair/transport_plan.h"
@@ -15,110 +16,6 @@
 namespace fabkit::pair {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// Runs fn as a named step; a StepError becomes a failed StepRecord. Returns success.
-template <typename F>
-bool step(PairFacts& f, const std::string& name, const std::string& host, F&& fn) {
-  auto t0 = Clock::now();
-  StepRecord r{name, host, "ok", "", "", 0};
-  bool ok = true;
-  try {
-    fn();
-  } catch (const StepError& e) {
-    r.status = "failed";
-    if (!e.host().empty()) r.host = e.host();  // a two-host step failed on this one
-    r.code = e.code();
-    r.error = e.what();
-    ok = false;
-  }
-  r.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  f.steps.push_back(r);
-  return ok;
-}
-
-bool fatal(const StepError& e) { return e.code() != "pair.agent_error"; }
-
-std::vector<std::string> agent_argv(const PairOptions& o, const std::string& host) {
-  int idle_ms = std::max(60000, o.transport_timeout_ms + 10000);
-  return {o.agent_path, "agent", "--name", host, "--accept-timeout-ms",
-          std::to_string(o.timeout_ms + 5000), "--idle-timeout-ms", std::to_string(idle_ms)};
-}
-
-AgentFacts agent_facts(const std::string& host, const Json& hello, const Json& facts) {
-  AgentFacts a;
-  a.host = host;
-  a.hello = hello;
-  a.report = facts.value("report", Json());
-  Json ifs = facts.value("interfaces", Json::object());
-  a.interfaces_source = ifs.value("source", "");
-  a.candidates = candidates_from_interfaces(ifs.value("interfaces", Json::array()));
-  for (const auto& t : facts.value("transports", Json::array()))
-    if (t.is_string()) a.transports.push_back(t.get<std::string>());
-  return a;
-}
-
-LinkResult link_from_json(const Candidate& a, const Candidate& b, const Json& m) {
-  LinkResult l;
-  l.a = a;
-  l.b = b;
-  l.raw = m;
-  l.status = m.value("status", "error");
-  l.error = m.contains("error") && m["error"].is_string() ? m["error"].get<std::string>() : "";
-  if (l.status != "open") return l;
-  l.connect_time_us = m.value("connect_time_us", 0.0);
-  Json rtt = m.value("rtt", Json::object());
-  l.rtt_median_us = rtt.value("median_us", 0.0);
-  l.rtt_p99_us = rtt.value("p99_us", 0.0);
-  l.pings = rtt.value("count", 0);
-  l.single_stream_gbit_s = m.value("single_stream_gbit_s", 0.0);
-  l.streams = m.value("streams", 0);
-  if (m.contains("multi_stream_gbit_s") && m["multi_stream_gbit_s"].is_number())
-    l.multi_stream_gbit_s = m["multi_stream_gbit_s"].get<double>();
-  return l;
-}
-
-TransportResult combine_ranks(const std::string& name, const Json& r0, const Json& r1) {
-  TransportResult t;
-  t.transport = name;
-  t.ranks = Json::array({r0, r1});
-  std::string s0 = r0.value("status", "failed"), s1 = r1.value("status", "failed");
-  t.status = s0 == "ok" && s1 == "ok" ? "ok" : (s0 == "unavailable" || s1 == "unavailable") ? "unavailable" : "failed";
-  for (const Json* r : {&r0, &r1}) {
-    std::string reason = r->value("reason", "");
-    if (!reason.empty()) t.reason += (t.reason.empty() ? "" : "; ") + std::string(r == &r0 ? "rank 0: " : "rank 1: ") + reason;
-  }
-  Json sizes1 = r1.value("sizes", Json::array());
-  for (const auto& s : r0.value("sizes", Json::array())) {
-    SizeRow row;
-    row.bytes = s.value("bytes", uint64_t{0});
-    row.time_us = s.value("time_us", 0.0);
-    row.algbw_gbps = s.value("algbw_gbps", 0.0);
-    row.busbw_gbps = s.value("busbw_gbps", 0.0);
-    bool c1 = false;
-    for (const auto& o : sizes1)
-      if (o.value("bytes", uint64_t{0}) == row.bytes) c1 = o.value("correct", false);
-    row.correct = s.value("correct", false) && c1;
-    t.sizes.push_back(row);
-  }
-  return t;
-}
-
-// Every address the other agent reported (its hello and its candidates): the only targets an
-// agent will probe or measure (agent.target_not_peer otherwise).
-Json peer_addresses(const AgentFacts& other) {
-  std::set<std::string> addrs;
-  for (const auto& c : other.candidates) addrs.insert(c.addr);
-  for (const auto& a : other.hello.value("addresses", Json::array()))
-    if (a.is_string()) addrs.insert(a.get<std::string>());
-  if (other.hello.contains("bind_addr") && other.hello["bind_addr"].is_string())
-    addrs.insert(other.hello["bind_addr"].get<std::string>());
-  Json out = Json::array();
-  for (const auto& a : addrs)
-    if (wire::is_ipv4_literal(a) && out.size() < 64) out.push_back(a);
-  return out;
-}
-
 void send_peers(AgentClient& A, AgentClient& B, const PairFacts& f, const PairOptions& o) {
   Json pa = peer_addresses(f.b), pb = peer_addresses(f.a);
   for (auto [c, addrs] : {std::pair<AgentClient*, Json*>{&A, &pa}, {&B, &pb}}) {
@@ -126,47 +23,6 @@ void send_peers(AgentClient& A, AgentClient& B, const PairFacts& f, const PairOp
       throw StepError(c == &A ? f.host_b : f.host_a, "pair.agent_error", "the agent reported no IPv4 address to test");
     c->call("set_peers", {{"addresses", *addrs}}, o.timeout_ms);
   }
-}
-
-void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o) {
-  // B serves on each of its candidate addresses; A measures from each of its own.
-  std::vector<std::pair<int, uint16_t>> servers;  // per B candidate: server id, port
-  for (const auto& cb : f.b.candidates) {
-    try {
-      Json r = B.call("tcp_serve", {{"addr", cb.addr}, {"ifname", cb.ifname}}, o.timeout_ms);
-      servers.emplace_back(r.value("server_id", 0), r.value("port", 0));
-    } catch (const StepError& e) {
-      if (fatal(e)) throw;
-      servers.emplace_back(0, 0);
-    }
-  }
-  // A healthy connect takes well under a millisecond on a cluster network; a second is generous
-  // and keeps dead decoy pairs (ARP that nobody answers) from dominating the run.
-  int connect_ms = std::min(o.timeout_ms, 1000);
-  int measure_ms = o.timeout_ms + 2 * o.bandwidth_ms + 10000;
-  for (const auto& ca : f.a.candidates) {
-    for (size_t j = 0; j < f.b.candidates.size(); ++j) {
-      const auto& cb = f.b.candidates[j];
-      Json m;
-      if (servers[j].first == 0) {
-        m = {{"status", "error"}, {"error", "the test server on " + cb.addr + " could not start"}};
-      } else {
-        try {
-          m = A.call("tcp_measure", {{"peer_addr", cb.addr}, {"port", servers[j].second},
-                                      {"local_addr", ca.addr}, {"local_ifname", ca.ifname},
-                                      {"pings", o.pings},
-                                      {"streams", o.streams}, {"duration_ms", o.bandwidth_ms},
-                                      {"connect_timeout_ms", connect_ms}}, measure_ms);
-        } catch (const StepError& e) {
-          if (fatal(e)) throw;
-          m = {{"status", "error"}, {"error", e.what()}};
-        }
-      }
-      f.links.push_back(link_from_json(ca, cb, m));
-    }
-  }
-  for (const auto& s : servers)
-    if (s.first != 0) B.call("tcp_stop", {{"server_id", s.first}}, o.timeout_ms);
 }
 
 void check_port(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o) {
@@ -225,7 +81,7 @@ void run_transport(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
     if (fatal(e)) throw;
     r1 = {{"status", "failed"}, {"reason", e.what()}};
   }
-  f.transports.push_back(combine_ranks(name, r0, r1));
+  f.transports.push_back(combine_ranks(name, {r0, r1}));
 }
 
 // One mode over one port pair: B serves (listens for the endpoint channel on its chosen address),

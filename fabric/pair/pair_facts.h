@@ -76,6 +76,7 @@ struct TransportResult {
   std::string reason;
   std::vector<SizeRow> sizes;  // rank 0's timings; correct = rank 0 && rank 1
   Json ranks = Json::array();  // both runners' full documents
+  int port_attempts = 1;       // N-host rings: runs repeated because a rank's port was taken
 };
 
 // One HCA port on each host with the same link layer, both ACTIVE (node reports' rdma section).

@@ -3,6 +3,7 @@
 
 #include "common/errors.h"
 #include "fabric/pair/pair_controller.h"
+#include "fabric/pair/pair_json.h"
 #include "fabric/pair/rdma_rc_plan.h"
 #include "fabric/pair/verdict.h"
 
@@ -14,6 +15,8 @@ constexpr int kPairSectionVersion = 1;
 
 Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(); }
 Json opt(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(); }
+
+}  // namespace
 
 Json to_json(const Candidate& c) {
   return {{"ifname", c.ifname}, {"addr", c.addr}, {"prefix_len", c.prefix_len}, {"mtu", opt(c.mtu)},
@@ -71,7 +74,6 @@ Json to_json(const TransportResult& t, const RankedTransport* r) {
   return j;
 }
 
-}  // namespace
 
 std::vector<uint64_t> default_pair_sizes() {
   std::vector<uint64_t> out;

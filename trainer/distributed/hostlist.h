@@ -1,15 +1,9 @@
-// Slurm's compressed host lists (SLURM_JOB_NODELIST): "node[01-04,07],gpu-a[1-2]", "n1,n2",
-// "rack[1-2]-n[01-02]". Hand-written: the only library that parses these is libslurm's
-// slurm_hostlist_create, which a node launched by torchrun or mpirun may not have.
+// The Slurm host-list expander moved to common/hostlist.h (fabcheck cluster uses it too); this
+// keeps fabtrain's spelling.
 #pragma once
 
-#include <string>
-#include <vector>
+#include "common/hostlist.h"
 
 namespace fabkit::trainer {
-
-// Expands in order (first host = Slurm's master convention). Zero padding of a range is kept
-// ("[08-10]" -> 08, 09, 10). Throws UsageError naming the list and the position of the fault.
-std::vector<std::string> expand_hostlist(const std::string& list);
-
+using fabkit::expand_hostlist;
 }  // namespace fabkit::trainer

@@ -12,7 +12,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 # info("code", ...), warn("code", ...), fail("code", ...) — the only ways to make a Finding. Not
 # member calls such as reader.fail("field", ...), which name a field, not a finding.
 CALL = re.compile(r'(?<![.>\w])(?:info|warn|fail)\(\s*"([a-z0-9_]+(?:\.[a-z0-9_]+)+)"')
-SOURCE_DIRS = ["probes", "topo", "fabric", "profile", "cli", "verbs", "trainer", "common", "reports"]
+SOURCE_DIRS = ["probes", "topo", "fabric", "profile", "cli", "verbs", "trainer", "common", "slurm", "reports"]
 
 
 def source_codes():

@@ -45,6 +45,24 @@ class NetnsError(RuntimeError):
     pass
 
 
+def shape_to_peer(ns, dev, peer_addr, rate="20mbit"):
+    """Slow the traffic that namespace `ns` sends out of `dev` to one peer address only: htb sends
+    it to class 1:20, whose leaf qdisc is a tbf at `rate`; everything else goes through class 1:10
+    unshaped. (This kernel has tbf and htb with u32 filters, but neither netem nor prio.) Shape
+    both ends for a slow link in both directions."""
+    def tc(*argv):
+        r = subprocess.run(["tc", "-n", ns, *argv], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise NetnsError("tc %s: %s" % (" ".join(argv), r.stderr.strip()))
+    tc("qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10")
+    tc("class", "add", "dev", dev, "parent", "1:", "classid", "1:10", "htb", "rate", "100gbit")
+    tc("class", "add", "dev", dev, "parent", "1:", "classid", "1:20", "htb", "rate", "100gbit")
+    tc("qdisc", "add", "dev", dev, "parent", "1:20", "handle", "20:", "tbf", "rate", rate,
+       "burst", "32kbit", "latency", "100ms")
+    tc("filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+       "match", "ip", "dst", peer_addr + "/32", "flowid", "1:20")
+
+
 def have_root_and_netns():
     """(ok, reason): tests skip with the reason when they cannot make namespaces."""
     if os.geteuid() != 0:

@@ -1,6 +1,6 @@
 """A real Slurm cluster on this machine for tests: munged + slurmctld + slurmd from Debian's
 slurm-wlm, configured in a temp dir, stopped by PID. nodes=1 runs one slurmd on this host;
-nodes=2 puts each slurmd in its own network namespace on a bridge (DESIGN.md: slurmd entered
+nodes=2..4 puts each slurmd in its own network namespace on a bridge (DESIGN.md: slurmd entered
 with nsenter, since `ip netns exec` remounts /sys and slurmd then fails on cgroups).
 
 Usage:
@@ -26,8 +26,8 @@ class SlurmError(RuntimeError):
 
 class SlurmCluster:
     def __init__(self, nodes=1, tag=None, start_timeout_s=30):
-        if nodes not in (1, 2):
-            raise ValueError("nodes must be 1 or 2")
+        if nodes not in (1, 2, 3, 4):
+            raise ValueError("nodes must be 1 to 4")
         self.nodes = nodes
         self.tag = tag or "fk%d" % (os.getpid() % 100000)
         # A /24 and ports derived from the PID so parallel runs don't collide.
@@ -131,7 +131,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
         for sub in ("state", "log"):
             os.makedirs(os.path.join(self.dir, sub))
         try:
-            if self.nodes == 2:
+            if self.nodes >= 2:
                 self._setup_network()
             self._write_conf()
             d = self.dir

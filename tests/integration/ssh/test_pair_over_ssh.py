@@ -64,29 +64,35 @@ class PairOverSsh(unittest.TestCase):
         self.sshd.append(p)
         return addr
 
-    def test_default_ssh_launcher_runs_the_pair(self):
-        with NetnsWorld(hosts=2, decoys=False, controller=True) as w:
-            addrs = [self.start_sshd(w, i) for i in range(2)]
-            d = self.dir
-            with open(d + "/known_hosts", "w") as f:
-                for a in addrs:
-                    f.write("%s %s %s\n" % (a, self.host_pub[0], self.host_pub[1]))
-            with open(d + "/ssh_config", "w") as f:
-                f.write("Host *\n  IdentityFile %s/id\n  UserKnownHostsFile %s/known_hosts\n"
-                        "  StrictHostKeyChecking yes\n  User root\n" % (d, d))
-            bindir = os.path.join(d, "bin")
-            os.makedirs(bindir)
-            with open(bindir + "/ssh", "w") as f:
-                f.write('#!/bin/sh\nexec /usr/bin/ssh -F %s/ssh_config "$@"\n' % d)
-            os.chmod(bindir + "/ssh", 0o755)
-            env = dict(os.environ, PATH=bindir + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
+    def ssh_world(self, w, n):
+        """sshd in each of n hosts, and the client's environment: (addresses, env)."""
+        addrs = [self.start_sshd(w, i) for i in range(n)]
+        d = self.dir
+        with open(d + "/known_hosts", "w") as f:
+            for a in addrs:
+                f.write("%s %s %s\n" % (a, self.host_pub[0], self.host_pub[1]))
+        with open(d + "/ssh_config", "w") as f:
+            f.write("Host *\n  IdentityFile %s/id\n  UserKnownHostsFile %s/known_hosts\n"
+                    "  StrictHostKeyChecking yes\n  User root\n" % (d, d))
+        bindir = os.path.join(d, "bin")
+        os.makedirs(bindir)
+        with open(bindir + "/ssh", "w") as f:
+            f.write('#!/bin/sh\nexec /usr/bin/ssh -F %s/ssh_config "$@"\n' % d)
+        os.chmod(bindir + "/ssh", 0o755)
+        env = dict(os.environ, PATH=bindir + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
+        for a in addrs:
             deadline = time.time() + 10  # sshd binds within a moment of starting
             while time.time() < deadline:
-                r = subprocess.run(["ip", "netns", "exec", w.ctl, "ssh", "-o", "BatchMode=yes", addrs[0], "true"],
+                r = subprocess.run(["ip", "netns", "exec", w.ctl, "ssh", "-o", "BatchMode=yes", a, "true"],
                                    env=env, capture_output=True, text=True)
                 if r.returncode == 0:
                     break
                 time.sleep(0.3)
+        return addrs, env
+
+    def test_default_ssh_launcher_runs_the_pair(self):
+        with NetnsWorld(hosts=2, decoys=False, controller=True) as w:
+            addrs, env = self.ssh_world(w, 2)
             t0 = time.time()
             r = subprocess.run(["ip", "netns", "exec", w.ctl, FABCHECK, "pair", addrs[0], addrs[1],
                                 "--sizes", "4K,1M", "--json", "--timeout-ms", "20000"],
@@ -107,6 +113,24 @@ class PairOverSsh(unittest.TestCase):
                 if t["status"] != "ok":
                     self.assertTrue(t["reason"], t)
             self.assertLess(time.time() - t0, 100)
+
+    def test_cluster_with_hosts_defaults_to_ssh(self):
+        # fabcheck cluster given hosts (no allocation): node checks and agents over real ssh.
+        with NetnsWorld(hosts=3, decoys=False, controller=True) as w:
+            addrs, env = self.ssh_world(w, 3)
+            env = {k: v for k, v in env.items() if not k.startswith("SLURM_")}
+            r = subprocess.run(["ip", "netns", "exec", w.ctl, FABCHECK, "cluster", *addrs, "--json",
+                                "--timeout-ms", "20000", "--bandwidth-ms", "200", "--pings", "50",
+                                "--slow-fraction", "0.2"],
+                               env=env, capture_output=True, text=True, timeout=150)
+            self.assertIn(r.returncode, (0, 1), r.stdout[-2000:] + r.stderr[-2000:])
+            c = json.loads(r.stdout)["cluster"]
+            self.assertEqual(c["launcher"], "ssh")
+            self.assertEqual([n["check"] for n in c["nodes"]], ["ok"] * 3, c["nodes"])
+            self.assertEqual(len(c["matrix"]["pairs"]), 3)
+            for p in c["matrix"]["pairs"]:
+                self.assertTrue(p["ok"], p)
+                self.assertEqual(p["link"]["addr_a"], p["a"])  # each agent on its own host
 
 
 if __name__ == "__main__":

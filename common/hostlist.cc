@@ -1,10 +1,10 @@
-#include "trainer/distributed/hostlist.h"
+#include "common/hostlist.h"
 
 #include <cctype>
 
 #include "common/errors.h"
 
-namespace fabkit::trainer {
+namespace fabkit {
 namespace {
 
 [[noreturn]] void bad(const std::string& list, size_t pos, const std::string& what) {
@@ -84,4 +84,4 @@ std::vector<std::string> expand_hostlist(const std::string& list) {
   return hosts;
 }
 
-}  // namespace fabkit::trainer
+}  // namespace fabkit

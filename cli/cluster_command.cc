@@ -1,0 +1,204 @@
+// fabcheck cluster [HOST...]: node checks on every node, pair rounds over the schedule, the matrix
+// report naming the bad node or link, and the merged cluster.json (docs/cluster.md).
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "common/environment.h"
+#include "common/errors.h"
+#include "common/hostlist.h"
+#include "profile/local_host.h"
+#include "profile/profile_json.h"
+#include "reports/report_render.h"
+#include "slurm/cluster_report.h"
+#include "slurm/cluster_text.h"
+
+namespace fabkit::cli {
+namespace {
+
+struct ClusterArgs {
+  std::vector<std::string> hosts;
+  std::string launcher;  // default: srun inside an allocation, else ssh
+  std::string agent_path;
+  std::string pairs = "all";
+  std::string profile_out;
+  std::string json_out;  // the JSON report to a file, beside the text on stdout
+  int max_parallel = 32;
+  int node_timeout_ms = 60000;
+  int timeout_ms = 10000;
+  int transport_timeout_ms = 120000;
+  std::string transports = "none";
+  std::string sizes = "1M,64M";
+  int pings = 200, streams = 4, bandwidth_ms = 300;
+  double slow_fraction = 0.5;
+  bool plan_only = false;
+  bool no_retest = false;
+  bool search = false, no_search = false;
+  std::string search_bytes = "1M";
+  double search_fraction = 0.25;
+  double per_pair_s = 6.0;
+  bool json = false;
+};
+
+std::string self_path() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw UsageError("cannot find this binary's path (/proc/self/exe): pass --agent-path");
+  return p.string();
+}
+
+int run_cluster_cmd(const ClusterArgs& a) {
+  slurm::ClusterOptions o;
+  o.hosts = a.hosts;
+  auto nodelist = Environment::from_process().get("SLURM_JOB_NODELIST");
+  if (o.hosts.empty()) {
+    if (!nodelist || nodelist->empty())
+      throw UsageError(
+          "no hosts: give them (fabcheck cluster node01 node02 node03) or run inside "
+          "an allocation (salloc -N4 fabcheck cluster), which sets SLURM_JOB_NODELIST");
+    o.hosts = expand_hostlist(*nodelist);
+  }
+  for (size_t i = 0; i < o.hosts.size(); ++i)
+    for (size_t j = i + 1; j < o.hosts.size(); ++j)
+      if (o.hosts[i] == o.hosts[j])
+        throw UsageError("host '" + o.hosts[i] + "' is given twice; give each node once");
+  if (o.hosts.size() < 2)
+    throw UsageError("one host (" + o.hosts[0] +
+                     "): fabcheck cluster needs 2 or more; use "
+                     "`fabcheck node` for one");
+  o.launcher_text = !a.launcher.empty() ? a.launcher : (a.hosts.empty() ? "srun" : "ssh");
+  o.launcher = launch::parse_launcher(o.launcher_text, std::max(1, a.timeout_ms / 1000));
+  o.agent_path = a.agent_path.empty() ? self_path() : a.agent_path;
+  for (const auto& h : o.hosts) launch::launcher_argv(o.launcher, h, {o.agent_path});  // names
+  o.plan = slurm::pair_plan_from_string(a.pairs);
+  o.max_parallel = a.max_parallel;
+  if (a.plan_only) {
+    Report r = slurm::build_plan_report(o.hosts, o.plan, o.max_parallel, a.per_pair_s);
+    r.hostname = profile::local_hostname();
+    if (a.json)
+      reports::render_json(r, std::cout);
+    else
+      slurm::render_cluster_text(r, std::cout);
+    return kExitClean;
+  }
+  o.node_timeout_ms = a.node_timeout_ms;
+  o.retest = !a.no_retest;
+  o.matrix.slow_fraction = a.slow_fraction;
+  if (a.search && a.no_search) throw UsageError("--search and --no-search contradict each other; give one");
+  o.search.force = a.search;
+  o.search.enabled = !a.no_search;
+  auto search_bytes = pair::parse_sizes(a.search_bytes);
+  if (search_bytes.size() != 1)
+    throw UsageError("--search-bytes '" + a.search_bytes + "': give one size, e.g. --search-bytes 1M");
+  o.search.bytes = search_bytes[0];
+  o.search.fraction = a.search_fraction;
+  auto& p = o.pair;
+  p.launcher_text = o.launcher_text;
+  p.launcher = o.launcher;
+  p.agent_path = o.agent_path;
+  p.sizes_bytes = pair::parse_sizes(a.sizes);
+  for (size_t s = 0, e; s <= a.transports.size(); s = e + 1) {
+    e = a.transports.find(',', s);
+    if (e == std::string::npos) e = a.transports.size();
+    if (e > s) p.transports.push_back(a.transports.substr(s, e - s));
+  }
+  p.timeout_ms = a.timeout_ms;
+  p.transport_timeout_ms = a.transport_timeout_ms;
+  p.pings = a.pings;
+  p.streams = a.streams;
+  p.bandwidth_ms = a.bandwidth_ms;
+  p.iters = 5;
+  p.warmup_iters = 1;
+
+  slurm::ClusterFacts facts = slurm::run_cluster(o);
+  Report r = slurm::build_cluster_report(facts, o.matrix);
+  r.hostname = profile::local_hostname();
+  if (!a.profile_out.empty()) {
+    // The profile needs at least one node report; without one the report says why.
+    try {
+      write_output(a.profile_out,
+                   profile::serialize_profile(slurm::cluster_profile(facts, r.hostname)));
+    } catch (const UsageError& e) {
+      r.findings.push_back(
+          fail("cluster.profile_not_written", a.profile_out, e.what(),
+               "fix the node checks that failed (cluster.node_check_failed) and re-run"));
+    }
+  }
+  if (!a.json_out.empty()) {
+    std::ostringstream doc;
+    reports::render_json(r, doc);
+    write_output(a.json_out, doc.str());
+  }
+  if (a.json)
+    reports::render_json(r, std::cout);
+  else
+    slurm::render_cluster_text(r, std::cout);
+  return exit_code_for(r.findings);
+}
+
+}  // namespace
+
+void register_cluster_command(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<ClusterArgs>();
+  auto* sub = app.add_subcommand(
+      "cluster",
+      "Check every node, measure pairs of nodes in rounds of disjoint pairs, and name "
+      "the slow node or bad link (docs/cluster.md)");
+  sub->add_option("hosts", a->hosts, "Nodes (default: SLURM_JOB_NODELIST of this allocation)");
+  sub->add_option("--launcher", a->launcher,
+                  "srun (default inside an allocation), ssh (default with hosts), or a template "
+                  "such as 'ip netns exec {host}'");
+  sub->add_option("--agent-path", a->agent_path,
+                  "fabcheck on the hosts (default: this binary's path)");
+  sub->add_option("--pairs", a->pairs,
+                  "all (round-robin: every pair, N-1 rounds) or ring "
+                  "(neighbours, 2-3 rounds)");
+  sub->add_option("--profile-out", a->profile_out, "Write the merged cluster.json here");
+  sub->add_option("--json-out", a->json_out,
+                  "Also write the JSON report here (temp file + rename); stdout keeps the text");
+  sub->add_option("--max-parallel", a->max_parallel, "Pair runs (and node checks) at once")
+      ->check(CLI::Range(1, 512));
+  sub->add_option("--node-timeout-ms", a->node_timeout_ms, "Bound on each node check")
+      ->check(CLI::Range(1000, 3600000));
+  sub->add_option("--timeout-ms", a->timeout_ms, "Bound on each control step of a pair run")
+      ->check(CLI::Range(100, 600000));
+  sub->add_option("--transport-timeout-ms", a->transport_timeout_ms,
+                  "Bound on one transport's sweep")
+      ->check(CLI::Range(100, 3600000));
+  sub->add_option("--transports", a->transports,
+                  "All-reduce transports per pair (comma list; default none: the matrix uses the "
+                  "TCP and RDMA RC figures)");
+  sub->add_option("--sizes", a->sizes, "All-reduce sizes when --transports is given");
+  sub->add_option("--pings", a->pings, "Round trips per interface pair")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--streams", a->streams, "Streams in the multi-stream test")
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--bandwidth-ms", a->bandwidth_ms, "Duration of each bandwidth test")
+      ->check(CLI::Range(10, 60000));
+  sub->add_option("--slow-fraction", a->slow_fraction,
+                  "Below this fraction of the cluster's figure a node or link is slow")
+      ->check(CLI::Range(0.01, 0.99));
+  sub->add_flag("--no-retest", a->no_retest,
+                "Do not measure the flagged links a second time (flaky vs bad)");
+  sub->add_flag("--search", a->search,
+                "Run the bad-link search (group testing with ring all-reduces) even when the "
+                "matrix is clean");
+  sub->add_flag("--no-search", a->no_search,
+                "Never run the bad-link search (by default it runs when a flagged link stays bad)");
+  sub->add_option("--search-bytes", a->search_bytes, "All-reduce size of a group test (default 1M)");
+  sub->add_option("--search-fraction", a->search_fraction,
+                  "A group is slow when a ring's busbw is below this fraction of the healthy "
+                  "links' TCP figure (default 0.25)")
+      ->check(CLI::Range(0.001, 0.99));
+  sub->add_flag("--plan-only", a->plan_only,
+                "Print the schedule and its estimated time; launch nothing");
+  sub->add_option("--per-pair-s", a->per_pair_s, "With --plan-only: seconds one pair run takes")
+      ->check(CLI::Range(0.01, 3600.0));
+  sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/cluster.md)");
+  sub->callback([a, exit_code] {
+    *exit_code = run_command("cluster", a->json, [&] { return run_cluster_cmd(*a); });
+  });
+}
+
+}  // namespace fabkit::cli

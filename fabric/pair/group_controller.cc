@@ -1,0 +1,251 @@
+#include "fabric/pair/group_controller.h"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include "fabric/launch/child_process.h"
+#include "fabric/pair/agent_client.h"
+#include "fabric/pair/pair_steps.h"
+#include "fabric/pair/transport_plan.h"
+#include "fabric/pair/verdict.h"
+#include "fabric/wire/token.h"
+
+namespace fabkit::pair {
+namespace {
+
+using Agents = std::vector<std::unique_ptr<AgentClient>>;
+
+// Each agent may contact every other agent's addresses (the ring's right neighbour in any order).
+void send_group_peers(Agents& ag, const GroupFacts& f, const PairOptions& o) {
+  for (size_t i = 0; i < ag.size(); ++i) {
+    Json addrs = Json::array();
+    for (size_t j = 0; j < ag.size(); ++j)
+      if (j != i)
+        for (const auto& a : peer_addresses(f.agents[j]))
+          if (addrs.size() < 64 && std::find(addrs.begin(), addrs.end(), a) == addrs.end())
+            addrs.push_back(a);
+    if (addrs.empty())
+      throw StepError(f.hosts[i], "pair.agent_error", "the other agents reported no IPv4 address");
+    ag[i]->call("set_peers", {{"addresses", addrs}}, o.timeout_ms);
+  }
+}
+
+// Host b's address is where its left neighbour reached it; its own sends to its right neighbour
+// leave from that address too (the ring binds one address per rank), so that link must be open.
+void choose_ring_addrs(GroupFacts& f) {
+  const size_t n = f.hosts.size();
+  f.addrs.assign(n, "");
+  f.ifnames.assign(n, "");
+  for (const auto& p : f.probed) {
+    if (!p.chosen)
+      throw StepError("", "pair.no_reachable_link",
+                      "no open interface pair from " + f.hosts[p.a] + " to " + f.hosts[p.b]);
+    const auto& l = p.links[*p.chosen];
+    f.addrs[p.b] = l.b.addr;
+    f.ifnames[p.b] = l.b.ifname;
+  }
+  for (const auto& p : f.probed) {
+    bool open = false;
+    for (const auto& l : p.links)
+      open = open || (l.status == "open" && l.a.addr == f.addrs[p.a] && l.b.addr == f.addrs[p.b]);
+    if (!open)
+      throw StepError("", "pair.ring_unreachable",
+                      f.hosts[p.a] + " " + f.addrs[p.a] + " cannot reach " + f.hosts[p.b] + " " +
+                          f.addrs[p.b] +
+                          " (each rank sends from the address its left neighbour reached it on)");
+  }
+}
+
+// The RDMA transports need one HCA port per host that suits both neighbours: each neighbour
+// pair's plan must pick the same port for the host they share.
+TransportPlan plan_ring(const std::string& name, const GroupFacts& f, const std::vector<int>& order,
+                        std::vector<Json>* extra) {
+  const size_t n = order.size();
+  extra->assign(n, Json::object());
+  if (name.rfind("nccl-", 0) == 0)
+    return {false,
+            "the NCCL runner's rendezvous (fabric/nccl_runner) joins 2 ranks; an N-host NCCL run "
+            "is not "
+            "implemented, run fabcheck pair on 2 hosts for NCCL figures",
+            {},
+            {}};
+  if (!is_rdma_transport(name)) return {};
+  for (size_t r = 0; r < n; ++r) {
+    int a = order[r], b = order[(r + 1) % n];
+    TransportPlan p = plan_transport(name, f.agents[a], f.agents[b]);
+    if (!p.runnable) return p;
+    for (auto [h, x] : {std::pair<int, Json*>{a, &p.extra_a}, {b, &p.extra_b}}) {
+      Json& mine =
+          (*extra)[static_cast<size_t>(std::find(order.begin(), order.end(), h) - order.begin())];
+      if (!mine.empty() && mine.value("hca", "") != x->value("hca", ""))
+        return {false,
+                "no single HCA port on " + f.hosts[h] + " suits both ring neighbours (" +
+                    mine.value("hca", "") + " vs " + x->value("hca", "") + ")",
+                {},
+                {}};
+      mine = *x;
+    }
+  }
+  return {};
+}
+
+TransportResult run_ring_transport(GroupFacts& f, Agents& ag, const PairOptions& o,
+                                   const std::string& name, const std::vector<int>& order) {
+  const size_t n = order.size();
+  std::vector<Json> extra;
+  TransportPlan plan = plan_ring(name, f, order, &extra);
+  if (!plan.runnable) {
+    TransportResult t;
+    t.transport = name;
+    t.status = "unavailable";
+    t.reason = plan.reason;
+    return t;
+  }
+  Json ring = Json::array();
+  for (int h : order) ring.push_back(f.addrs[h]);
+  // Every rank listens on the same port number, each on its own host, but free_port can only ask
+  // rank 0's host: on another host the port may be taken (an outgoing connection's ephemeral port
+  // from the previous ring order, seen in the 16-node search runs). A rank that cannot bind fails
+  // the run before any data moves; the run is then repeated on a fresh port, at most twice more.
+  TransportResult result;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Json port = ag[order[0]]->call("free_port", {{"addr", f.addrs[order[0]]}}, o.timeout_ms);
+    Json args = {{"transport", name},
+                 {"port", port.value("port", 0)},
+                 {"sizes_bytes", o.sizes_bytes},
+                 {"iters", o.iters},
+                 {"warmup_iters", o.warmup_iters},
+                 {"timeout_ms", o.timeout_ms},
+                 {"world_size", n},
+                 {"ring_addrs", ring}};
+    for (size_t r = 0; r < n; ++r) {
+      Json a = args;
+      int h = order[r];
+      a.update({{"rank", r},
+                {"local_addr", f.addrs[h]},
+                {"peer_addr", f.addrs[order[(r + 1) % n]]},
+                {"ifname", f.ifnames[h]},
+                {"extra", extra[r]}});
+      ag[h]->send("allreduce", a);
+    }
+    // All requests are out before any answer is awaited: every rank blocks on its neighbours.
+    std::vector<Json> docs;
+    bool port_taken = false;
+    for (size_t r = 0; r < n; ++r) {
+      try {
+        docs.push_back(ag[order[r]]->receive(o.transport_timeout_ms));
+      } catch (const StepError& e) {
+        if (fatal(e)) throw;
+        docs.push_back({{"status", "failed"}, {"reason", e.what()}});
+      }
+      const std::string reason = docs.back().value("reason", "");
+      port_taken = port_taken || (reason.find("bind ") != std::string::npos &&
+                                  reason.find("in use") != std::string::npos);
+    }
+    result = combine_ranks(name, docs);
+    result.port_attempts = attempt + 1;
+    if (!port_taken) break;
+  }
+  return result;
+}
+
+std::vector<std::string> shared_transports(const GroupFacts& f, const PairOptions& o) {
+  std::vector<std::string> names;
+  for (const auto& t : f.agents[0].transports) {
+    bool all = o.transports.empty() ||
+               std::find(o.transports.begin(), o.transports.end(), t) != o.transports.end();
+    for (const auto& a : f.agents)
+      all = all && std::find(a.transports.begin(), a.transports.end(), t) != a.transports.end();
+    if (all) names.push_back(t);
+  }
+  return names;
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> ring_orders_covering_all_pairs(int n) {
+  // Walecki: m nodes on a circle (plus the centre when n is odd); zigzag path j, j+1, j-1, j+2,
+  // ... j+k for j < k = m/2. The k paths share no edge and together hold every circle edge; the
+  // centre closes each into a Hamiltonian cycle, or (n even) the ring closes the path itself.
+  const int m = n % 2 ? n - 1 : n, k = m / 2;
+  std::vector<std::vector<int>> out;
+  if (n < 2) return out;
+  for (int j = 0; j < k; ++j) {
+    std::vector<int> ring = {j};
+    for (int t = 1; t < k; ++t) {
+      ring.push_back((j + t) % m);
+      ring.push_back(((j - t) % m + m) % m);
+    }
+    ring.push_back((j + k) % m);
+    if (n % 2) ring.push_back(n - 1);
+    out.push_back(ring);
+  }
+  return out;
+}
+
+GroupFacts run_group(const GroupOptions& o) {
+  const size_t n = o.hosts.size();
+  GroupFacts f;
+  f.hosts = o.hosts;
+  f.launcher = o.pair.launcher_text;
+  f.timeout_ms = o.pair.timeout_ms;
+  std::vector<std::vector<int>> orders = o.ring_orders;
+  if (orders.empty()) {
+    orders.emplace_back();
+    for (size_t i = 0; i < n; ++i) orders.back().push_back(static_cast<int>(i));
+  }
+  launch::install_stop_handler();
+  std::string token = wire::generate_token();
+  Agents ag;
+  for (const auto& h : o.hosts) ag.push_back(std::make_unique<AgentClient>(h, token));
+  auto each = [&](const std::string& name, auto&& fn) {
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; ++i) ok = step(f.steps, name, o.hosts[i], [&] { fn(i); });
+    return ok;
+  };
+  std::vector<Json> hello(n), facts(n);
+  bool ok = each("launch", [&](size_t i) {
+    ag[i]->launch(
+        launch::launcher_argv(o.pair.launcher, o.hosts[i], agent_argv(o.pair, o.hosts[i])));
+  });
+  ok = ok && each("hello", [&](size_t i) { hello[i] = ag[i]->await_hello(o.pair.timeout_ms); });
+  ok = ok && each("connect", [&](size_t i) { ag[i]->connect(o.pair.timeout_ms); });
+  ok = ok && step(f.steps, "facts", "", [&] {
+         for (auto& a : ag) a->send("facts", Json::object());
+         for (size_t i = 0; i < n; ++i) facts[i] = ag[i]->receive(o.pair.timeout_ms);
+       });
+  if (ok)
+    for (size_t i = 0; i < n; ++i) f.agents.push_back(agent_facts(o.hosts[i], hello[i], facts[i]));
+  ok = ok && step(f.steps, "peers", "", [&] { send_group_peers(ag, f, o.pair); });
+  // Reachability stays pairwise, over the first order's ring neighbours only: n pairs, not
+  // n(n-1)/2; later orders reuse the addresses (a pair they cannot join fails its ring run).
+  const auto& first = orders[0];
+  for (size_t r = 0; ok && r < n; ++r) {
+    int a = first[r], b = first[(r + 1) % n];
+    ok = step(f.steps, "reachability", o.hosts[a] + "->" + o.hosts[b], [&] {
+      PairFacts pf;
+      pf.a = f.agents[a];
+      pf.b = f.agents[b];
+      measure_links(pf, *ag[a], *ag[b], o.pair);
+      f.probed.push_back({a, b, pf.links, choose_link(pf.links)});
+    });
+  }
+  ok = ok && step(f.steps, "ring", "", [&] { choose_ring_addrs(f); });
+  const auto names = ok ? shared_transports(f, o.pair) : std::vector<std::string>{};
+  for (size_t k = 0; ok && k < orders.size(); ++k) {
+    f.rings.push_back({orders[k], {}});
+    for (const auto& name : names) {
+      if (!ok) break;
+      ok = step(f.steps, "allreduce:" + name, "", [&] {
+        f.rings.back().transports.push_back(run_ring_transport(f, ag, o.pair, name, orders[k]));
+      });
+    }
+  }
+  step(f.steps, "bye", "", [&] {
+    for (auto& a : ag) a->bye();
+  });
+  return f;
+}
+
+}  // namespace fabkit::pair

@@ -1,0 +1,158 @@
+#include "fabric/pair/pair_steps.h"
+
+#include <algorithm>
+#include <set>
+
+#include "fabric/pair/verdict.h"
+#include "fabric/wire/messages.h"
+
+namespace fabkit::pair {
+
+bool fatal(const StepError& e) { return e.code() != "pair.agent_error"; }
+
+std::vector<std::string> agent_argv(const PairOptions& o, const std::string& host) {
+  int idle_ms = std::max(60000, o.transport_timeout_ms + 10000);
+  return {o.agent_path,
+          "agent",
+          "--name",
+          host,
+          "--accept-timeout-ms",
+          std::to_string(o.timeout_ms + 5000),
+          "--idle-timeout-ms",
+          std::to_string(idle_ms)};
+}
+
+AgentFacts agent_facts(const std::string& host, const Json& hello, const Json& facts) {
+  AgentFacts a;
+  a.host = host;
+  a.hello = hello;
+  a.report = facts.value("report", Json());
+  Json ifs = facts.value("interfaces", Json::object());
+  a.interfaces_source = ifs.value("source", "");
+  a.candidates = candidates_from_interfaces(ifs.value("interfaces", Json::array()));
+  for (const auto& t : facts.value("transports", Json::array()))
+    if (t.is_string()) a.transports.push_back(t.get<std::string>());
+  return a;
+}
+
+namespace {
+
+LinkResult link_from_json(const Candidate& a, const Candidate& b, const Json& m) {
+  LinkResult l;
+  l.a = a;
+  l.b = b;
+  l.raw = m;
+  l.status = m.value("status", "error");
+  l.error = m.contains("error") && m["error"].is_string() ? m["error"].get<std::string>() : "";
+  if (l.status != "open") return l;
+  l.connect_time_us = m.value("connect_time_us", 0.0);
+  Json rtt = m.value("rtt", Json::object());
+  l.rtt_median_us = rtt.value("median_us", 0.0);
+  l.rtt_p99_us = rtt.value("p99_us", 0.0);
+  l.pings = rtt.value("count", 0);
+  l.single_stream_gbit_s = m.value("single_stream_gbit_s", 0.0);
+  l.streams = m.value("streams", 0);
+  if (m.contains("multi_stream_gbit_s") && m["multi_stream_gbit_s"].is_number())
+    l.multi_stream_gbit_s = m["multi_stream_gbit_s"].get<double>();
+  return l;
+}
+
+}  // namespace
+
+TransportResult combine_ranks(const std::string& name, const std::vector<Json>& ranks) {
+  TransportResult t;
+  t.transport = name;
+  t.ranks = Json::array();
+  bool all_ok = !ranks.empty(), any_unavailable = false;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const Json& r = ranks[i];
+    t.ranks.push_back(r);
+    std::string s = r.value("status", "failed");
+    all_ok = all_ok && s == "ok";
+    any_unavailable = any_unavailable || s == "unavailable";
+    std::string reason = r.value("reason", "");
+    if (!reason.empty())
+      t.reason += (t.reason.empty() ? "" : "; ") + ("rank " + std::to_string(i) + ": ") + reason;
+  }
+  t.status = all_ok ? "ok" : any_unavailable ? "unavailable" : "failed";
+  if (ranks.empty()) return t;
+  for (const auto& s : ranks[0].value("sizes", Json::array())) {
+    SizeRow row;
+    row.bytes = s.value("bytes", uint64_t{0});
+    row.time_us = s.value("time_us", 0.0);
+    row.algbw_gbps = s.value("algbw_gbps", 0.0);
+    row.busbw_gbps = s.value("busbw_gbps", 0.0);
+    row.correct = s.value("correct", false);
+    for (size_t i = 1; i < ranks.size(); ++i) {
+      bool ci = false;
+      for (const auto& o : ranks[i].value("sizes", Json::array()))
+        if (o.value("bytes", uint64_t{0}) == row.bytes) ci = o.value("correct", false);
+      row.correct = row.correct && ci;
+    }
+    t.sizes.push_back(row);
+  }
+  return t;
+}
+
+// Every address the other agent reported (its hello and its candidates): the only targets an
+// agent will probe or measure (agent.target_not_peer otherwise).
+Json peer_addresses(const AgentFacts& other) {
+  std::set<std::string> addrs;
+  for (const auto& c : other.candidates) addrs.insert(c.addr);
+  for (const auto& a : other.hello.value("addresses", Json::array()))
+    if (a.is_string()) addrs.insert(a.get<std::string>());
+  if (other.hello.contains("bind_addr") && other.hello["bind_addr"].is_string())
+    addrs.insert(other.hello["bind_addr"].get<std::string>());
+  Json out = Json::array();
+  for (const auto& a : addrs)
+    if (wire::is_ipv4_literal(a) && out.size() < 64) out.push_back(a);
+  return out;
+}
+
+void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o) {
+  // B serves on each of its candidate addresses; A measures from each of its own.
+  std::vector<std::pair<int, uint16_t>> servers;  // per B candidate: server id, port
+  for (const auto& cb : f.b.candidates) {
+    try {
+      Json r = B.call("tcp_serve", {{"addr", cb.addr}, {"ifname", cb.ifname}}, o.timeout_ms);
+      servers.emplace_back(r.value("server_id", 0), r.value("port", 0));
+    } catch (const StepError& e) {
+      if (fatal(e)) throw;
+      servers.emplace_back(0, 0);
+    }
+  }
+  // A healthy connect takes well under a millisecond on a cluster network; a second is generous
+  // and keeps dead decoy pairs (ARP that nobody answers) from dominating the run.
+  int connect_ms = std::min(o.timeout_ms, 1000);
+  int measure_ms = o.timeout_ms + 2 * o.bandwidth_ms + 10000;
+  for (const auto& ca : f.a.candidates) {
+    for (size_t j = 0; j < f.b.candidates.size(); ++j) {
+      const auto& cb = f.b.candidates[j];
+      Json m;
+      if (servers[j].first == 0) {
+        m = {{"status", "error"}, {"error", "the test server on " + cb.addr + " could not start"}};
+      } else {
+        try {
+          m = A.call("tcp_measure",
+                     {{"peer_addr", cb.addr},
+                      {"port", servers[j].second},
+                      {"local_addr", ca.addr},
+                      {"local_ifname", ca.ifname},
+                      {"pings", o.pings},
+                      {"streams", o.streams},
+                      {"duration_ms", o.bandwidth_ms},
+                      {"connect_timeout_ms", connect_ms}},
+                     measure_ms);
+        } catch (const StepError& e) {
+          if (fatal(e)) throw;
+          m = {{"status", "error"}, {"error", e.what()}};
+        }
+      }
+      f.links.push_back(link_from_json(ca, cb, m));
+    }
+  }
+  for (const auto& s : servers)
+    if (s.first != 0) B.call("tcp_stop", {{"server_id", s.first}}, o.timeout_ms);
+}
+
+}  // namespace fabkit::pair

@@ -1,0 +1,155 @@
+#include "slurm/cluster_runner.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include <sys/wait.h>
+
+#include "common/errors.h"
+#include "fabric/launch/child_process.h"
+#include "fabric/wire/wire_error.h"
+#include "slurm/cluster_report.h"
+#include "slurm/search_runner.h"
+
+namespace fabkit::slurm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+NodeRun run_node(const ClusterOptions& o, const std::string& host) {
+  NodeRun r;
+  r.host = host;
+  auto t0 = Clock::now();
+  try {
+    launch::ChildOptions co;
+    co.argv = launch::launcher_argv(o.launcher, host, {o.agent_path, "node", "--json"});
+    co.search_path = true;
+    co.own_process_group = true;
+    co.stdout_is_log = true;  // the report is one JSON document, read whole at exit
+    co.max_log_bytes = 32u << 20;
+    launch::ChildProcess child(co);
+    r.exit = child.wait_exit(wire::deadline_in_ms(o.node_timeout_ms));
+    const int st = child.exit_status();
+    const bool exited = WIFEXITED(st);
+    const int code = exited ? WEXITSTATUS(st) : -1;
+    // 0 clean and 1 findings both carry a report; anything else is the tool failing there.
+    if (!child.exited() || !exited || (code != 0 && code != 1)) {
+      std::string tail = child.stderr_tail(600);
+      r.error = "`fabcheck node --json` on " + host + " ended with " + r.exit +
+                (ms_since(t0) >= o.node_timeout_ms
+                     ? " at the " + std::to_string(o.node_timeout_ms) + " ms timeout"
+                     : "") +
+                (tail.empty() ? "" : "; stderr: " + tail);
+    } else {
+      Json j = Json::parse(child.log(), nullptr, false);
+      if (!j.is_object() || j.value("kind", "") != "node") {
+        r.error = "`fabcheck node --json` on " + host + " printed no node report (" +
+                  std::to_string(child.log().size()) + " bytes of output)";
+      } else {
+        r.ok = true;
+        r.report = std::move(j);
+      }
+    }
+  } catch (const SysErrorException& e) {
+    r.error = std::string("could not start the launcher: ") + e.what();
+  } catch (const wire::WireError& e) {
+    r.error = std::string("reading the node report: ") + e.what();
+  } catch (const std::exception& e) {  // a worker thread must not throw: std::terminate
+    r.error = std::string("internal error in the node check: ") + e.what();
+  }
+  r.elapsed_ms = ms_since(t0);
+  return r;
+}
+
+// One round of disjoint pairs, all at once (up to max_parallel).
+std::vector<PairRun> run_round(const ClusterOptions& o, const std::vector<NodePair>& pairs,
+                               int round) {
+  std::vector<PairRun> runs(pairs.size());
+  run_parallel(pairs.size(), o.max_parallel, [&](size_t i) {
+    auto tp = Clock::now();
+    pair::PairOptions po = o.pair;
+    po.host_a = o.hosts[pairs[i].a];
+    po.host_b = o.hosts[pairs[i].b];
+    runs[i].a = pairs[i].a;
+    runs[i].b = pairs[i].b;
+    runs[i].round = round;
+    try {
+      runs[i].facts = pair::run_pair(po);
+    } catch (const std::exception& e) {
+      // The controller records its own failures as steps; anything else escaping it is named
+      // the same way, since a worker thread must not throw (std::terminate).
+      runs[i].facts.host_a = po.host_a;
+      runs[i].facts.host_b = po.host_b;
+      runs[i].facts.steps.push_back({"run", "", "failed", "cluster.internal", e.what(), 0});
+    }
+    runs[i].report = pair::build_pair_report(runs[i].facts);
+    runs[i].elapsed_ms = ms_since(tp);
+  });
+  return runs;
+}
+
+}  // namespace
+
+void run_parallel(size_t n, int parallel, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < n; i = next++) fn(i);
+  };
+  std::vector<std::thread> threads;
+  size_t k = std::min(n, static_cast<size_t>(std::max(1, parallel)));
+  for (size_t t = 0; t < k; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+}
+
+ClusterFacts run_cluster(const ClusterOptions& o) {
+  ClusterFacts f;
+  f.hosts = o.hosts;
+  f.launcher = o.launcher_text;
+  f.plan = o.plan;
+  f.max_parallel = o.max_parallel;
+  launch::install_stop_handler();
+
+  auto t0 = Clock::now();
+  f.nodes.resize(o.hosts.size());
+  run_parallel(o.hosts.size(), o.max_parallel,
+               [&](size_t i) { f.nodes[i] = run_node(o, o.hosts[i]); });
+  f.nodes_ms = ms_since(t0);
+  if (o.skip_pairs) return f;
+
+  f.rounds = make_schedule(o.plan, static_cast<int>(o.hosts.size()));
+  auto t1 = Clock::now();
+  for (size_t r = 0; r < f.rounds.size(); ++r) {
+    auto tr = Clock::now();
+    for (auto& x : run_round(o, f.rounds[r].pairs, static_cast<int>(r)))
+      f.pairs.push_back(std::move(x));
+    f.round_ms.push_back(ms_since(tr));
+  }
+  f.pairs_ms = ms_since(t1);
+  if (o.retest) retest_flagged(o, f);
+  run_search(o, f);
+  return f;
+}
+
+void retest_flagged(const ClusterOptions& o, ClusterFacts& f) {
+  // Judge once to find what to measure again (the report judges again with the re-tests).
+  std::vector<PairMeasurement> ms;
+  for (const auto& p : f.pairs) ms.push_back(measurement_from_pair(p));
+  MatrixVerdict v = judge_matrix(o.hosts, ms, o.matrix);
+  std::vector<NodePair> flagged;
+  for (const auto& l : v.links)
+    if (l.state == "slow" || l.state == "failed") flagged.push_back({l.a, l.b});
+  auto t2 = Clock::now();
+  auto rounds = disjoint_rounds(flagged);
+  for (size_t r = 0; r < rounds.size(); ++r)
+    for (auto& x : run_round(o, rounds[r].pairs, -1 - static_cast<int>(r)))
+      f.retests.push_back(std::move(x));
+  f.retest_ms = ms_since(t2);
+}
+
+}  // namespace fabkit::slurm

@@ -1,0 +1,36 @@
+// Configuration drift between nodes of one cluster: the settings a job assumes are the same on
+// every node (NCCL version, HCA firmware, MTU, the RoCE GID layout, memlock). Pure: per-node
+// key/value facts in (extracted from `fabcheck node --json` reports and pair reports), findings
+// out. The value most nodes agree on is the expected one; each node that differs gets a finding.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/finding.h"
+#include "common/json.h"
+
+namespace fabkit::slurm {
+
+// key -> value, keys "<kind>:<object>" where kind decides the finding code:
+//   nccl_version            -> cluster.drift_nccl_version
+//   memlock_soft            -> cluster.drift_memlock
+//   hcas                    -> cluster.drift_hcas      (the sorted device names, or "(none)")
+//   fw_ver:<hca>            -> cluster.drift_firmware
+//   mtu:<ifname>            -> cluster.drift_mtu
+//   gid_v2_index:<hca>:<p>  -> cluster.drift_gid   (NCCL_IB_GID_INDEX is one value per job)
+//   gid_types:<hca>:<p>     -> cluster.drift_gid
+struct NodeDriftFacts {
+  std::string host;
+  std::map<std::string, std::string> values;
+};
+
+// From one node report (kind "node"): memlock soft limit, the set of HCAs, every HCA's fw_ver, the
+// MTU of every running interface that is not loopback, per HCA port the RoCE v2 GID index and the
+// GID types by index. Absent or null fields give no key (unknown is not a difference).
+std::map<std::string, std::string> drift_facts_from_node_report(const Json& report);
+
+std::vector<Finding> judge_drift(const std::vector<NodeDriftFacts>& nodes);
+
+}  // namespace fabkit::slurm

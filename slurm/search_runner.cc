@@ -1,0 +1,139 @@
+#include "slurm/search_runner.h"
+
+#include <chrono>
+#include <exception>
+
+#include "fabric/pair/group_controller.h"
+#include "slurm/cluster_report.h"
+
+namespace fabkit::slurm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// The yardstick of a group test: the single-stream TCP figure of the matrix's healthy links. Not
+// the matrix reference itself, which is the RDMA RC figure where RC ran: the group test moves its
+// bytes over TCP sockets, so it is held to what TCP reached between the same nodes.
+std::optional<double> tcp_reference(const ClusterFacts& f, const MatrixVerdict& v) {
+  std::vector<double> figures;
+  for (size_t i = 0; i < f.pairs.size() && i < v.links.size(); ++i) {
+    const auto& pf = f.pairs[i].facts;
+    if (v.links[i].state != "ok" || !pf.chosen_link) continue;
+    double g = pf.links[*pf.chosen_link].single_stream_gbit_s;
+    if (g > 0) figures.push_back(g);
+  }
+  if (figures.empty()) return std::nullopt;
+  return median(figures);
+}
+
+class RingGroupTester : public GroupTester {
+ public:
+  RingGroupTester(const ClusterOptions& o, SearchFacts& s) : o_(o), s_(s) {}
+
+  std::vector<bool> run_round(const std::vector<std::vector<int>>& groups) override {
+    auto t0 = Clock::now();
+    std::vector<GroupTestRun> runs(groups.size());
+    run_parallel(groups.size(), o_.max_parallel,
+                 [&](size_t i) { runs[i] = test_group(groups[i]); });
+    std::vector<bool> out;
+    for (const auto& r : runs) out.push_back(r.positive);
+    s_.rounds.push_back(std::move(runs));
+    s_.round_ms.push_back(ms_since(t0));
+    return out;
+  }
+
+ private:
+  GroupTestRun test_group(const std::vector<int>& nodes) const {
+    GroupTestRun r;
+    r.nodes = nodes;
+    // One node holds no link (the searcher splits 3 nodes into 1 + 2): negative without a run.
+    if (nodes.size() < 2) return r;
+    auto t0 = Clock::now();
+    pair::GroupOptions g;
+    for (int n : nodes) g.hosts.push_back(o_.hosts[static_cast<size_t>(n)]);
+    g.pair = o_.pair;
+    g.pair.sizes_bytes = {o_.search.bytes};
+    g.pair.iters = o_.search.iters;
+    g.pair.warmup_iters = o_.search.warmup_iters;
+    g.pair.transports = {"fabkit-socket"};
+    // The links were measured in the matrix; here reachability only has to pick the addresses.
+    g.pair.pings = 20;
+    g.pair.streams = 1;
+    g.pair.bandwidth_ms = 50;
+    g.ring_orders = pair::ring_orders_covering_all_pairs(static_cast<int>(nodes.size()));
+    try {
+      pair::GroupFacts gf = pair::run_group(g);
+      for (const auto& st : gf.steps)
+        if (st.status == "failed" && st.step != "bye" && r.error.empty())
+          r.error = st.step + (st.host.empty() ? "" : " on " + st.host) + ": " + st.code + ": " +
+                    st.error;
+      for (const auto& ring : gf.rings)
+        for (const auto& t : ring.transports) {
+          ++r.rings;
+          if (t.status != "ok" || t.sizes.empty()) {
+            if (r.error.empty()) r.error = "ring run " + t.status + ": " + t.reason;
+            continue;
+          }
+          double bw = t.sizes.front().busbw_gbps;
+          if (!r.min_busbw_gbps || bw < *r.min_busbw_gbps) r.min_busbw_gbps = bw;
+        }
+      if (r.rings < static_cast<int>(g.ring_orders.size()) && r.error.empty())
+        r.error = std::to_string(r.rings) + " of " + std::to_string(g.ring_orders.size()) +
+                  " ring orders ran";
+    } catch (const std::exception& e) {  // a worker thread must not throw (std::terminate)
+      r.error = std::string("internal error in the group test: ") + e.what();
+    }
+    r.positive =
+        !r.error.empty() || (r.min_busbw_gbps && *r.min_busbw_gbps * 8 < *s_.threshold_gbit_s);
+    r.elapsed_ms = ms_since(t0);
+    return r;
+  }
+
+  const ClusterOptions& o_;
+  SearchFacts& s_;
+};
+
+}  // namespace
+
+void run_search(const ClusterOptions& o, ClusterFacts& f) {
+  SearchFacts& s = f.search;
+  if (!o.search.enabled) return;
+  MatrixVerdict v = judge_matrix(f.hosts, matrix_measurements(f), o.matrix);
+  for (const auto& l : v.links)
+    if (s.trigger.empty() && (l.state == "slow" || l.state == "failed"))
+      s.trigger = f.hosts[static_cast<size_t>(l.a)] + "<->" + f.hosts[static_cast<size_t>(l.b)] +
+                  " " + l.state + (o.retest ? " after its re-test" : "");
+  if (o.search.force) s.trigger = "--search";
+  if (s.trigger.empty()) return;  // nothing suspicious: the search is not considered
+  // Nodes the matrix already explains (slow) or that could not be checked would make every group
+  // holding them positive; the search is for a link between healthy nodes.
+  for (size_t i = 0; i < f.hosts.size(); ++i) {
+    bool slow = i < v.nodes.size() && v.nodes[i].slow;
+    if (f.nodes[i].ok && !slow) s.candidates.push_back(static_cast<int>(i));
+  }
+  s.bytes = o.search.bytes;
+  s.reference_gbit_s = tcp_reference(f, v);
+  if (s.candidates.size() < 2) {
+    s.skipped = "fewer than 2 healthy nodes to search (node checks failed or nodes slow)";
+    return;
+  }
+  if (!s.reference_gbit_s) {
+    s.skipped = "no healthy link in the matrix gives a TCP figure to hold the group tests to";
+    return;
+  }
+  s.threshold_gbit_s = o.search.fraction * *s.reference_gbit_s;
+  s.rounds_bound = link_search_round_bound(static_cast<int>(s.candidates.size()));
+  s.full_schedule_rounds =
+      static_cast<int>(make_schedule(PairPlan::kAll, static_cast<int>(s.candidates.size())).size());
+  auto t0 = Clock::now();
+  RingGroupTester tester(o, s);
+  s.ran = true;
+  s.result = find_bad_link(s.candidates, tester);
+  s.elapsed_ms = ms_since(t0);
+}
+
+}  // namespace fabkit::slurm

@@ -1,0 +1,255 @@
+// The cluster report from synthetic runs: which figure a pair contributes, failed steps named,
+// the runs' own findings folded by code, NCCL versions taken from the pair runs, drift, and the
+// profile keyed by the names given.
+#include "slurm/cluster_report.h"
+
+#include <gtest/gtest.h>
+
+namespace fabkit::slurm {
+namespace {
+
+Json node_report(int mtu) {
+  return Json{{"schema_version", 1},
+              {"kind", "node"},
+              {"hostname", "samekernel"},  // netns hosts share one kernel hostname
+              {"generated_at", "2026-11-25T00:00:00Z"},
+              {"findings", Json::array({{{"severity", "warn"},
+                                         {"code", "limits.memlock_low"},
+                                         {"subject", "RLIMIT_MEMLOCK"},
+                                         {"message", "64 KiB"},
+                                         {"fix", "ulimit -l unlimited"}}})},
+              {"limits", {{"memlock_bytes", {{"soft", 65536}, {"hard", 65536}}}}},
+              {"net",
+               {{"interfaces", Json::array({{{"name", "eth0"},
+                                             {"kind", "physical"},
+                                             {"running", true},
+                                             {"up", true},
+                                             {"mtu", mtu}}})}}}};
+}
+
+PairRun tcp_pair(int a, int b, const std::vector<std::string>& hosts, double gbit) {
+  PairRun r;
+  r.a = a;
+  r.b = b;
+  r.facts.host_a = hosts[a];
+  r.facts.host_b = hosts[b];
+  pair::LinkResult l;
+  l.a = {"eth0", "10.0.0." + std::to_string(a + 1), 24, 1500, std::nullopt, "physical"};
+  l.b = {"eth0", "10.0.0." + std::to_string(b + 1), 24, 1500, std::nullopt, "physical"};
+  l.status = "open";
+  l.single_stream_gbit_s = gbit;
+  l.rtt_median_us = 30;
+  r.facts.links = {l};
+  r.facts.chosen_link = 0;
+  r.report.kind = "pair";
+  r.report.findings = {warn("pair.link_speed_unknown", "eth0", "no speed", "ethtool eth0")};
+  return r;
+}
+
+ClusterFacts three_nodes() {
+  ClusterFacts f;
+  f.hosts = {"n0", "n1", "n2"};
+  f.launcher = "srun";
+  f.max_parallel = 4;
+  f.rounds = round_robin(3);
+  for (int i = 0; i < 3; ++i) {
+    NodeRun n;
+    n.host = f.hosts[i];
+    n.ok = true;
+    n.report = node_report(i == 2 ? 9000 : 1500);
+    n.exit = "exit status 1";
+    f.nodes.push_back(n);
+  }
+  f.pairs = {tcp_pair(0, 1, f.hosts, 0.02), tcp_pair(0, 2, f.hosts, 9.0),
+             tcp_pair(1, 2, f.hosts, 11.0)};
+  return f;
+}
+
+TEST(ClusterReport, TcpFigureAndFailedStep) {
+  auto f = three_nodes();
+  auto m = measurement_from_pair(f.pairs[1]);
+  EXPECT_TRUE(m.ok);
+  EXPECT_DOUBLE_EQ(*m.gbit_s, 9.0);
+  EXPECT_EQ(m.source, "tcp single stream eth0->eth0");
+  PairRun failed = f.pairs[0];
+  failed.facts.chosen_link.reset();
+  failed.facts.steps = {
+      {"launch", "n0", "ok", "", "", 1},
+      {"connect", "n1", "failed", "pair.agent_unreachable", "no address answered", 3000}};
+  auto fm = measurement_from_pair(failed);
+  EXPECT_FALSE(fm.ok);
+  EXPECT_EQ(fm.error, "connect on n1: pair.agent_unreachable: no address answered");
+}
+
+TEST(ClusterReport, RdmaFigureIsTheSlowestRailAndAllRailsFailedIsAFailure) {
+  auto run = three_nodes().pairs[1];
+  run.facts.rdma_rc.status = "ran";
+  pair::RcPairResult r1, r2;
+  r1.status = "ok";
+  r1.bw_gbps = 190;
+  r2.status = "ok";
+  r2.bw_gbps = 97;
+  run.facts.rdma_rc.pairs = {r1, r2};
+  auto m = measurement_from_pair(run);
+  EXPECT_DOUBLE_EQ(*m.gbit_s, 97);
+  EXPECT_EQ(m.source, "rdma_rc write_bw (slowest rail)");
+  for (auto& p : run.facts.rdma_rc.pairs) {
+    p.status = "failed";
+    p.reason = "timeout";
+    p.ports.hca_a = "mlx5_0";
+    p.ports.hca_b = "mlx5_0";
+  }
+  auto f = measurement_from_pair(run);
+  EXPECT_FALSE(f.ok);
+  EXPECT_NE(f.error.find("failed on every rail: mlx5_0<->mlx5_0: timeout"), std::string::npos);
+}
+
+TEST(ClusterReport, FindingsFoldedJudgedAndDrift) {
+  auto f = three_nodes();
+  Report r = build_cluster_report(f, MatrixOptions{0.5});
+  EXPECT_EQ(r.kind, "cluster");
+  std::vector<std::string> got;
+  for (const auto& x : r.findings) got.push_back(x.code + " | " + x.subject);
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "limits.memlock_low | n0: RLIMIT_MEMLOCK",
+                     "cluster.link_slow | n0<->n1",
+                     "pair.link_speed_unknown | n0<->n1: eth0",
+                     "cluster.drift_mtu | n2:mtu:eth0",
+                 }));
+  EXPECT_NE(r.findings[0].message.find("[seen on 3: n0, n1, n2]"), std::string::npos);
+  const Json& c = r.sections.at(0).facts;
+  EXPECT_EQ(c["nodes"][0]["findings"]["warn"], 1);
+  EXPECT_EQ(c["matrix"]["pairs"][0]["state"], "slow");
+  EXPECT_EQ(c["drift"]["n2"]["mtu:eth0"], "9000");
+  EXPECT_EQ(c["schedule"]["rounds"], 3);
+}
+
+TEST(ClusterReport, ReTestsAreMatchedToTheirPair) {
+  auto f = three_nodes();
+  f.pairs[0] = tcp_pair(0, 1, f.hosts, 0.02);
+  PairRun again = tcp_pair(0, 1, f.hosts, 10.5);
+  again.round = -1;
+  f.retests = {again};
+  Report r = build_cluster_report(f, MatrixOptions{0.5});
+  bool flaky = false;
+  for (const auto& x : r.findings)
+    flaky = flaky || (x.code == "cluster.link_flaky" && x.subject == "n0<->n1");
+  EXPECT_TRUE(flaky);
+  const Json& p0 = r.sections.at(0).facts["matrix"]["pairs"][0];
+  EXPECT_EQ(p0["state"], "flaky");
+  EXPECT_EQ(p0["retested"], true);
+  EXPECT_DOUBLE_EQ(p0["retest_gbit_s"].get<double>(), 10.5);
+  EXPECT_EQ(r.sections.at(0).facts["matrix"]["pairs"][1]["retested"], false);
+}
+
+TEST(ClusterReport, FailedNodeCheckAndNcclVersionFromPairs) {
+  auto f = three_nodes();
+  f.nodes[1].ok = false;
+  f.nodes[1].report = Json();
+  f.nodes[1].error = "`fabcheck node --json` on n1 ended with exit status 127";
+  pair::TransportResult t;
+  t.transport = "nccl-socket";
+  t.ranks = Json::array({{{"extra", {{"nccl_log", {{"version", "2.21.5"}}}}}},
+                         {{"extra", {{"nccl_version", 21803}}}}});
+  f.pairs[1].facts.transports = {t};
+  EXPECT_EQ(nccl_version_of(f.pairs, "n0"), "2.21.5");
+  EXPECT_EQ(nccl_version_of(f.pairs, "n2"), "21803");
+  EXPECT_EQ(nccl_version_of(f.pairs, "n1"), "");
+  Report r = build_cluster_report(f, MatrixOptions{0.5});
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings[0].code, "cluster.node_check_failed");
+  EXPECT_EQ(r.findings[0].subject, "n1");
+  bool nccl_drift = false;
+  for (const auto& x : r.findings)
+    nccl_drift = nccl_drift || x.code == "cluster.drift_nccl_version";
+  EXPECT_TRUE(nccl_drift);  // n0 and n2 disagree, n1 unknown: no majority, both named
+}
+
+TEST(ClusterReport, ProfileKeysNodesByTheGivenNames) {
+  auto f = three_nodes();
+  auto p = cluster_profile(f, "ctl");
+  std::vector<std::string> names;
+  for (const auto& n : p.nodes) names.push_back(n.hostname);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"n0", "n1", "n2"}));
+  for (auto& n : f.nodes) n.ok = false;
+  EXPECT_ANY_THROW(cluster_profile(f, "ctl"));
+}
+
+}  // namespace
+}  // namespace fabkit::slurm
+
+namespace fabkit::slurm {
+namespace {
+
+TEST(ClusterReport, PlanNamesTheRoundsAndTheEstimate) {
+  Report r = build_plan_report({"a", "b", "c", "d"}, PairPlan::kRing, 1, 10.0);
+  const Json& p = r.sections.at(0).facts;
+  EXPECT_EQ(r.sections[0].name, "plan");
+  EXPECT_EQ(p["rounds"], 2);
+  EXPECT_EQ(p["waves"], 4);  // two pairs per round, one at a time
+  EXPECT_DOUBLE_EQ(p["estimated_s"].get<double>(), 40.0);
+  EXPECT_DOUBLE_EQ(p["sequential_estimated_s"].get<double>(), 60.0);
+  EXPECT_EQ(p["schedule"][1]["pairs"],
+            Json::array({Json::array({"b", "c"}), Json::array({"a", "d"})}));
+  EXPECT_TRUE(r.findings.empty());
+}
+
+TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
+  auto f = three_nodes();
+  // Not considered: no finding, search is null.
+  Report quiet = build_cluster_report(f, MatrixOptions{});
+  EXPECT_TRUE(quiet.sections[0].facts["search"].is_null());
+  f.search.trigger = "n0<->n1 slow after its re-test";
+  f.search.ran = true;
+  f.search.candidates = {0, 1, 2};
+  f.search.bytes = 1 << 20;
+  f.search.reference_gbit_s = 10.0;
+  f.search.threshold_gbit_s = 2.5;
+  f.search.rounds_bound = 5;
+  f.search.full_schedule_rounds = 3;
+  GroupTestRun whole{{0, 1, 2}, true, 0.002, 1, "", 900};
+  GroupTestRun alone{{0, 1}, true, 0.0025, 1, "", 400};
+  f.search.rounds = {{whole},
+                     {GroupTestRun{{0}, false, std::nullopt, 0, "", 0},
+                      GroupTestRun{{1, 2}, false, 1.2, 1, "", 300}},
+                     {alone}};
+  f.search.result.rounds = 3;
+  f.search.result.group_tests = 4;
+  f.search.result.outcome = "found";
+  f.search.result.link = NodePair{0, 1};
+  Report r = build_cluster_report(f, MatrixOptions{});
+  const Finding* found = nullptr;
+  for (const auto& x : r.findings)
+    if (x.code == "cluster.link_search_found") found = &x;
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->subject, "n0<->n1");
+  EXPECT_EQ(found->severity, Severity::kFail);
+  EXPECT_NE(
+      found->message.find(
+          "3 rounds, 4 group tests (bound 5; a full pair schedule over the 3 nodes: 3 rounds)"),
+      std::string::npos)
+      << found->message;
+  const Json& s = r.sections[0].facts["search"];
+  EXPECT_EQ(s["link"], "n0<->n1");
+  EXPECT_EQ(s["rounds_used"], 3);
+  EXPECT_EQ(s["rounds"].size(), 3u);
+  EXPECT_EQ(s["rounds"][1]["groups"][1]["hosts"], Json::array({"n1", "n2"}));
+  EXPECT_FALSE(s["rounds"][1]["groups"][1]["positive"].get<bool>());
+  EXPECT_DOUBLE_EQ(s["threshold_gbit_s"].get<double>(), 2.5);
+  // A pair that hid when tested alone is a warning, never a named link.
+  f.search.result.outcome = "not_reproduced";
+  f.search.result.link.reset();
+  Report r2 = build_cluster_report(f, MatrixOptions{});
+  bool warned = false;
+  for (const auto& x : r2.findings) {
+    EXPECT_NE(x.code, "cluster.link_search_found");
+    warned =
+        warned || (x.code == "cluster.link_search_not_reproduced" && x.severity == Severity::kWarn);
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_TRUE(r2.sections[0].facts["search"]["link"].is_null());
+}
+
+}  // namespace
+}  // namespace fabkit::slurm
