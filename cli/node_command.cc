@@ -14,7 +14,7 @@
 #include "reports/report_render.h"
 #include "slurm/health.h"
 #include "slurm/health_action.h"
-#include "slurm/prom.h"
+#include "reports/prom/prom_text.h"
 
 namespace fabkit::cli {
 namespace {
@@ -49,7 +49,9 @@ int health_and_prom(const NodeArgs& a, const Environment& env, const Report& r) 
   if (!a.prom.empty()) {
     double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    write_file_atomically(a.prom, slurm::node_prom_text(r, now));
+    auto families = reports::prom::node_families(reports::report_to_json(r));
+    families.push_back(reports::prom::check_timestamp(now));
+    write_file_atomically(a.prom, reports::prom::render(families));
   }
   if (!a.slurm_health) return reports::render_report(r, a.json, std::cout);
   auto d = slurm::decide_health(r, slurm_node_name(a, env));

@@ -1,5 +1,7 @@
 #include "reports/prom/prom_text.h"
 
+#include <map>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -132,11 +134,26 @@ std::string render(const std::vector<Family>& families) {
   return o.str();
 }
 
+Family check_timestamp(double unix_time_s) {
+  return {"fabkit_node_check_timestamp_seconds", "When fabcheck node ran (Unix time)", "gauge", {{{}, unix_time_s}}};
+}
+
 std::vector<Family> node_families(const Json& r) {
   std::vector<Family> out;
   out.push_back(findings_family("fabkit_node_findings", r));
+  // By code too: an alert names the finding (docs/findings.md), not only its severity.
+  Family by_code{"fabkit_node_finding", "Findings of the node report by code and severity (docs/findings.md)",
+                 "gauge", {}};
+  std::map<std::pair<std::string, std::string>, int> codes;
+  const Json& findings = member(r, "findings");
+  for (size_t i = 0; findings.is_array() && i < findings.size(); ++i) {
+    codes[{string_or(findings[i], "code", "?"), string_or(findings[i], "severity", "?")}]++;
+  }
+  for (const auto& [k, n] : codes) by_code.samples.push_back({{{"code", k.first}, {"severity", k.second}}, double(n)});
+  out.push_back(by_code);
   Family up{
       "fabkit_node_hca_port_active", "1 when the RDMA port state is ACTIVE, else 0", "gauge", {}};
+  Family phys{"fabkit_node_hca_port_phys_state_code", "RDMA port physical state code (5 = LinkUp)", "gauge", {}};
   Family info{"fabkit_node_hca_port_info",
               "RDMA port state and link layer as labels (value 1)",
               "gauge",
@@ -163,9 +180,11 @@ std::vector<Family> node_families(const Json& r) {
       li.push_back({"link_layer", string_or(ports[p], "link_layer", "unknown")});
       info.samples.push_back({li, 1.0});
       if (auto g = number(ports[p], "rate_gbps", w)) rate.samples.push_back({l, *g * 1e9 / 8});
+      if (auto c = number(ports[p], "phys_state_code", w)) phys.samples.push_back({l, *c});
     }
   }
   out.push_back(up);
+  out.push_back(phys);
   out.push_back(info);
   out.push_back(rate);
   Family mem{"fabkit_node_memlock_limit_bytes",
@@ -177,6 +196,22 @@ std::vector<Family> node_families(const Json& r) {
     if (auto v = limit_value(member(m, k), std::string("limits.memlock_bytes.") + k))
       mem.samples.push_back({{{"limit", k}}, *v});
   out.push_back(mem);
+  // The socket interfaces NCCL may bind: running, and speed (bytes/s, from sysfs Mbit/s).
+  Family running{"fabkit_node_interface_running", "1 when the interface is up and running (what NCCL needs)",
+                 "gauge", {}};
+  Family speed{"fabkit_node_interface_speed_bytes_per_second", "Interface link speed (speed_mbps x 1e6 / 8)",
+               "gauge", {}};
+  const Json& ifs = member(member(r, "net"), "interfaces");
+  for (size_t i = 0; ifs.is_array() && i < ifs.size(); ++i) {
+    if (string_or(ifs[i], "kind", "") == "loopback") continue;
+    Labels l = {{"interface", string_or(ifs[i], "name", "?")}};
+    const Json& run = member(ifs[i], "running");
+    running.samples.push_back({l, run.is_boolean() && run.get<bool>() ? 1.0 : 0.0});
+    if (auto mbps = number(ifs[i], "speed_mbps", "net.interfaces[" + std::to_string(i) + "]"))
+      speed.samples.push_back({l, *mbps * 1e6 / 8});
+  }
+  out.push_back(running);
+  out.push_back(speed);
   Family gpus{"fabkit_node_gpus", "GPUs the driver manages (gpus.count)", "gauge", {}};
   if (auto n = number(member(r, "gpus"), "count", "gpus")) gpus.samples.push_back({{}, *n});
   out.push_back(gpus);

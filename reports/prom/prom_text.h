@@ -29,9 +29,13 @@ std::string escape_help(const std::string& v);
 // Go's ParseFloat forms: "+Inf", "-Inf", "NaN", else the shortest round-tripping decimal.
 std::string format_value(double v);
 
-// fabkit_node_findings{severity}, fabkit_node_hca_port_* per device/port, memlock limits, GPU
-// count. Throws std::invalid_argument naming a field of the wrong type.
+// fabkit_node_findings{severity}, fabkit_node_finding{code,severity}, fabkit_node_hca_port_* per
+// device/port, fabkit_node_interface_* per interface, memlock limits, GPU count. Throws
+// std::invalid_argument naming a field of the wrong type. The one node renderer: `fabcheck node
+// --prom` (the Slurm health check's textfile) and `fabcheck report --prom node.json` both use it.
 std::vector<Family> node_families(const Json& node_report);
+// fabkit_node_check_timestamp_seconds: when the check ran, so an alert can fire on a stale file.
+Family check_timestamp(double unix_time_s);
 // fabkit_pair_busbw_bytes_per_second{transport,bytes}, peak, link rate, findings.
 std::vector<Family> pair_families(const Json& pair_report);
 

@@ -58,8 +58,8 @@ class HealthUnderSlurm(unittest.TestCase):
             self.assertTrue(self.state(c, node).startswith("idle"), self.state(c, node))
             with open(prom) as f:
                 text = f.read()
-            self.assertIn('fabkit_findings{severity="fail"} 0\n', text)
-            self.assertIn("# TYPE fabkit_net_interface_running gauge\n", text)
+            self.assertIn('fabkit_node_findings{severity="fail"} 0\n', text)
+            self.assertIn("# TYPE fabkit_node_interface_running gauge\n", text)
 
             # The drain through the shipped HealthCheckProgram wrapper, options from its environment.
             t0 = time.monotonic()
@@ -74,8 +74,8 @@ class HealthUnderSlurm(unittest.TestCase):
             self.assertIn("Reason=fabcheck: rdma.port_polling mlx5_1:1", show)
             with open(prom) as f:
                 text = f.read()
-            self.assertIn('fabkit_rdma_port_active{hca="mlx5_1",port="1",link_layer="InfiniBand"} 0\n', text)
-            self.assertIn('fabkit_finding{code="rdma.port_polling",severity="fail"} 1\n', text)
+            self.assertIn('fabkit_node_hca_port_active{device="mlx5_1",port="1"} 0\n', text)
+            self.assertIn('fabkit_node_finding{code="rdma.port_polling",severity="fail"} 1\n', text)
 
     def test_unreachable_controller_is_an_error_within_the_bound(self):
         with tempfile.TemporaryDirectory() as tmp:

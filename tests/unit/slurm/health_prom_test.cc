@@ -4,7 +4,8 @@
 #include <sstream>
 
 #include "slurm/health.h"
-#include "slurm/prom.h"
+#include "reports/prom/prom_text.h"
+#include "reports/report_render.h"
 
 namespace fabkit::slurm {
 namespace {
@@ -59,11 +60,13 @@ TEST(Prom, FamiliesGroupedAndValuesFromTheReport) {
       {"rdma",
        {{"devices", Json::array({{{"name", "mlx5_0"},
                                   {"ports", Json::array({{{"port", 1},
+                                                          {"state", "ACTIVE"},
                                                           {"state_code", 4},
                                                           {"phys_state_code", 5},
                                                           {"link_layer", "InfiniBand"},
                                                           {"rate_gbps", 200}},
                                                          {{"port", 2},
+                                                          {"state", "DOWN"},
                                                           {"state_code", 1},
                                                           {"phys_state_code", 2},
                                                           {"link_layer", "InfiniBand"},
@@ -75,25 +78,25 @@ TEST(Prom, FamiliesGroupedAndValuesFromTheReport) {
              {{{"name", "lo"}, {"kind", "loopback"}, {"running", true}},
               {{"name", "ib0"}, {"kind", "ipoib"}, {"running", true}, {"speed_mbps", 200000}},
               {{"name", "weird\"if"}, {"kind", "other"}, {"running", false}}})}}});
-  std::string t = node_prom_text(r, 1700000000.5);
-  EXPECT_NE(t.find("fabkit_node_check_timestamp_seconds 1700000000.5\n"), std::string::npos);
-  EXPECT_NE(t.find("fabkit_findings{severity=\"fail\"} 1\n"), std::string::npos);
-  EXPECT_NE(t.find("fabkit_findings{severity=\"warn\"} 0\n"), std::string::npos);
-  EXPECT_NE(t.find("fabkit_finding{code=\"rdma.port_polling\",severity=\"fail\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(
-      t.find("fabkit_rdma_port_active{hca=\"mlx5_0\",port=\"1\",link_layer=\"InfiniBand\"} 1\n"),
-      std::string::npos);
-  EXPECT_NE(
-      t.find("fabkit_rdma_port_active{hca=\"mlx5_0\",port=\"2\",link_layer=\"InfiniBand\"} 0\n"),
-      std::string::npos);
-  EXPECT_NE(
-      t.find(
-          "fabkit_rdma_port_rate_gbps{hca=\"mlx5_0\",port=\"2\",link_layer=\"InfiniBand\"} 200\n"),
-      std::string::npos);
-  EXPECT_NE(t.find("fabkit_net_interface_speed_mbps{ifname=\"ib0\"} 200000\n"), std::string::npos);
-  EXPECT_NE(t.find("fabkit_net_interface_running{ifname=\"weird\\\"if\"} 0\n"), std::string::npos);
-  EXPECT_EQ(t.find("ifname=\"lo\""), std::string::npos);
+  // What `fabcheck node --prom` writes: reports/prom's node families from the report's JSON.
+  auto families = reports::prom::node_families(reports::report_to_json(r));
+  families.push_back(reports::prom::check_timestamp(1700000000.5));
+  std::string t = reports::prom::render(families);
+  EXPECT_NE(t.find("fabkit_node_check_timestamp_seconds 1700000000.5\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("fabkit_node_findings{severity=\"fail\"} 1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("fabkit_node_findings{severity=\"warn\"} 0\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("fabkit_node_finding{code=\"rdma.port_polling\",severity=\"fail\"} 1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("fabkit_node_hca_port_active{device=\"mlx5_0\",port=\"1\"} 1\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("fabkit_node_hca_port_active{device=\"mlx5_0\",port=\"2\"} 0\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("fabkit_node_hca_port_phys_state_code{device=\"mlx5_0\",port=\"2\"} 2\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("fabkit_node_hca_port_rate_bytes_per_second{device=\"mlx5_0\",port=\"2\"} 25000000000\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("fabkit_node_interface_speed_bytes_per_second{interface=\"ib0\"} 25000000000\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("fabkit_node_interface_running{interface=\"weird\\\"if\"} 0\n"), std::string::npos) << t;
+  EXPECT_EQ(t.find("interface=\"lo\""), std::string::npos) << t;
   // Each family once, its samples contiguous after its TYPE line.
   std::istringstream in(t);
   std::string line, current;
@@ -107,7 +110,7 @@ TEST(Prom, FamiliesGroupedAndValuesFromTheReport) {
       EXPECT_TRUE(line[current.size()] == '{' || line[current.size()] == ' ') << line;
     }
   }
-  EXPECT_EQ(prom_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+  EXPECT_EQ(reports::prom::escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
 }
 
 }  // namespace
