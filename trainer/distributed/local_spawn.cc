@@ -20,7 +20,7 @@ namespace {
 
 std::vector<pid_t>* g_children = nullptr;
 
-// Ctrl-C / scancel on the parent reaches the ranks too.
+// Ctrl-C / scancel / Slurm's USR1 on the parent reaches the ranks too.
 void forward_signal(int sig) {
   if (!g_children) return;
   for (pid_t p : *g_children) {
@@ -105,6 +105,7 @@ SpawnResult spawn_local_ranks(const std::vector<std::string>& argv, int nproc, u
   sa.sa_handler = forward_signal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);  // Slurm's pre-timeout signal: the ranks checkpoint and stop
 
   SpawnResult result;
   int alive = nproc;
@@ -148,6 +149,7 @@ SpawnResult spawn_local_ranks(const std::vector<std::string>& argv, int nproc, u
   g_children = nullptr;
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  signal(SIGUSR1, SIG_DFL);
   return result;
 }
 

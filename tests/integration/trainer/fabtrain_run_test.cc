@@ -735,6 +735,18 @@ TEST_F(FabtrainControl, SaveContinuesAndAbortLeavesNoCheckpoint) {
   EXPECT_EQ(cps[0], saved);
 }
 
+// Slurm's pre-timeout signal to the --nproc parent (as `sbatch --signal=USR1@120` delivers it):
+// forwarded, every rank checkpoints the same step and the job exits 0.
+TEST_F(FabtrainControl, Usr1ToTheNprocParentStopsEveryRankWithACheckpoint) {
+  Started job = start_fabtrain(plus(base("ctl-usr1", kLongRun), {"--nproc", "2", "--micro-batch-size", "2"}));
+  wait_for_step("ctl-usr1", 2);
+  ASSERT_EQ(kill(job.pid, SIGUSR1), 0);
+  RunResult done = finish_fabtrain(job, 120);
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  EXPECT_NE(done.output.find("stop requested (SIGUSR1)"), std::string::npos) << done.output;
+  EXPECT_EQ(trainer::list_checkpoints(out("ctl-usr1")).size(), 1u);
+}
+
 TEST_F(FabtrainControl, SigtermDuringTrainingCheckpointsAndExitsCleanly) {
   Started job = start_fabtrain(base("ctl-term", kLongRun));
   wait_for_step("ctl-term", 2);
