@@ -21,8 +21,10 @@ RunMonitor::RunMonitor(const std::string& output_dir, bool no_control, int rank,
           control::ControlServerOptions{job, control::control_dir_for(env), output_dir});
       log.info("control: fabtrain control status|save|stop|abort " + job + " (socket " +
                server_->socket_path().string() + ")");
-    } catch (const UsageError& e) {
-      // Another live job with this output directory's name on this node: train on, uncontrolled.
+    } catch (const std::exception& e) {
+      // The socket is for people; training does not depend on it. Another live job with this
+      // output directory's name, or two "nodes" sharing one /tmp (network namespaces on one
+      // machine) racing for the same socket: train on, uncontrolled, and say why.
       log.warn(std::string("no control socket: ") + e.what());
     }
   }

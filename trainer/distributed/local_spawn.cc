@@ -20,12 +20,21 @@ namespace {
 
 std::vector<pid_t>* g_children = nullptr;
 
-// Ctrl-C / scancel / Slurm's USR1 on the parent reaches the ranks too.
 void forward_signal(int sig) {
   if (!g_children) return;
   for (pid_t p : *g_children) {
     if (p > 0) kill(p, sig);
   }
+}
+
+// scancel / kill / Slurm's USR1 on the parent reaches the ranks too. A Ctrl-C on the terminal is
+// not forwarded: the terminal already sent SIGINT to the whole foreground process group, ranks
+// included, and a second copy would read as the second SIGINT, which aborts instead of stopping.
+// The kernel marks terminal-generated signals with si_code SI_KERNEL (> 0 codes are kernel too);
+// kill(2) and sigqueue(3) give SI_USER and SI_QUEUE (<= 0).
+void forward_received(int sig, siginfo_t* info, void*) {
+  if (sig == SIGINT && info && (info->si_code == SI_KERNEL || info->si_code > 0)) return;
+  forward_signal(sig);
 }
 
 std::string describe(int status) {
@@ -102,7 +111,8 @@ SpawnResult spawn_local_ranks(const std::vector<std::string>& argv, int nproc, u
     }
   }
   struct sigaction sa {};
-  sa.sa_handler = forward_signal;
+  sa.sa_sigaction = forward_received;
+  sa.sa_flags = SA_SIGINFO;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGUSR1, &sa, nullptr);  // Slurm's pre-timeout signal: the ranks checkpoint and stop

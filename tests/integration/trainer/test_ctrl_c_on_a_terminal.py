@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""One Ctrl-C on the terminal stops a `fabtrain --nproc 2` job with a checkpoint; it is not an abort.
+
+The terminal sends SIGINT to the whole foreground process group, so the ranks get it from the
+terminal as well as from their --nproc parent, which must not forward it again (a second SIGINT
+means abort). A real pseudo-terminal: fabtrain runs as a session leader on the pty's slave side,
+and the test types ^C into the master, so the kernel's line discipline generates the signal.
+"""
+import argparse, json, os, pty, random, select, shutil, signal, sys, tempfile, time, unittest
+
+FABTRAIN = None
+
+
+def write_inputs(d):
+    os.makedirs(os.path.join(d, "model"))
+    c = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 32, "intermediate_size": 48,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 300,
+         "max_position_embeddings": 64, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": False,
+         "torch_dtype": "float32", "initializer_range": 0.02, "bos_token_id": 1, "eos_token_id": 2}
+    json.dump(c, open(os.path.join(d, "model", "config.json"), "w"))
+    rng = random.Random(1)
+    with open(os.path.join(d, "train.jsonl"), "w") as f:
+        for _ in range(40):
+            f.write(json.dumps({"input_ids": [rng.randrange(3, 300) for _ in range(30)]}) + "\n")
+
+
+def read_until(fd, pattern, deadline):
+    out = b""
+    while time.time() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EIO: the slave side closed (the job ended)
+                return out, True
+            if not chunk:
+                return out, True
+            out += chunk
+            if pattern and pattern in out:
+                return out, False
+    return out, False
+
+
+class CtrlC(unittest.TestCase):
+    def test_one_ctrl_c_stops_every_rank_with_a_checkpoint(self):
+        d = tempfile.mkdtemp(prefix="fabtrain-ctrlc-")
+        try:
+            write_inputs(d)
+            out = os.path.join(d, "out")
+            argv = [FABTRAIN, "--model", os.path.join(d, "model"), "--data", os.path.join(d, "train.jsonl"),
+                    "--output", out, "--max-length", "16", "--max-steps", "100000", "--lr", "3e-3", "--device",
+                    "cpu", "--nproc", "2", "--micro-batch-size", "2", "--collective-timeout-ms", "20000"]
+            env = dict(os.environ, FABTRAIN_CONTROL_DIR=os.path.join(d, "ctl"))
+            pid, fd = pty.fork()  # the child: a new session whose controlling terminal is the pty
+            if pid == 0:
+                os.execve(FABTRAIN, argv, env)
+            deadline = time.time() + 120
+            seen, ended = read_until(fd, b"step 3/", deadline)
+            self.assertFalse(ended, seen.decode(errors="replace")[-2000:])
+            self.assertIn(b"step 3/", seen)
+            os.write(fd, b"\x03")  # ^C: the line discipline signals the foreground process group
+            rest, _ = read_until(fd, None, time.time() + 60)
+            _, status = os.waitpid(pid, 0)
+            text = (seen + rest).decode(errors="replace")
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0, text[-3000:])
+            self.assertIn("stop requested (SIGINT)", text)
+            self.assertNotIn("abort requested", text)
+            cps = [n for n in os.listdir(out) if n.startswith("checkpoint-")]
+            self.assertEqual(len(cps), 1, text[-3000:])
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--fabtrain", required=True)
+    a, rest = p.parse_known_args()
+    FABTRAIN = a.fabtrain
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
