@@ -6,22 +6,11 @@ terminal as well as from their --nproc parent, which must not forward it again (
 means abort). A real pseudo-terminal: fabtrain runs as a session leader on the pty's slave side,
 and the test types ^C into the master, so the kernel's line discipline generates the signal.
 """
-import argparse, json, os, pty, random, select, shutil, signal, sys, tempfile, time, unittest
+import argparse, os, pty, select, shutil, sys, tempfile, time, unittest
+
+from tiny_inputs import write_inputs
 
 FABTRAIN = None
-
-
-def write_inputs(d):
-    os.makedirs(os.path.join(d, "model"))
-    c = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 32, "intermediate_size": 48,
-         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 300,
-         "max_position_embeddings": 64, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": False,
-         "torch_dtype": "float32", "initializer_range": 0.02, "bos_token_id": 1, "eos_token_id": 2}
-    json.dump(c, open(os.path.join(d, "model", "config.json"), "w"))
-    rng = random.Random(1)
-    with open(os.path.join(d, "train.jsonl"), "w") as f:
-        for _ in range(40):
-            f.write(json.dumps({"input_ids": [rng.randrange(3, 300) for _ in range(30)]}) + "\n")
 
 
 def read_until(fd, pattern, deadline):
@@ -45,7 +34,7 @@ class CtrlC(unittest.TestCase):
     def test_one_ctrl_c_stops_every_rank_with_a_checkpoint(self):
         d = tempfile.mkdtemp(prefix="fabtrain-ctrlc-")
         try:
-            write_inputs(d)
+            write_inputs(d, 40)
             out = os.path.join(d, "out")
             argv = [FABTRAIN, "--model", os.path.join(d, "model"), "--data", os.path.join(d, "train.jsonl"),
                     "--output", out, "--max-length", "16", "--max-steps", "100000", "--lr", "3e-3", "--device",

@@ -22,22 +22,9 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "slurm"))
 from slurm_cluster import SlurmCluster  # noqa: E402
+from tiny_inputs import write_inputs  # noqa: E402
 
 FABTRAIN = None
-
-
-def write_inputs(d):
-    os.makedirs(os.path.join(d, "model"))
-    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 32,
-           "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
-           "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 64,
-           "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "torch_dtype": "float32",
-           "bos_token_id": 1, "eos_token_id": 2}
-    with open(os.path.join(d, "model", "config.json"), "w") as f:
-        json.dump(cfg, f)
-    with open(os.path.join(d, "train.jsonl"), "w") as f:
-        for r in range(24):
-            f.write(json.dumps({"input_ids": [3 + (r * 7 + i) % 290 for i in range(30)]}) + "\n")
 
 
 def losses(out):
@@ -48,7 +35,7 @@ def losses(out):
 class FabtrainUnderSlurm(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="fabtrain-slurm-")
-        write_inputs(self.dir)
+        write_inputs(self.dir, 24)
 
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
