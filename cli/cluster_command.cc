@@ -9,10 +9,10 @@
 #include "common/errors.h"
 #include "common/hostlist.h"
 #include "profile/local_host.h"
-#include "profile/profile_json.h"
+#include "reports/json/profile_json.h"
 #include "reports/report_render.h"
-#include "slurm/cluster_report.h"
-#include "slurm/cluster_text.h"
+#include "reports/json/cluster_json.h"
+#include "slurm/cluster_profile.h"
 
 namespace fabkit::cli {
 namespace {
@@ -74,13 +74,9 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.plan = slurm::pair_plan_from_string(a.pairs);
   o.max_parallel = a.max_parallel;
   if (a.plan_only) {
-    Report r = slurm::build_plan_report(o.hosts, o.plan, o.max_parallel, a.per_pair_s);
+    Report r = reports::build_plan_report(o.hosts, o.plan, o.max_parallel, a.per_pair_s);
     r.hostname = profile::local_hostname();
-    if (a.json)
-      reports::render_json(r, std::cout);
-    else
-      slurm::render_cluster_text(r, std::cout);
-    return kExitClean;
+    return reports::render_report(r, a.json, std::cout);
   }
   o.node_timeout_ms = a.node_timeout_ms;
   o.retest = !a.no_retest;
@@ -112,13 +108,13 @@ int run_cluster_cmd(const ClusterArgs& a) {
   p.warmup_iters = 1;
 
   slurm::ClusterFacts facts = slurm::run_cluster(o);
-  Report r = slurm::build_cluster_report(facts, o.matrix);
+  Report r = reports::build_cluster_report(facts, o.matrix);
   r.hostname = profile::local_hostname();
   if (!a.profile_out.empty()) {
     // The profile needs at least one node report; without one the report says why.
     try {
       write_output(a.profile_out,
-                   profile::serialize_profile(slurm::cluster_profile(facts, r.hostname)));
+                   reports::serialize_profile(slurm::cluster_profile(facts, r.hostname)));
     } catch (const UsageError& e) {
       r.findings.push_back(
           fail("cluster.profile_not_written", a.profile_out, e.what(),
@@ -130,11 +126,7 @@ int run_cluster_cmd(const ClusterArgs& a) {
     reports::render_json(r, doc);
     write_output(a.json_out, doc.str());
   }
-  if (a.json)
-    reports::render_json(r, std::cout);
-  else
-    slurm::render_cluster_text(r, std::cout);
-  return exit_code_for(r.findings);
+  return reports::render_report(r, a.json, std::cout);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include "probes/node_probe.h"
 #include "profile/atomic_write.h"
 #include "profile/builder.h"
-#include "profile/emit/emitter.h"
+#include "reports/env/emitter.h"
 #include "profile/local_host.h"
 #include "profile/profile_reader.h"
 #include "profile/value_rules.h"
@@ -24,10 +24,10 @@ struct EmitArgs {
 };
 
 int run_emit_env(const EmitArgs& a) {
-  auto format = profile::format_from_string(a.format);
+  auto format = reports::env::format_from_string(a.format);
   if (!format)
     throw UsageError("--format " + profile::quote_for_message(a.format) + ": not one of " +
-                     profile::kFormatList());
+                     reports::env::kFormatList());
   if (!a.host.empty())
     if (auto e = profile::check_hostname(a.host))
       throw UsageError("--host " + profile::quote_for_message(a.host) + " " + *e);
@@ -57,13 +57,13 @@ int run_emit_env(const EmitArgs& a) {
     p = profile::build_profile({{r, "live probe", true}}, o);
     source = "a live probe of this node (no profile: unmeasured)";
   }
-  profile::EmitInput in;
+  reports::env::EmitInput in;
   in.host = host;
   in.source = source;
   in.settings = profile::resolve_settings(p, host);
   in.container = p.container;
   in.profile_has_per_host = !p.hosts.empty();
-  std::string text = profile::emit(*format, in);
+  std::string text = reports::env::emit(*format, in);
   write_output(a.out, text);
   return kExitClean;
 }
@@ -77,7 +77,7 @@ void register_emit_env_command(CLI::App& app, int* exit_code) {
   sub->add_option("--profile", args->profile, "cluster.json; without it, probe this node "
                                               "(every choice unmeasured)");
   sub->add_option("--host", args->host, "Resolve for this host (default: this host's name)");
-  sub->add_option("--format", args->format, std::string("Output format: ") + profile::kFormatList());
+  sub->add_option("--format", args->format, std::string("Output format: ") + reports::env::kFormatList());
   sub->add_option("--out", args->out, "Write here (temp file + rename) instead of stdout");
   sub->add_option("--sysroot", args->sysroot, "Without --profile: probe a fixture tree instead of /");
   sub->callback([args, exit_code] {

@@ -11,8 +11,8 @@
 #include "common/errors.h"
 #include "fabric/pair/group_controller.h"
 #include "fabric/pair/pair_controller.h"
-#include "fabric/pair/pair_text.h"
 #include "reports/html/html_report.h"
+#include "reports/json/pair_json.h"
 #include "reports/report_render.h"
 
 namespace fabkit::cli {
@@ -79,25 +79,19 @@ int run_pair_cmd(const PairArgs& a) {
   if (!a.html.empty()) check_output_path("--html", a.html);  // before minutes of measuring
   Report r;
   if (a.hosts.size() == 2) {
-    r = pair::build_pair_report(pair::run_pair(o));
+    r = reports::build_pair_report(pair::run_pair(o));
   } else {
     pair::GroupOptions g;
     g.hosts = a.hosts;
     g.pair = o;
-    r = pair::build_group_report(pair::run_group(g));
+    r = reports::build_group_report(pair::run_group(g));
   }
   if (!a.html.empty())
     write_file_output("--html", a.html,
                       reports::html::render_html({{"fabcheck pair", reports::InputKind::kPairReport,
                                                    reports::report_to_json(r), {}}},
                                                  r.generated_at));
-  if (a.json)
-    reports::render_json(r, std::cout);
-  else if (a.hosts.size() == 2)
-    pair::render_pair_text(r, std::cout);
-  else
-    pair::render_group_text(r, std::cout);
-  return exit_code_for(r.findings);
+  return reports::render_report(r, a.json, std::cout);
 }
 
 }  // namespace

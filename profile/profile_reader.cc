@@ -6,7 +6,7 @@
 #include "common/errors.h"
 #include "common/file_reader.h"
 #include "common/json.h"
-#include "profile/profile_json.h"
+#include "profile/content_hash.h"
 #include "profile/value_rules.h"
 
 namespace fabkit::profile {

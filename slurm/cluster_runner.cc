@@ -10,7 +10,7 @@
 #include "common/errors.h"
 #include "fabric/launch/child_process.h"
 #include "fabric/wire/wire_error.h"
-#include "slurm/cluster_report.h"
+#include "slurm/cluster_judge.h"
 #include "slurm/search_runner.h"
 
 namespace fabkit::slurm {
@@ -88,7 +88,6 @@ std::vector<PairRun> run_round(const ClusterOptions& o, const std::vector<NodePa
       runs[i].facts.host_b = po.host_b;
       runs[i].facts.steps.push_back({"run", "", "failed", "cluster.internal", e.what(), 0});
     }
-    runs[i].report = pair::build_pair_report(runs[i].facts);
     runs[i].elapsed_ms = ms_since(tp);
   });
   return runs;

@@ -61,7 +61,6 @@ struct PairRun {
   int a = 0, b = 0;
   int round = 0;
   pair::PairFacts facts;
-  Report report;  // pair::build_pair_report(facts)
   double elapsed_ms = 0;
 };
 

@@ -4,7 +4,7 @@
 #include <exception>
 
 #include "fabric/pair/group_controller.h"
-#include "slurm/cluster_report.h"
+#include "slurm/cluster_judge.h"
 
 namespace fabkit::slurm {
 namespace {

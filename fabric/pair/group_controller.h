@@ -49,9 +49,8 @@ struct GroupFacts {
 
 GroupFacts run_group(const GroupOptions& o);
 
-// Report{kind "pair"} with the "pair_group" section (docs/json/pair.md, N hosts).
-Report build_group_report(const GroupFacts& f);
-void render_group_text(const Report& r, std::ostream& out);
+// The group's findings: failed steps (by their codes), transports unavailable, failed or wrong.
+std::vector<Finding> judge_group(const GroupFacts& f);
 
 // Walecki's decomposition: floor(n/2) ring orders of 0..n-1 such that every pair of nodes is
 // adjacent in at least one of them (a ring all-reduce loads only neighbour links, so a group test

@@ -31,8 +31,8 @@ struct PairOptions {
 
 PairFacts run_pair(const PairOptions& o);
 
-// Report{kind "pair"} with the verdict's findings and the "pair" section (docs/json/pair.md).
-Report build_pair_report(const PairFacts& f);
+// The report (the verdict's findings and the "pair" section) is reports::build_pair_report
+// (reports/json/pair_json.h).
 
 // nccl-tests style sweep: 8 B .. 128 MiB x4 per step, then the end point 256 MiB (-e 256M).
 std::vector<uint64_t> default_pair_sizes();

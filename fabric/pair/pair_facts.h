@@ -1,5 +1,5 @@
 // What `fabcheck pair` gathered between two hosts: plain structs filled by the controller
-// (pair_controller.cc), judged by pure functions (verdict.h), serialised by pair_json.cc.
+// (pair_controller.cc), judged by pure functions (verdict.h), rendered by reports/json/pair_json.cc.
 #pragma once
 
 #include <cstdint>

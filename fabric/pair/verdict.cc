@@ -1,5 +1,6 @@
 #include "fabric/pair/verdict.h"
 
+#include "fabric/pair/rdma_rc_plan.h"
 #include "fabric/pair/transport_plan.h"
 
 #include <algorithm>
@@ -243,6 +244,12 @@ std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v) {
                        "use " + *v.transport + " over " + l.a.ifname + " (" + f.host_a + ") / " +
                            l.b.ifname + " (" + f.host_b + "): " + v.reason));
   }
+  return out;
+}
+
+std::vector<Finding> pair_findings(const PairFacts& f, const Verdict& v) {
+  std::vector<Finding> out = judge_pair(f, v);
+  for (auto& fd : judge_rdma_rc(f)) out.push_back(std::move(fd));
   return out;
 }
 

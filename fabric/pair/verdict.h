@@ -45,6 +45,8 @@ struct Verdict {
 
 Verdict compute_verdict(const PairFacts& f);
 std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v);
+// Every finding of a pair run: judge_pair's, then the RDMA RC test's (rdma_rc_plan.h).
+std::vector<Finding> pair_findings(const PairFacts& f, const Verdict& v);
 
 // The transport that measures the wire, not an all-reduce.
 inline constexpr const char* kRawExchange = "raw-exchange";

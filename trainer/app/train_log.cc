@@ -2,10 +2,10 @@
 
 #include <sys/resource.h>
 
-#include <cstdio>
 #include <iostream>
 
 #include "common/errors.h"
+#include "reports/text/train_text.h"
 
 namespace fabkit::trainer {
 
@@ -38,25 +38,14 @@ void TrainLog::step(const Json& m) {
     record(m);
     return;
   }
-  char buf[400];
-  std::snprintf(buf, sizeof(buf),
-                "step %lld/%lld  loss %.5f  lr %.3e  grad_norm %.4f  tokens/s %.0f  step %.1f ms  "
-                "state/rank %.2f MiB  rss %.0f MiB",
-                m["step"].get<long long>(), m["total_steps"].get<long long>(), m["loss"].get<double>(),
-                m["lr"].get<double>(), m["grad_norm"].get<double>(), m["tokens_per_s"].get<double>(),
-                m["step_time_ms"].get<double>(), m["state_bytes_per_rank"].get<double>() / (1 << 20),
-                m["max_rss_bytes"].get<double>() / (1 << 20));
-  std::cerr << "[fabtrain] " << buf << std::endl;
+  std::cerr << "[fabtrain] " << reports::format_step_line(m) << std::endl;
   record(m);
 }
 
 void TrainLog::eval(const Json& m) {
   if (rank_ != 0) return;
-  char buf[200];
-  std::snprintf(buf, sizeof(buf), "eval at step %lld  valid_loss %.5f  perplexity %.3f", m["step"].get<long long>(),
-                m["valid_loss"].get<double>(), m["valid_perplexity"].get<double>());
   before_line();
-  std::cerr << "[fabtrain] " << buf << std::endl;
+  std::cerr << "[fabtrain] " << reports::format_eval_line(m) << std::endl;
   record(m);
 }
 

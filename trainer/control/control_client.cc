@@ -11,6 +11,7 @@
 
 #include "common/errors.h"
 #include "fabric/wire/wire_error.h"
+#include "reports/text/control_text.h"
 #include "trainer/control/endpoint.h"
 #include "trainer/control/protocol.h"
 #include "trainer/control/unix_socket.h"
@@ -45,26 +46,6 @@ bool pid_alive(long pid) {
   return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
 }
 
-std::string fixed(const Json& v, const char* fmt) {
-  if (!v.is_number()) return "--";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v.get<double>());
-  return buf;
-}
-
-Json field(const Json& o, const char* key) {
-  return o.is_object() && o.contains(key) ? o.at(key) : Json();
-}
-
-std::string status_line(const Json& st) {
-  return "step " + std::to_string(st.value("step", 0LL)) + "/" +
-         std::to_string(st.value("total_steps", 0LL)) + "  loss " +
-         fixed(field(st, "loss"), "%.4f") + "  tokens/s " +
-         fixed(field(st, "tokens_per_s"), "%.0f") + "  ETA " + st.value("eta", std::string("--")) +
-         "  (" + st.value("phase", std::string("?")) + ", pending " +
-         st.value("pending", std::string("none")) + ")";
-}
-
 std::string dirs_text(const std::vector<fs::path>& dirs) {
   if (dirs.empty()) return "no control directory exists yet";
   std::string s;
@@ -96,18 +77,9 @@ ControlOutcome do_list(const ControlArgs& a, const Environment& env) {
   ControlOutcome o;
   const auto dirs = control_dirs_to_search(env);
   Json jobs = Json::array();
-  std::string text;
-  for (const fs::path& d : dirs) {
-    for (const Registration& r : read_registrations(d)) {
-      Json row = probe_job(r, std::min(a.timeout_ms, 2000));
-      char buf[512];
-      std::snprintf(buf, sizeof buf, "%-24s %-14s %8ld  %s", r.job.c_str(),
-                    row["state"].get<std::string>().c_str(), r.pid,
-                    row["status"].is_object() ? status_line(row["status"]).c_str() : "");
-      text += std::string(buf) + "\n    output " + r.output_dir.string() + "\n";
-      jobs.push_back(std::move(row));
-    }
-  }
+  for (const fs::path& d : dirs)
+    for (const Registration& r : read_registrations(d))
+      jobs.push_back(probe_job(r, std::min(a.timeout_ms, 2000)));
   if (a.json) {
     Json doc{{"schema_version", 1}, {"searched", Json::array()}, {"jobs", jobs}};
     for (const fs::path& d : dirs) doc["searched"].push_back(d.string());
@@ -115,14 +87,7 @@ ControlOutcome do_list(const ControlArgs& a, const Environment& env) {
   } else if (jobs.empty()) {
     o.out = "no fabtrain jobs on this node (searched: " + dirs_text(dirs) + ")\n";
   } else {
-    o.out = "JOB                      STATE               PID  STATUS\n" + text;
-    for (const Json& j : jobs)
-      if (j["state"] == "stale") {
-        o.out +=
-            "stale endpoints belong to jobs that are gone: `fabtrain control cleanup` removes "
-            "them\n";
-        break;
-      }
+    o.out = reports::render_job_list(jobs);
   }
   return o;
 }
@@ -182,7 +147,7 @@ ControlOutcome do_job(const ControlArgs& a, const Environment& env) {
   }
   if (a.json) return o;
   if (a.command == "status")
-    o.out = r.job + ": " + status_line(reply.value("status", Json::object())) + "\n";
+    o.out = r.job + ": " + reports::control_status_line(reply.value("status", Json::object())) + "\n";
   else
     o.out = r.job + ": " + a.command + " requested: " + reply.value("note", std::string()) + "\n";
   return o;

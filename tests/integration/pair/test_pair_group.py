@@ -95,7 +95,9 @@ class PairGroupTest(unittest.TestCase):
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=240)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("pair group of 3 hosts", r.stdout)
-        self.assertRegex(r.stdout, r"fabkit-socket +ok +peak busbw +[0-9.]+ GB/s at \d+ B, results exact")
+        # The ring's transport table: transport, status, peak busbw (GB/s), at bytes, results.
+        self.assertRegex(r.stdout, r"transport +status +peak_busbw_GB/s +at_bytes +results")
+        self.assertRegex(r.stdout, r"\n  fabkit-socket +ok +[0-9]+\.[0-9]{3} +\d+ +exact\n")
         # h2's cluster interface down: its agent starts (the launcher is local) but no link to it
         # is open: the ring step fails by name, within the bounds, and no agent is left behind.
         w.run(2, "ip", "link", "set", "dev", "fab0", "down")

@@ -295,7 +295,7 @@ class ReportTest(unittest.TestCase):
         with open(slow, "w") as f:
             json.dump(doc, f)
         p = run("report", "--baseline", pair, slow, "--expect-link-fraction", "0", check_rc=1)
-        self.assertIn("[baseline.busbw_regression] gloo-tcp", p.stdout)
+        self.assertRegex(p.stdout, r"FAIL +baseline.busbw_regression +gloo-tcp: ")
         self.assertIn("16 MiB", p.stdout)
         self.assertIn("REGRESSED", p.stdout)
         p = run("report", "--baseline", pair, slow, "--expect-link-fraction", "0", "--json", check_rc=1)
@@ -324,7 +324,7 @@ class ReportTest(unittest.TestCase):
         with open(down, "w") as f:
             json.dump(doc, f)
         p = run("report", "--baseline", ib, down, check_rc=1)
-        self.assertIn("[baseline.port_lost] mlx5_1:1", p.stdout)
+        self.assertRegex(p.stdout, r"FAIL +baseline.port_lost +mlx5_1:1: ")
         j = json.loads(run("report", "--baseline", ib, down, "--json", check_rc=1).stdout)
         ports = {x["port"]: x for x in j["node_baseline"]["ports"]}
         self.assertEqual((ports["mlx5_1:1"]["old_state"], ports["mlx5_1:1"]["new_state"]), ("ACTIVE", "DOWN"))

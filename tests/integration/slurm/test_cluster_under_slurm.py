@@ -40,7 +40,7 @@ class ClusterUnderSlurm(unittest.TestCase):
             out = os.path.join(c.dir, "fabcheck-cluster-%s.json" % job)
             prof = os.path.join(c.dir, "cluster-%s.json" % job)
             self.assertIn("report: %s, profile: %s, exit 1" % (out, prof), log)
-            self.assertIn("[cluster.link_slow] node1<->node2", log)  # the text report in the job log
+            self.assertRegex(log, r"FAIL +cluster.link_slow +node1<->node2: ")  # the text report in the job log
             with open(out) as f:
                 doc = json.load(f)
             self.assertEqual(1, doc["summary"]["exit_code"])

@@ -6,7 +6,7 @@
 
 #include "common/errors.h"
 #include "common/file_reader.h"
-#include "profile/emit/emitter.h"
+#include "reports/env/emitter.h"
 #include "profile/profile.h"
 #include "profile/resolver.h"
 #include "test_util.h"
@@ -14,6 +14,7 @@
 
 namespace fabkit::profile {
 namespace {
+using namespace fabkit::reports::env;  // the emitters under test
 
 using testing::parse_env_output;
 using testing::q;

@@ -1,7 +1,9 @@
 // The cluster report from synthetic runs: which figure a pair contributes, failed steps named,
 // the runs' own findings folded by code, NCCL versions taken from the pair runs, drift, and the
 // profile keyed by the names given.
-#include "slurm/cluster_report.h"
+#include "reports/json/cluster_json.h"
+#include "slurm/cluster_judge.h"
+#include "slurm/cluster_profile.h"
 
 #include <gtest/gtest.h>
 
@@ -41,8 +43,6 @@ PairRun tcp_pair(int a, int b, const std::vector<std::string>& hosts, double gbi
   l.rtt_median_us = 30;
   r.facts.links = {l};
   r.facts.chosen_link = 0;
-  r.report.kind = "pair";
-  r.report.findings = {warn("pair.link_speed_unknown", "eth0", "no speed", "ethtool eth0")};
   return r;
 }
 
@@ -106,14 +106,17 @@ TEST(ClusterReport, RdmaFigureIsTheSlowestRailAndAllRailsFailedIsAFailure) {
 
 TEST(ClusterReport, FindingsFoldedJudgedAndDrift) {
   auto f = three_nodes();
-  Report r = build_cluster_report(f, MatrixOptions{0.5});
+  Report r = reports::build_cluster_report(f, MatrixOptions{0.5});
   EXPECT_EQ(r.kind, "cluster");
   std::vector<std::string> got;
   for (const auto& x : r.findings) got.push_back(x.code + " | " + x.subject);
   EXPECT_EQ(got, (std::vector<std::string>{
                      "limits.memlock_low | n0: RLIMIT_MEMLOCK",
                      "cluster.link_slow | n0<->n1",
-                     "pair.link_speed_unknown | n0<->n1: eth0",
+                     // The pair runs' own findings, from the pair judge (verdict.h) on the
+                     // facts: no link speed known, no all-reduce transport ran.
+                     "pair.link_speed_unknown | n0<->n1: eth0(10.0.0.1)->eth0(10.0.0.2)",
+                     "pair.no_transports | n0<->n1: n0<->n1",
                      "cluster.drift_mtu | n2:mtu:eth0",
                  }));
   EXPECT_NE(r.findings[0].message.find("[seen on 3: n0, n1, n2]"), std::string::npos);
@@ -130,7 +133,7 @@ TEST(ClusterReport, ReTestsAreMatchedToTheirPair) {
   PairRun again = tcp_pair(0, 1, f.hosts, 10.5);
   again.round = -1;
   f.retests = {again};
-  Report r = build_cluster_report(f, MatrixOptions{0.5});
+  Report r = reports::build_cluster_report(f, MatrixOptions{0.5});
   bool flaky = false;
   for (const auto& x : r.findings)
     flaky = flaky || (x.code == "cluster.link_flaky" && x.subject == "n0<->n1");
@@ -155,7 +158,7 @@ TEST(ClusterReport, FailedNodeCheckAndNcclVersionFromPairs) {
   EXPECT_EQ(nccl_version_of(f.pairs, "n0"), "2.21.5");
   EXPECT_EQ(nccl_version_of(f.pairs, "n2"), "21803");
   EXPECT_EQ(nccl_version_of(f.pairs, "n1"), "");
-  Report r = build_cluster_report(f, MatrixOptions{0.5});
+  Report r = reports::build_cluster_report(f, MatrixOptions{0.5});
   ASSERT_FALSE(r.findings.empty());
   EXPECT_EQ(r.findings[0].code, "cluster.node_check_failed");
   EXPECT_EQ(r.findings[0].subject, "n1");
@@ -183,7 +186,7 @@ namespace fabkit::slurm {
 namespace {
 
 TEST(ClusterReport, PlanNamesTheRoundsAndTheEstimate) {
-  Report r = build_plan_report({"a", "b", "c", "d"}, PairPlan::kRing, 1, 10.0);
+  Report r = reports::build_plan_report({"a", "b", "c", "d"}, PairPlan::kRing, 1, 10.0);
   const Json& p = r.sections.at(0).facts;
   EXPECT_EQ(r.sections[0].name, "plan");
   EXPECT_EQ(p["rounds"], 2);
@@ -198,7 +201,7 @@ TEST(ClusterReport, PlanNamesTheRoundsAndTheEstimate) {
 TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   auto f = three_nodes();
   // Not considered: no finding, search is null.
-  Report quiet = build_cluster_report(f, MatrixOptions{});
+  Report quiet = reports::build_cluster_report(f, MatrixOptions{});
   EXPECT_TRUE(quiet.sections[0].facts["search"].is_null());
   f.search.trigger = "n0<->n1 slow after its re-test";
   f.search.ran = true;
@@ -218,7 +221,7 @@ TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   f.search.result.group_tests = 4;
   f.search.result.outcome = "found";
   f.search.result.link = NodePair{0, 1};
-  Report r = build_cluster_report(f, MatrixOptions{});
+  Report r = reports::build_cluster_report(f, MatrixOptions{});
   const Finding* found = nullptr;
   for (const auto& x : r.findings)
     if (x.code == "cluster.link_search_found") found = &x;
@@ -240,7 +243,7 @@ TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   // A pair that hid when tested alone is a warning, never a named link.
   f.search.result.outcome = "not_reproduced";
   f.search.result.link.reset();
-  Report r2 = build_cluster_report(f, MatrixOptions{});
+  Report r2 = reports::build_cluster_report(f, MatrixOptions{});
   bool warned = false;
   for (const auto& x : r2.findings) {
     EXPECT_NE(x.code, "cluster.link_search_found");

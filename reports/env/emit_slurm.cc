@@ -2,9 +2,10 @@
 // values sbatch can parse: it splits the option on ',', so a value with a comma (NCCL_IB_HCA
 // lists) goes only in the `export` lines below, which bash runs in the batch step and srun steps
 // inherit. Both forms carry identical values for the variables they share.
-#include "profile/emit/emitter.h"
+#include "reports/env/emitter.h"
 
-namespace fabkit::profile {
+namespace fabkit::reports::env {
+using namespace profile;  // the resolved settings' types
 
 std::string emit_slurm(const EmitInput& in) {
   std::string out = "#!/bin/bash\n";
@@ -20,4 +21,4 @@ std::string emit_slurm(const EmitInput& in) {
   return out;
 }
 
-}  // namespace fabkit::profile
+}  // namespace fabkit::reports::env

@@ -1,4 +1,4 @@
-// Emitters: one resolved host environment -> the bytes one consumer reads (DeepSpeed, a shell,
+// Emitters (reports/env): one resolved host environment -> the bytes one consumer reads (DeepSpeed, a shell,
 // dotenv readers, sbatch, apptainer, docker, programs). One file per format. Each refuses, with a
 // UsageError naming the variable and value, what its consumer could not carry.
 #pragma once
@@ -10,7 +10,9 @@
 #include "profile/profile_model.h"
 #include "profile/resolver.h"
 
-namespace fabkit::profile {
+namespace fabkit::reports::env {
+using profile::ResolvedSetting;
+using profile::ContainerNeeds;
 
 enum class Format { kDeepspeed, kShell, kDotenv, kSlurm, kApptainer, kDocker, kJson };
 std::optional<Format> format_from_string(const std::string& s);
@@ -46,4 +48,4 @@ void check_values(const EmitInput& in, const char* format);
 // "# fabkit emit-env --format F for host H from SOURCE" + basis lines, each starting with "# ".
 std::string comment_header(const EmitInput& in, const char* format);
 
-}  // namespace fabkit::profile
+}  // namespace fabkit::reports::env

@@ -1,8 +1,9 @@
 // For programs (fabtrain, launch wrappers): the resolved environment plus each choice's basis.
 #include "common/json.h"
-#include "profile/emit/emitter.h"
+#include "reports/env/emitter.h"
 
-namespace fabkit::profile {
+namespace fabkit::reports::env {
+using namespace profile;  // the resolved settings' types
 
 std::string emit_json(const EmitInput& in) {
   Json j;
@@ -31,4 +32,4 @@ std::string emit_json(const EmitInput& in) {
   return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace fabkit::profile
+}  // namespace fabkit::reports::env

@@ -2,9 +2,10 @@
 // literally (quotes included), python-dotenv strips quotes. Only a bare value reads the same in
 // all of them, so values stay bare; the reader already refused anything a bare value cannot
 // carry (value_rules.h). '#' lines are comments in all three.
-#include "profile/emit/emitter.h"
+#include "reports/env/emitter.h"
 
-namespace fabkit::profile {
+namespace fabkit::reports::env {
+using namespace profile;  // the resolved settings' types
 
 std::string emit_dotenv(const EmitInput& in) {
   std::string out = comment_header(in, "dotenv");
@@ -13,4 +14,4 @@ std::string emit_dotenv(const EmitInput& in) {
   return out;
 }
 
-}  // namespace fabkit::profile
+}  // namespace fabkit::reports::env

@@ -4,9 +4,10 @@
 // ibv_reg_mr pins memory; --shm-size: docker's 64 MiB /dev/shm breaks NCCL's SHM transport;
 // --device /dev/infiniband: the verbs device files; -v for nccl.conf and the topology file.
 // -e K=V is taken literally by docker (no comma splitting), so lists pass unchanged.
-#include "profile/emit/emitter.h"
+#include "reports/env/emitter.h"
 
-namespace fabkit::profile {
+namespace fabkit::reports::env {
+using namespace profile;  // the resolved settings' types
 
 std::string emit_docker(const EmitInput& in) {
   std::vector<std::string> words;
@@ -23,4 +24,4 @@ std::string emit_docker(const EmitInput& in) {
   return out + "\n";
 }
 
-}  // namespace fabkit::profile
+}  // namespace fabkit::reports::env

@@ -1,7 +1,8 @@
 // `source FILE` or `eval "$(fabcheck emit-env --format shell)"`: POSIX sh, values single-quoted.
-#include "profile/emit/emitter.h"
+#include "reports/env/emitter.h"
 
-namespace fabkit::profile {
+namespace fabkit::reports::env {
+using namespace profile;  // the resolved settings' types
 
 std::string emit_shell(const EmitInput& in) {
   std::string out = comment_header(in, "shell");
@@ -10,4 +11,4 @@ std::string emit_shell(const EmitInput& in) {
   return out;
 }
 
-}  // namespace fabkit::profile
+}  // namespace fabkit::reports::env

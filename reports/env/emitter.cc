@@ -1,9 +1,10 @@
-#include "profile/emit/emitter.h"
+#include "reports/env/emitter.h"
 
 #include "common/errors.h"
 #include "profile/value_rules.h"
 
-namespace fabkit::profile {
+namespace fabkit::reports::env {
+using namespace profile;  // the resolved settings' types
 
 std::optional<Format> format_from_string(const std::string& s) {
   for (Format f : {Format::kDeepspeed, Format::kShell, Format::kDotenv, Format::kSlurm,
@@ -88,4 +89,4 @@ std::string comment_header(const EmitInput& in, const char* format) {
   return out;
 }
 
-}  // namespace fabkit::profile
+}  // namespace fabkit::reports::env

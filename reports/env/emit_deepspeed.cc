@@ -5,10 +5,11 @@
 // comments and no blank lines (a line without '=' raises ValueError and aborts the launch), no
 // whitespace at either end of a value (stripped), and nothing the shell would interpret.
 #include "common/errors.h"
-#include "profile/emit/emitter.h"
+#include "reports/env/emitter.h"
 #include "profile/value_rules.h"
 
-namespace fabkit::profile {
+namespace fabkit::reports::env {
+using namespace profile;  // the resolved settings' types
 
 std::string emit_deepspeed(const EmitInput& in) {
   std::string out;
@@ -24,4 +25,4 @@ std::string emit_deepspeed(const EmitInput& in) {
   return out;
 }
 
-}  // namespace fabkit::profile
+}  // namespace fabkit::reports::env

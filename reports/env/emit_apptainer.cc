@@ -2,9 +2,10 @@
 // `--env A=1,B=2` this carries values that contain commas (NCCL_IB_HCA lists). Apptainer already
 // shares the host's network, /dev and /dev/shm and keeps the host's limits, so the flags left
 // are binds for files the job reads (nccl.conf, the topology file).
-#include "profile/emit/emitter.h"
+#include "reports/env/emitter.h"
 
-namespace fabkit::profile {
+namespace fabkit::reports::env {
+using namespace profile;  // the resolved settings' types
 
 std::string emit_apptainer(const EmitInput& in) {
   std::string out = comment_header(in, "apptainer");
@@ -22,4 +23,4 @@ std::string emit_apptainer(const EmitInput& in) {
   return out;
 }
 
-}  // namespace fabkit::profile
+}  // namespace fabkit::reports::env

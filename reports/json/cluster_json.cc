@@ -1,0 +1,170 @@
+// The "cluster" section of a Report{kind "cluster"} (docs/json/cluster.md) from the gathered
+// runs and their judgement, and the "plan" section of --plan-only.
+#include "reports/json/cluster_json.h"
+
+#include "slurm/cluster_judge.h"
+#include "slurm/link_search.h"
+
+namespace fabkit::reports {
+using namespace slurm;  // the facts' types: this file renders nothing else
+namespace {
+
+Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(); }
+
+Json search_json(const ClusterFacts& f) {
+  const SearchFacts& s = f.search;
+  if (s.trigger.empty()) return nullptr;
+  Json rounds = Json::array();
+  for (size_t r = 0; r < s.rounds.size(); ++r) {
+    Json groups = Json::array();
+    for (const auto& g : s.rounds[r]) {
+      Json hosts = Json::array();
+      for (int n : g.nodes) hosts.push_back(f.hosts[static_cast<size_t>(n)]);
+      groups.push_back({{"hosts", hosts}, {"positive", g.positive}, {"rings", g.rings},
+                        {"min_busbw_gbps", opt(g.min_busbw_gbps)},
+                        {"error", g.error.empty() ? Json() : Json(g.error)}, {"elapsed_ms", g.elapsed_ms}});
+    }
+    rounds.push_back({{"groups", groups}, {"elapsed_ms", r < s.round_ms.size() ? s.round_ms[r] : 0.0}});
+  }
+  Json cands = Json::array();
+  for (int n : s.candidates) cands.push_back(f.hosts[static_cast<size_t>(n)]);
+  return {{"trigger", s.trigger},
+          {"ran", s.ran},
+          {"skipped", s.skipped.empty() ? Json() : Json(s.skipped)},
+          {"candidates", cands},
+          {"bytes", s.bytes},
+          {"reference_gbit_s", opt(s.reference_gbit_s)},
+          {"threshold_gbit_s", opt(s.threshold_gbit_s)},
+          {"outcome", s.ran ? Json(s.result.outcome) : Json()},
+          {"link", s.result.link ? Json(link_name(f, *s.result.link)) : Json()},
+          {"rounds_used", s.result.rounds},
+          {"group_tests", s.result.group_tests},
+          {"rounds_bound", s.rounds_bound},
+          {"full_schedule_rounds", s.full_schedule_rounds},
+          {"elapsed_ms", s.elapsed_ms},
+          {"rounds", rounds}};
+}
+
+}  // namespace
+
+Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOptions& mo) {
+  Report r;
+  r.kind = "cluster";
+  r.generated_at = utc_now_rfc3339();
+
+  const slurm::ClusterJudgement j = slurm::judge_cluster(f, mo);
+  r.findings = j.findings;
+  const auto& v = j.matrix;
+  const auto& ms = j.measurements;
+
+  // The "cluster" section (docs/json/cluster.md).
+  Json nodes = Json::array();
+  for (size_t i = 0; i < f.nodes.size(); ++i) {
+    const auto& n = f.nodes[i];
+    const auto& s = v.nodes[i];
+    Json counts = {{"fail", 0}, {"warn", 0}, {"info", 0}};
+    for (const auto& x : j.node_reports[i].findings)
+      counts[to_string(x.severity)] = counts[to_string(x.severity)].get<int>() + 1;
+    nodes.push_back({{"host", n.host},
+                     {"check", n.ok ? "ok" : "failed"},
+                     {"error", n.ok ? Json() : Json(n.error)},
+                     {"exit", n.exit},
+                     {"elapsed_ms", n.elapsed_ms},
+                     {"findings", counts},
+                     {"score_gbit_s", opt(s.score_gbit_s)},
+                     {"pairs_measured", s.measured},
+                     {"pairs_low", s.low},
+                     {"pairs_failed", s.failed},
+                     {"slow", s.slow}});
+  }
+  Json pairs = Json::array();
+  for (size_t i = 0; i < f.pairs.size(); ++i) {
+    const auto& p = f.pairs[i];
+    const auto& m = ms[i];
+    const auto& l = v.links[i];
+    Json chosen;
+    if (p.facts.chosen_link) {
+      const auto& cl = p.facts.links[*p.facts.chosen_link];
+      chosen = {{"ifname_a", cl.a.ifname},
+                {"addr_a", cl.a.addr},
+                {"ifname_b", cl.b.ifname},
+                {"addr_b", cl.b.addr}};
+    }
+    pairs.push_back({{"a", f.hosts[p.a]},
+                     {"b", f.hosts[p.b]},
+                     {"round", p.round},
+                     {"ok", m.ok},
+                     {"gbit_s", opt(m.gbit_s)},
+                     {"rtt_us", opt(m.rtt_us)},
+                     {"source", m.source},
+                     {"state", l.state},
+                     {"expected_gbit_s", opt(l.expected_gbit_s)},
+                     {"error", m.ok ? Json() : Json(m.error)},
+                     {"link", chosen},
+                     {"elapsed_ms", p.elapsed_ms},
+                     {"retested", m.retested},
+                     {"retest_gbit_s", opt(m.retest_gbit_s)}});
+  }
+  Json drift_json = Json::object();
+  for (const auto& d2 : j.drift) drift_json[d2.host] = d2.values;
+  auto cost = schedule_cost(f.rounds, static_cast<int>(f.hosts.size()), 0, f.max_parallel);
+  Json c = {{"cluster_version", 1},
+            {"hosts", f.hosts},
+            {"launcher", f.launcher},
+            {"plan", to_string(f.plan)},
+            {"max_parallel", f.max_parallel},
+            {"schedule",
+             {{"rounds", cost.rounds},
+              {"waves", cost.waves},
+              {"pair_runs", cost.pair_runs},
+              {"sequential_runs", cost.sequential_runs},
+              {"nodes_ms", f.nodes_ms},
+              {"pairs_ms", f.pairs_ms},
+              {"retest_ms", f.retest_ms},
+              {"retest_runs", f.retests.size()},
+              {"round_ms", f.round_ms}}},
+            {"nodes", nodes},
+            {"matrix",
+             {{"reference_gbit_s", opt(v.reference_gbit_s)},
+              {"slow_fraction", mo.slow_fraction},
+              {"pairs", pairs}}},
+            {"drift", drift_json},
+            {"search", search_json(f)}};
+  r.sections.push_back({"cluster", c});
+  return r;
+}
+
+Report build_plan_report(const std::vector<std::string>& hosts, slurm::PairPlan plan, int max_parallel,
+                         double per_pair_s) {
+  Report r;
+  r.kind = "cluster";
+  r.generated_at = utc_now_rfc3339();
+  const int n = static_cast<int>(hosts.size());
+  auto rounds = make_schedule(plan, n);
+  auto cost = schedule_cost(rounds, n, per_pair_s, max_parallel);
+  auto all = schedule_cost(round_robin(n), n, per_pair_s, max_parallel);
+  Json rj = Json::array();
+  for (const auto& rd : rounds) {
+    Json pairs = Json::array(), idle = Json::array();
+    for (const auto& p : rd.pairs) pairs.push_back({hosts[p.a], hosts[p.b]});
+    for (int i : rd.idle) idle.push_back(hosts[i]);
+    rj.push_back({{"pairs", pairs}, {"idle", idle}});
+  }
+  r.sections.push_back({"plan",
+                        {{"hosts", hosts},
+                         {"plan", to_string(plan)},
+                         {"max_parallel", max_parallel},
+                         {"per_pair_s", per_pair_s},
+                         {"rounds", cost.rounds},
+                         {"waves", cost.waves},
+                         {"pair_runs", cost.pair_runs},
+                         {"sequential_runs", cost.sequential_runs},
+                         {"estimated_s", cost.seconds},
+                         {"sequential_estimated_s", cost.sequential_runs * per_pair_s},
+                         {"all_pairs_estimated_s", all.seconds},
+                         {"link_search_rounds_bound", n >= 2 ? link_search_round_bound(n) : 0},
+                         {"schedule", rj}}});
+  return r;
+}
+
+}  // namespace fabkit::reports

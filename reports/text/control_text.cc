@@ -1,0 +1,44 @@
+#include "reports/text/control_text.h"
+
+#include <sstream>
+
+#include "reports/text/table.h"
+
+namespace fabkit::reports {
+namespace {
+
+std::string figure(const Json& o, const char* key, const char* fmt) {
+  if (!o.is_object() || !o.contains(key) || !o.at(key).is_number()) return "--";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, o.at(key).get<double>());
+  return buf;
+}
+
+}  // namespace
+
+std::string control_status_line(const Json& st) {
+  return "step " + std::to_string(st.value("step", 0LL)) + "/" +
+         std::to_string(st.value("total_steps", 0LL)) + "  loss " + figure(st, "loss", "%.4f") +
+         "  tokens/s " + figure(st, "tokens_per_s", "%.0f") + "  ETA " +
+         st.value("eta", std::string("--")) + "  (" + st.value("phase", std::string("?")) +
+         ", pending " + st.value("pending", std::string("none")) + ")";
+}
+
+std::string render_job_list(const Json& jobs) {
+  Table t({{"JOB"}, {"STATE"}, {"PID", Align::kRight}, {"OUTPUT"}, {"STATUS"}});
+  bool stale = false;
+  for (const Json& j : jobs) {
+    t.add_row({j.value("job", ""), j.value("state", ""), std::to_string(j.value("pid", 0L)),
+               j.value("output_dir", ""),
+               j.contains("status") && j["status"].is_object() ? control_status_line(j["status"])
+                                                               : ""});
+    stale = stale || j.value("state", "") == "stale";
+  }
+  std::ostringstream out;
+  t.render(out, "");
+  if (stale)
+    out << "stale endpoints belong to jobs that are gone: `fabtrain control cleanup` removes them\n";
+  return out.str();
+}
+
+}  // namespace fabkit::reports

@@ -1,0 +1,111 @@
+// Text of the "pair" section (2 hosts) and the "pair_group" section (3 or more): the links
+// table, the rendezvous check, the transport ranking, the RDMA RC rails, the recommendation.
+#include <cstdio>
+
+#include "reports/text/table.h"
+#include "reports/text/text_parts.h"
+
+namespace fabkit::reports::text {
+namespace {
+
+std::string link_name(const Json& l) {
+  return str(l["a"]["ifname"]) + "->" + str(l["b"]["ifname"]) + " " + str(l["b"]["addr"]) +
+         (l.value("chosen", false) ? " *" : "");
+}
+
+std::string port_pair(const Json& p) {
+  return str(p["a"]["hca"]) + ":" + p["a"]["port"].dump() + "<->" + str(p["b"]["hca"]) + ":" +
+         p["b"]["port"].dump();
+}
+
+void render_rdma_rc(const Json& rc, std::ostream& out, const Style& style) {
+  if (!rc.is_object()) return;
+  if (rc.value("status", "") != "ran") {
+    out << "\nRDMA RC point-to-point: " << rc.value("status", "") << ": " << str(rc["reason"], "")
+        << "\n";
+    return;
+  }
+  out << "\nRDMA RC point-to-point (write_bw 64 KiB, send_lat 2 B; Gbit/s = 1e9 bit/s)\n";
+  Table t({{"ports (A <-> B)"}, {"status"}, {"bw_Gb/s", Align::kRight},
+           {"lat_p50_us", Align::kRight}, {"lat_p99_us", Align::kRight}, {"mtu", Align::kRight}});
+  for (const auto& p : rc["pairs"]) {
+    const std::string status = str(p["status"]);
+    t.add_row({port_pair(p), status == "ok" ? status : style.bad(status), fixed(p["bw_gbps"], 2),
+               fixed(p["lat_us_median"], 2), fixed(p["lat_us_p99"], 2),
+               p["path_mtu"].is_null() ? "-" : p["path_mtu"].dump()});
+  }
+  t.render(out);
+}
+
+}  // namespace
+
+void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
+  out << "pair " << str(s["hosts"]["a"]) << " <-> " << str(s["hosts"]["b"])
+      << " (launcher: " << s.value("launcher", "") << ")\n\nlinks (A -> B; * chosen)\n";
+  Table links({{"interfaces"}, {"status"}, {"rtt_p50_us", Align::kRight},
+               {"rtt_p99_us", Align::kRight}, {"1stream_Gb/s", Align::kRight},
+               {"Nstream_Gb/s", Align::kRight}});
+  for (const auto& l : s["links"]) {
+    const std::string status = str(l["status"]);
+    links.add_row({link_name(l), status == "open" ? status : style.bad(status),
+                   fixed(l["rtt_median_us"], 1), fixed(l["rtt_p99_us"], 1),
+                   fixed(l["single_stream_gbit_s"], 2), fixed(l["multi_stream_gbit_s"], 2)});
+  }
+  links.render(out);
+
+  const Json& rv = s["rendezvous"];
+  if (rv.is_object())
+    out << "\nrendezvous port " << rv["port"] << " on " << str(rv["listen_addr"]) << ": "
+        << (rv["status"].is_string() ? str(rv["status"]) : str(rv["listen_status"])) << "\n";
+
+  if (!s["transports"].empty()) {
+    out << "\nall-reduce transports (ranked by peak busbw; GB/s = 1e9 B/s)\n";
+    Table t({{"transport"}, {"status"}, {"peak_busbw_GB/s", Align::kRight},
+             {"at_bytes", Align::kRight}, {"link_fraction", Align::kRight},
+             {"vs_raw", Align::kRight}});
+    for (const auto& tr : s["transports"]) {
+      const std::string status = str(tr["status"]);
+      t.add_row({str(tr["transport"]), status == "ok" ? status : style.warn(status),
+                 fixed(tr.value("peak_busbw_gbps", Json()), 3),
+                 tr.value("peak_bytes", Json(0)).dump(),
+                 tr["link_fraction"].is_null() ? "unknown" : fixed(tr["link_fraction"], 2),
+                 fixed(tr.value("vs_raw_exchange", Json()), 2)});
+    }
+    t.render(out);
+  }
+  render_rdma_rc(s.value("rdma_rc", Json()), out, style);
+
+  const Json& rec = s["recommended"];
+  out << "\nrecommended: transport " << str(rec["transport"], "none") << ", interface "
+      << str(rec["interface_a"], "none") << " / " << str(rec["interface_b"], "none") << "\n";
+}
+
+void render_pair_group_section(const Json& s, std::ostream& out, const Style& style) {
+  out << "pair group of " << s["hosts"].size() << " hosts (launcher: " << s.value("launcher", "")
+      << ")\n\nneighbour links (chosen interface pairs)\n";
+  Table links({{"from"}, {"to"}, {"via"}, {"rtt_p50_us", Align::kRight},
+               {"1stream_Gb/s", Align::kRight}});
+  for (const auto& p : s["probed_pairs"])
+    for (const auto& l : p["links"])
+      if (l.value("chosen", false))
+        links.add_row({str(p["a"]), str(p["b"]), str(l["b"]["addr"]), fixed(l["rtt_median_us"], 1),
+                       fixed(l["single_stream_gbit_s"], 2)});
+  links.render(out);
+  for (const auto& ring : s["rings"]) {
+    std::string order;
+    for (const auto& h : ring["order"]) order += (order.empty() ? "" : " -> ") + str(h);
+    out << "\nring " << order << " (busbw = algbw * 2(n-1)/n; GB/s = 1e9 B/s)\n";
+    Table t({{"transport"}, {"status"}, {"peak_busbw_GB/s", Align::kRight},
+             {"at_bytes", Align::kRight}, {"results"}});
+    for (const auto& tr : ring["transports"]) {
+      const bool ok = tr["status"] == "ok";
+      const bool exact = tr.value("all_correct", false);
+      t.add_row({str(tr["transport"]), ok ? "ok" : style.warn(str(tr["status"])),
+                 fixed(tr["peak_busbw_gbps"], 3), tr["peak_bytes"].dump(),
+                 !ok ? "-" : exact ? "exact" : style.bad("WRONG")});
+    }
+    t.render(out);
+  }
+}
+
+}  // namespace fabkit::reports::text

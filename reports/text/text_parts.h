@@ -1,0 +1,31 @@
+// Pieces shared by the text renderers of reports/text (not a public interface).
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "common/json.h"
+
+namespace fabkit::reports::text {
+
+// A figure with `digits` decimals, "-" when j is not a number (an absent measurement).
+std::string fixed(const Json& j, int digits);
+// j's string value, or `otherwise` when j is not a string (null where nothing was measured).
+std::string str(const Json& j, const std::string& otherwise = "-");
+
+// SGR colors for words that carry a verdict (FAIL, SLOW, FAILED…); plain when color is off.
+struct Style {
+  bool color = false;
+  std::string bad(const std::string& s) const { return color ? "\033[1;31m" + s + "\033[0m" : s; }
+  std::string warn(const std::string& s) const { return color ? "\033[1;33m" + s + "\033[0m" : s; }
+  std::string note(const std::string& s) const { return color ? "\033[36m" + s + "\033[0m" : s; }
+};
+
+// The kind-specific part of a text report, before the findings. Each prints nothing when its
+// section is absent.
+void render_pair_section(const Json& pair, std::ostream& out, const Style& style);
+void render_pair_group_section(const Json& group, std::ostream& out, const Style& style);
+void render_cluster_section(const Json& cluster, std::ostream& out, const Style& style);
+void render_plan_section(const Json& plan, std::ostream& out);
+
+}  // namespace fabkit::reports::text

@@ -1,0 +1,216 @@
+#include "slurm/cluster_judge.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "fabric/pair/verdict.h"
+#include "reports/report_render.h"
+#include "slurm/drift_judge.h"
+#include "slurm/link_search.h"
+
+namespace fabkit::slurm {
+namespace {
+
+std::string failed_step(const pair::PairFacts& f) {
+  for (const auto& s : f.steps)
+    if (s.status == "failed")
+      return s.step + (s.host.empty() ? "" : " on " + s.host) + ": " + s.code + ": " + s.error;
+  return "";
+}
+
+// Warn/fail findings of many runs, one finding per code: the first one's text, and the
+// subjects (hosts or pairs) it was seen on.
+void fold_findings(const std::vector<std::pair<std::string, const std::vector<Finding>*>>& sources,
+                   std::vector<Finding>& out) {
+  std::map<std::string, std::vector<std::pair<std::string, const Finding*>>> by_code;
+  std::vector<std::string> order;
+  for (const auto& [where, findings] : sources)
+    for (const auto& f : *findings) {
+      if (f.severity == Severity::kInfo) continue;
+      if (!by_code.count(f.code)) order.push_back(f.code);
+      by_code[f.code].push_back({where, &f});
+    }
+  for (const auto& code : order) {
+    const auto& seen = by_code[code];
+    Finding f = *seen.front().second;
+    std::vector<std::string> wheres;
+    for (const auto& [w, _] : seen)
+      if (std::find(wheres.begin(), wheres.end(), w) == wheres.end()) wheres.push_back(w);
+    f.subject = seen.front().first + ": " + f.subject;
+    if (wheres.size() > 1) {
+      std::string list;
+      for (size_t i = 0; i < wheres.size() && i < 8; ++i) list += (i ? ", " : "") + wheres[i];
+      if (wheres.size() > 8) list += " and " + std::to_string(wheres.size() - 8) + " more";
+      f.message += " [seen on " + std::to_string(wheres.size()) + ": " + list + "]";
+    }
+    out.push_back(f);
+  }
+}
+
+
+// The search's verdict: the named link (fail), a link that did not show again (warn), or a clean
+// group test of every candidate (info).
+void search_findings(const ClusterFacts& f, std::vector<Finding>& out) {
+  const SearchFacts& s = f.search;
+  if (!s.ran) return;
+  char figures[256];
+  std::snprintf(figures, sizeof figures,
+                "%d rounds, %d group tests (bound %d; a full pair schedule over the %zu nodes: %d rounds); "
+                "a group is slow below %.3g Gbit/s",
+                s.result.rounds, s.result.group_tests, s.rounds_bound, s.candidates.size(),
+                s.full_schedule_rounds, s.threshold_gbit_s.value_or(0));
+  if (s.result.outcome == "found") {
+    const NodePair& l = *s.result.link;
+    const std::string a = f.hosts[static_cast<size_t>(l.a)], b = f.hosts[static_cast<size_t>(l.b)];
+    std::string last;
+    if (!s.rounds.empty() && !s.rounds.back().empty()) {
+      const auto& g = s.rounds.back().front();
+      last = g.min_busbw_gbps ? "; the pair alone: ring all-reduce busbw " + std::to_string(*g.min_busbw_gbps * 8) + " Gbit/s"
+                              : "; the pair alone: " + g.error;
+    }
+    out.push_back(fail("cluster.link_search_found", link_name(f, l),
+                       "group testing (ring all-reduces of node groups) named the bad link: " + std::string(figures) + last,
+                       "check the cable, transceiver and switch ports between " + a + " and " + b +
+                           " (`fabcheck pair " + a + " " + b + "` shows the interface pairs); drain one of them "
+                           "until it is fixed"));
+  } else if (s.result.outcome == "not_reproduced") {
+    out.push_back(warn("cluster.link_search_not_reproduced", "search",
+                       "the groups narrowed to a pair whose own test was fast: a flaky link, or load that "
+                       "came and went: " + std::string(figures),
+                       "re-run fabcheck cluster --search; watch the port counters of the nodes the rounds named"));
+  } else {
+    out.push_back(info("cluster.link_search_clean", "search",
+                       "the all-reduce across every searched node was not slow in any ring order: " + std::string(figures)));
+  }
+}
+
+}  // namespace
+
+std::string link_name(const ClusterFacts& f, const NodePair& p) {
+  return f.hosts[static_cast<size_t>(p.a)] + "<->" + f.hosts[static_cast<size_t>(p.b)];
+}
+
+PairMeasurement measurement_from_pair(const PairRun& run) {
+  const auto& f = run.facts;
+  PairMeasurement m;
+  m.a = run.a;
+  m.b = run.b;
+  if (!f.chosen_link) {
+    m.error = failed_step(f);
+    if (m.error.empty()) m.error = "no interface pair between the two hosts accepted a connection";
+    return m;
+  }
+  const auto& link = f.links[*f.chosen_link];
+  m.rtt_us = link.rtt_median_us;
+  if (f.rdma_rc.status == "ran") {
+    std::optional<double> worst;
+    std::string reasons;
+    for (const auto& p : f.rdma_rc.pairs) {
+      if (p.status == "ok" && p.bw_gbps)
+        worst = worst ? std::min(*worst, *p.bw_gbps) : *p.bw_gbps;
+      else
+        reasons +=
+            (reasons.empty() ? "" : "; ") + p.ports.hca_a + "<->" + p.ports.hca_b + ": " + p.reason;
+    }
+    if (!worst) {
+      m.error = "rdma_rc: the RC test failed on every rail: " + reasons;
+      return m;
+    }
+    m.ok = true;
+    m.gbit_s = worst;
+    m.source = "rdma_rc write_bw (slowest rail)";
+    return m;
+  }
+  m.ok = true;
+  m.gbit_s = link.single_stream_gbit_s;
+  m.source = "tcp single stream " + link.a.ifname + "->" + link.b.ifname;
+  return m;
+}
+
+std::string nccl_version_of(const std::vector<PairRun>& runs, const std::string& host) {
+  for (const auto& r : runs)
+    for (const auto& t : r.facts.transports)
+      for (size_t rank = 0; rank < t.ranks.size() && rank < 2; ++rank) {
+        const std::string& h = rank == 0 ? r.facts.host_a : r.facts.host_b;
+        const Json& doc = t.ranks[rank];
+        if (h != host || !doc.is_object() || !doc.contains("extra") || !doc["extra"].is_object())
+          continue;
+        const Json& x = doc["extra"];
+        if (x.contains("nccl_log") && x["nccl_log"].is_object() &&
+            x["nccl_log"].contains("version") && x["nccl_log"]["version"].is_string())
+          return x["nccl_log"]["version"].get<std::string>();
+        if (x.contains("nccl_version") && x["nccl_version"].is_number_integer())
+          return std::to_string(x["nccl_version"].get<long>());
+      }
+  return "";
+}
+
+std::vector<PairMeasurement> matrix_measurements(const ClusterFacts& f) {
+  std::vector<PairMeasurement> ms;
+  for (const auto& p : f.pairs) ms.push_back(measurement_from_pair(p));
+  for (const auto& rt : f.retests) {
+    PairMeasurement again = measurement_from_pair(rt);
+    for (auto& m : ms)
+      if (m.a == rt.a && m.b == rt.b) {
+        m.retested = true;
+        m.retest_ok = again.ok;
+        m.retest_gbit_s = again.gbit_s;
+      }
+  }
+  return ms;
+}
+
+ClusterJudgement judge_cluster(const ClusterFacts& f, const MatrixOptions& mo) {
+  ClusterJudgement j;
+  // 1. Node checks: the ones that failed to run, then the nodes' own findings by code.
+  j.node_reports.resize(f.nodes.size());
+  std::vector<std::pair<std::string, const std::vector<Finding>*>> node_findings;
+  for (size_t i = 0; i < f.nodes.size(); ++i) {
+    const auto& n = f.nodes[i];
+    if (!n.ok) {
+      j.findings.push_back(
+          fail("cluster.node_check_failed", n.host, n.error,
+               "run `fabcheck node` on " + n.host +
+                   " by hand; check that the "
+                   "launcher reaches it and fabcheck is at the same path there (--agent-path)"));
+      continue;
+    }
+    try {
+      j.node_reports[i] = reports::report_from_json(n.report);
+      node_findings.push_back({n.host, &j.node_reports[i].findings});
+    } catch (const std::invalid_argument& e) {
+      j.findings.push_back(fail("cluster.node_check_failed", n.host,
+                                "the node report from " + n.host + " is malformed: " + e.what(),
+                                "install the same fabcheck version on every node"));
+      continue;
+    }
+    NodeDriftFacts d{n.host, drift_facts_from_node_report(n.report)};
+    std::string nccl = nccl_version_of(f.pairs, n.host);
+    if (!nccl.empty()) d.values["nccl_version"] = nccl;
+    j.drift.push_back(std::move(d));
+  }
+  fold_findings(node_findings, j.findings);
+
+  // 2. Pairs: the matrix judge, then the pair runs' own findings by code.
+  j.measurements = matrix_measurements(f);
+  std::vector<std::vector<Finding>> per_pair;
+  per_pair.reserve(f.pairs.size());
+  for (const auto& p : f.pairs) per_pair.push_back(pair::pair_findings(p.facts, pair::compute_verdict(p.facts)));
+  std::vector<std::pair<std::string, const std::vector<Finding>*>> pair_findings;
+  for (size_t i = 0; i < f.pairs.size(); ++i)
+    pair_findings.push_back({link_name(f, {f.pairs[i].a, f.pairs[i].b}), &per_pair[i]});
+  j.matrix = judge_matrix(f.hosts, j.measurements, mo);
+  j.findings.insert(j.findings.end(), j.matrix.findings.begin(), j.matrix.findings.end());
+  fold_findings(pair_findings, j.findings);
+
+  // 3. Drift between the node reports.
+  auto d = judge_drift(j.drift);
+  j.findings.insert(j.findings.end(), d.begin(), d.end());
+
+  // 4. The bad-link search, when it ran.
+  search_findings(f, j.findings);
+  return j;
+}
+
+}  // namespace fabkit::slurm

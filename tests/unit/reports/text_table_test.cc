@@ -1,0 +1,115 @@
+// Aligned tables and the per-kind text sections built on them.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "reports/report_render.h"
+#include "reports/text/control_text.h"
+#include "reports/text/table.h"
+
+namespace fabkit::reports {
+namespace {
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+TEST(TextTable, ColumnsAlignWhateverTheCellWidths) {
+  Table t({{"host"}, {"Gbit/s", Align::kRight}, {"state"}});
+  t.add_row({"n1", "9.5", "ok"});
+  t.add_row({"a-much-longer-host", "123.25", "SLOW"});
+  std::ostringstream out;
+  t.render(out);
+  auto l = lines(out.str());
+  ASSERT_EQ(l.size(), 3u);
+  EXPECT_EQ(l[0], "  host                Gbit/s  state");
+  EXPECT_EQ(l[1], "  n1                     9.5  ok");
+  EXPECT_EQ(l[2], "  a-much-longer-host  123.25  SLOW");
+}
+
+TEST(TextTable, ColorAndUtf8DoNotCountAsWidth) {
+  EXPECT_EQ(display_width("\033[1;31mFAIL\033[0m"), 4u);
+  EXPECT_EQ(display_width("n0<->n1 — ok"), 12u);
+  Table t({{"a"}, {"b"}});
+  t.add_row({"\033[1;31mFAIL\033[0m", "x"});
+  t.add_row({"ok", "y"});
+  std::ostringstream out;
+  t.render(out, "");
+  auto l = lines(out.str());
+  EXPECT_EQ(l[1], "\033[1;31mFAIL\033[0m  x");
+  EXPECT_EQ(l[2], "ok    y");
+}
+
+TEST(TextTable, ShortRowsPadAndLongRowsAreABug) {
+  Table t({{"a"}, {"b"}});
+  t.add_row({"1"});
+  EXPECT_THROW(t.add_row({"1", "2", "3"}), std::invalid_argument);
+  std::ostringstream out;
+  t.render(out, "");
+  EXPECT_EQ(lines(out.str()).at(1), "1");  // no trailing blanks
+}
+
+// The real pair report of a netns run (tests/fixtures/reports) renders its links and transports
+// as aligned tables: every row of a table has its figures end in the same column.
+TEST(TextTable, PairReportTablesAreAligned) {
+  std::ifstream in(std::string(FABKIT_FIXTURES) + "/reports/pair-netns-veth.json");
+  ASSERT_TRUE(in) << "fixture missing";
+  Report r = report_from_json(Json::parse(in));
+  std::ostringstream out;
+  render_text(r, out, false);
+  auto l = lines(out.str());
+  size_t header = 0;
+  for (size_t i = 0; i < l.size(); ++i)
+    if (l[i].find("rtt_p50_us") != std::string::npos) header = i;
+  ASSERT_NE(header, 0u) << out.str();
+  const size_t end = l[header].find("rtt_p50_us") + std::string("rtt_p50_us").size();
+  size_t rows = 0;
+  for (size_t i = header + 1; i < l.size() && !l[i].empty(); ++i, ++rows) {
+    ASSERT_GE(l[i].size(), end) << l[i];
+    EXPECT_NE(l[i][end - 1], ' ') << "rtt column not right-aligned: " << l[i];
+    EXPECT_EQ(l[i][end], ' ') << l[i];
+  }
+  EXPECT_GT(rows, 0u);
+}
+
+TEST(TextTable, OneLinePerFindingWithItsFixWorstFirst) {
+  Report r{"node", "h", "t",
+           {info("y.info", "s3", "m3"), warn("w.code", "s2", "m2", "f2"),
+            fail("x.failure", "s1", "m1", "f1")},
+           {}};
+  std::ostringstream out;
+  render_text(r, out, false);
+  auto l = lines(out.str());
+  std::vector<std::string> rows;
+  for (const auto& x : l)
+    if (x.rfind("  FAIL", 0) == 0 || x.rfind("  WARN", 0) == 0 || x.rfind("  INFO", 0) == 0)
+      rows.push_back(x);
+  ASSERT_EQ(rows.size(), 3u) << out.str();
+  EXPECT_EQ(rows[0], "  FAIL      x.failure  s1: m1; fix: f1");
+  EXPECT_EQ(rows[1], "  WARN      w.code     s2: m2; fix: f2");
+  EXPECT_EQ(rows[2], "  INFO      y.info     s3: m3");
+}
+
+TEST(TextTable, ControlJobListIsAlignedAndHintsAtStaleEndpoints) {
+  Json jobs = Json::array(
+      {{{"job", "run-long-name"}, {"state", "running"}, {"pid", 4242}, {"output_dir", "/o/1"},
+        {"status", {{"step", 3}, {"total_steps", 10}, {"loss", 1.0}, {"tokens_per_s", 3000.0},
+                    {"eta", "12s"}, {"phase", "training"}, {"pending", "none"}}}},
+       {{"job", "r2"}, {"state", "stale"}, {"pid", 7}, {"output_dir", "/o/2"}, {"status", nullptr}}});
+  auto l = lines(render_job_list(jobs));
+  ASSERT_EQ(l.size(), 4u);
+  EXPECT_EQ(l[0], "JOB            STATE     PID  OUTPUT  STATUS");
+  EXPECT_EQ(l[1],
+            "run-long-name  running  4242  /o/1    step 3/10  loss 1.0000  tokens/s 3000  ETA 12s  "
+            "(training, pending none)");
+  EXPECT_EQ(l[2], "r2             stale       7  /o/2");
+  EXPECT_NE(l[3].find("fabtrain control cleanup"), std::string::npos);
+  EXPECT_EQ(render_job_list(Json::array({jobs[0]})).find("cleanup"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fabkit::reports
