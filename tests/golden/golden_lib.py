@@ -18,35 +18,26 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import tempfile
-
-import jsonschema
 
 import sysroots
 
+sys.path.insert(0, os.path.join(sysroots.SOURCE_ROOT, "tests", "support"))
+import json_schemas  # noqa: E402
+
 SOURCE_ROOT = sysroots.SOURCE_ROOT
-SCHEMA_DIR = os.path.join(SOURCE_ROOT, "docs", "schema")
 EXPECTED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected")
 
 
 def load_schemas():
-    """Every docs/schema/*.schema.json by $id, so cross-file $refs resolve offline."""
-    store = {}
-    for name in sorted(os.listdir(SCHEMA_DIR)):
-        if name.endswith(".schema.json"):
-            with open(os.path.join(SCHEMA_DIR, name)) as f:
-                s = json.load(f)
-            jsonschema.Draft202012Validator.check_schema(s)
-            store[s["$id"]] = s
-            store[name] = s
-    return store
+    """Every docs/schema/*.schema.json by $id and file name (tests/support/json_schemas.py)."""
+    return json_schemas.schemas()
 
 
-def validate(doc, schema_name, store):
+def validate(doc, schema_name):
     """Raises jsonschema.ValidationError naming the path of the first violation."""
-    schema = store[schema_name]
-    resolver = jsonschema.RefResolver(schema["$id"], schema, store=store)
-    jsonschema.Draft202012Validator(schema, resolver=resolver).validate(doc)
+    json_schemas.validate_doc(doc, schema_name)
 
 
 def _sig6(x):

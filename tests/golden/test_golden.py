@@ -32,7 +32,7 @@ class Golden(unittest.TestCase):
             self.skipTest("fabtrain is not built here (no libtorch: FABKIT_HAVE_TORCH=0)")
         code, doc, err, tmp = golden_lib.run_case(case, BINARIES["fabcheck"], BINARIES["fabtrain"])
         try:
-            golden_lib.validate(doc, case["schema"], STORE)
+            golden_lib.validate(doc, case["schema"])
             if "schema_version" in doc or "kind" in doc:
                 self.assertEqual(list(doc)[0], "schema_version", "schema_version is not the first key")
             if isinstance(doc.get("summary"), dict):
@@ -82,7 +82,7 @@ class Catalogue(unittest.TestCase):
                 with open(os.path.join(d, name)) as f:
                     doc = json.load(f)
                 with self.subTest(fixture=name):
-                    golden_lib.validate(doc, by_kind[doc["kind"]], STORE)
+                    golden_lib.validate(doc, by_kind[doc["kind"]])
                 seen += 1
         self.assertGreaterEqual(seen, 2)
 
@@ -91,7 +91,7 @@ class Catalogue(unittest.TestCase):
         for name in ("cluster-ib.json", "cluster-roce.json"):
             with open(os.path.join(d, name)) as f:
                 with self.subTest(fixture=name):
-                    golden_lib.validate(json.load(f), "cluster.schema.json", STORE)
+                    golden_lib.validate(json.load(f), "cluster.schema.json")
 
     def test_schemas_reject_what_they_should(self):
         """The schemas are not vacuous: a wrong type, a missing required key and an unknown
@@ -103,7 +103,7 @@ class Catalogue(unittest.TestCase):
             "fabkit_version": "x", "cuda": False, "nccl": False, "verbs": False, "torch": False}
         doc["locality"]["load_ms"], doc["locality"]["hwloc_version"] = 1.0, "2.9.0"
         doc["gpus"]["query_ms"] = 0.1
-        golden_lib.validate(doc, "node.schema.json", STORE)
+        golden_lib.validate(doc, "node.schema.json")
         for path, value in ((("rdma", "devices", 0, "ports", 0, "rate_gbps"), "fast"),
                             (("findings", 0, "severity"), "error"),
                             (("net", "interfaces", 0, "kind"), "wifi")):
@@ -114,11 +114,11 @@ class Catalogue(unittest.TestCase):
             target[path[-1]] = value
             with self.subTest(path=path):
                 with self.assertRaises(jsonschema.ValidationError):
-                    golden_lib.validate(bad, "node.schema.json", STORE)
+                    golden_lib.validate(bad, "node.schema.json")
         bad = json.loads(json.dumps(doc))
         del bad["limits"]["memlock_bytes"]
         with self.assertRaises(jsonschema.ValidationError):
-            golden_lib.validate(bad, "node.schema.json", STORE)
+            golden_lib.validate(bad, "node.schema.json")
 
 
 if __name__ == "__main__":
