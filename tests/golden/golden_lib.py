@@ -16,6 +16,7 @@ Everything else is compared exactly, key order included (`schema_version` first 
 import difflib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -91,23 +92,28 @@ def normalise(doc, tmp):
 
 
 def run_case(case, fabcheck, fabtrain):
-    """Runs one case in a fresh temp dir (its cwd); returns (exit code, parsed stdout, stderr, tmp).
-    The environment is minimal so no NCCL_* or proxy variable of the caller leaks in."""
+    """Runs one case in a fresh temp dir (its cwd); returns (exit code, parsed stdout, stderr, tmp),
+    the caller removing tmp (removed here when the run fails). The environment is minimal so no
+    NCCL_* or proxy variable of the caller leaks in."""
     tmp = tempfile.mkdtemp(prefix="fabkit-golden-")
-    for name, builder in case.get("setup", {}).items():
-        builder(os.path.join(tmp, name))
-    binary = {"fabcheck": fabcheck, "fabtrain": fabtrain}[case["binary"]]
-    argv = [binary] + [a.replace("{src}", SOURCE_ROOT).replace("{tmp}", tmp) for a in case["args"]]
-    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "HOME": tmp}
-    env.update({k: v.replace("{src}", SOURCE_ROOT).replace("{tmp}", tmp)
-                for k, v in case.get("env", {}).items()})
-    p = subprocess.run(argv, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=60)
     try:
-        doc = json.loads(p.stdout)
-    except ValueError as e:
-        raise AssertionError("%s: stdout is not one JSON document (%s); exit %d, stdout:\n%s\n"
-                             "stderr:\n%s" % (case["name"], e, p.returncode, p.stdout, p.stderr))
+        for name, builder in case.get("setup", {}).items():
+            builder(os.path.join(tmp, name))
+        binary = {"fabcheck": fabcheck, "fabtrain": fabtrain}[case["binary"]]
+        argv = [binary] + [a.replace("{src}", SOURCE_ROOT).replace("{tmp}", tmp) for a in case["args"]]
+        env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "HOME": tmp}
+        env.update({k: v.replace("{src}", SOURCE_ROOT).replace("{tmp}", tmp)
+                    for k, v in case.get("env", {}).items()})
+        p = subprocess.run(argv, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=60)
+        try:
+            doc = json.loads(p.stdout)
+        except ValueError as e:
+            raise AssertionError("%s: stdout is not one JSON document (%s); exit %d, stdout:\n%s\n"
+                                 "stderr:\n%s" % (case["name"], e, p.returncode, p.stdout, p.stderr))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return p.returncode, doc, p.stderr, tmp
 
 
