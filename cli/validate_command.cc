@@ -42,16 +42,20 @@ int run_validate(const ValidateArgs& a) {
   std::map<std::string, std::string> env;
   if (name || p.hosts.empty()) env = resolve_env(p, name.value_or(host));
   auto topo = env.find("NCCL_TOPO_FILE");
-  if (topo != env.end()) ctx.options.topo_file = topo->second;
-  Report node = probe_this_node(ctx);
+  // The profile's file, looked up through the roots so a fixture tree answers under --sysroot.
+  // Only a present file goes to the probe as --topo: a missing one is the profile.topo_file_missing
+  // finding (exit 1), not the usage error a mistyped --topo is.
+  bool topo_present = false;
   if (topo != env.end()) {
-    // The profile's file, looked up through the roots so a fixture tree answers under --sysroot.
     std::filesystem::path on_disk = ctx.roots.root / std::filesystem::path(topo->second).relative_path();
     std::error_code ec;
-    node.sections.push_back({"profile_files",
-                             {{"topo_file", {{"path", topo->second},
-                                             {"present", std::filesystem::is_regular_file(on_disk, ec)}}}}});
+    topo_present = std::filesystem::is_regular_file(on_disk, ec);
+    if (topo_present) ctx.options.topo_file = on_disk;
   }
+  Report node = probe_this_node(ctx);
+  if (topo != env.end())
+    node.sections.push_back({"profile_files",
+                             {{"topo_file", {{"path", topo->second}, {"present", topo_present}}}}});
   Report r;
   r.kind = "validate";
   r.hostname = host;

@@ -129,11 +129,15 @@ Json node_baseline_to_json(const NodeBaselineResult& r, const std::string& old_p
                      {"new_state", state(p.new_state)},
                      {"old_rate_gbps", opt(p.old_rate_gbps)},
                      {"new_rate_gbps", opt(p.new_rate_gbps)}});
+  // GPU counts are integers, as gpus.count is in the node report (read back as a double).
+  auto count = [](const std::optional<double>& v) {
+    return v ? Json(static_cast<int64_t>(*v)) : Json(nullptr);
+  };
   return {{"baseline_version", 1},
           {"old", old_path},
           {"new", new_path},
           {"ports", ports},
-          {"gpus", {{"old", opt(r.old_gpus)}, {"new", opt(r.new_gpus)}}}};
+          {"gpus", {{"old", count(r.old_gpus)}, {"new", count(r.new_gpus)}}}};
 }
 
 std::string node_baseline_table_text(const NodeBaselineResult& r) {

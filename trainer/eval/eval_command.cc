@@ -53,7 +53,9 @@ int run_eval(const EvalArgs& a) {
   m.model->eval();
   EvalResult r = evaluate(*m.model, d.train, a.batch_size);
   if (a.json) {
-    Json j = to_json(r);
+    // schema_version and kind first, as every fabkit --json document (docs/json-schema.md).
+    Json j{{"schema_version", 1}, {"kind", "eval"}};
+    j.update(to_json(r));
     j["model"] = a.model_dir;
     j["data"] = a.data;
     j["random_init"] = m.random_init;
@@ -76,7 +78,11 @@ int run_eval(const EvalArgs& a) {
 int guarded(const EvalArgs& a) {
   auto fail = [&](int code, const std::string& msg) {
     if (a.json)
-      std::cout << Json{{"error", {{"command", "eval"}, {"exit_code", code}, {"message", msg}}}}.dump(2) << "\n";
+      std::cout << Json{{"schema_version", 1},
+                        {"kind", "eval"},
+                        {"error", {{"command", "eval"}, {"exit_code", code}, {"message", msg}}}}
+                       .dump(2)
+                << "\n";
     else
       std::cerr << "fabtrain eval: " << msg << "\n";
     return code;

@@ -21,6 +21,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "netns"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
+from json_schemas import schema_for_error_or, validate_doc  # noqa: E402
 import netns  # noqa: E402
 
 try:
@@ -59,6 +61,7 @@ class ClusterTest(unittest.TestCase):
             doc = json.loads(r.stdout)
         except ValueError:
             self.fail("not JSON (exit %d): %s\nstderr: %s" % (r.returncode, r.stdout[:2000], r.stderr[-2000:]))
+        validate_doc(doc, schema_for_error_or(doc, "cluster-report.schema.json"))  # docs/schema/
         print("\n%s: exit %d in %.1f s; schedule %s" % (self.id(), r.returncode, elapsed,
                                                         json.dumps(doc.get("cluster", {}).get("schedule"))),
               file=sys.stderr)
@@ -211,7 +214,9 @@ class ClusterTest(unittest.TestCase):
         r = subprocess.run([FABCHECK, "cluster", "--plan-only", "--json", "--per-pair-s", "6"],
                            stdout=subprocess.PIPE, text=True, env=env, timeout=60)
         self.assertEqual(r.returncode, 0)
-        plan = json.loads(r.stdout)["plan"]
+        plan_doc = json.loads(r.stdout)
+        validate_doc(plan_doc, "cluster-report.schema.json")
+        plan = plan_doc["plan"]
         self.assertEqual((plan["rounds"], plan["pair_runs"], plan["estimated_s"]), (63, 2016, 378.0))
         self.assertEqual(plan["hosts"][-1], "gpu064")
         self.assertEqual(plan["schedule"][0]["pairs"][0], ["gpu001", "gpu064"])

@@ -1,6 +1,7 @@
-"""`fabcheck node --json` on this machine validates against docs/schema/report.schema.json, and a
-usage error under --json against docs/schema/error.schema.json; warn/fail findings all carry a fix.
-"""
+"""`fabcheck node --json` on this machine validates against docs/schema/node.schema.json (the
+envelope and every section), and a usage error under --json against docs/schema/error.schema.json;
+warn/fail findings all carry a fix. The fixture-based outputs of every command are golden-tested
+in tests/golden/."""
 import argparse
 import json
 import os
@@ -8,15 +9,11 @@ import subprocess
 import sys
 import unittest
 
-import jsonschema
-
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+from json_schemas import validate_doc  # noqa: E402
+
 FABCHECK = None
-
-
-def schema(name):
-    with open(os.path.join(ROOT, "docs", "schema", name)) as f:
-        return json.load(f)
 
 
 class JsonSchema(unittest.TestCase):
@@ -24,7 +21,7 @@ class JsonSchema(unittest.TestCase):
         r = subprocess.run([FABCHECK, "node", "--json"], stdout=subprocess.PIPE, text=True, timeout=60)
         self.assertIn(r.returncode, (0, 1))
         doc = json.loads(r.stdout)
-        jsonschema.validate(doc, schema("report.schema.json"))
+        validate_doc(doc, "node.schema.json")
         self.assertEqual(list(doc)[0], "schema_version")
         self.assertEqual(r.returncode, doc["summary"]["exit_code"])
         for f in doc["findings"]:
@@ -36,7 +33,7 @@ class JsonSchema(unittest.TestCase):
                            text=True, timeout=60)
         self.assertEqual(r.returncode, 2)
         doc = json.loads(r.stdout)
-        jsonschema.validate(doc, schema("error.schema.json"))
+        validate_doc(doc, "error.schema.json")
         self.assertIn("--no-such-flag", doc["error"]["message"])
 
     def test_missing_sysroot_is_usage_error_naming_it(self):

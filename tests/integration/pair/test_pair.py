@@ -15,6 +15,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "netns"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
+from json_schemas import schema_for_error_or, validate_doc  # noqa: E402
 import machine  # noqa: E402
 import netns  # noqa: E402
 
@@ -60,6 +62,7 @@ class PairTest(unittest.TestCase):
             doc = json.loads(out)
         except ValueError:
             self.fail("not JSON (exit %d): %s\nstderr: %s" % (p.returncode, out[:2000], err[-2000:]))
+        validate_doc(doc, schema_for_error_or(doc, "pair.schema.json"))  # docs/schema/
         return p.returncode, doc, elapsed
 
     def test_healthy_pair_picks_the_right_interface_with_sane_figures(self):

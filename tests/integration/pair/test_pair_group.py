@@ -17,6 +17,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "netns"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
+from json_schemas import schema_for_error_or, validate_doc  # noqa: E402
 import netns  # noqa: E402
 
 FABCHECK = None
@@ -39,6 +41,7 @@ class PairGroupTest(unittest.TestCase):
             doc = json.loads(r.stdout)
         except ValueError:
             self.fail("not JSON (exit %d): %s\nstderr: %s" % (r.returncode, r.stdout[:2000], r.stderr[-2000:]))
+        validate_doc(doc, schema_for_error_or(doc, "pair.schema.json"))  # docs/schema/
         return r.returncode, doc, time.monotonic() - t0
 
     def test_four_hosts_all_reduce_exact_with_busbw(self):

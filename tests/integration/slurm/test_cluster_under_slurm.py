@@ -16,6 +16,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "netns"))
 from slurm_cluster import SlurmCluster  # noqa: E402
 import netns  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
+from json_schemas import validate_doc  # noqa: E402
 
 FABCHECK = None
 TEMPLATE = os.path.join(HERE, "..", "..", "..", "slurm", "fabcheck-cluster.sbatch")
@@ -43,6 +45,7 @@ class ClusterUnderSlurm(unittest.TestCase):
             self.assertRegex(log, r"FAIL +cluster.link_slow +node1<->node2: ")  # the text report in the job log
             with open(out) as f:
                 doc = json.load(f)
+            validate_doc(doc, "cluster-report.schema.json")  # docs/schema/
             self.assertEqual(1, doc["summary"]["exit_code"])
             cl = doc["cluster"]
             print("\nschedule: %s" % json.dumps(cl["schedule"]), file=sys.stderr)
@@ -68,8 +71,9 @@ class ClusterUnderSlurm(unittest.TestCase):
             self.assertIn(("cluster.link_search_found", "node1<->node2"), codes)
             self.assertIn("bad-link search (node1<->node2 slow after its re-test): found node1<->node2", log)
             with open(prof) as f:
-                self.assertEqual(sorted(n["hostname"] for n in json.load(f)["nodes"]),
-                                 ["node1", "node2", "node3"])
+                profile = json.load(f)
+            validate_doc(profile, "cluster.schema.json")
+            self.assertEqual(sorted(n["hostname"] for n in profile["nodes"]), ["node1", "node2", "node3"])
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from slurm_cluster import SlurmCluster  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from json_schemas import validate_doc  # noqa: E402
 
 FABCHECK = None
 
@@ -41,6 +43,7 @@ class FabcheckUnderSlurm(unittest.TestCase):
             with open(os.path.join(self.out, "%s-%s.rc" % (tag, node))) as f:
                 rc = int(f.read())
             reports[node] = (json.loads(text), rc, text)
+            validate_doc(reports[node][0], "node.schema.json")  # docs/schema/
         return reports
 
     def test_each_node_reports_its_own_interface(self):

@@ -12,6 +12,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "netns"))
 import machine  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from json_schemas import validate_doc  # noqa: E402
 from slurm_cluster import SlurmCluster  # noqa: E402
 
 FABCHECK = None
@@ -30,6 +32,7 @@ class PairUnderSlurm(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr + c.logs())
             with open(out) as f:
                 doc = json.load(f)
+            validate_doc(doc, "pair.schema.json")  # docs/schema/
             with open(out + ".rc") as f:
                 rc = int(f.read())
             self.assertEqual(rc, doc["summary"]["exit_code"])

@@ -6,9 +6,12 @@ terminal as well as from their --nproc parent, which must not forward it again (
 means abort). A real pseudo-terminal: fabtrain runs as a session leader on the pty's slave side,
 and the test types ^C into the master, so the kernel's line discipline generates the signal.
 """
-import argparse, os, pty, select, shutil, sys, tempfile, time, unittest
+import argparse, json, os, pty, select, shutil, subprocess, sys, tempfile, time, unittest
 
 from tiny_inputs import write_inputs
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from json_schemas import validate_doc  # noqa: E402
 
 FABTRAIN = None
 
@@ -47,6 +50,7 @@ class CtrlC(unittest.TestCase):
             seen, ended = read_until(fd, b"step 3/", deadline)
             self.assertFalse(ended, seen.decode(errors="replace")[-2000:])
             self.assertIn(b"step 3/", seen)
+            self.check_control_json(env)
             os.write(fd, b"\x03")  # ^C: the line discipline signals the foreground process group
             rest, _ = read_until(fd, None, time.time() + 60)
             _, status = os.waitpid(pid, 0)
@@ -58,6 +62,21 @@ class CtrlC(unittest.TestCase):
             self.assertEqual(len(cps), 1, text[-3000:])
         finally:
             shutil.rmtree(d, ignore_errors=True)
+
+    def check_control_json(self, env):
+        """While the job runs: `control list --json` and `control status out --json` (the job id is
+        the output directory's name) satisfy docs/schema/control.schema.json and name the job."""
+        docs = {}
+        for args in (["list"], ["status", "out"]):
+            r = subprocess.run([FABTRAIN, "control", *args, "--json"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            docs[args[0]] = json.loads(r.stdout)
+            validate_doc(docs[args[0]], "control.schema.json")
+        self.assertEqual([(j["job"], j["state"]) for j in docs["list"]["jobs"]], [("out", "running")])
+        status = docs["status"]
+        self.assertEqual((status["ok"], status["job"], status["command"]), (True, "out", "status"))
+        self.assertGreaterEqual(status["status"]["step"], 3)
 
 
 if __name__ == "__main__":

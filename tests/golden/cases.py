@@ -1,0 +1,140 @@
+"""Every deterministic `--json` invocation the goldens pin: fixture inputs only, no network, no
+GPU, no live probe. Each case names its binary, its arguments ({src} = the source tree, {tmp} =
+the run's temp dir, which is also its working directory), what to build in the temp dir first,
+and the schema in docs/schema/ its output must satisfy. expected/<name>.json is its golden."""
+import json
+import os
+
+import sysroots
+
+FIX = "{src}/tests/fixtures"
+
+
+def _derive(src, change):
+    """Writes a fixture document with one deliberate change (the inputs of the baseline cases)."""
+    def build(path):
+        with open(os.path.join(sysroots.FIXTURES, src)) as f:
+            doc = json.load(f)
+        change(doc)
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=2)
+    return build
+
+
+def _pair_regressed(doc):
+    """gloo-tcp 40% slower at every size; nccl transports unchanged (unavailable)."""
+    for t in doc["pair"]["transports"]:
+        if t["transport"] == "gloo-tcp":
+            for s in t["sizes"]:
+                s["busbw_gbps"] *= 0.6
+                s["algbw_gbps"] *= 0.6
+            t["peak_busbw_gbps"] *= 0.6
+        if t["transport"] == "fabkit-socket":
+            t["status"], t["reason"], t["sizes"] = "failed", "rank 1: connection reset", []
+
+
+def _node_degraded(doc):
+    """mlx5_1 port 1 DOWN, mlx5_0 at 100 instead of 200 Gbit/s, one GPU gone."""
+    for d in doc["rdma"]["devices"]:
+        for p in d["ports"]:
+            if d["name"] == "mlx5_1":
+                p["state"], p["state_code"] = "DOWN", 1
+            if d["name"] == "mlx5_0":
+                p["rate_gbps"], p["rate"] = 100, "100 Gb/sec (4X EDR)"
+    doc["gpus"]["count"] -= 1
+    doc["gpus"]["devices"] = doc["gpus"]["devices"][:-1]
+
+
+NCCL_LOGS = ["nccl_2.18_errors", "nccl_2.18_ib_gdr", "nccl_2.21_socket_fallback", "nccl_2.21_roce",
+             "nccl_2.21_aws_ofi", "nccl_2.4.7_ib_bootstrap_net_socket", "nccl_2.23_plugin_init_failed"]
+
+CASES = [
+    # fabcheck node on fixture trees
+    {"name": "node-sysroot-ib-roce", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_ib_roce_node}, "args": ["node", "--json", "--sysroot", "root"]},
+    {"name": "node-sysroot-ib-roce-topo", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_ib_roce_node},
+     "env": {"NCCL_TOPO_FILE": FIX + "/topo/nccl_eth_and_ib_nics.xml", "NCCL_IB_HCA": "mlx5_0"},
+     "args": ["node", "--json", "--sysroot", "root"]},
+    {"name": "node-sysroot-empty", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_empty_node}, "args": ["node", "--json", "--sysroot", "root"]},
+    {"name": "node-sysroot-slurm-health-dry-run", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_ib_roce_node},
+     "args": ["node", "--json", "--sysroot", "root", "--slurm-health", "--dry-run",
+              "--node-name", "gpu-07"]},
+    # fabcheck cluster --plan-only: the schedule, nothing launched
+    {"name": "cluster-plan-only-5-hosts", "binary": "fabcheck", "schema": "cluster-report.schema.json",
+     "args": ["cluster", "--plan-only", "--json", "h0", "h1", "h2", "h3", "h4"]},
+    {"name": "cluster-plan-only-ring-8-hosts", "binary": "fabcheck",
+     "schema": "cluster-report.schema.json",
+     "args": ["cluster", "--plan-only", "--json", "--pairs", "ring", "--max-parallel", "2",
+              "--per-pair-s", "12.5", "n01", "n02", "n03", "n04", "n05", "n06", "n07", "n08"]},
+    # fabcheck topo on fixture XML
+    {"name": "topo-nccl-eth-and-ib", "binary": "fabcheck", "schema": "topo.schema.json",
+     "args": ["topo", "--json", FIX + "/topo/nccl_eth_and_ib_nics.xml"]},
+    {"name": "topo-azure-ndv5", "binary": "fabcheck", "schema": "topo.schema.json",
+     "args": ["topo", "--json", FIX + "/real/nccl_topo/azure_ndv5-topo.xml"]},
+    {"name": "topo-hwloc-2n6c", "binary": "fabcheck", "schema": "topo.schema.json",
+     "args": ["topo", "--json", FIX + "/real/hwloc/hwloc_24em64t-2n6c2t-pci.xml"]},
+] + [
+    {"name": "nccl-log-" + log.replace("nccl_", "").replace("_", "-"), "binary": "fabcheck",
+     "schema": "nccl-log.schema.json", "args": ["nccl-log", "--json", FIX + "/nccl_log/" + log + ".log"]}
+    for log in NCCL_LOGS
+] + [
+    {"name": "nccl-log-expect-socket", "binary": "fabcheck", "schema": "nccl-log.schema.json",
+     "args": ["nccl-log", "--json", "--expect", "Socket", FIX + "/nccl_log/nccl_2.18_ib_gdr.log"]},
+    # profiles: built from saved reports, validated against a fixture tree, emitted as JSON
+    {"name": "profile-roce-from-reports", "binary": "fabcheck", "schema": "cluster.schema.json",
+     "args": ["profile", FIX + "/profile/node-roce-a.json", FIX + "/profile/node-roce-b.json",
+              FIX + "/profile/pair-roce-a-roce-b.json"]},
+    {"name": "validate-roce-profile-topo-file-missing", "binary": "fabcheck",
+     "schema": "validate.schema.json", "setup": {"root": sysroots.build_ib_roce_node},
+     "args": ["validate", FIX + "/profile/cluster-roce.json", "--json", "--sysroot", "root",
+              "--host", "roce-a"]},
+    {"name": "validate-roce-profile-topo-file-present", "binary": "fabcheck",
+     "schema": "validate.schema.json", "setup": {"root": sysroots.build_ib_roce_node_with_topo},
+     "args": ["validate", FIX + "/profile/cluster-roce.json", "--json", "--sysroot", "root",
+              "--host", "roce-a"]},
+    {"name": "validate-ib-profile-on-ib-roce-tree", "binary": "fabcheck",
+     "schema": "validate.schema.json", "setup": {"root": sysroots.build_ib_roce_node},
+     "args": ["validate", FIX + "/profile/cluster-ib.json", "--json", "--sysroot", "root",
+              "--host", "gpu-ib-01"]},
+    {"name": "emit-env-json-roce-a", "binary": "fabcheck", "schema": "emit-env.schema.json",
+     "args": ["emit-env", "--format", "json", "--profile", FIX + "/profile/cluster-roce.json",
+              "--host", "roce-a"]},
+    {"name": "emit-env-json-sysroot-unmeasured", "binary": "fabcheck",
+     "schema": "emit-env.schema.json", "setup": {"root": sysroots.build_ib_roce_node},
+     "args": ["emit-env", "--format", "json", "--sysroot", "root", "--host", "sr-node"]},
+    # fabcheck report on the saved report fixtures
+    {"name": "report-baseline-pair-same", "binary": "fabcheck", "schema": "baseline.schema.json",
+     "args": ["report", "--json", "--baseline", FIX + "/reports/pair-netns-veth.json",
+              FIX + "/reports/pair-netns-veth.json"]},
+    {"name": "report-baseline-pair-regressed", "binary": "fabcheck",
+     "schema": "baseline.schema.json",
+     "setup": {"pair-regressed.json": _derive("reports/pair-netns-veth.json", _pair_regressed)},
+     "args": ["report", "--json", "--baseline", FIX + "/reports/pair-netns-veth.json",
+              "pair-regressed.json"]},
+    {"name": "report-baseline-node-degraded", "binary": "fabcheck",
+     "schema": "baseline.schema.json",
+     "setup": {"node-degraded.json": _derive("profile/node-gpu-ib-01.json", _node_degraded)},
+     "args": ["report", "--json", "--baseline", FIX + "/profile/node-gpu-ib-01.json",
+              "node-degraded.json"]},
+    {"name": "report-html-prom-written", "binary": "fabcheck", "schema": "report-written.schema.json",
+     "args": ["report", "--json", "--html", "{tmp}/r.html", "--prom", "{tmp}/pair.prom",
+              FIX + "/reports/pair-netns-veth.json"]},
+    # error documents: bad flags, bad files
+    {"name": "error-node-unknown-flag", "binary": "fabcheck", "schema": "error.schema.json",
+     "args": ["node", "--json", "--no-such-flag"]},
+    {"name": "error-node-missing-sysroot", "binary": "fabcheck", "schema": "error.schema.json",
+     "args": ["node", "--json", "--sysroot", "/nonexistent/fabkit"]},
+    {"name": "error-topo-graph-file", "binary": "fabcheck", "schema": "error.schema.json",
+     "args": ["topo", "--json", FIX + "/real/nccl_topo/azure_ncv4-graph.xml"]},
+    {"name": "error-nccl-log-missing-file", "binary": "fabcheck", "schema": "error.schema.json",
+     "args": ["nccl-log", "--json", "{tmp}/no-such.log"]},
+    {"name": "error-validate-not-a-profile", "binary": "fabcheck", "schema": "error.schema.json",
+     "args": ["validate", FIX + "/reports/pair-netns-veth.json", "--json"]},
+    {"name": "error-report-baseline-kinds-differ", "binary": "fabcheck",
+     "schema": "error.schema.json",
+     "args": ["report", "--json", "--baseline", FIX + "/reports/pair-netns-veth.json",
+              FIX + "/profile/node-roce-a.json"]},
+]

@@ -1,0 +1,92 @@
+"""The --sysroot fixture trees the golden cases probe, built in a temp dir from the committed
+fixtures: the real-format sysfs capture tests/fixtures/rdma/sysfs_ib_hdr_roce_v2.ttar (mlx5_0
+InfiniBand HDR, mlx5_2 RoCE v2) plus the files a node probe reads beside sysfs. Built fresh each
+run so one fixture is the only source of the tree (the C++ tests unpack the same ttar)."""
+import os
+import shutil
+
+SOURCE_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIXTURES = os.path.join(SOURCE_ROOT, "tests", "fixtures")
+
+
+def unpack_ttar(ttar, dest):
+    """The ttar text archive format (prometheus/procfs) as tests/support/ttar.cc reads it:
+    Directory:/Path:/Lines:/SymlinkTo: records; a last line ending in EOF has no newline."""
+    with open(ttar) as f:
+        lines = f.read().split("\n")
+    i, current = 0, None
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if line.startswith("Directory: "):
+            os.makedirs(os.path.join(dest, line[len("Directory: "):]), exist_ok=True)
+        elif line.startswith("Path: "):
+            current = line[len("Path: "):]
+        elif line.startswith("Lines: "):
+            n = int(line[len("Lines: "):])
+            body = lines[i:i + n]
+            if len(body) != n:
+                raise ValueError("%s: truncated file body of %s" % (ttar, current))
+            i += n
+            text = "".join(l + "\n" for l in body[:-1]) if n else ""
+            if n:
+                last = body[-1]
+                text += last[:-3] if last.endswith("EOF") else last + "\n"
+            write(os.path.join(dest, current), text)
+        elif line.startswith("SymlinkTo: "):
+            target = os.path.join(dest, current)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if os.path.lexists(target):
+                os.remove(target)
+            os.symlink(line[len("SymlinkTo: "):], target)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def make_if(root, name, ifindex, typ, flags, oper, mtu, speed=None, device=None):
+    d = os.path.join(root, "sys/class/net", name)
+    for k, v in (("ifindex", ifindex), ("iflink", ifindex), ("type", typ), ("flags", flags),
+                 ("operstate", oper), ("mtu", mtu)):
+        write(os.path.join(d, k), "%s\n" % v)
+    if speed is not None:
+        write(os.path.join(d, "speed"), "%s\n" % speed)
+    if device:  # a NIC's sysfs entry links to its PCI function; without the link it is virtual
+        os.symlink("../../../devices/pci0000:00/" + device, os.path.join(d, "device"))
+
+
+def build_ib_roce_node(root):
+    """An HDR InfiniBand + RoCE v2 node: the ttar capture, a 100 GbE interface, loopback, an
+    8 MiB memlock limit (a finding), a 64 MiB /dev/shm, /etc/nccl.conf with a bad GID index,
+    and a real hwloc export so the locality section is not skipped."""
+    unpack_ttar(os.path.join(FIXTURES, "rdma", "sysfs_ib_hdr_roce_v2.ttar"), root)
+    make_if(root, "lo", 1, 772, "0x9", "unknown", 65536)
+    make_if(root, "ens1f0np0", 4, 1, "0x1003", "up", 9000, 100000, "0000:3b:00.1")
+    write(os.path.join(root, "proc/self/limits"),
+          "Limit                     Soft Limit           Hard Limit           Units\n"
+          "Max stack size            8388608              unlimited            bytes\n"
+          "Max open files            1048576              1048576              files\n"
+          "Max locked memory         8388608              8388608              bytes\n")
+    write(os.path.join(root, "proc/mounts"), "shm /dev/shm tmpfs rw,size=65536k 0 0\n")
+    write(os.path.join(root, "etc/nccl.conf"), "NCCL_SOCKET_IFNAME=ens1f0np0\nNCCL_IB_GID_INDEX=abc\n")
+    shutil.copy(os.path.join(FIXTURES, "real", "hwloc", "hwloc_24em64t-2n6c2t-pci.xml"),
+                os.path.join(root, "hwloc.xml"))
+
+
+def build_ib_roce_node_with_topo(root):
+    """The node above with the NCCL topology file tests/fixtures/profile/cluster-roce.json names
+    (/opt/fabkit/topo.xml) in place."""
+    build_ib_roce_node(root)
+    os.makedirs(os.path.join(root, "opt/fabkit"))
+    shutil.copy(os.path.join(FIXTURES, "topo", "nccl_eth_and_ib_nics.xml"),
+                os.path.join(root, "opt/fabkit/topo.xml"))
+
+
+def build_empty_node(root):
+    """A tree with nothing in it: every section says unknown rather than guessing."""
+    os.makedirs(root, exist_ok=True)
+
+
