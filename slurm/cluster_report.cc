@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "fabric/pair/verdict.h"
 #include "profile/builder.h"
 #include "reports/report_render.h"
 #include "slurm/drift_judge.h"
@@ -142,9 +143,10 @@ PairMeasurement measurement_from_pair(const PairRun& run) {
     std::optional<double> worst;
     std::string reasons;
     for (const auto& p : f.rdma_rc.pairs) {
-      if (p.status == "ok" && p.bw_gbps)
+      if (p.status == "ok" && p.bw_gbps) {
+        if (!worst || *p.bw_gbps < *worst) m.link_rate_gbit_s = p.ports.rate_gbps;
         worst = worst ? std::min(*worst, *p.bw_gbps) : *p.bw_gbps;
-      else
+      } else
         reasons +=
             (reasons.empty() ? "" : "; ") + p.ports.hca_a + "<->" + p.ports.hca_b + ": " + p.reason;
     }
@@ -159,6 +161,7 @@ PairMeasurement measurement_from_pair(const PairRun& run) {
   }
   m.ok = true;
   m.gbit_s = link.single_stream_gbit_s;
+  m.link_rate_gbit_s = pair::link_rate_gbit_s(link.a, link.b);
   m.source = "tcp single stream " + link.a.ifname + "->" + link.b.ifname;
   return m;
 }
@@ -285,6 +288,7 @@ Report build_cluster_report(const ClusterFacts& f, const MatrixOptions& mo) {
                      {"ok", m.ok},
                      {"gbit_s", opt(m.gbit_s)},
                      {"rtt_us", opt(m.rtt_us)},
+                     {"link_rate_gbit_s", opt(m.link_rate_gbit_s)},
                      {"source", m.source},
                      {"state", l.state},
                      {"expected_gbit_s", opt(l.expected_gbit_s)},
