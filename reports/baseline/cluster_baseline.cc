@@ -105,6 +105,8 @@ std::string gbit(const std::optional<double>& v) {
 
 }  // namespace
 
+void check_cluster_run_report(const Json& doc, const std::string& which) { run_of(doc, which); }
+
 ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& new_doc,
                                                const ClusterBaselineOptions& o) {
   Run olds = run_of(old_doc, "old"), news = run_of(new_doc, "new");
@@ -275,8 +277,11 @@ ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& 
           fmt("%.3g", v) + " Gbit/s is " + fmt("%.0f", v / *row.link_rate_gbit_s * 100) +
               "% of the " + fmt("%g", *row.link_rate_gbit_s) + " Gbit/s link rate (" +
               row.new_source + "); expected ≥ " + fmt("%.0f", o.expect_link_fraction * 100) + "%",
-          "ibstat / ethtool on both nodes (width, speed, errors); a single TCP stream rarely "
-          "reaches line rate: --expect-link-fraction 0 turns this check off"));
+          row.new_source.rfind("tcp", 0) == 0
+              ? "a single TCP stream rarely reaches line rate: run with an RDMA RC test (HCAs "
+                "in the node reports) or --expect-link-fraction 0 to turn this check off"
+              : "ibstat on both nodes (width, speed, symbol errors); reseat or replace the cable "
+                "or transceiver of the slow rail"));
     }
     if (o.expect_median_pct > 0 && r.median_gbit_s &&
         v < (1 - o.expect_median_pct / 100) * *r.median_gbit_s) {

@@ -57,6 +57,10 @@ struct ClusterBaselineResult {
 ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& new_doc,
                                                const ClusterBaselineOptions& o);
 
+// Throws as compare_cluster_baseline does when doc is not a cluster run report, so that
+// `fabcheck cluster --baseline FILE` refuses a wrong FILE before minutes of measuring.
+void check_cluster_run_report(const Json& doc, const std::string& which);
+
 // The "cluster_baseline" section (docs/json/cluster.md).
 Json cluster_baseline_to_json(const ClusterBaselineResult& r, const ClusterBaselineOptions& o,
                               const std::string& old_path, const std::string& new_path);
