@@ -6,88 +6,11 @@
 #include <set>
 #include <stdexcept>
 
+#include "reports/baseline/cluster_run_doc.h"
 #include "slurm/matrix_judge.h"
 
 namespace fabkit::reports::baseline {
 namespace {
-
-struct Pair {
-  std::string a, b, state, source, error;
-  bool ok = false;
-  std::optional<double> gbit_s, rtt_us, link_rate_gbit_s;
-};
-
-struct Node {
-  std::string host, check, error;
-  int fail = 0, warn = 0;
-  bool slow = false;
-  std::optional<double> score_gbit_s;
-};
-
-struct Run {
-  std::vector<Pair> pairs;
-  std::vector<Node> nodes;
-};
-
-std::optional<double> number(const Json& j, const char* key, const std::string& where) {
-  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return std::nullopt;
-  if (!j[key].is_number())
-    throw std::invalid_argument(where + "." + key + " must be a number, got " + j[key].dump());
-  return j[key].get<double>();
-}
-
-std::string str(const Json& j, const char* key, const std::string& where, bool required) {
-  if (j.is_object() && j.contains(key) && j[key].is_string()) return j[key].get<std::string>();
-  if (required || (j.is_object() && j.contains(key) && !j[key].is_null()))
-    throw std::invalid_argument(where + "." + key + " must be a string");
-  return "";
-}
-
-Run run_of(const Json& doc, const std::string& which) {
-  if (!doc.is_object() || !doc.contains("kind") || doc["kind"] != "cluster" ||
-      !doc.contains("cluster") || !doc["cluster"].is_object() ||
-      !doc["cluster"].contains("matrix") || !doc["cluster"].contains("nodes"))
-    throw std::invalid_argument(
-        which +
-        ": not a cluster run report (kind \"cluster\" with cluster.matrix and cluster.nodes; a "
-        "--plan-only report has neither); give two fabcheck cluster --json outputs");
-  const Json& c = doc["cluster"];
-  const Json& ps = c["matrix"].is_object() ? c["matrix"].value("pairs", Json()) : Json();
-  if (!ps.is_array()) throw std::invalid_argument(which + ": cluster.matrix.pairs must be an array");
-  if (!c["nodes"].is_array()) throw std::invalid_argument(which + ": cluster.nodes must be an array");
-  Run r;
-  for (size_t i = 0; i < ps.size(); ++i) {
-    std::string w = which + ": cluster.matrix.pairs[" + std::to_string(i) + "]";
-    Pair p;
-    p.a = str(ps[i], "a", w, true);
-    p.b = str(ps[i], "b", w, true);
-    p.ok = ps[i].value("ok", false);
-    p.state = str(ps[i], "state", w, false);
-    p.source = str(ps[i], "source", w, false);
-    p.error = str(ps[i], "error", w, false);
-    p.gbit_s = number(ps[i], "gbit_s", w);
-    p.rtt_us = number(ps[i], "rtt_us", w);
-    p.link_rate_gbit_s = number(ps[i], "link_rate_gbit_s", w);  // absent in older reports
-    if (!p.ok) p.gbit_s.reset();
-    r.pairs.push_back(std::move(p));
-  }
-  for (size_t i = 0; i < c["nodes"].size(); ++i) {
-    const Json& n = c["nodes"][i];
-    std::string w = which + ": cluster.nodes[" + std::to_string(i) + "]";
-    Node node;
-    node.host = str(n, "host", w, true);
-    node.check = str(n, "check", w, true);
-    node.error = str(n, "error", w, false);
-    if (n.contains("findings") && n["findings"].is_object()) {
-      node.fail = static_cast<int>(number(n["findings"], "fail", w + ".findings").value_or(0));
-      node.warn = static_cast<int>(number(n["findings"], "warn", w + ".findings").value_or(0));
-    }
-    node.slow = n.value("slow", false);
-    node.score_gbit_s = number(n, "score_gbit_s", w);
-    r.nodes.push_back(std::move(node));
-  }
-  return r;
-}
 
 std::string key(const std::string& a, const std::string& b) {
   return a < b ? a + "\n" + b : b + "\n" + a;
@@ -103,17 +26,11 @@ std::string gbit(const std::optional<double>& v) {
   return v ? fmt("%.3g", *v) + " Gbit/s" : std::string("no figure");
 }
 
-}  // namespace
-
-void check_cluster_run_report(const Json& doc, const std::string& which) { run_of(doc, which); }
-
-ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& new_doc,
-                                               const ClusterBaselineOptions& o) {
-  Run olds = run_of(old_doc, "old"), news = run_of(new_doc, "new");
-  ClusterBaselineResult r;
-
-  // Nodes: lost, check failed, findings or slowness that appeared since the baseline.
-  std::map<std::string, const Node*> new_nodes;
+// Nodes: lost, check failed, findings or slowness that appeared since the baseline. Returns the
+// hosts gone from the new run.
+std::set<std::string> judge_nodes(const ClusterRun& olds, const ClusterRun& news,
+                                  ClusterBaselineResult& r) {
+  std::map<std::string, const ClusterRunNode*> new_nodes;
   for (const auto& n : news.nodes) new_nodes[n.host] = &n;
   std::set<std::string> lost_hosts;
   for (const auto& on : olds.nodes) {
@@ -130,7 +47,7 @@ ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& 
       r.nodes.push_back(row);
       continue;
     }
-    const Node& nn = *it->second;
+    const ClusterRunNode& nn = *it->second;
     row.new_check = nn.check;
     row.new_fail = nn.fail;
     row.new_warn = nn.warn;
@@ -140,19 +57,18 @@ ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& 
                            "node reports of it shows what changed";
     if (on.check == "ok" && nn.check != "ok") {
       row.worse = true;
-      r.findings.push_back(fail("baseline.cluster_node_check_failed", on.host,
-                                "its node check ran in the baseline, " + nn.check +
-                                    " now: " + nn.error,
-                                "run `fabcheck node` on " + on.host +
-                                    " by hand; check that the launcher reaches it"));
+      r.findings.push_back(fail(
+          "baseline.cluster_node_check_failed", on.host,
+          "its node check ran in the baseline, " + nn.check + " now: " + nn.error,
+          "run `fabcheck node` on " + on.host + " by hand; check that the launcher reaches it"));
     } else if (on.check == "ok" && (nn.fail > on.fail || nn.warn > on.warn)) {
       row.worse = true;
       std::string msg = "its own findings grew since the baseline: fail " +
                         std::to_string(on.fail) + " → " + std::to_string(nn.fail) + ", warn " +
                         std::to_string(on.warn) + " → " + std::to_string(nn.warn);
-      r.findings.push_back(nn.fail > on.fail
-                               ? fail("baseline.cluster_node_findings_worse", on.host, msg, run_node)
-                               : warn("baseline.cluster_node_findings_worse", on.host, msg, run_node));
+      r.findings.push_back(
+          nn.fail > on.fail ? fail("baseline.cluster_node_findings_worse", on.host, msg, run_node)
+                            : warn("baseline.cluster_node_findings_worse", on.host, msg, run_node));
     }
     if (!on.slow && nn.slow) {
       row.worse = true;
@@ -171,9 +87,14 @@ ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& 
       r.findings.push_back(
           info("baseline.cluster_node_new", nn.host, "not in the baseline: nothing to compare"));
     }
+  return lost_hosts;
+}
 
-  // Pairs, matched by their two host names in either order.
-  std::map<std::string, const Pair*> new_pairs;
+// Pairs, matched by their two host names in either order: regressions, failed and lost pairs.
+void judge_pairs(const ClusterRun& olds, const ClusterRun& news,
+                 const std::set<std::string>& lost_hosts, const ClusterBaselineOptions& o,
+                 ClusterBaselineResult& r) {
+  std::map<std::string, const ClusterRunPair*> new_pairs;
   for (const auto& p : news.pairs) new_pairs[key(p.a, p.b)] = &p;
   std::set<std::string> old_keys;
   for (const auto& op : olds.pairs) {
@@ -186,7 +107,7 @@ ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& 
     row.old_rtt_us = op.rtt_us;
     row.old_source = op.source;
     auto it = new_pairs.find(key(op.a, op.b));
-    const Pair* np = it == new_pairs.end() ? nullptr : it->second;
+    const ClusterRunPair* np = it == new_pairs.end() ? nullptr : it->second;
     if (np) {
       row.a = np->a;
       row.b = np->b;
@@ -205,11 +126,11 @@ ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& 
       if (!np && (lost_hosts.count(op.a) || lost_hosts.count(op.b))) {
         // The lost node's own finding says it.
       } else if (!np) {
-        r.findings.push_back(fail("baseline.cluster_pair_lost", name,
-                                  "measured in the baseline (" + gbit(op.gbit_s) +
-                                      "), not in the new run",
-                                  "run both with the same --pairs plan: all measures every pair, "
-                                  "ring only neighbours"));
+        r.findings.push_back(
+            fail("baseline.cluster_pair_lost", name,
+                 "measured in the baseline (" + gbit(op.gbit_s) + "), not in the new run",
+                 "run both with the same --pairs plan: all measures every pair, "
+                 "ring only neighbours"));
       } else {
         r.findings.push_back(fail("baseline.cluster_pair_failed", name,
                                   gbit(op.gbit_s) + " in the baseline, failed now: " + np->error,
@@ -219,27 +140,27 @@ ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& 
       row.change_pct = *op.gbit_s > 0 ? (*row.new_gbit_s / *op.gbit_s - 1) * 100 : 0;
       row.regressed = *row.new_gbit_s < *op.gbit_s * (1 - o.regression_pct / 100);
       if (row.regressed)
-        r.findings.push_back(fail(
-            "baseline.cluster_pair_regression", name,
-            "bandwidth " + fmt("%.3g", *op.gbit_s) + " → " + fmt("%.3g", *row.new_gbit_s) +
-                " Gbit/s (" + fmt("%+.1f", *row.change_pct) + "%), more than " +
-                fmt("%g", o.regression_pct) + "% below the baseline" +
-                (op.source != np->source
-                     ? "; the figure's source changed: " + op.source + " → " + np->source
-                     : std::string()),
-            pair_fix));
+        r.findings.push_back(
+            fail("baseline.cluster_pair_regression", name,
+                 "bandwidth " + fmt("%.3g", *op.gbit_s) + " → " + fmt("%.3g", *row.new_gbit_s) +
+                     " Gbit/s (" + fmt("%+.1f", *row.change_pct) + "%), more than " +
+                     fmt("%g", o.regression_pct) + "% below the baseline" +
+                     (op.source != np->source
+                          ? "; the figure's source changed: " + op.source + " → " + np->source
+                          : std::string()),
+                 pair_fix));
     }
     if (np && op.rtt_us && np->rtt_us && *op.rtt_us > 0 &&
         *np->rtt_us > *op.rtt_us * (1 + o.rtt_regression_pct / 100) &&
         *np->rtt_us - *op.rtt_us >= o.rtt_min_rise_us) {
       row.rtt_regressed = true;
-      r.findings.push_back(warn("baseline.cluster_rtt_regression", name,
-                                "median RTT " + fmt("%.3g", *op.rtt_us) + " → " +
-                                    fmt("%.3g", *np->rtt_us) + " µs (" +
-                                    fmt("%+.0f", (*np->rtt_us / *op.rtt_us - 1) * 100) +
-                                    "%) since the baseline",
-                                "a longer path (another switch hop, a route through a different "
-                                "interface) or a loaded node; " + pair_fix));
+      r.findings.push_back(warn(
+          "baseline.cluster_rtt_regression", name,
+          "median RTT " + fmt("%.3g", *op.rtt_us) + " → " + fmt("%.3g", *np->rtt_us) + " µs (" +
+              fmt("%+.0f", (*np->rtt_us / *op.rtt_us - 1) * 100) + "%) since the baseline",
+          "a longer path (another switch hop, a route through a different "
+          "interface) or a loaded node; " +
+              pair_fix));
     }
     r.pairs.push_back(row);
   }
@@ -258,8 +179,11 @@ ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& 
       r.findings.push_back(info("baseline.cluster_pair_new", np.a + "<->" + np.b,
                                 "not in the baseline: nothing to compare"));
   }
+}
 
-  // Expected figures of the new run alone.
+// Expected figures of the new run alone: link rate and the run's median.
+void judge_expected(const ClusterRun& news, const ClusterBaselineOptions& o,
+                    ClusterBaselineResult& r) {
   std::vector<double> figures;
   for (const auto& np : news.pairs)
     if (np.gbit_s) figures.push_back(*np.gbit_s);
@@ -286,17 +210,32 @@ ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& 
     if (o.expect_median_pct > 0 && r.median_gbit_s &&
         v < (1 - o.expect_median_pct / 100) * *r.median_gbit_s) {
       row.below_median = true;
-      r.findings.push_back(warn(
-          "baseline.cluster_pair_below_median", name,
-          fmt("%.3g", v) + " Gbit/s is " + fmt("%.0f", v / *r.median_gbit_s * 100) +
-              "% of the median " + fmt("%.3g", *r.median_gbit_s) + " Gbit/s of the run's " +
-              std::to_string(figures.size()) + " measured pairs; expected within " +
-              fmt("%g", o.expect_median_pct) + "%",
-          "the one slow link among healthy ones is a cable, transceiver or switch port: " +
-              std::string("check both ends of ") + name + " (fabcheck pair " + row.a + " " +
-              row.b + ")"));
+      r.findings.push_back(
+          warn("baseline.cluster_pair_below_median", name,
+               fmt("%.3g", v) + " Gbit/s is " + fmt("%.0f", v / *r.median_gbit_s * 100) +
+                   "% of the median " + fmt("%.3g", *r.median_gbit_s) + " Gbit/s of the run's " +
+                   std::to_string(figures.size()) + " measured pairs; expected within " +
+                   fmt("%g", o.expect_median_pct) + "%",
+               "the one slow link among healthy ones is a cable, transceiver or switch port: " +
+                   std::string("check both ends of ") + name + " (fabcheck pair " + row.a + " " +
+                   row.b + ")"));
     }
   }
+}
+
+}  // namespace
+
+void check_cluster_run_report(const Json& doc, const std::string& which) {
+  read_cluster_run(doc, which);
+}
+
+ClusterBaselineResult compare_cluster_baseline(const Json& old_doc, const Json& new_doc,
+                                               const ClusterBaselineOptions& o) {
+  ClusterRun olds = read_cluster_run(old_doc, "old"), news = read_cluster_run(new_doc, "new");
+  ClusterBaselineResult r;
+  auto lost_hosts = judge_nodes(olds, news, r);
+  judge_pairs(olds, news, lost_hosts, o, r);
+  judge_expected(news, o, r);
   return r;
 }
 

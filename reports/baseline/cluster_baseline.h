@@ -15,11 +15,11 @@
 namespace fabkit::reports::baseline {
 
 struct ClusterBaselineOptions {
-  double regression_pct = 10.0;      // fail when a pair's figure < old * (1 - pct/100)
-  double rtt_regression_pct = 50.0;  // warn when its RTT > old * (1 + pct/100) ...
-  double rtt_min_rise_us = 10.0;     // ... and rose by at least this much (docs/reports.md: why)
+  double regression_pct = 10.0;        // fail when a pair's figure < old * (1 - pct/100)
+  double rtt_regression_pct = 50.0;    // warn when its RTT > old * (1 + pct/100) ...
+  double rtt_min_rise_us = 10.0;       // ... and rose by at least this much (docs/reports.md: why)
   double expect_link_fraction = 0.90;  // warn when a figure < fraction * its link rate; 0 = off
-  double expect_median_pct = 25.0;  // warn when a figure < (1 - pct/100) * the median; 0 = off
+  double expect_median_pct = 25.0;     // warn when a figure < (1 - pct/100) * the median; 0 = off
 };
 
 // One pair, present in the baseline, the new run or both. Figures are the matrix's gbit_s
@@ -30,7 +30,7 @@ struct ClusterPairRow {
   std::optional<double> old_gbit_s, new_gbit_s;
   std::optional<double> old_rtt_us, new_rtt_us;
   std::string old_source, new_source;
-  std::optional<double> change_pct;  // (new / old - 1) * 100 when both figures are there
+  std::optional<double> change_pct;        // (new / old - 1) * 100 when both figures are there
   std::optional<double> link_rate_gbit_s;  // the new run's
   bool regressed = false, rtt_regressed = false, lost = false;
   bool below_link_rate = false, below_median = false;
@@ -45,8 +45,8 @@ struct ClusterNodeRow {
 };
 
 struct ClusterBaselineResult {
-  std::vector<ClusterPairRow> pairs;  // the baseline's order, then pairs new in this run
-  std::vector<ClusterNodeRow> nodes;  // likewise
+  std::vector<ClusterPairRow> pairs;    // the baseline's order, then pairs new in this run
+  std::vector<ClusterNodeRow> nodes;    // likewise
   std::optional<double> median_gbit_s;  // of the new run's measured pairs (3 or more)
   std::vector<Finding> findings;
 };

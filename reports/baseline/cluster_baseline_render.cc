@@ -79,19 +79,20 @@ std::string cluster_baseline_table_text(const ClusterBaselineResult& r,
   char fig[128];
   std::snprintf(fig, sizeof fig, "regression beyond %g%%, RTT beyond +%g%% and +%g µs",
                 o.regression_pct, o.rtt_regression_pct, o.rtt_min_rise_us);
-  std::string out = "cluster pairs, baseline vs new (Gbit/s; median RTT in µs); " +
-                    std::string(fig) + "\n";
+  std::string out =
+      "cluster pairs, baseline vs new (Gbit/s; median RTT in µs); " + std::string(fig) + "\n";
   out += "  " + pad("pair", w) + rpad("baseline", 10) + rpad("new", 10) + rpad("change", 9) +
          rpad("RTT old", 9) + rpad("RTT new", 9) + "  state\n";
   for (const auto& p : r.pairs) {
     std::string state = (p.old_state.empty() ? "-" : p.old_state) + " → " +
                         (p.new_state.empty() ? "-" : p.new_state);
-    std::string flags = std::string(p.regressed ? "  REGRESSED" : "") +
-                        (p.lost ? "  LOST" : "") + (p.rtt_regressed ? "  RTT UP" : "");
+    std::string flags = std::string(p.regressed ? "  REGRESSED" : "") + (p.lost ? "  LOST" : "") +
+                        (p.rtt_regressed ? "  RTT UP" : "");
     out += "  " + pad(p.a + "<->" + p.b, w) + rpad(num(p.old_gbit_s), 10) +
-           rpad(num(p.new_gbit_s), 10) + rpad(p.change_pct ? num(p.change_pct, "%+.1f") + "%" : "-", 9) +
-           rpad(num(p.old_rtt_us, "%.1f"), 9) + rpad(num(p.new_rtt_us, "%.1f"), 9) + "  " +
-           state + flags + "\n";
+           rpad(num(p.new_gbit_s), 10) +
+           rpad(p.change_pct ? num(p.change_pct, "%+.1f") + "%" : "-", 9) +
+           rpad(num(p.old_rtt_us, "%.1f"), 9) + rpad(num(p.new_rtt_us, "%.1f"), 9) + "  " + state +
+           flags + "\n";
   }
   if (r.pairs.empty()) out += "  (no pairs in either report)\n";
 
@@ -103,7 +104,8 @@ std::string cluster_baseline_table_text(const ClusterBaselineResult& r,
   char line[256];
   std::string rate_check = "link rate check off", median_check = "median check off";
   if (o.expect_link_fraction > 0) {
-    std::snprintf(line, sizeof line, "≥ %.0f%% of the link rate (known for %d of %d measured pairs)",
+    std::snprintf(line, sizeof line,
+                  "≥ %.0f%% of the link rate (known for %d of %d measured pairs)",
                   o.expect_link_fraction * 100, rated, measured);
     rate_check = line;
   }

@@ -63,8 +63,7 @@ TEST(ClusterBaseline, RegressionNamedWithBothFiguresAndPairsMatchedInEitherOrder
   p["a"] = "node02";
   p["b"] = "node01";
   auto r = compare_cluster_baseline(fixture(), now, no_median());
-  ASSERT_EQ(codes(r),
-            std::vector<std::string>{"baseline.cluster_pair_regression node01<->node03"});
+  ASSERT_EQ(codes(r), std::vector<std::string>{"baseline.cluster_pair_regression node01<->node03"});
   EXPECT_EQ(r.findings[0].severity, Severity::kFail);
   EXPECT_NE(r.findings[0].message.find("bandwidth 95.8 → 60 Gbit/s (-37.4%), more than 10%"),
             std::string::npos)
@@ -125,9 +124,10 @@ TEST(ClusterBaseline, NodesWorseRttUp) {
   pair_of(now, "node03", "node04")["rtt_us"] = 30.0;   // 8.1 -> 30 us
   pair_of(now, "node01", "node03")["rtt_us"] = 16.0;   // doubled, but under +10 us: noise
   auto r = compare_cluster_baseline(fixture(), now, no_median());
-  EXPECT_EQ(codes(r), (std::vector<std::string>{"baseline.cluster_node_findings_worse node02",
-                                                "baseline.cluster_node_findings_worse node03",
-                                                "baseline.cluster_rtt_regression node03<->node04"}));
+  EXPECT_EQ(codes(r),
+            (std::vector<std::string>{"baseline.cluster_node_findings_worse node02",
+                                      "baseline.cluster_node_findings_worse node03",
+                                      "baseline.cluster_rtt_regression node03<->node04"}));
   EXPECT_EQ(r.findings[0].severity, Severity::kFail);
   EXPECT_EQ(r.findings[1].severity, Severity::kWarn);
   EXPECT_NE(r.findings[0].message.find("fail 0 → 2"), std::string::npos);
@@ -139,8 +139,9 @@ TEST(ClusterBaseline, ExpectedFiguresLinkRateAndMedian) {
   pair_of(now, "node01", "node02")["link_rate_gbit_s"] = 100.0;  // 96.1 of 100: fine
   pair_of(now, "node01", "node03")["link_rate_gbit_s"] = 200.0;  // 95.8 of 200: 48%
   auto r = compare_cluster_baseline(fixture(), now, {});
-  EXPECT_EQ(codes(r), (std::vector<std::string>{"baseline.cluster_below_link_rate node01<->node03",
-                                                "baseline.cluster_pair_below_median node02<->node04"}));
+  EXPECT_EQ(codes(r),
+            (std::vector<std::string>{"baseline.cluster_below_link_rate node01<->node03",
+                                      "baseline.cluster_pair_below_median node02<->node04"}));
   EXPECT_NE(r.findings[1].message.find("47.9 Gbit/s is 50% of the median 95.4 Gbit/s of the "
                                        "run's 5 measured pairs; expected within 25%"),
             std::string::npos)
@@ -156,7 +157,9 @@ TEST(ClusterBaseline, ExpectedFiguresLinkRateAndMedian) {
 }
 
 TEST(ClusterBaseline, WrongKindsNameTheDocument) {
-  Json pair = {{"schema_version", 1}, {"kind", "pair"}, {"findings", Json::array()},
+  Json pair = {{"schema_version", 1},
+               {"kind", "pair"},
+               {"findings", Json::array()},
                {"pair", Json::object()}};
   try {
     compare_cluster_baseline(fixture(), pair, {});
@@ -174,6 +177,16 @@ TEST(ClusterBaseline, WrongKindsNameTheDocument) {
     FAIL() << "a string figure was accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("old: cluster.matrix.pairs[0].gbit_s must be a number"),
+              std::string::npos)
+        << e.what();
+  }
+  Json bad_flag = fixture();
+  bad_flag["cluster"]["nodes"][2]["slow"] = "no";
+  try {
+    compare_cluster_baseline(fixture(), bad_flag, {});
+    FAIL() << "a string flag was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("new: cluster.nodes[2].slow must be true or false"),
               std::string::npos)
         << e.what();
   }
