@@ -1,5 +1,6 @@
 // fabcheck cluster [HOST...]: node checks on every node, pair rounds over the schedule, the matrix
-// report naming the bad node or link, and the merged cluster.json (docs/cluster.md).
+// report naming the bad node or link, and the merged cluster.json (docs/cluster.md); with
+// --baseline, the run compared with a saved one (docs/reports.md).
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -9,6 +10,8 @@
 #include "common/errors.h"
 #include "common/hostlist.h"
 #include "profile/local_host.h"
+#include "reports/baseline/cluster_baseline.h"
+#include "reports/input_document.h"
 #include "reports/json/profile_json.h"
 #include "reports/report_render.h"
 #include "reports/json/cluster_json.h"
@@ -24,6 +27,8 @@ struct ClusterArgs {
   std::string pairs = "all";
   std::string profile_out;
   std::string json_out;  // the JSON report to a file, beside the text on stdout
+  std::string baseline;  // a saved fabcheck cluster --json report to compare this run with
+  reports::baseline::ClusterBaselineOptions baseline_opts;
   int max_parallel = 32;
   int node_timeout_ms = 60000;
   int timeout_ms = 10000;
@@ -40,6 +45,33 @@ struct ClusterArgs {
   double per_pair_s = 6.0;
   bool json = false;
 };
+
+// The --baseline file, read and checked before anything is launched.
+Json load_cluster_baseline(const std::string& path) {
+  auto d = reports::load_input(path);  // UsageError naming the file when unreadable or not JSON
+  if (d.kind != reports::InputKind::kClusterReport)
+    throw UsageError("--baseline " + path + " is a " + reports::to_string(d.kind) +
+                     "; fabcheck cluster --baseline takes a saved fabcheck cluster --json report");
+  try {
+    reports::baseline::check_cluster_run_report(d.doc, "--baseline " + path);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  return d.doc;
+}
+
+// The run compared with the baseline: its findings join the run's, its section the report's;
+// returns the side-by-side table for the text output.
+std::string judge_against_baseline(const ClusterArgs& a, const Json& old_doc, Report& r) {
+  namespace bl = reports::baseline;
+  auto res = bl::compare_cluster_baseline(old_doc, reports::report_to_json(r), a.baseline_opts);
+  r.findings.insert(r.findings.end(), res.findings.begin(), res.findings.end());
+  r.sections.push_back(
+      {"cluster_baseline", bl::cluster_baseline_to_json(res, a.baseline_opts, a.baseline,
+                                                        a.json_out.empty() ? "(this run)"
+                                                                           : a.json_out)});
+  return bl::cluster_baseline_table_text(res, a.baseline_opts);
+}
 
 std::string self_path() {
   std::error_code ec;
@@ -73,6 +105,10 @@ int run_cluster_cmd(const ClusterArgs& a) {
   for (const auto& h : o.hosts) launch::launcher_argv(o.launcher, h, {o.agent_path});  // names
   o.plan = slurm::pair_plan_from_string(a.pairs);
   o.max_parallel = a.max_parallel;
+  if (a.plan_only && !a.baseline.empty())
+    throw UsageError("--baseline compares a run with a saved one; --plan-only runs nothing: "
+                     "give one of them");
+  Json baseline_doc = a.baseline.empty() ? Json() : load_cluster_baseline(a.baseline);
   if (a.plan_only) {
     Report r = reports::build_plan_report(o.hosts, o.plan, o.max_parallel, a.per_pair_s);
     r.hostname = profile::local_hostname();
@@ -121,12 +157,17 @@ int run_cluster_cmd(const ClusterArgs& a) {
                "fix the node checks that failed (cluster.node_check_failed) and re-run"));
     }
   }
+  std::string baseline_table;
+  if (!a.baseline.empty()) baseline_table = judge_against_baseline(a, baseline_doc, r);
   if (!a.json_out.empty()) {
     std::ostringstream doc;
     reports::render_json(r, doc);
     write_output(a.json_out, doc.str());
   }
-  return reports::render_report(r, a.json, std::cout);
+  const int code = reports::render_report(r, a.json, std::cout);
+  // The baseline's side-by-side figures after the run's own text (--json: its section).
+  if (!a.json && !baseline_table.empty()) std::cout << "\n" << baseline_table;
+  return code;
 }
 
 }  // namespace
@@ -187,6 +228,29 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
                 "Print the schedule and its estimated time; launch nothing");
   sub->add_option("--per-pair-s", a->per_pair_s, "With --plan-only: seconds one pair run takes")
       ->check(CLI::Range(0.01, 3600.0));
+  auto* baseline = sub->add_option("--baseline", a->baseline,
+                  "Compare the run with this saved fabcheck cluster --json report (a "
+                  "regression fails; docs/reports.md)");
+  sub->add_option("--regression-pct", a->baseline_opts.regression_pct,
+                  "With --baseline: fail when a pair's bandwidth falls more than this many "
+                  "percent below the baseline (default 10)")
+      ->needs(baseline)
+      ->check(CLI::Range(0.0, 100.0));
+  sub->add_option("--rtt-regression-pct", a->baseline_opts.rtt_regression_pct,
+                  "With --baseline: warn when a pair's median RTT rose more than this many "
+                  "percent (and 10 us) above the baseline (default 50)")
+      ->needs(baseline)
+      ->check(CLI::Range(0.0, 10000.0));
+  sub->add_option("--expect-link-fraction", a->baseline_opts.expect_link_fraction,
+                  "With --baseline: warn when a pair's bandwidth is below this fraction of its "
+                  "link rate (default 0.9; 0 = off)")
+      ->needs(baseline)
+      ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--expect-median-pct", a->baseline_opts.expect_median_pct,
+                  "With --baseline: warn when a pair's bandwidth is more than this many percent "
+                  "below the median of the run's pairs (default 25; 0 = off)")
+      ->needs(baseline)
+      ->check(CLI::Range(0.0, 100.0));
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/cluster.md)");
   sub->callback([a, exit_code] {
     *exit_code = run_command("cluster", a->json, [&] { return run_cluster_cmd(*a); });

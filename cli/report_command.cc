@@ -1,12 +1,13 @@
 // fabcheck report: render saved JSON documents (node, pair, cluster reports, profiles,
-// metrics.jsonl) as one offline HTML file or Prometheus textfile lines, or judge a pair run
-// against a saved baseline (docs/reports.md).
+// metrics.jsonl) as one offline HTML file or Prometheus textfile lines, or judge a pair, node or
+// cluster run against a saved baseline (docs/reports.md).
 #include <unistd.h>
 
 #include <iostream>
 
 #include "cli/command.h"
 #include "common/errors.h"
+#include "reports/baseline/cluster_baseline.h"
 #include "reports/baseline/node_baseline.h"
 #include "reports/baseline/pair_baseline.h"
 #include "reports/html/html_report.h"
@@ -21,6 +22,8 @@ struct ReportArgs {
   std::vector<std::string> inputs;
   std::string html, prom, baseline;
   reports::baseline::BaselineOptions opts;
+  // Its regression_pct and expect_link_fraction are taken from opts (one flag each for all kinds).
+  reports::baseline::ClusterBaselineOptions cluster_opts;
   bool json = false;
 };
 
@@ -35,10 +38,12 @@ int run_baseline(const ReportArgs& a) {
   using reports::InputKind;
   bool pair = old_doc.kind == InputKind::kPairReport && new_doc.kind == InputKind::kPairReport;
   bool node = old_doc.kind == InputKind::kNodeReport && new_doc.kind == InputKind::kNodeReport;
-  if (!pair && !node)
+  bool cluster =
+      old_doc.kind == InputKind::kClusterReport && new_doc.kind == InputKind::kClusterReport;
+  if (!pair && !node && !cluster)
     throw UsageError(a.baseline + " is a " + reports::to_string(old_doc.kind) + ", " + a.inputs[0] +
                      " a " + reports::to_string(new_doc.kind) +
-                     "; --baseline compares two pair reports or two node reports");
+                     "; --baseline compares two reports of one kind: pair, node or cluster");
   Report r;
   r.kind = "baseline";
   char host[256] = {};
@@ -52,6 +57,15 @@ int run_baseline(const ReportArgs& a) {
       r.sections.push_back(
           {"baseline", reports::baseline::baseline_to_json(res, a.opts, a.baseline, a.inputs[0])});
       table = reports::baseline::baseline_table_text(res, a.opts);
+    } else if (cluster) {
+      auto o = a.cluster_opts;
+      o.regression_pct = a.opts.regression_pct;
+      o.expect_link_fraction = a.opts.expect_link_fraction;
+      auto res = reports::baseline::compare_cluster_baseline(old_doc.doc, new_doc.doc, o);
+      r.findings = res.findings;
+      r.sections.push_back({"cluster_baseline", reports::baseline::cluster_baseline_to_json(
+                                                    res, o, a.baseline, a.inputs[0])});
+      table = reports::baseline::cluster_baseline_table_text(res, o);
     } else {
       auto res = reports::baseline::compare_node_baseline(old_doc.doc, new_doc.doc);
       r.findings = res.findings;
@@ -125,22 +139,32 @@ void register_report_command(CLI::App& app, int* exit_code) {
   auto* sub = app.add_subcommand("report",
                                  "Render saved JSON (node/pair/cluster reports, profiles, "
                                  "metrics.jsonl) as HTML or Prometheus lines, or compare "
-                                 "a pair or node report with a baseline");
+                                 "a pair, node or cluster report with a baseline");
   sub->add_option("inputs", a->inputs, "JSON documents; the kind is read from each document")
       ->required();
   sub->add_option("--html", a->html, "Write one self-contained HTML file (no network needed)");
   sub->add_option("--prom", a->prom,
                   "Write Prometheus textfile lines (node_exporter) of one report");
   sub->add_option("--baseline", a->baseline,
-                  "A saved pair or node report to compare the input with");
+                  "A saved pair, node or cluster report to compare the input with");
   sub->add_option(
          "--regression-pct", a->opts.regression_pct,
-         "Fail when busbw falls more than this many percent below the baseline (default 10)")
+         "Fail when busbw (pair) or a pair's bandwidth (cluster) falls more than this many "
+         "percent below the baseline (default 10)")
       ->check(CLI::Range(0.0, 100.0));
   sub->add_option(
          "--expect-link-fraction", a->opts.expect_link_fraction,
-         "Warn when peak busbw is below this fraction of the link rate (default 0.9; 0 = off)")
+         "Warn when peak busbw (pair) or a pair's bandwidth (cluster) is below this fraction of "
+         "the link rate (default 0.9; 0 = off)")
       ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--rtt-regression-pct", a->cluster_opts.rtt_regression_pct,
+                  "Cluster: warn when a pair's median RTT rose more than this many percent (and "
+                  "10 us) above the baseline (default 50)")
+      ->check(CLI::Range(0.0, 10000.0));
+  sub->add_option("--expect-median-pct", a->cluster_opts.expect_median_pct,
+                  "Cluster: warn when a pair's bandwidth is more than this many percent below the "
+                  "median of the run's pairs (default 25; 0 = off)")
+      ->check(CLI::Range(0.0, 100.0));
   sub->add_option("--min-bytes", a->opts.min_bytes,
                   "Judge regressions from this message size up (default 1048576)");
   sub->add_flag("--json", a->json, "Print the baseline result (or what was written) as JSON");

@@ -107,9 +107,10 @@ PairMeasurement measurement_from_pair(const PairRun& run) {
     std::optional<double> worst;
     std::string reasons;
     for (const auto& p : f.rdma_rc.pairs) {
-      if (p.status == "ok" && p.bw_gbps)
+      if (p.status == "ok" && p.bw_gbps) {
+        if (!worst || *p.bw_gbps < *worst) m.link_rate_gbit_s = p.ports.rate_gbps;
         worst = worst ? std::min(*worst, *p.bw_gbps) : *p.bw_gbps;
-      else
+      } else
         reasons +=
             (reasons.empty() ? "" : "; ") + p.ports.hca_a + "<->" + p.ports.hca_b + ": " + p.reason;
     }
@@ -124,6 +125,7 @@ PairMeasurement measurement_from_pair(const PairRun& run) {
   }
   m.ok = true;
   m.gbit_s = link.single_stream_gbit_s;
+  m.link_rate_gbit_s = pair::link_rate_gbit_s(link.a, link.b);
   m.source = "tcp single stream " + link.a.ifname + "->" + link.b.ifname;
   return m;
 }

@@ -29,6 +29,9 @@ struct PairMeasurement {
   bool retested = false;
   bool retest_ok = false;
   std::optional<double> retest_gbit_s;
+  // What gbit_s can reach at most: the measured rail's port rate (RC) or the chosen interfaces'
+  // speed (TCP); unknown when a side does not report one. Baselines judge the figure against it.
+  std::optional<double> link_rate_gbit_s;
 };
 
 struct MatrixOptions {

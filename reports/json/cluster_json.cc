@@ -96,6 +96,7 @@ Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOpt
                      {"ok", m.ok},
                      {"gbit_s", opt(m.gbit_s)},
                      {"rtt_us", opt(m.rtt_us)},
+                     {"link_rate_gbit_s", opt(m.link_rate_gbit_s)},
                      {"source", m.source},
                      {"state", l.state},
                      {"expected_gbit_s", opt(l.expected_gbit_s)},

@@ -31,6 +31,8 @@ except ImportError:  # the docs tests require it; here the schema check is a bon
     jsonschema = None
 
 FABCHECK = None
+PAIR_FIXTURE = os.path.join(HERE, "..", "..", "fixtures", "reports", "pair-netns-veth.json")
+CLUSTER_FIXTURE = os.path.join(HERE, "..", "..", "fixtures", "reports", "cluster-4-hosts.json")
 FAST = ["--bandwidth-ms", "300", "--pings", "100", "--timeout-ms", "3000", "--node-timeout-ms", "30000",
         # The machine is noisy (2x between runs of the same transfer): the shaped link is ~100x
         # below the others, so a low threshold names it without flagging noise.
@@ -114,6 +116,36 @@ class ClusterTest(unittest.TestCase):
             self.assertEqual(sorted(n["hostname"] for n in p["nodes"]), sorted(w.hosts))
             self.assertEqual(sum(1 for i in p["provenance"]["inputs"] if i["kind"] == "pair"), 3)
             self.assertEqual(p["settings"]["NCCL_SOCKET_IFNAME"]["value"], "=fab0")
+            # veth reports 10000 Mb/s: the TCP figure's link rate.
+            self.assertEqual({q["link_rate_gbit_s"] for q in c["matrix"]["pairs"]}, {10.0})
+
+            # The same world again, compared with this run (--baseline; no re-test or search:
+            # only the matrix is compared). Unchanged links: no regression, nothing lost, at a
+            # 75% threshold because this machine's unshaped figures vary up to 2x between runs;
+            # the shaped link is still slow, so the expected figures name it (0.02 of a
+            # ~Gbit/s median, and of its 10 Gbit/s link rate).
+            first = os.path.join(tmp, "first.json")
+            with open(first, "w") as f:
+                json.dump(doc, f)
+            rc, again, elapsed = self.cluster(w, "--baseline", first, "--regression-pct", "75",
+                                              "--no-retest", "--no-search")
+            self.assertEqual(rc, 1, codes(again))  # the slow link is still there
+            cb = again["cluster_baseline"]
+            print("baseline: %s" % [(q["a"], q["b"], q["old_gbit_s"], q["new_gbit_s"], q["old_rtt_us"],
+                                     q["new_rtt_us"]) for q in cb["pairs"]], file=sys.stderr)
+            self.assertEqual(cb["old"], first)
+            self.assertEqual(len(cb["pairs"]), 3)
+            for q in cb["pairs"]:
+                self.assertIsNotNone(q["old_gbit_s"], q)
+                self.assertIsNotNone(q["new_gbit_s"], q)
+                self.assertFalse(q["regressed"] or q["lost"], q)
+            base = [(k, s) for k, s in codes(again) if k.startswith("baseline.")]
+            self.assertIn(("baseline.cluster_pair_below_median", link), base)
+            self.assertIn(("baseline.cluster_below_link_rate", link), base)
+            self.assertFalse([k for k, _ in base if k in ("baseline.cluster_pair_regression",
+                                                          "baseline.cluster_pair_lost",
+                                                          "baseline.cluster_pair_failed",
+                                                          "baseline.cluster_node_lost")], base)
 
     def test_down_node_is_named(self):
         w = self.world(3)
@@ -204,7 +236,13 @@ class ClusterTest(unittest.TestCase):
                                      ([], ["-oProxyCommand=x", w.hosts[0]], "-oProxyCommand=x"),
                                      ([], [w.hosts[0]], "needs 2 or more"),
                                      (["--search", "--no-search"], None, "contradict"),
-                                     (["--search-bytes", "1M,4M"], None, "one size")):
+                                     (["--search-bytes", "1M,4M"], None, "one size"),
+                                     # --baseline FILE is checked before anything is launched.
+                                     (["--baseline", PAIR_FIXTURE], None, "is a pair report"),
+                                     (["--baseline", PAIR_FIXTURE + ".missing"], None, ".missing"),
+                                     (["--regression-pct", "5"], None, "requires --baseline"),
+                                     (["--baseline", CLUSTER_FIXTURE, "--plan-only"], None,
+                                      "--plan-only runs nothing")):
             rc, doc, _ = self.cluster(w, *extra, hosts=hosts)
             self.assertEqual(rc, 2, doc)
             self.assertIn(needle, doc["error"]["message"])

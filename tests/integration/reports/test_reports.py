@@ -4,8 +4,8 @@ HTML: rendered in headless Chromium (Debian `chromium`), asserting on the DOM it
 codes, one busbw <svg> per measured transport with the link-rate line, the heat map's cells, the
 loss curve) and on a screenshot that is not blank (distinct colours and non-white pixels, counted
 by decoding the PNG with zlib; a blank page is checked to fail the same test). Prometheus: a strict
-parser (prom_parser.py) and `promtool check metrics` when installed. Baselines: exit codes and the
-regression named with both figures.
+parser (prom_parser.py) and `promtool check metrics` when installed. Baselines (pair, node and
+cluster reports): exit codes and the regression named with both figures.
 
 Run: test_reports.py /path/to/fabcheck /path/to/source
 """
@@ -328,6 +328,47 @@ class ReportTest(unittest.TestCase):
         j = json.loads(run("report", "--baseline", ib, down, "--json", check_rc=1).stdout)
         ports = {x["port"]: x for x in j["node_baseline"]["ports"]}
         self.assertEqual((ports["mlx5_1:1"]["old_state"], ports["mlx5_1:1"]["new_state"]), ("ACTIVE", "DOWN"))
+
+    def test_cluster_baseline_names_the_slower_pair_with_both_figures(self):
+        cluster = fixture("reports/cluster-4-hosts.json")
+        # The fixture against itself: nothing changed. Its own slow pair (node02<->node04, half
+        # the median) is the expected-figure check's, turned off here and tested below.
+        run("report", "--baseline", cluster, cluster, "--expect-median-pct", "0", check_rc=0)
+        with open(cluster) as f:
+            doc = json.load(f)
+        for p in doc["cluster"]["matrix"]["pairs"]:
+            if {p["a"], p["b"]} == {"node01", "node03"}:
+                p["gbit_s"] = 60.0  # was 95.8
+                p["a"], p["b"] = p["b"], p["a"]  # matched by names, not order
+        degraded = self.path("cluster-degraded.json")
+        with open(degraded, "w") as f:
+            json.dump(doc, f)
+        p = run("report", "--baseline", cluster, degraded, "--expect-median-pct", "0", check_rc=1)
+        self.assertIn("[baseline.cluster_pair_regression] node03<->node01: bandwidth 95.8 → 60 Gbit/s (-37.4%)",
+                      p.stdout)
+        self.assertRegex(p.stdout, r"node03<->node01 +95\.800 +60\.000 +-37\.4%.*REGRESSED")
+        j = json.loads(run("report", "--baseline", cluster, degraded, "--json", check_rc=1).stdout)
+        self.assertEqual(j["kind"], "baseline")
+        try:
+            import jsonschema
+        except ImportError:
+            jsonschema = None
+        if jsonschema:
+            with open(os.path.join(SRC, "docs", "schema", "report.schema.json")) as f:
+                jsonschema.validate(j, json.load(f))
+        cb = j["cluster_baseline"]
+        self.assertEqual([(r["a"], r["b"], r["old_gbit_s"], r["new_gbit_s"]) for r in cb["pairs"] if r["regressed"]],
+                         [("node03", "node01", 95.8, 60.0)])
+        self.assertEqual({(f["code"], f["subject"]) for f in j["findings"]},
+                         {("baseline.cluster_pair_regression", "node03<->node01"),
+                          ("baseline.cluster_pair_below_median", "node02<->node04"),
+                          ("baseline.cluster_pair_below_median", "node03<->node01")})
+        run("report", "--baseline", cluster, degraded, "--expect-median-pct", "0", "--regression-pct", "40",
+            check_rc=0)
+        # Mixed kinds: a usage error naming both files and their kinds.
+        pair = fixture("reports/pair-netns-veth.json")
+        p = run("report", "--baseline", pair, cluster, check_rc=2)
+        self.assertIn(pair + " is a pair report, " + cluster + " a cluster report", p.stderr)
 
     # --- bad input ------------------------------------------------------------------------
     def test_bad_inputs_exit_2_naming_the_file_and_leave_no_output(self):

@@ -71,6 +71,11 @@ TEST(ClusterReport, TcpFigureAndFailedStep) {
   EXPECT_TRUE(m.ok);
   EXPECT_DOUBLE_EQ(*m.gbit_s, 9.0);
   EXPECT_EQ(m.source, "tcp single stream eth0->eth0");
+  EXPECT_FALSE(m.link_rate_gbit_s.has_value());  // neither interface reports a speed
+  PairRun rated = f.pairs[1];
+  rated.facts.links[0].a.speed_mbps = 100000;
+  rated.facts.links[0].b.speed_mbps = 25000;
+  EXPECT_DOUBLE_EQ(*measurement_from_pair(rated).link_rate_gbit_s, 25.0);  // the slower side
   PairRun failed = f.pairs[0];
   failed.facts.chosen_link.reset();
   failed.facts.steps = {
@@ -89,9 +94,12 @@ TEST(ClusterReport, RdmaFigureIsTheSlowestRailAndAllRailsFailedIsAFailure) {
   r1.bw_gbps = 190;
   r2.status = "ok";
   r2.bw_gbps = 97;
+  r1.ports.rate_gbps = 200;
+  r2.ports.rate_gbps = 100;
   run.facts.rdma_rc.pairs = {r1, r2};
   auto m = measurement_from_pair(run);
   EXPECT_DOUBLE_EQ(*m.gbit_s, 97);
+  EXPECT_DOUBLE_EQ(*m.link_rate_gbit_s, 100);  // the rate of the rail the figure came from
   EXPECT_EQ(m.source, "rdma_rc write_bw (slowest rail)");
   for (auto& p : run.facts.rdma_rc.pairs) {
     p.status = "failed";
