@@ -2,7 +2,10 @@
 
 #include <cstdio>
 #include <map>
+#include <sstream>
 #include <stdexcept>
+
+#include "reports/text/table.h"
 
 namespace fabkit::reports::baseline {
 namespace {
@@ -142,14 +145,17 @@ Json node_baseline_to_json(const NodeBaselineResult& r, const std::string& old_p
 
 std::string node_baseline_table_text(const NodeBaselineResult& r) {
   std::string out = "RDMA ports, baseline vs new (state, rate in Gbit/s)\n";
-  char line[200];
   auto rate = [](const std::optional<double>& v) { return v ? fmt(*v) : std::string("-"); };
-  for (const auto& p : r.ports) {
-    std::snprintf(line, sizeof line, "  %-12s %-10s %-8s %6s   %-8s %6s\n", p.port.c_str(),
-                  p.link_layer.c_str(), p.old_state.empty() ? "-" : p.old_state.c_str(),
-                  rate(p.old_rate_gbps).c_str(), p.new_state.empty() ? "-" : p.new_state.c_str(),
-                  rate(p.new_rate_gbps).c_str());
-    out += line;
+  Table t({{"port"}, {"link_layer"}, {"old_state"}, {"old_rate", Align::kRight}, {"new_state"},
+           {"new_rate", Align::kRight}});
+  for (const auto& p : r.ports)
+    t.add_row({p.port, p.link_layer, p.old_state.empty() ? "-" : p.old_state,
+               rate(p.old_rate_gbps), p.new_state.empty() ? "-" : p.new_state,
+               rate(p.new_rate_gbps)});
+  if (!r.ports.empty()) {
+    std::ostringstream table;
+    t.render(table);
+    out += table.str();
   }
   if (r.ports.empty()) out += "  (no RDMA ports in either report)\n";
   out += "GPUs: " + rate(r.old_gpus) + " → " + rate(r.new_gpus) + "\n";

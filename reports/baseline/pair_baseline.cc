@@ -2,7 +2,10 @@
 
 #include <cstdio>
 #include <map>
+#include <sstream>
 #include <stdexcept>
+
+#include "reports/text/table.h"
 
 namespace fabkit::reports::baseline {
 namespace {
@@ -167,28 +170,27 @@ std::string baseline_table_text(const BaselineResult& r, const BaselineOptions& 
   std::string out = "busbw per transport and size (GB/s), baseline vs new; judged from " +
                     size_name(o.min_bytes) + ", regression beyond " + fmt("%g", o.regression_pct) +
                     "%\n";
-  char line[160];
-  std::snprintf(line, sizeof line, "  %-16s %10s %10s %10s %8s\n", "transport", "bytes", "baseline",
-                "new", "change");
-  out += line;
-  for (const auto& s : r.rows) {
-    std::snprintf(line, sizeof line, "  %-16s %10s %10.3f %10.3f %+7.1f%%%s\n", s.transport.c_str(),
-                  size_name(s.bytes).c_str(), s.old_busbw_gbps, s.new_busbw_gbps, s.change_pct,
-                  s.regressed ? "  REGRESSED"
-                  : s.judged  ? ""
-                              : "  (not judged)");
-    out += line;
-  }
+  Table sizes({{"transport"}, {"bytes", Align::kRight}, {"baseline", Align::kRight},
+               {"new", Align::kRight}, {"change", Align::kRight}, {""}});
+  for (const auto& s : r.rows)
+    sizes.add_row({s.transport, size_name(s.bytes), fmt("%.3f", s.old_busbw_gbps),
+                   fmt("%.3f", s.new_busbw_gbps), fmt("%+.1f", s.change_pct) + "%",
+                   s.regressed ? "REGRESSED" : s.judged ? "" : "(not judged)"});
+  std::ostringstream table;
+  sizes.render(table);
+  out += table.str();
   if (!r.expected.empty()) {
     out += "expected: peak busbw ≥ " + fmt("%.0f", o.expect_link_fraction * 100) +
            "% of the link rate\n";
-    for (const auto& e : r.expected) {
-      std::snprintf(line, sizeof line,
-                    "  %-16s peak %.3f GB/s = %.3g Gbit/s of %g Gbit/s (%.0f%%)%s\n",
-                    e.transport.c_str(), e.peak_busbw_gbps, e.peak_busbw_gbps * 8,
-                    e.link_rate_gbit_s, e.link_fraction * 100, e.below ? "  BELOW" : "");
-      out += line;
-    }
+    Table exp({{"transport"}, {"peak_GB/s", Align::kRight}, {"peak_Gbit/s", Align::kRight},
+               {"link_Gbit/s", Align::kRight}, {"fraction", Align::kRight}, {""}});
+    for (const auto& e : r.expected)
+      exp.add_row({e.transport, fmt("%.3f", e.peak_busbw_gbps), fmt("%.3g", e.peak_busbw_gbps * 8),
+                   fmt("%g", e.link_rate_gbit_s), fmt("%.0f", e.link_fraction * 100) + "%",
+                   e.below ? "BELOW" : ""});
+    std::ostringstream t2;
+    exp.render(t2);
+    out += t2.str();
   }
   return out;
 }
