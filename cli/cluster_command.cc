@@ -110,7 +110,7 @@ int run_cluster_cmd(const ClusterArgs& a) {
                      "give one of them");
   Json baseline_doc = a.baseline.empty() ? Json() : load_cluster_baseline(a.baseline);
   if (a.plan_only) {
-    Report r = reports::build_plan_report(o.hosts, o.plan, o.max_parallel, a.per_pair_s);
+    Report r = reports::json::build_plan_report(o.hosts, o.plan, o.max_parallel, a.per_pair_s);
     r.hostname = profile::local_hostname();
     return reports::render_report(r, a.json, std::cout);
   }
@@ -144,13 +144,13 @@ int run_cluster_cmd(const ClusterArgs& a) {
   p.warmup_iters = 1;
 
   slurm::ClusterFacts facts = slurm::run_cluster(o);
-  Report r = reports::build_cluster_report(facts, o.matrix);
+  Report r = reports::json::build_cluster_report(facts, o.matrix);
   r.hostname = profile::local_hostname();
   if (!a.profile_out.empty()) {
     // The profile needs at least one node report; without one the report says why.
     try {
       write_output(a.profile_out,
-                   reports::serialize_profile(slurm::cluster_profile(facts, r.hostname)));
+                   reports::json::serialize_profile(slurm::cluster_profile(facts, r.hostname)));
     } catch (const UsageError& e) {
       r.findings.push_back(
           fail("cluster.profile_not_written", a.profile_out, e.what(),

@@ -79,12 +79,12 @@ int run_pair_cmd(const PairArgs& a) {
   if (!a.html.empty()) check_output_path("--html", a.html);  // before minutes of measuring
   Report r;
   if (a.hosts.size() == 2) {
-    r = reports::build_pair_report(pair::run_pair(o));
+    r = reports::json::build_pair_report(pair::run_pair(o));
   } else {
     pair::GroupOptions g;
     g.hosts = a.hosts;
     g.pair = o;
-    r = reports::build_group_report(pair::run_group(g));
+    r = reports::json::build_group_report(pair::run_group(g));
   }
   if (!a.html.empty())
     write_file_output("--html", a.html,

@@ -55,7 +55,7 @@ int run_profile(const ProfileArgs& a) {
   if (!a.nccl_version.empty()) o.nccl_version = a.nccl_version;
   if (a.master_port != 0) o.master_port = a.master_port;
   o.created_on = profile::local_hostname();
-  std::string text = reports::serialize_profile(profile::build_profile(inputs, o));
+  std::string text = reports::json::serialize_profile(profile::build_profile(inputs, o));
   // Never write what our own reader would refuse.
   try {
     profile::parse_profile(text, "generated profile");

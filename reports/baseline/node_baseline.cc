@@ -10,6 +10,9 @@
 namespace fabkit::reports::baseline {
 namespace {
 
+using text::Align;
+using text::Table;
+
 struct Port {
   std::string link_layer, state;
   std::optional<double> rate;

@@ -10,6 +10,9 @@
 namespace fabkit::reports::baseline {
 namespace {
 
+using text::Align;
+using text::Table;
+
 struct Transport {
   std::string status;
   std::optional<double> peak, rate;

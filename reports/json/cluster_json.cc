@@ -5,7 +5,7 @@
 #include "slurm/cluster_judge.h"
 #include "slurm/link_search.h"
 
-namespace fabkit::reports {
+namespace fabkit::reports::json {
 using namespace slurm;  // the facts' types: this file renders nothing else
 namespace {
 
@@ -168,4 +168,4 @@ Report build_plan_report(const std::vector<std::string>& hosts, slurm::PairPlan 
   return r;
 }
 
-}  // namespace fabkit::reports
+}  // namespace fabkit::reports::json

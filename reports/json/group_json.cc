@@ -3,7 +3,7 @@
 
 #include <unistd.h>
 
-namespace fabkit::reports {
+namespace fabkit::reports::json {
 using namespace pair;  // the facts' types: this file renders nothing else
 namespace {
 
@@ -72,4 +72,4 @@ Report build_group_report(const GroupFacts& f) {
   return r;
 }
 
-}  // namespace fabkit::reports
+}  // namespace fabkit::reports::json

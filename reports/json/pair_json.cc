@@ -5,7 +5,7 @@
 
 #include "fabric/pair/rdma_rc_plan.h"
 
-namespace fabkit::reports {
+namespace fabkit::reports::json {
 using namespace pair;  // the facts' types: this file renders nothing else
 namespace {
 
@@ -128,4 +128,4 @@ Report build_pair_report(const PairFacts& f) {
   return r;
 }
 
-}  // namespace fabkit::reports
+}  // namespace fabkit::reports::json

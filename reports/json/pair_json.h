@@ -9,7 +9,7 @@
 #include "fabric/pair/pair_facts.h"
 #include "fabric/pair/verdict.h"
 
-namespace fabkit::reports {
+namespace fabkit::reports::json {
 
 Json to_json(const pair::Candidate& c);
 Json to_json(const pair::AgentFacts& a);
@@ -24,4 +24,4 @@ Report build_pair_report(const pair::PairFacts& f);
 // section.
 Report build_group_report(const pair::GroupFacts& f);
 
-}  // namespace fabkit::reports
+}  // namespace fabkit::reports::json

@@ -2,7 +2,7 @@
 
 #include "profile/content_hash.h"
 
-namespace fabkit::reports {
+namespace fabkit::reports::json {
 using namespace profile;  // the model's types: this file renders nothing else
 namespace {
 
@@ -95,4 +95,4 @@ std::string serialize_profile(Profile p) {
   return j.dump(2) + "\n";
 }
 
-}  // namespace fabkit::reports
+}  // namespace fabkit::reports::json

@@ -4,7 +4,7 @@
 
 #include "reports/text/table.h"
 
-namespace fabkit::reports {
+namespace fabkit::reports::text {
 namespace {
 
 std::string figure(const Json& o, const char* key, const char* fmt) {
@@ -41,4 +41,4 @@ std::string render_job_list(const Json& jobs) {
   return out.str();
 }
 
-}  // namespace fabkit::reports
+}  // namespace fabkit::reports::text

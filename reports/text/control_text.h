@@ -6,7 +6,7 @@
 
 #include "common/json.h"
 
-namespace fabkit::reports {
+namespace fabkit::reports::text {
 
 // "step 120/1000  loss 2.3457  tokens/s 12345  ETA 3m07s  (training, pending none)" from a
 // status reply's "status" object (docs/fabtrain.md, "Control"); "--" for figures not there yet.
@@ -16,4 +16,4 @@ std::string control_status_line(const Json& status);
 // each job's output directory under it, and the hint to clean up stale endpoints when one is.
 std::string render_job_list(const Json& jobs);
 
-}  // namespace fabkit::reports
+}  // namespace fabkit::reports::text

@@ -13,6 +13,9 @@
 namespace fabkit::reports {
 namespace {
 
+using text::Align;
+using text::Table;
+
 void render_findings(const std::vector<Finding>& findings, std::ostream& out,
                      const text::Style& style) {
   const Severity order[] = {Severity::kFail, Severity::kWarn, Severity::kInfo};

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-namespace fabkit::reports {
+namespace fabkit::reports::text {
 
 size_t display_width(const std::string& s) {
   size_t w = 0;
@@ -55,4 +55,4 @@ void Table::render(std::ostream& out, const std::string& indent) const {
   for (const auto& row : rows_) line(row);
 }
 
-}  // namespace fabkit::reports
+}  // namespace fabkit::reports::text

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace fabkit::reports {
+namespace fabkit::reports::text {
 
 enum class Align { kLeft, kRight };
 
@@ -37,4 +37,4 @@ class Table {
 // (ESC [ ... m, the colors) take none.
 size_t display_width(const std::string& s);
 
-}  // namespace fabkit::reports
+}  // namespace fabkit::reports::text

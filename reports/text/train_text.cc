@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-namespace fabkit::reports {
+namespace fabkit::reports::text {
 
 std::string format_step_line(const Json& m) {
   char buf[400];
@@ -24,4 +24,4 @@ std::string format_eval_line(const Json& m) {
   return buf;
 }
 
-}  // namespace fabkit::reports
+}  // namespace fabkit::reports::text

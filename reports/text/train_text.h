@@ -7,7 +7,7 @@
 
 #include "common/json.h"
 
-namespace fabkit::reports {
+namespace fabkit::reports::text {
 
 // "step 120/1000  loss 2.34567  lr 3.000e-04  grad_norm 0.9876  tokens/s 12345  step 41.2 ms
 //  state/rank 1.50 MiB  rss 812 MiB". Throws nlohmann's type_error when a field is missing:
@@ -16,4 +16,4 @@ std::string format_step_line(const Json& metrics);
 // "eval at step 200  valid_loss 2.10000  perplexity 8.166"
 std::string format_eval_line(const Json& metrics);
 
-}  // namespace fabkit::reports
+}  // namespace fabkit::reports::text

@@ -38,14 +38,14 @@ void TrainLog::step(const Json& m) {
     record(m);
     return;
   }
-  std::cerr << "[fabtrain] " << reports::format_step_line(m) << std::endl;
+  std::cerr << "[fabtrain] " << reports::text::format_step_line(m) << std::endl;
   record(m);
 }
 
 void TrainLog::eval(const Json& m) {
   if (rank_ != 0) return;
   before_line();
-  std::cerr << "[fabtrain] " << reports::format_eval_line(m) << std::endl;
+  std::cerr << "[fabtrain] " << reports::text::format_eval_line(m) << std::endl;
   record(m);
 }
 

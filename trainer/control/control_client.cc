@@ -87,7 +87,7 @@ ControlOutcome do_list(const ControlArgs& a, const Environment& env) {
   } else if (jobs.empty()) {
     o.out = "no fabtrain jobs on this node (searched: " + dirs_text(dirs) + ")\n";
   } else {
-    o.out = reports::render_job_list(jobs);
+    o.out = reports::text::render_job_list(jobs);
   }
   return o;
 }
@@ -147,7 +147,7 @@ ControlOutcome do_job(const ControlArgs& a, const Environment& env) {
   }
   if (a.json) return o;
   if (a.command == "status")
-    o.out = r.job + ": " + reports::control_status_line(reply.value("status", Json::object())) + "\n";
+    o.out = r.job + ": " + reports::text::control_status_line(reply.value("status", Json::object())) + "\n";
   else
     o.out = r.job + ": " + a.command + " requested: " + reply.value("note", std::string()) + "\n";
   return o;

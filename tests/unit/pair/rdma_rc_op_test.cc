@@ -384,7 +384,7 @@ TEST(RdmaRcPlan, NoPortPairIsReportedUnavailable) {
   f.host_b = "n2";
   f.rdma_rc.status = "unavailable";
   f.rdma_rc.reason = "no active RDMA port pair";
-  Report r = reports::build_pair_report(f);
+  Report r = reports::json::build_pair_report(f);
   const Json& s = r.sections.at(0).facts;
   EXPECT_EQ(s["rdma_rc"]["status"], "unavailable");
   EXPECT_EQ(s["rdma_rc"]["reason"], "no active RDMA port pair");

@@ -11,7 +11,7 @@ namespace {
 
 Json valid_profile() {
   Profile p = testing::build({"node-roce-a.json", "node-roce-b.json"});
-  return Json::parse(reports::serialize_profile(p));
+  return Json::parse(reports::json::serialize_profile(p));
 }
 
 std::string error_for(const std::string& text) {

@@ -11,6 +11,11 @@
 namespace fabkit::reports {
 namespace {
 
+using text::Align;
+using text::display_width;
+using text::render_job_list;
+using text::Table;
+
 std::vector<std::string> lines(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream in(s);

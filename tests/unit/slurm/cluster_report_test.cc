@@ -114,7 +114,7 @@ TEST(ClusterReport, RdmaFigureIsTheSlowestRailAndAllRailsFailedIsAFailure) {
 
 TEST(ClusterReport, FindingsFoldedJudgedAndDrift) {
   auto f = three_nodes();
-  Report r = reports::build_cluster_report(f, MatrixOptions{0.5});
+  Report r = reports::json::build_cluster_report(f, MatrixOptions{0.5});
   EXPECT_EQ(r.kind, "cluster");
   std::vector<std::string> got;
   for (const auto& x : r.findings) got.push_back(x.code + " | " + x.subject);
@@ -141,7 +141,7 @@ TEST(ClusterReport, ReTestsAreMatchedToTheirPair) {
   PairRun again = tcp_pair(0, 1, f.hosts, 10.5);
   again.round = -1;
   f.retests = {again};
-  Report r = reports::build_cluster_report(f, MatrixOptions{0.5});
+  Report r = reports::json::build_cluster_report(f, MatrixOptions{0.5});
   bool flaky = false;
   for (const auto& x : r.findings)
     flaky = flaky || (x.code == "cluster.link_flaky" && x.subject == "n0<->n1");
@@ -166,7 +166,7 @@ TEST(ClusterReport, FailedNodeCheckAndNcclVersionFromPairs) {
   EXPECT_EQ(nccl_version_of(f.pairs, "n0"), "2.21.5");
   EXPECT_EQ(nccl_version_of(f.pairs, "n2"), "21803");
   EXPECT_EQ(nccl_version_of(f.pairs, "n1"), "");
-  Report r = reports::build_cluster_report(f, MatrixOptions{0.5});
+  Report r = reports::json::build_cluster_report(f, MatrixOptions{0.5});
   ASSERT_FALSE(r.findings.empty());
   EXPECT_EQ(r.findings[0].code, "cluster.node_check_failed");
   EXPECT_EQ(r.findings[0].subject, "n1");
@@ -194,7 +194,7 @@ namespace fabkit::slurm {
 namespace {
 
 TEST(ClusterReport, PlanNamesTheRoundsAndTheEstimate) {
-  Report r = reports::build_plan_report({"a", "b", "c", "d"}, PairPlan::kRing, 1, 10.0);
+  Report r = reports::json::build_plan_report({"a", "b", "c", "d"}, PairPlan::kRing, 1, 10.0);
   const Json& p = r.sections.at(0).facts;
   EXPECT_EQ(r.sections[0].name, "plan");
   EXPECT_EQ(p["rounds"], 2);
@@ -209,7 +209,7 @@ TEST(ClusterReport, PlanNamesTheRoundsAndTheEstimate) {
 TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   auto f = three_nodes();
   // Not considered: no finding, search is null.
-  Report quiet = reports::build_cluster_report(f, MatrixOptions{});
+  Report quiet = reports::json::build_cluster_report(f, MatrixOptions{});
   EXPECT_TRUE(quiet.sections[0].facts["search"].is_null());
   f.search.trigger = "n0<->n1 slow after its re-test";
   f.search.ran = true;
@@ -229,7 +229,7 @@ TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   f.search.result.group_tests = 4;
   f.search.result.outcome = "found";
   f.search.result.link = NodePair{0, 1};
-  Report r = reports::build_cluster_report(f, MatrixOptions{});
+  Report r = reports::json::build_cluster_report(f, MatrixOptions{});
   const Finding* found = nullptr;
   for (const auto& x : r.findings)
     if (x.code == "cluster.link_search_found") found = &x;
@@ -251,7 +251,7 @@ TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   // A pair that hid when tested alone is a warning, never a named link.
   f.search.result.outcome = "not_reproduced";
   f.search.result.link.reset();
-  Report r2 = reports::build_cluster_report(f, MatrixOptions{});
+  Report r2 = reports::json::build_cluster_report(f, MatrixOptions{});
   bool warned = false;
   for (const auto& x : r2.findings) {
     EXPECT_NE(x.code, "cluster.link_search_found");
