@@ -205,6 +205,8 @@ GroupFacts run_group(const GroupOptions& o) {
     return ok;
   };
   std::vector<Json> hello(n), facts(n);
+  std::optional<ProgressScope> starting;
+  starting.emplace(o.pair.progress, "group: starting the agents on " + std::to_string(n) + " hosts");
   bool ok = each("launch", [&](size_t i) {
     ag[i]->launch(
         launch::launcher_argv(o.pair.launcher, o.hosts[i], agent_argv(o.pair, o.hosts[i])));
@@ -218,6 +220,7 @@ GroupFacts run_group(const GroupOptions& o) {
   if (ok)
     for (size_t i = 0; i < n; ++i) f.agents.push_back(agent_facts(o.hosts[i], hello[i], facts[i]));
   ok = ok && step(f.steps, "peers", "", [&] { send_group_peers(ag, f, o.pair); });
+  starting.reset();
   // Reachability stays pairwise, over the first order's ring neighbours only: n pairs, not
   // n(n-1)/2; later orders reuse the addresses (a pair they cannot join fails its ring run).
   const auto& first = orders[0];
@@ -233,13 +236,18 @@ GroupFacts run_group(const GroupOptions& o) {
   }
   ok = ok && step(f.steps, "ring", "", [&] { choose_ring_addrs(f); });
   const auto names = ok ? shared_transports(f, o.pair) : std::vector<std::string>{};
+  // One unit per ring run: the size sweeps run inside the agents, which report only at the end.
+  ProgressScope rings(o.pair.progress, "", orders.size() * names.size());
   for (size_t k = 0; ok && k < orders.size(); ++k) {
     f.rings.push_back({orders[k], {}});
     for (const auto& name : names) {
       if (!ok) break;
+      rings.advance(0, "group: ring " + std::to_string(k + 1) + "/" + std::to_string(orders.size()) +
+                           " allreduce " + name + " across " + std::to_string(n) + " hosts");
       ok = step(f.steps, "allreduce:" + name, "", [&] {
         f.rings.back().transports.push_back(run_ring_transport(f, ag, o.pair, name, orders[k]));
       });
+      rings.advance(1);
     }
   }
   step(f.steps, "bye", "", [&] {
