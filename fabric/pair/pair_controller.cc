@@ -48,14 +48,6 @@ void check_port(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions&
   A.call("port_close", Json::object(), o.timeout_ms);
 }
 
-// "8 B", "4 KiB", "64 MiB": the size a progress label names.
-std::string size_text(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  size_t u = 0;
-  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) bytes /= 1024, ++u;
-  return std::to_string(bytes) + " " + units[u];
-}
-
 void run_transport(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o, const std::string& name) {
   const auto& l = f.links[*f.chosen_link];
   TransportPlan plan = plan_transport(name, f.a, f.b);
@@ -75,8 +67,8 @@ void run_transport(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
              {"extra", plan.extra_a}});
   a1.update({{"rank", 1}, {"local_addr", l.b.addr}, {"peer_addr", l.a.addr}, {"ifname", l.b.ifname},
              {"extra", plan.extra_b}});
-  // Rank 0 reports each size as it finishes; the NCCL runners cannot (their sweep runs in a child
-  // process), so the line stays a spinner for them.
+  // Rank 0's agent reports each size as it finishes (a spinner until the first one: rendezvous,
+  // connection setup).
   ProgressScope progress(o.progress, "pair: allreduce " + name);
   if (o.progress) a0["progress"] = true;
   A.send("allreduce", a0);

@@ -8,6 +8,13 @@
 
 namespace fabkit::pair {
 
+std::string size_text(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  size_t u = 0;
+  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) bytes /= 1024, ++u;
+  return std::to_string(bytes) + " " + units[u];
+}
+
 bool fatal(const StepError& e) { return e.code() != "pair.agent_error"; }
 
 std::vector<std::string> agent_argv(const PairOptions& o, const std::string& host) {

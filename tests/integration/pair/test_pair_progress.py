@@ -44,17 +44,17 @@ class PairProgressTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.world.close()
 
-    def argv(self, *extra):
-        w = self.world
+    def argv(self, *extra, world=None):
+        w = world or self.world
         return ["ip", "netns", "exec", w.ctl, FABCHECK, "pair", *w.hosts, "--launcher", LAUNCHER,
                 *FAST, *extra]
 
-    def run_on_pty(self, *extra):
+    def run_on_pty(self, *extra, world=None):
         """stdout a pipe, stderr a pseudo-terminal (isatty() true, as on a user's terminal)."""
         master, slave = os.openpty()
         # 200 columns: frames are cut to the terminal's width, and a new pty has none (80 is assumed).
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
-        p = subprocess.Popen(self.argv(*extra), stdout=subprocess.PIPE, stderr=slave)
+        p = subprocess.Popen(self.argv(*extra, world=world), stdout=subprocess.PIPE, stderr=slave)
         os.close(slave)
         chunks = []
 
@@ -106,6 +106,18 @@ class PairProgressTest(unittest.TestCase):
         # and nothing but frames and erases was written.
         self.assertTrue(err.endswith("\r\x1b[K"), repr(err[-200:]))
         self.assertEqual("", re.sub(r"\r\x1b\[K", "", FRAME.sub("", err)))
+
+    def test_group_of_three_one_bar_over_the_ring_sizes(self):
+        world = netns.NetnsWorld(hosts=3, decoys=False, controller=True).__enter__()
+        self.addCleanup(world.close)
+        rc, out, err = self.run_on_pty("--json", *LONG_SWEEP, world=world)
+        doc = json.loads(self.check_report(rc, out))
+        self.assertIn("pair_group", doc)
+        frames = FRAME.findall(err)
+        ring = [f for f in frames if f.startswith("group: ring 1/1 allreduce fabkit-socket across 3 hosts")]
+        self.assertTrue(any(re.search(r" \d+ MiB  \[[#-]{20}\] +\d+%  [0-3]/4  ETA \d+s$", f) for f in ring),
+                        frames)
+        self.assertTrue(err.endswith("\r\x1b[K"), repr(err[-200:]))
 
     def test_quiet_into_a_pipe(self):
         p = subprocess.run(self.argv(*SMALL), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
