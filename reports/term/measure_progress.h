@@ -29,15 +29,15 @@ std::string format_measure_frame(const std::string& label, uint64_t done, uint64
 
 struct MeasureProgressOptions {
   int fd = 2;
-  std::optional<bool> is_tty;           // default: isatty(fd), decided once
-  bool enabled = true;                  // false: --no-progress
-  std::function<double()> now_s;        // default: a steady clock, in seconds
-  size_t columns = 0;                   // 0: the terminal's width at each frame (80 if unknown)
+  std::optional<bool> is_tty;     // default: isatty(fd), decided once
+  bool enabled = true;            // false: --no-progress
+  std::function<double()> now_s;  // default: a steady clock, in seconds
+  size_t columns = 0;             // 0: the terminal's width at each frame (80 if unknown)
   // A thread redraws every 100 ms while a step blocks (the spinner turns, elapsed and ETA move).
   // Unit tests turn it off and call tick() with a fake clock.
   bool redraw_thread = true;
-  double delay_s = 1.0;        // nothing is drawn before a measurement has run this long
-  double min_redraw_s = 0.1;   // at most ~10 frames a second
+  double delay_s = 1.0;       // nothing is drawn before a measurement has run this long
+  double min_redraw_s = 0.1;  // at most ~10 frames a second
 };
 
 class MeasureProgress : public ProgressSink {

@@ -172,7 +172,6 @@ TEST(MeasureProgress, APipeIsNotATerminal) {
 
 TEST(MeasureProgress, AdvancesFromSeveralThreadsAddUp) {
   Captured c;
-  c.now += 0;
   MeasureProgress p(c.options());
   p.begin("cluster round 1/1", 4000);
   c.now += 2;  // every advance may draw; the last frame must show the whole count
@@ -185,7 +184,7 @@ TEST(MeasureProgress, AdvancesFromSeveralThreadsAddUp) {
   c.now += 1;
   p.tick();
   std::string out = c.read();
-  EXPECT_NE(std::string::npos, out.rfind("100%  4000/4000  ETA 0s")) << out.substr(out.size() - 200);
+  EXPECT_NE(std::string::npos, out.rfind("100%  4000/4000  ETA 0s")) << out;
 }
 
 TEST(MeasureFrame, FitsTheTerminalAndIsPrintable) {
@@ -193,10 +192,12 @@ TEST(MeasureFrame, FitsTheTerminalAndIsPrintable) {
   std::string f = format_measure_frame(long_label, 1, 2, 3, 4.0, 0, 60);
   EXPECT_EQ(59u, f.size());
   EXPECT_NE(std::string::npos, f.find("...  [##########----------]  50%  1/2  ETA 4s"));
-  EXPECT_EQ("| a?b  5s", format_measure_frame("a\x1b" "b", 0, 0, 5, std::nullopt, 0, 80));
+  const std::string escape_in_label = std::string("a\x1b") + "b";
+  EXPECT_EQ("| a?b  5s", format_measure_frame(escape_in_label, 0, 0, 5, std::nullopt, 0, 80));
   EXPECT_EQ("\\ host  2m05s", format_measure_frame("host", 0, 0, 125, std::nullopt, 3, 80));
   // Unknown rate: the ETA says so instead of guessing.
-  EXPECT_NE(std::string::npos, format_measure_frame("s", 0, 5, 2, std::nullopt, 0, 80).find("ETA --"));
+  EXPECT_NE(std::string::npos,
+            format_measure_frame("s", 0, 5, 2, std::nullopt, 0, 80).find("ETA --"));
 }
 
 TEST(MeasureProgress, RedrawThreadTurnsTheSpinnerOnARealTerminal) {
