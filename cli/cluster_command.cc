@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/progress_option.h"
 #include "common/environment.h"
 #include "common/errors.h"
 #include "common/hostlist.h"
@@ -44,6 +45,7 @@ struct ClusterArgs {
   double search_fraction = 0.25;
   double per_pair_s = 6.0;
   bool json = false;
+  bool no_progress = false;
 };
 
 // The --baseline file, read and checked before anything is launched.
@@ -143,7 +145,10 @@ int run_cluster_cmd(const ClusterArgs& a) {
   p.iters = 5;
   p.warmup_iters = 1;
 
+  auto progress = make_progress(a.no_progress);
+  o.progress = progress.get();
   slurm::ClusterFacts facts = slurm::run_cluster(o);
+  progress.reset();  // its line is gone before anything else is printed
   Report r = reports::json::build_cluster_report(facts, o.matrix);
   r.hostname = profile::local_hostname();
   if (!a.profile_out.empty()) {
@@ -252,6 +257,7 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
       ->needs(baseline)
       ->check(CLI::Range(0.0, 100.0));
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/cluster.md)");
+  add_no_progress_flag(sub, &a->no_progress);
   sub->callback([a, exit_code] {
     *exit_code = run_command("cluster", a->json, [&] { return run_cluster_cmd(*a); });
   });

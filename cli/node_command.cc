@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/progress_option.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "fabkit/config.h"
@@ -31,6 +32,7 @@ struct NodeArgs {
   std::string node_name;  // Slurm NodeName (default: SLURMD_NODENAME, else short hostname)
   int drain_timeout_ms = 10000;
   std::string html;              // also write the report as HTML (docs/reports.md)
+  bool no_progress = false;
 };
 
 std::string slurm_node_name(const NodeArgs& a, const Environment& env) {
@@ -88,7 +90,10 @@ int run_node(const NodeArgs& a) {
   if (!a.peer.empty()) ctx.options.peer = a.peer;
   if (!a.topo.empty()) ctx.options.topo_file = a.topo;
   ctx.options.rdma_counter_interval_ms = a.counter_interval_ms;
+  auto progress = make_progress(a.no_progress);
+  ctx.progress = progress.get();
   Report r = probe_this_node(ctx);
+  progress.reset();  // its line is gone before anything else is printed
   // From the JSON document, as `fabcheck report` does, so both render the same thing.
   if (!a.html.empty())
     write_file_output(
@@ -129,6 +134,7 @@ void register_node_command(CLI::App& app, int* exit_code) {
                   "the short hostname)");
   sub->add_option("--drain-timeout-ms", args->drain_timeout_ms, "Bound on the scontrol call")
       ->check(CLI::Range(100, 120000));
+  add_no_progress_flag(sub, &args->no_progress);
   sub->callback([args, exit_code] {
     *exit_code = run_command("node", args->json, [&] { return run_node(*args); });
   });

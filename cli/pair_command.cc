@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/progress_option.h"
 #include "common/errors.h"
 #include "fabric/pair/group_controller.h"
 #include "fabric/pair/pair_controller.h"
@@ -30,6 +31,7 @@ struct PairArgs {
   int iters = 20, warmup_iters = 5;
   int pings = 1000, streams = 4, bandwidth_ms = 1000;
   bool json = false;
+  bool no_progress = false;
   std::string html;  // also write the report as HTML (docs/reports.md)
 };
 
@@ -78,6 +80,8 @@ int run_pair_cmd(const PairArgs& a) {
                      " hosts use --json (the pair_group section, docs/json/pair.md)");
   if (!a.html.empty()) check_output_path("--html", a.html);  // before minutes of measuring
   Report r;
+  auto progress = make_progress(a.no_progress);
+  o.progress = progress.get();
   if (a.hosts.size() == 2) {
     r = reports::json::build_pair_report(pair::run_pair(o));
   } else {
@@ -86,6 +90,7 @@ int run_pair_cmd(const PairArgs& a) {
     g.pair = o;
     r = reports::json::build_group_report(pair::run_group(g));
   }
+  progress.reset();  // its line is gone before the report is printed
   if (!a.html.empty())
     write_file_output("--html", a.html,
                       reports::html::render_html({{"fabcheck pair", reports::InputKind::kPairReport,
@@ -120,6 +125,7 @@ void register_pair_command(CLI::App& app, int* exit_code) {
   sub->add_option("--bandwidth-ms", a->bandwidth_ms, "Duration of each bandwidth test")->check(CLI::Range(10, 60000));
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/pair.md)");
   sub->add_option("--html", a->html, "Also write the report as one self-contained HTML file");
+  add_no_progress_flag(sub, &a->no_progress);
   sub->callback([a, exit_code] {
     *exit_code = run_command("pair", a->json, [&] { return run_pair_cmd(*a); });
   });

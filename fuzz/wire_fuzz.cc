@@ -1,6 +1,6 @@
 // libFuzzer target: the control-plane frame decoder and the message parsers, exactly as an agent
 // applies them to bytes from the network (decode -> parse request/response/error -> the agent's
-// argument validation and target extraction). The handshake frames have their own target. Anything but a WireError escaping is a bug.
+// argument validation and target extraction; the controller's progress notes). The handshake frames have their own target. Anything but a WireError escaping is a bug.
 #include <cstddef>
 #include <cstdint>
 
@@ -32,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             }
             case FrameType::kResponse: parse_response(*f); break;
             case FrameType::kError: parse_error(*f); break;
+            case FrameType::kProgress: parse_progress(*f); break;
             case FrameType::kBye: break;
           }
         } catch (const WireError&) {

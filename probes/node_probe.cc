@@ -42,20 +42,29 @@ Report run_node_probe(const ProbeContext& ctx) {
   r.hostname = this_hostname(ctx);
   r.generated_at = utc_now_rfc3339();
 
-  // 1. Gather (I/O), in dependency order.
+  // 1. Gather (I/O), in dependency order. One progress unit per probe.
+  ProgressScope progress(ctx.progress, "node: rdma devices and counters", 8);
   auto rdma = probes::gather_rdma(ctx);
   bool has_rdma = probes::device_count(rdma) > 0;
+  progress.advance(1, "node: limits");
   auto limits = probes::gather_limits(ctx);
   // NCCL settings before the interfaces: NCCL_SOCKET_IFNAME may come from ~/.nccl.conf or
   // /etc/nccl.conf, not only from the environment.
+  progress.advance(1, "node: nccl settings");
   auto nccl_env = probes::gather_nccl_env(ctx);
+  progress.advance(1, "node: interfaces");
   auto net = probes::gather_net(ctx, probes::net_settings(nccl_env));
+  progress.advance(1, "node: nccl topology file");
   auto topo_file = probes::gather_topo_file(ctx);
+  progress.advance(1, "node: locality (hwloc)");
   auto locality = probes::gather_locality(ctx);
+  progress.advance(1, "node: gpus (nvml)");
   auto gpu = probes::gather_gpu(ctx);
   // GPUs and the bridges between them and the NICs come from the locality model.
+  progress.advance(1, "node: gpudirect");
   auto gpudirect = probes::gather_gpudirect(
       ctx, locality.topology ? &*locality.topology : nullptr, probes::device_count(rdma));
+  progress.advance(1);
 
   // 2. Judge (pure).
   append(r.findings, probes::judge_rdma(rdma));

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/environment.h"
+#include "common/progress.h"
 #include "common/roots.h"
 
 namespace fabkit {
@@ -29,6 +30,9 @@ struct ProbeContext {
   Environment env;
   NodeOptions options;
   verbs::VerbsApi* verbs = nullptr;
+  // Which probe runs now, for `fabcheck node`'s progress line (the GPU and hwloc probes can take
+  // seconds on a big node); null shows nothing (agents, fabtrain, tests).
+  ProgressSink* progress = nullptr;
 };
 
 }  // namespace fabkit

@@ -68,14 +68,16 @@ NodeRun run_node(const ClusterOptions& o, const std::string& host) {
 }
 
 // One round of disjoint pairs, all at once (up to max_parallel).
+// progress: one unit per pair run that finished.
 std::vector<PairRun> run_round(const ClusterOptions& o, const std::vector<NodePair>& pairs,
-                               int round) {
+                               int round, ProgressScope& progress) {
   std::vector<PairRun> runs(pairs.size());
   run_parallel(pairs.size(), o.max_parallel, [&](size_t i) {
     auto tp = Clock::now();
     pair::PairOptions po = o.pair;
     po.host_a = o.hosts[pairs[i].a];
     po.host_b = o.hosts[pairs[i].b];
+    po.progress = nullptr;  // the runs of a round are parallel: one line for the round instead
     runs[i].a = pairs[i].a;
     runs[i].b = pairs[i].b;
     runs[i].round = round;
@@ -89,6 +91,7 @@ std::vector<PairRun> run_round(const ClusterOptions& o, const std::vector<NodePa
       runs[i].facts.steps.push_back({"run", "", "failed", "cluster.internal", e.what(), 0});
     }
     runs[i].elapsed_ms = ms_since(tp);
+    progress.advance(1);
   });
   return runs;
 }
@@ -116,18 +119,31 @@ ClusterFacts run_cluster(const ClusterOptions& o) {
 
   auto t0 = Clock::now();
   f.nodes.resize(o.hosts.size());
-  run_parallel(o.hosts.size(), o.max_parallel,
-               [&](size_t i) { f.nodes[i] = run_node(o, o.hosts[i]); });
+  {
+    ProgressScope progress(o.progress, "cluster: node checks", o.hosts.size());
+    run_parallel(o.hosts.size(), o.max_parallel, [&](size_t i) {
+      f.nodes[i] = run_node(o, o.hosts[i]);
+      progress.advance(1);
+    });
+  }
   f.nodes_ms = ms_since(t0);
   if (o.skip_pairs) return f;
 
   f.rounds = make_schedule(o.plan, static_cast<int>(o.hosts.size()));
   auto t1 = Clock::now();
-  for (size_t r = 0; r < f.rounds.size(); ++r) {
-    auto tr = Clock::now();
-    for (auto& x : run_round(o, f.rounds[r].pairs, static_cast<int>(r)))
-      f.pairs.push_back(std::move(x));
-    f.round_ms.push_back(ms_since(tr));
+  {
+    // One bar over every pair of every round: its ETA is the matrix's.
+    size_t total = 0;
+    for (const auto& r : f.rounds) total += r.pairs.size();
+    ProgressScope progress(o.progress, "", total);
+    for (size_t r = 0; r < f.rounds.size(); ++r) {
+      progress.advance(0, "cluster: pair round " + std::to_string(r + 1) + "/" +
+                              std::to_string(f.rounds.size()));
+      auto tr = Clock::now();
+      for (auto& x : run_round(o, f.rounds[r].pairs, static_cast<int>(r), progress))
+        f.pairs.push_back(std::move(x));
+      f.round_ms.push_back(ms_since(tr));
+    }
   }
   f.pairs_ms = ms_since(t1);
   if (o.retest) retest_flagged(o, f);
@@ -145,9 +161,13 @@ void retest_flagged(const ClusterOptions& o, ClusterFacts& f) {
     if (l.state == "slow" || l.state == "failed") flagged.push_back({l.a, l.b});
   auto t2 = Clock::now();
   auto rounds = disjoint_rounds(flagged);
-  for (size_t r = 0; r < rounds.size(); ++r)
-    for (auto& x : run_round(o, rounds[r].pairs, -1 - static_cast<int>(r)))
+  ProgressScope progress(o.progress, "", flagged.size());
+  for (size_t r = 0; r < rounds.size(); ++r) {
+    progress.advance(0, "cluster: re-test round " + std::to_string(r + 1) + "/" +
+                            std::to_string(rounds.size()) + " of the flagged links");
+    for (auto& x : run_round(o, rounds[r].pairs, -1 - static_cast<int>(r), progress))
       f.retests.push_back(std::move(x));
+  }
   f.retest_ms = ms_since(t2);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/json.h"
+#include "common/progress.h"
 #include "common/report.h"
 #include "fabric/launch/launcher.h"
 #include "fabric/pair/pair_controller.h"
@@ -45,7 +46,10 @@ struct ClusterOptions {
   bool retest = true;
   MatrixOptions matrix;
   SearchOptions search;
-  pair::PairOptions pair;  // host_a/host_b are set per run
+  pair::PairOptions pair;  // host_a/host_b are set per run (and progress: none, they run at once)
+  // Node checks, pair rounds, re-tests and search rounds as they finish, for the CLI's progress
+  // line; null shows nothing. Called from the worker threads.
+  ProgressSink* progress = nullptr;
 };
 
 struct NodeRun {

@@ -37,8 +37,15 @@ class RingGroupTester : public GroupTester {
   std::vector<bool> run_round(const std::vector<std::vector<int>>& groups) override {
     auto t0 = Clock::now();
     std::vector<GroupTestRun> runs(groups.size());
-    run_parallel(groups.size(), o_.max_parallel,
-                 [&](size_t i) { runs[i] = test_group(groups[i]); });
+    // The number of rounds depends on the answers (at most rounds_bound): a bar per round.
+    ProgressScope progress(o_.progress,
+                           "cluster: bad-link search round " + std::to_string(s_.rounds.size() + 1) +
+                               " (at most " + std::to_string(s_.rounds_bound) + "), group tests",
+                           groups.size());
+    run_parallel(groups.size(), o_.max_parallel, [&](size_t i) {
+      runs[i] = test_group(groups[i]);
+      progress.advance(1);
+    });
     std::vector<bool> out;
     for (const auto& r : runs) out.push_back(r.positive);
     s_.rounds.push_back(std::move(runs));
@@ -56,6 +63,7 @@ class RingGroupTester : public GroupTester {
     pair::GroupOptions g;
     for (int n : nodes) g.hosts.push_back(o_.hosts[static_cast<size_t>(n)]);
     g.pair = o_.pair;
+    g.pair.progress = nullptr;  // the groups of a round are parallel: the round has the line
     g.pair.sizes_bytes = {o_.search.bytes};
     g.pair.iters = o_.search.iters;
     g.pair.warmup_iters = o_.search.warmup_iters;

@@ -41,6 +41,15 @@ void send_error(int fd, WireErrorKind kind, const std::string& msg) {
 
 AgentExit serve_session(int fd, const AgentOptions& o, const std::function<void(const std::string&)>& log) {
   AgentSession session(o.token, o.idle_timeout_ms);
+  // Progress notes go out on the control connection while a request runs (the loop below is
+  // blocked in handle() then, so writes never interleave). A failed write is left to the
+  // response's write to notice: the controller is gone either way.
+  session.set_progress_writer([fd, &o](const wire::Frame& note) {
+    try {
+      wire::write_frame(fd, note, wire::deadline_in_ms(o.idle_timeout_ms));
+    } catch (const WireError&) {
+    }
+  });
   for (;;) {
     wire::Frame f;
     try {

@@ -51,7 +51,13 @@ Json AgentSession::handle(const wire::Request& req) {
   if (req.op == "free_port") return free_port(a);
   if (req.op == "rdma_rc") return run_rc_op_live(parse_rc_args(a), token_);
   // op == "allreduce" (validate() accepted nothing else)
-  return run_agent_transport(wire::get_string(a, "transport", 64), parse_transport_args(a), token_);
+  TransportArgs t = parse_transport_args(a);
+  std::function<void(size_t, size_t)> on_size_done;
+  if (t.progress && progress_writer_)
+    on_size_done = [this, id = req.id](size_t done, size_t total) {
+      progress_writer_(wire::make_frame(wire::ProgressNote{id, done, total}));
+    };
+  return run_agent_transport(wire::get_string(a, "transport", 64), t, token_, on_size_done);
 }
 
 Json AgentSession::set_peers(const Json& a) {

@@ -3,6 +3,7 @@
 // must report by name are AgentOpError {code, message}.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -34,6 +35,8 @@ class AgentSession {
   Json handle(const wire::Request& req);
   // Argument validation only, for the fuzz target: parses args exactly as handle() would.
   static void validate(const wire::Request& req);
+  // Where progress notes go while a request runs (the control connection); none: not sent.
+  void set_progress_writer(std::function<void(const wire::Frame&)> w) { progress_writer_ = std::move(w); }
 
  private:
   Json facts();
@@ -50,6 +53,7 @@ class AgentSession {
   int next_server_id_ = 1;
   std::map<int, std::unique_ptr<tcp::TcpTestServer>> servers_;
   std::unique_ptr<PortListener> port_listener_;
+  std::function<void(const wire::Frame&)> progress_writer_;
 };
 
 }  // namespace fabkit::agent

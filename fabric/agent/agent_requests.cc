@@ -74,6 +74,7 @@ TransportArgs parse_transport_args(const Json& a) {
   t.warmup_iters = static_cast<int>(get_int_or(a, "warmup_iters", 0, 100000, 5));
   t.timeout_ms = static_cast<int>(get_int_or(a, "timeout_ms", 1, 600000, 30000));
   if (a.contains("extra")) t.rdma = parse_rdma_port_args(a["extra"]);
+  t.progress = wire::get_bool_or(a, "progress", false);
   return t;
 }
 

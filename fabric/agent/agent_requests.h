@@ -35,6 +35,7 @@ struct TransportArgs {
   std::vector<uint64_t> sizes_bytes;
   int iters = 20, warmup_iters = 5, timeout_ms = 30000;
   RdmaPortArgs rdma;  // from "extra" (hca, ib_port, gid_index; link_layer, rate_gbps informational)
+  bool progress = false;  // "progress": send a wire::ProgressNote after each size of the sweep
 };
 
 // The "rdma_rc" request: one side of the RC point-to-point test (fabric/rdma) on a local HCA port.

@@ -3,6 +3,7 @@
 // without them still runs the reachability tests. The RDMA RC test is its own op (agent_rdma.h).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ std::vector<std::string> agent_transport_names();  // what this build can run, i
 // Runs one transport as this agent's rank; returns the runner's TransportRun JSON
 // ({transport, status ok|unavailable|failed, reason, sizes[], extra}). Throws AgentOpError
 // "agent.unknown_transport" for a name not in agent_transport_names().
-Json run_agent_transport(const std::string& name, const TransportArgs& args, const std::string& token);
+// on_size_done: after each size of the sweep (sizes done, total); empty for none.
+Json run_agent_transport(const std::string& name, const TransportArgs& args, const std::string& token,
+                         const std::function<void(size_t, size_t)>& on_size_done = {});
 
 }  // namespace fabkit::agent

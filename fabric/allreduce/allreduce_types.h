@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct AllreduceSpec {
   std::vector<std::string> ring_addrs;
   // 0 = leave the kernel's TCP autotuning alone; otherwise SO_SNDBUF/SO_RCVBUF (FORCE as root).
   int socket_buffer_bytes = 0;
+  // Called after each size of the sweep (sizes done, sizes in the sweep), in the thread that runs
+  // the runner (the NCCL runner: on each of its child's PROGRESS lines): the agent passes it on to
+  // the controller's progress line. Empty: not called.
+  std::function<void(size_t done, size_t total)> on_size_done;
 };
 
 struct SizeResult {

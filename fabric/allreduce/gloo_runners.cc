@@ -77,6 +77,7 @@ SweepOptions sweep_options(const AllreduceSpec& spec) {
   opt.world_size = spec.world_size;
   opt.iters = spec.iters;
   opt.warmup_iters = spec.warmup_iters;
+  opt.on_size_done = spec.on_size_done;
   return opt;
 }
 

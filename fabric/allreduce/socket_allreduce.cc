@@ -119,6 +119,7 @@ TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
     opt.world_size = spec.world_size;
     opt.iters = spec.iters;
     opt.warmup_iters = spec.warmup_iters;
+    opt.on_size_done = spec.on_size_done;
     opt.copy_check = what == Collective::kRawExchange;
     opt.peer_rank = (spec.rank + spec.world_size - 1) % spec.world_size;
     TransportRun run;

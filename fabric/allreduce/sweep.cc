@@ -87,6 +87,7 @@ std::vector<SizeResult> run_sweep(const std::vector<uint64_t>& sizes, int rank,
     r.correct = (opt.copy_check ? first_mismatch_copy(out.get(), count, opt.peer_rank, si)
                                 : first_mismatch(out.get(), count, opt.world_size, si)) < 0;
     results.push_back(r);
+    if (opt.on_size_done) opt.on_size_done(si + 1, sizes.size());
   }
   return results;
 }

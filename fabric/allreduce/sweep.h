@@ -32,6 +32,7 @@ struct SweepOptions {
   int world_size = 2;
   int iters = 20;
   int warmup_iters = 5;
+  std::function<void(size_t done, size_t total)> on_size_done;  // AllreduceSpec::on_size_done
 };
 
 // Runs warmup + timed iterations per size and checks the last result. Throws what `fn` throws.

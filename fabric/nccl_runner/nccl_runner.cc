@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 
@@ -189,7 +190,9 @@ TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportCh
     }
     std::string id = spec.rank == 0 ? mine_line.word : theirs.word;
     child.send_line("GO " + id, spec.timeout_ms);
-    // 4. The sweep: every PROGRESS line restarts the timeout (one size may take seconds on Socket).
+    // 4. The sweep: every PROGRESS line restarts the timeout (one size may take seconds on Socket)
+    // and is passed on (the agent's progress notes).
+    size_t sizes_done = 0;
     for (;;) {
       std::string line = child.next_line(spec.timeout_ms, &eof);
       if (eof) {
@@ -200,7 +203,10 @@ TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportCh
         return r;
       }
       ChildLine l = parse_child_line(line);
-      if (l.kind == ChildLineKind::kProgress) continue;
+      if (l.kind == ChildLineKind::kProgress) {
+        if (spec.on_size_done) spec.on_size_done(std::min(++sizes_done, sizes.size()), sizes.size());
+        continue;
+      }
       if (l.kind == ChildLineKind::kFailed || l.kind == ChildLineKind::kInvalid) {
         TransportRun r = make_run(transport, "failed", l.kind == ChildLineKind::kFailed ? l.word : "child_protocol", l.text);
         r.extra["env"] = Json(env.set);

@@ -135,17 +135,27 @@ void AgentClient::send(const std::string& op, const Json& args) {
   pending_.push_back(r.id);
 }
 
-Json AgentClient::receive(int timeout_ms) {
+Json AgentClient::receive(int timeout_ms, const std::function<void(uint64_t, uint64_t)>& on_progress) {
   FABKIT_ENFORCE(!pending_.empty(), "receive() without a pending request");
   uint64_t id = pending_.front();
   pending_.erase(pending_.begin());
+  const auto deadline = wire::deadline_in_ms(timeout_ms);
   wire::Frame f;
-  try {
-    f = wire::read_frame(fd_.get(), wire::deadline_in_ms(timeout_ms));
-  } catch (const WireError& e) {
-    if (e.kind() == WireErrorKind::kTimeout)
-      throw StepError(host_, "pair.agent_timeout", "no answer from the agent within " + std::to_string(timeout_ms) + " ms");
-    lost(std::string("control connection: ") + e.what());
+  for (;;) {
+    try {
+      f = wire::read_frame(fd_.get(), deadline);
+    } catch (const WireError& e) {
+      if (e.kind() == WireErrorKind::kTimeout)
+        throw StepError(host_, "pair.agent_timeout", "no answer from the agent within " + std::to_string(timeout_ms) + " ms");
+      lost(std::string("control connection: ") + e.what());
+    }
+    if (f.type != wire::FrameType::kProgress) break;
+    try {
+      auto note = wire::parse_progress(f);
+      if (note.id == id && on_progress) on_progress(note.done, note.total);
+    } catch (const WireError& e) {
+      throw StepError(host_, "pair.agent_error", std::string("unreadable progress note: ") + e.what());
+    }
   }
   try {
     if (f.type == wire::FrameType::kError) {

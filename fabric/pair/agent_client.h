@@ -4,6 +4,7 @@
 // pair.agent_rejected, pair.agent_impostor, pair.agent_lost, pair.agent_timeout, pair.agent_error).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -41,7 +42,9 @@ class AgentClient {
   void set_hello(const Json& hello) { hello_ = hello; }
   const Json& agent_info() const { return agent_info_; }  // the agent's welcome (name, version)
   void send(const std::string& op, const Json& args);
-  Json receive(int timeout_ms);                         // result of the oldest pending request
+  // Result of the oldest pending request. Progress notes the agent sends before it (a request
+  // with "progress": true) go to on_progress (sizes done, total); timeout_ms bounds the whole wait.
+  Json receive(int timeout_ms, const std::function<void(uint64_t, uint64_t)>& on_progress = {});
   Json call(const std::string& op, const Json& args, int timeout_ms);
   void bye();                                           // best effort, then stop the process
   launch::ChildProcess* child() { return child_.get(); }

@@ -1,6 +1,7 @@
 #include "fabric/pair/group_controller.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <set>
 
@@ -90,8 +91,10 @@ TransportPlan plan_ring(const std::string& name, const GroupFacts& f, const std:
   return {};
 }
 
+// on_size: rank 0's progress notes (sizes done, total), asked for only when o.progress is set.
 TransportResult run_ring_transport(GroupFacts& f, Agents& ag, const PairOptions& o,
-                                   const std::string& name, const std::vector<int>& order) {
+                                   const std::string& name, const std::vector<int>& order,
+                                   const std::function<void(uint64_t, uint64_t)>& on_size) {
   const size_t n = order.size();
   std::vector<Json> extra;
   TransportPlan plan = plan_ring(name, f, order, &extra);
@@ -127,6 +130,7 @@ TransportResult run_ring_transport(GroupFacts& f, Agents& ag, const PairOptions&
                 {"peer_addr", f.addrs[order[(r + 1) % n]]},
                 {"ifname", f.ifnames[h]},
                 {"extra", extra[r]}});
+      if (r == 0 && o.progress) a["progress"] = true;
       ag[h]->send("allreduce", a);
     }
     // All requests are out before any answer is awaited: every rank blocks on its neighbours.
@@ -134,7 +138,8 @@ TransportResult run_ring_transport(GroupFacts& f, Agents& ag, const PairOptions&
     bool port_taken = false;
     for (size_t r = 0; r < n; ++r) {
       try {
-        docs.push_back(ag[order[r]]->receive(o.transport_timeout_ms));
+        docs.push_back(ag[order[r]]->receive(o.transport_timeout_ms,
+                                             r == 0 ? on_size : std::function<void(uint64_t, uint64_t)>()));
       } catch (const StepError& e) {
         if (fatal(e)) throw;
         docs.push_back({{"status", "failed"}, {"reason", e.what()}});
@@ -205,6 +210,8 @@ GroupFacts run_group(const GroupOptions& o) {
     return ok;
   };
   std::vector<Json> hello(n), facts(n);
+  std::optional<ProgressScope> starting;
+  starting.emplace(o.pair.progress, "group: starting the agents on " + std::to_string(n) + " hosts");
   bool ok = each("launch", [&](size_t i) {
     ag[i]->launch(
         launch::launcher_argv(o.pair.launcher, o.hosts[i], agent_argv(o.pair, o.hosts[i])));
@@ -218,6 +225,7 @@ GroupFacts run_group(const GroupOptions& o) {
   if (ok)
     for (size_t i = 0; i < n; ++i) f.agents.push_back(agent_facts(o.hosts[i], hello[i], facts[i]));
   ok = ok && step(f.steps, "peers", "", [&] { send_group_peers(ag, f, o.pair); });
+  starting.reset();
   // Reachability stays pairwise, over the first order's ring neighbours only: n pairs, not
   // n(n-1)/2; later orders reuse the addresses (a pair they cannot join fails its ring run).
   const auto& first = orders[0];
@@ -233,13 +241,29 @@ GroupFacts run_group(const GroupOptions& o) {
   }
   ok = ok && step(f.steps, "ring", "", [&] { choose_ring_addrs(f); });
   const auto names = ok ? shared_transports(f, o.pair) : std::vector<std::string>{};
+  // One unit per size of every ring run, from rank 0's progress notes: one bar and ETA for all.
+  const auto& sizes = o.pair.sizes_bytes;
+  ProgressScope rings(o.pair.progress, "", orders.size() * names.size() * sizes.size());
   for (size_t k = 0; ok && k < orders.size(); ++k) {
     f.rings.push_back({orders[k], {}});
     for (const auto& name : names) {
       if (!ok) break;
+      const std::string label = "group: ring " + std::to_string(k + 1) + "/" +
+                                std::to_string(orders.size()) + " allreduce " + name + " across " +
+                                std::to_string(n) + " hosts";
+      rings.advance(0, label);
+      uint64_t shown = 0;
+      auto on_size = [&](uint64_t done, uint64_t) {
+        std::string next = done < sizes.size() ? " " + size_text(sizes[done]) : "";
+        rings.advance(done > shown ? done - shown : 0, label + next);
+        shown = std::max(shown, done);
+      };
       ok = step(f.steps, "allreduce:" + name, "", [&] {
-        f.rings.back().transports.push_back(run_ring_transport(f, ag, o.pair, name, orders[k]));
+        f.rings.back().transports.push_back(
+            run_ring_transport(f, ag, o.pair, name, orders[k], on_size));
       });
+      // A run that reported no sizes (failed early) still counts as done.
+      rings.advance(sizes.size() - std::min<uint64_t>(shown, sizes.size()));
     }
   }
   step(f.steps, "bye", "", [&] {

@@ -1,6 +1,7 @@
 #include "fabric/pair/pair_controller.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "fabric/launch/child_process.h"
@@ -66,11 +67,22 @@ void run_transport(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
              {"extra", plan.extra_a}});
   a1.update({{"rank", 1}, {"local_addr", l.b.addr}, {"peer_addr", l.a.addr}, {"ifname", l.b.ifname},
              {"extra", plan.extra_b}});
+  // Rank 0's agent reports each size as it finishes (a spinner until the first one: rendezvous,
+  // connection setup).
+  ProgressScope progress(o.progress, "pair: allreduce " + name);
+  if (o.progress) a0["progress"] = true;
   A.send("allreduce", a0);
   B.send("allreduce", a1);
   Json r0, r1;
+  uint64_t shown = 0;
+  auto on_size = [&](uint64_t done, uint64_t total) {
+    if (shown == 0) progress.set_total(total);
+    std::string next = done < o.sizes_bytes.size() ? " " + size_text(o.sizes_bytes[done]) : "";
+    progress.advance(done > shown ? done - shown : 0, "pair: allreduce " + name + next);
+    shown = std::max(shown, done);
+  };
   try {
-    r0 = A.receive(o.transport_timeout_ms);
+    r0 = A.receive(o.transport_timeout_ms, on_size);
   } catch (const StepError& e) {
     if (fatal(e)) throw;
     r0 = {{"status", "failed"}, {"reason", e.what()}};
@@ -120,9 +132,15 @@ void run_rdma_rc(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions
   }
   f.rdma_rc.status = "ran";
   const auto& l = f.links[*f.chosen_link];
+  ProgressScope progress(o.progress, "", 2 * pairs.size());
   for (const auto& p : pairs) {
+    const std::string ports = p.hca_a + ":" + std::to_string(p.port_a) + "->" + p.hca_b + ":" +
+                              std::to_string(p.port_b);
+    progress.advance(0, "pair: rdma rc write bandwidth " + ports);
     Json bw = run_rc_mode(p, "write_bw", A, B, l, o);
+    progress.advance(1, "pair: rdma rc send latency " + ports);
     Json lat = run_rc_mode(p, "send_lat", A, B, l, o);
+    progress.advance(1);
     f.rdma_rc.pairs.push_back(combine_rc(p, bw, lat));
   }
 }
@@ -144,6 +162,8 @@ PairFacts run_pair(const PairOptions& o) {
   auto both = [&](const std::string& name, auto&& fn) {
     return step(f, name, o.host_a, [&] { fn(A); }) && step(f, name, o.host_b, [&] { fn(B); });
   };
+  std::optional<ProgressScope> starting;
+  starting.emplace(o.progress, "pair: starting the agents on " + o.host_a + " and " + o.host_b);
   bool ok = both("launch", [&](AgentClient& c) {
     c.launch(launch::launcher_argv(o.launcher, c.host(), agent_argv(o, c.host())));
   });
@@ -162,10 +182,14 @@ PairFacts run_pair(const PairOptions& o) {
     f.b = agent_facts(o.host_b, hello_b, facts_b);
   }
   ok = ok && step(f, "peers", "", [&] { send_peers(A, B, f, o); });
+  starting.reset();
   ok = ok && step(f, "reachability", "", [&] { measure_links(f, A, B, o); });
   if (ok) f.chosen_link = choose_link(f.links);
   if (ok && f.chosen_link) {
-    ok = step(f, "port_check", "", [&] { check_port(f, A, B, o); });
+    ok = step(f, "port_check", "", [&] {
+      ProgressScope p(o.progress, "pair: rendezvous port " + std::to_string(o.port));
+      check_port(f, A, B, o);
+    });
     std::vector<std::string> names;
     for (const auto& t : f.a.transports)
       if (std::find(f.b.transports.begin(), f.b.transports.end(), t) != f.b.transports.end() &&

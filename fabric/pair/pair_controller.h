@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/progress.h"
 #include "common/report.h"
 #include "fabric/launch/launcher.h"
 #include "fabric/pair/pair_facts.h"
@@ -27,6 +28,9 @@ struct PairOptions {
   int transport_timeout_ms = 300000;  // bound on one transport's whole size sweep
   int pings = 1000, streams = 4, bandwidth_ms = 1000;
   std::vector<std::string> transports;  // empty: every transport both agents can run
+  // What the run is measuring now, for the CLI's progress line; null shows nothing. Not shared
+  // between parallel runs (the cluster runner gives its pair runs none).
+  ProgressSink* progress = nullptr;
 };
 
 PairFacts run_pair(const PairOptions& o);

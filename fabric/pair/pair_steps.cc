@@ -8,6 +8,13 @@
 
 namespace fabkit::pair {
 
+std::string size_text(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  size_t u = 0;
+  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) bytes /= 1024, ++u;
+  return std::to_string(bytes) + " " + units[u];
+}
+
 bool fatal(const StepError& e) { return e.code() != "pair.agent_error"; }
 
 std::vector<std::string> agent_argv(const PairOptions& o, const std::string& host) {
@@ -125,9 +132,12 @@ void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
   // and keeps dead decoy pairs (ARP that nobody answers) from dominating the run.
   int connect_ms = std::min(o.timeout_ms, 1000);
   int measure_ms = o.timeout_ms + 2 * o.bandwidth_ms + 10000;
+  ProgressScope progress(o.progress, "", f.a.candidates.size() * f.b.candidates.size());
   for (const auto& ca : f.a.candidates) {
     for (size_t j = 0; j < f.b.candidates.size(); ++j) {
       const auto& cb = f.b.candidates[j];
+      progress.advance(0, "pair " + f.a.host + "->" + f.b.host + ": tcp rtt and bandwidth " +
+                              ca.ifname + "->" + cb.ifname);
       Json m;
       if (servers[j].first == 0) {
         m = {{"status", "error"}, {"error", "the test server on " + cb.addr + " could not start"}};
@@ -149,6 +159,7 @@ void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
         }
       }
       f.links.push_back(link_from_json(ca, cb, m));
+      progress.advance(1);
     }
   }
   for (const auto& s : servers)

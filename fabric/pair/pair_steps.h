@@ -48,6 +48,8 @@ AgentFacts agent_facts(const std::string& host, const Json& hello, const Json& f
 Json peer_addresses(const AgentFacts& other);
 // B serves on each of its candidates, A measures from each of its own: f.links (f.a, f.b set).
 void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o);
+// "8 B", "4 KiB", "64 MiB": the all-reduce size a progress label names.
+std::string size_text(uint64_t bytes);
 // One TransportResult from every rank's runner document (rank order); sizes are rank 0's timings,
 // correct only when every rank checked its result.
 TransportResult combine_ranks(const std::string& name, const std::vector<Json>& ranks);

@@ -5,7 +5,7 @@
 namespace fabkit::wire {
 
 bool is_known_frame_type(uint8_t t) {
-  return t >= static_cast<uint8_t>(FrameType::kHello) && t <= static_cast<uint8_t>(FrameType::kAuth);
+  return t >= static_cast<uint8_t>(FrameType::kHello) && t <= static_cast<uint8_t>(FrameType::kProgress);
 }
 
 const char* to_string(FrameType t) {
@@ -16,6 +16,7 @@ const char* to_string(FrameType t) {
     case FrameType::kError: return "error";
     case FrameType::kBye: return "bye";
     case FrameType::kAuth: return "auth";
+    case FrameType::kProgress: return "progress";
   }
   return "unknown";
 }
@@ -32,7 +33,7 @@ uint32_t check_header(const unsigned char* h, uint32_t max_payload_bytes) {
                                                    std::to_string(max_payload_bytes));
   if (!is_known_frame_type(h[4]))
     throw WireError(WireErrorKind::kBadType,
-                    "frame type byte " + std::to_string(h[4]) + " is not one of 1..6");
+                    "frame type byte " + std::to_string(h[4]) + " is not one of 1..7");
   return len;
 }
 

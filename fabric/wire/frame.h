@@ -23,6 +23,9 @@ enum class FrameType : uint8_t {
   kError = 4,     // {"code", "message"}: the sender closes after it
   kBye = 5,       // orderly end of the session
   kAuth = 6,      // handshake proof (client -> server) and welcome (server -> client)
+  // {"id", "done", "total"}: agent -> controller between a request and its response, only when
+  // the request asked for it ("progress": true), so a controller that never asks never sees one.
+  kProgress = 7,
 };
 
 bool is_known_frame_type(uint8_t t);

@@ -115,6 +115,16 @@ ErrorMessage parse_error(const Frame& f) {
   return {get_string(j, "code", 128), get_string(j, "message", 1 << 16)};
 }
 
+ProgressNote parse_progress(const Frame& f) {
+  expect_type(f, FrameType::kProgress);
+  Json j = parse_json_payload(f);
+  ProgressNote p;
+  p.id = static_cast<uint64_t>(get_int(j, "id", 0, INT64_MAX));
+  p.total = static_cast<uint64_t>(get_int(j, "total", 0, 1 << 20));
+  p.done = static_cast<uint64_t>(get_int(j, "done", 0, static_cast<int64_t>(p.total)));
+  return p;
+}
+
 Frame make_frame(const Request& r) {
   return json_frame(FrameType::kRequest, {{"id", r.id}, {"op", r.op}, {"args", r.args}});
 }
@@ -130,6 +140,10 @@ Frame make_frame(const Response& r) {
 
 Frame make_frame(const ErrorMessage& e) {
   return json_frame(FrameType::kError, {{"code", e.code}, {"message", e.message}});
+}
+
+Frame make_frame(const ProgressNote& p) {
+  return json_frame(FrameType::kProgress, {{"id", p.id}, {"done", p.done}, {"total", p.total}});
 }
 
 Frame make_bye() { return json_frame(FrameType::kBye, Json::object()); }

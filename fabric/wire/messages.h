@@ -34,15 +34,23 @@ struct ErrorMessage {
   std::string message;
 };
 
+// How far a long request has come (an all-reduce size sweep: sizes done of total).
+struct ProgressNote {
+  uint64_t id = 0;  // the request's id
+  uint64_t done = 0, total = 0;
+};
+
 Json parse_json_payload(const Frame& f);  // throws kMalformedJson / kBadMessage (not an object)
 
 Request parse_request(const Frame& f);
 Response parse_response(const Frame& f);
 ErrorMessage parse_error(const Frame& f);
+ProgressNote parse_progress(const Frame& f);  // done <= total <= 2^20
 
 Frame make_frame(const Request& r);
 Frame make_frame(const Response& r);
 Frame make_frame(const ErrorMessage& e);
+Frame make_frame(const ProgressNote& p);
 Frame make_bye();
 
 // Field accessors for request arguments: throw WireError kBadMessage naming the field and the

@@ -14,9 +14,9 @@
 #include "trainer/control/control_server.h"
 #include "trainer/control/stop_signals.h"
 #include "trainer/distributed/comm.h"
-#include "trainer/monitor/eta.h"
+#include "reports/term/eta.h"
 #include "trainer/monitor/event_writer.h"
-#include "trainer/monitor/progress_line.h"
+#include "reports/term/progress_line.h"
 
 namespace fabkit::trainer {
 
@@ -54,8 +54,8 @@ class RunMonitor {
   control::StopSignals signals_;
   std::optional<control::ControlServer> server_;
   std::optional<monitor::EventWriter> tensorboard_;
-  std::optional<monitor::ProgressLine> progress_;
-  monitor::EtaEstimator eta_;
+  std::optional<reports::term::ProgressLine> progress_;
+  reports::term::EtaEstimator eta_;
 };
 
 }  // namespace fabkit::trainer

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/json.h"
-#include "trainer/monitor/progress_line.h"
+#include "reports/term/progress_line.h"
 
 namespace fabkit::trainer {
 
@@ -21,7 +21,7 @@ class TrainLog {
   void eval(const Json& m);
   // Rank 0 on a terminal: the progress line replaces the per-step lines (metrics.jsonl still gets
   // every record) and is cleared before any other line. Into a file or pipe nothing changes.
-  void attach_progress(monitor::ProgressLine* p) { progress_ = p; }
+  void attach_progress(reports::term::ProgressLine* p) { progress_ = p; }
 
  private:
   void record(const Json& m);
@@ -30,7 +30,7 @@ class TrainLog {
   }
   int rank_;
   std::ofstream metrics_;
-  monitor::ProgressLine* progress_ = nullptr;
+  reports::term::ProgressLine* progress_ = nullptr;
 };
 
 int64_t max_rss_bytes();  // getrusage: the process's peak resident set

@@ -152,7 +152,7 @@ std::string ControlServer::status_reply() {
           {"loss", number_or_null(status_.loss)},
           {"tokens_per_s", number_or_null(status_.tokens_per_s)},
           {"eta_s", eta ? Json(*eta) : Json(nullptr)},
-          {"eta", monitor::format_duration(eta)},
+          {"eta", reports::term::format_duration(eta)},
           {"phase", status_.phase},
           {"pending", to_string(static_cast<Action>(pending_.load()))},
           {"updated_unix_s", status_time_s_ > 0 ? Json(status_time_s_) : Json(nullptr)},

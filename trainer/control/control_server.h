@@ -24,7 +24,7 @@
 #include "common/unique_fd.h"
 #include "trainer/control/action.h"
 #include "trainer/control/endpoint.h"
-#include "trainer/monitor/eta.h"
+#include "reports/term/eta.h"
 
 namespace fabkit::trainer::control {
 
@@ -78,7 +78,7 @@ class ControlServer {
   std::atomic<int> pending_{0};
   std::mutex mutex_;  // guards status_, eta_, status_time_s_
   JobStatus status_;
-  monitor::EtaEstimator eta_;
+  reports::term::EtaEstimator eta_;
   double status_time_s_ = 0;  // unix time of the last publish_status
   std::thread thread_;
 };

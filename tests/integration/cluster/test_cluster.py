@@ -11,11 +11,16 @@ and usage errors (exit 2, naming the value).
 
 Run: test_cluster.py /path/to/fabcheck   (root; exit 77 = skipped when namespaces cannot be made)
 """
+import fcntl
 import json
 import os
+import re
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
+import threading
 import time
 import unittest
 
@@ -228,6 +233,47 @@ class ClusterTest(unittest.TestCase):
                 else:
                     self.assertGreaterEqual(g["min_busbw_gbps"] * 8, se["threshold_gbit_s"])
         self.assertLess(elapsed, 240)
+
+    def test_progress_bar_over_the_matrix_on_a_terminal(self):
+        # docs/reports.md, "Progress": stderr on a pseudo-terminal gets one bar over every pair of
+        # every round (4 nodes, --pairs all: 3 rounds of 2 pairs run in parallel, each advancing
+        # the bar from its worker thread), erased at the end; stdout's JSON is the usual report.
+        w = self.world(4)
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+        argv = ["ip", "netns", "exec", w.ctl, FABCHECK, "cluster", *w.hosts, "--launcher",
+                "ip netns exec {host}", "--json", "--no-search", *FAST]
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        chunks = []
+
+        def read_all():
+            while True:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: the last copy of the slave side is closed
+                    return
+                if not data:
+                    return
+                chunks.append(data)
+
+        reader = threading.Thread(target=read_all)
+        reader.start()
+        out, _ = p.communicate(timeout=300)
+        reader.join(timeout=10)
+        os.close(master)
+        err = b"".join(chunks).decode(errors="replace")
+        self.assertIn(p.returncode, (0, 1), out[-2000:])
+        doc = json.loads(out)
+        self.assertEqual(6, len(doc["cluster"]["matrix"]["pairs"]))
+        frames = re.findall(r"\r([^\r\x1b]+)\x1b\[K", err)
+        rounds = [f for f in frames if f.startswith("cluster: pair round ")]
+        bar = re.compile(r"^cluster: pair round [1-3]/3  \[[#-]{20}\] +\d+%  [0-6]/6  ETA (--|\d+s)$")
+        self.assertTrue(rounds, frames)
+        self.assertTrue(all(bar.match(f) for f in rounds), rounds)
+        self.assertTrue(any(re.search(r"[1-5]/6  ETA \d+s$", f) for f in rounds), rounds)
+        self.assertTrue(err.endswith("\r\x1b[K"), repr(err[-200:]))
+        self.assertEqual("", re.sub(r"\r\x1b\[K", "", re.sub(r"\r[^\r\x1b]+\x1b\[K", "", err)))
 
     def test_usage_errors_name_the_value(self):
         w = self.world(2)

@@ -258,6 +258,8 @@ TEST(NcclRunner, TwoRanksAllReduceOrCleanlyUnavailable) {
   uint16_t port = testing::free_port();
   std::vector<AllreduceSpec> specs = {testing::loopback_spec(0, port, {64, 1 << 20}), testing::loopback_spec(1, port, {64, 1 << 20})};
   for (auto& s : specs) s.timeout_ms = gpu.count > 0 ? 20000 : 3000;
+  std::vector<std::pair<size_t, size_t>> progress;  // rank 0's, from the child's PROGRESS lines
+  specs[0].on_size_done = [&progress](size_t done, size_t total) { progress.emplace_back(done, total); };
   auto runs = testing::run_ranks(specs, [&](const AllreduceSpec& s) {
     NcclTransportChoice c{"Socket"};
     c.runner_path = FABKIT_TEST_NCCL_RUNNER;
@@ -300,6 +302,7 @@ TEST(NcclRunner, TwoRanksAllReduceOrCleanlyUnavailable) {
     EXPECT_EQ(r.extra["fell_back"], false);
     EXPECT_EQ(r.extra["device"]["chosen_by"], "flag");
   }
+  EXPECT_EQ((std::vector<std::pair<size_t, size_t>>{{1, 2}, {2, 2}}), progress);
 }
 
 // The agents swap readiness in one wire frame with a 4 KiB cap: a peer (holding the token, running

@@ -83,6 +83,24 @@ TEST(GlooTcp, TwoRanksOddSizesCorrect) {
   for (const auto& r : runs) expect_all_correct(r, kOddSizes.size());
 }
 
+// The agent's progress notes come from on_size_done: once per size, in order, on every runner
+// that runs the sweep in-process.
+TEST(SweepProgress, EachSizeReportedOnceInOrder) {
+  using Runner = TransportRun (*)(const AllreduceSpec&);
+  for (Runner runner : {Runner(run_fabkit_socket_allreduce), Runner(run_raw_exchange),
+                        Runner(run_gloo_tcp_allreduce)}) {
+    uint16_t port = free_port();
+    std::vector<std::pair<size_t, size_t>> seen;
+    auto rank0 = loopback_spec(0, port, kOddSizes);
+    rank0.on_size_done = [&seen](size_t done, size_t total) { seen.emplace_back(done, total); };
+    auto runs = run_ranks({rank0, loopback_spec(1, port, kOddSizes)}, runner);
+    ASSERT_EQ(runs[0].status, "ok") << runs[0].transport << ": " << runs[0].reason;
+    std::vector<std::pair<size_t, size_t>> want;
+    for (size_t i = 1; i <= kOddSizes.size(); ++i) want.emplace_back(i, kOddSizes.size());
+    EXPECT_EQ(want, seen) << runs[0].transport;
+  }
+}
+
 TEST(GlooIbverbs, NoRdmaDeviceIsUnavailableNotACrash) {
   auto run = run_gloo_ibverbs_allreduce(loopback_spec(0, free_port(), {64}), "mlx5_0", 1, 3);
   if (run.status == "ok" || run.extra.value("error", "") == "no_such_hca")

@@ -103,6 +103,31 @@ TEST(Messages, ResponseRoundTrip) {
   EXPECT_EQ(back.error_code, "agent.bind_failed");
 }
 
+TEST(Messages, ProgressNoteRoundTripAndBounds) {
+  ProgressNote n{7, 3, 26};
+  Frame f = make_frame(n);
+  EXPECT_EQ(f.type, FrameType::kProgress);
+  ProgressNote back = parse_progress(f);
+  EXPECT_EQ(7u, back.id);
+  EXPECT_EQ(3u, back.done);
+  EXPECT_EQ(26u, back.total);
+  // done past total, a negative or absurd total, and a note of another type are named errors.
+  auto note = [](const char* json) { return Frame{FrameType::kProgress, json}; };
+  EXPECT_EQ(kind_of([&] { parse_progress(note(R"({"id":1,"done":5,"total":4})")); }), WireErrorKind::kBadMessage);
+  EXPECT_EQ(kind_of([&] { parse_progress(note(R"({"id":1,"done":0,"total":-1})")); }), WireErrorKind::kBadMessage);
+  EXPECT_EQ(kind_of([&] { parse_progress(note(R"({"id":1,"done":0,"total":2000000})")); }),
+            WireErrorKind::kBadMessage);
+  EXPECT_EQ(kind_of([&] { parse_progress(note("[]")); }), WireErrorKind::kBadMessage);
+  EXPECT_EQ(kind_of([&] { parse_progress(make_frame(Response{})); }), WireErrorKind::kBadMessage);
+  // Type 7 is known to the decoder (a progress note), 8 is not.
+  FrameDecoder d;
+  std::string bytes = encode_frame(f);
+  d.feed(bytes.data(), bytes.size());
+  EXPECT_EQ(d.next()->type, FrameType::kProgress);
+  std::string bad("\x00\x00\x00\x00\x08", 5);
+  EXPECT_EQ(kind_of([&] { d.feed(bad.data(), bad.size()); }), WireErrorKind::kBadType);
+}
+
 TEST(Token, GeneratedTokensAreLongHexAndDistinct) {
   auto a = generate_token(), b = generate_token();
   EXPECT_EQ(a.size(), kTokenHexChars);

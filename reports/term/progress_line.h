@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-namespace fabkit::trainer::monitor {
+namespace fabkit::reports::term {
 
 struct Progress {
   int64_t step = 0;
@@ -31,6 +31,8 @@ class ProgressLine {
   ProgressLine& operator=(const ProgressLine&) = delete;
 
   void update(const Progress& p);
+  // Any one-line text, redrawn the same way (fabcheck's measurement progress, measure_progress.h).
+  void draw(const std::string& text);
   // Before printing anything else on the same terminal: erases the drawn line (no-op otherwise).
   void clear();
   // Ends the redrawn line with a newline so later output starts on its own line.
@@ -44,4 +46,4 @@ class ProgressLine {
   bool drawn_ = false;
 };
 
-}  // namespace fabkit::trainer::monitor
+}  // namespace fabkit::reports::term

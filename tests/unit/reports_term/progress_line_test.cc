@@ -7,10 +7,10 @@
 
 #include <string>
 
-#include "trainer/monitor/eta.h"
-#include "trainer/monitor/progress_line.h"
+#include "reports/term/eta.h"
+#include "reports/term/progress_line.h"
 
-namespace fabkit::trainer::monitor {
+namespace fabkit::reports::term {
 namespace {
 
 std::string drain(int fd) {
@@ -100,4 +100,4 @@ TEST(ProgressLine, PlainLinesIntoAPipe) {
 }
 
 }  // namespace
-}  // namespace fabkit::trainer::monitor
+}  // namespace fabkit::reports::term

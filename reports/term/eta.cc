@@ -1,9 +1,9 @@
-#include "trainer/monitor/eta.h"
+#include "reports/term/eta.h"
 
 #include <cmath>
 #include <cstdio>
 
-namespace fabkit::trainer::monitor {
+namespace fabkit::reports::term {
 
 void EtaEstimator::observe(int64_t step, double now_s) {
   // A resumed or restarted count (step went back) starts a new measurement.
@@ -37,4 +37,4 @@ std::string format_duration(std::optional<double> seconds) {
   return buf;
 }
 
-}  // namespace fabkit::trainer::monitor
+}  // namespace fabkit::reports::term

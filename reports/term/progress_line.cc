@@ -1,13 +1,13 @@
-#include "trainer/monitor/progress_line.h"
+#include "reports/term/progress_line.h"
 
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 
-#include "trainer/monitor/eta.h"
+#include "reports/term/eta.h"
 
-namespace fabkit::trainer::monitor {
+namespace fabkit::reports::term {
 
 std::string format_progress(const Progress& p) {
   char buf[160];
@@ -31,12 +31,14 @@ void ProgressLine::emit(const std::string& s) {
   }
 }
 
-void ProgressLine::update(const Progress& p) {
+void ProgressLine::update(const Progress& p) { draw(format_progress(p)); }
+
+void ProgressLine::draw(const std::string& text) {
   if (tty_) {
-    emit("\r" + format_progress(p) + "\x1b[K");  // ESC[K: erase what a longer last line left
+    emit("\r" + text + "\x1b[K");  // ESC[K: erase what a longer last line left
     drawn_ = true;
   } else {
-    emit(format_progress(p) + "\n");
+    emit(text + "\n");
   }
 }
 
@@ -50,4 +52,4 @@ void ProgressLine::finish() {
   drawn_ = false;
 }
 
-}  // namespace fabkit::trainer::monitor
+}  // namespace fabkit::reports::term

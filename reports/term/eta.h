@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-namespace fabkit::trainer::monitor {
+namespace fabkit::reports::term {
 
 class EtaEstimator {
  public:
@@ -29,4 +29,4 @@ class EtaEstimator {
 // "45s", "3m07s", "1h02m", "2d03h"; "--" for unknown or negative/non-finite.
 std::string format_duration(std::optional<double> seconds);
 
-}  // namespace fabkit::trainer::monitor
+}  // namespace fabkit::reports::term
