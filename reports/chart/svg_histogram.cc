@@ -90,6 +90,10 @@ std::string render_histogram(const Histogram& h) {
   for (const auto& b : h.bars) {
     if (b.count == 0) continue;
     double x0 = sx.map(drawn_lo(b)), x1 = sx.map(b.hi), y = sy.map(static_cast<double>(b.count));
+    // A tail bucket of one sample among thousands would be under a pixel high: the tail is what a
+    // latency histogram is read for, so every non-empty bar is at least 1.5 px (its count is exact
+    // in data-count and the tooltip).
+    y = std::min(y, a.bottom - 1.5);
     o << "<rect class=\"bar\" data-lo=\"" << format_number(b.lo) << "\" data-hi=\"" << format_number(b.hi)
       << "\" data-count=\"" << b.count << "\" x=\"" << px(x0) << "\" y=\"" << px(y) << "\" width=\""
       << px(std::max(x1 - x0, 1.0)) << "\" height=\"" << px(a.bottom - y) << "\" fill=\"" << kPalette[0]
