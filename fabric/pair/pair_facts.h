@@ -101,6 +101,7 @@ struct RcPairResult {
   std::string reason;
   std::optional<double> bw_gbps;                      // write_bw, from the client's timing
   std::optional<double> lat_us_median, lat_us_p99;    // send_lat, client's half round trips
+  std::optional<LatencyHistogram> lat_histogram;      // send_lat, every timed half round trip
   int path_mtu = 0;
   Json write_bw = Json::array(), send_lat = Json::array();
 };

@@ -143,7 +143,7 @@ std::string pair_section(const Json& doc) {
         << "</td><td class=\"num\">" << num_or(opt_number(q, "lat_us_median", w)) << " / "
         << num_or(opt_number(q, "lat_us_p99", w)) << "</td></tr>\n";
     }
-    o << "</tbody></table>\n";
+    o << "</tbody></table>\n" << rc_latency(rc_pairs);
   } else if (!opt_string(rc, "status", "pair.rdma_rc").empty()) {
     o << "<p class=\"rdma-rc\">RDMA RC test: " << escape(opt_string(rc, "status", "pair.rdma_rc"))
       << (rc.value("reason", Json()).is_string() ? " — " + escape(rc["reason"].get<std::string>())

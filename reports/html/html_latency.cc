@@ -74,6 +74,34 @@ std::string pair_latency(const Json& links) {
          (drawn.empty() ? std::string(kNoSamples) : "<div class=\"charts rtt\">\n" + drawn + "</div>\n");
 }
 
+std::string rc_latency(const Json& rc_pairs) {
+  std::ostringstream charts;
+  for (size_t i = 0; i < rc_pairs.size(); ++i) {
+    const Json& q = rc_pairs[i];
+    std::string w = "pair.rdma_rc.pairs[" + std::to_string(i) + "]";
+    if (!q.contains("lat_histogram") || q["lat_histogram"].is_null()) continue;
+    LatencyHistogram h = histogram_from_json(q["lat_histogram"], w + ".lat_histogram");
+    if (h.total() == 0) continue;
+    auto end = [&](const char* k) {
+      const Json& e = q.value(k, Json::object());
+      auto port = opt_number(e, "port", w + "." + k);
+      return opt_string(e, "hca", w + "." + k) + ":" + (port ? chart::format_number(*port) : "?");
+    };
+    chart::Histogram c = rtt_chart("RDMA SEND latency, rail " + opt_string(q, "rail", w) + " (" + end("a") + " → " +
+                                       end("b") + ")",
+                                   h);
+    c.x_label = "one-way latency (µs, half the round trip)";
+    if (auto med = opt_number(q, "lat_us_median", w))
+      c.marks.push_back({"median " + chart::format_number(*med) + " µs", *med, "#c0392b", false});
+    if (auto p99 = opt_number(q, "lat_us_p99", w))
+      c.marks.push_back({"p99 " + chart::format_number(*p99) + " µs", *p99, "#e67e22", true});
+    charts << chart::render_histogram(c);
+  }
+  std::string drawn = charts.str();
+  return drawn.empty() ? "<p class=\"no-latency\">no RDMA send-latency samples in this report</p>\n"
+                       : "<div class=\"charts rdma-latency\">\n" + drawn + "</div>\n";
+}
+
 std::string cluster_latency(const Json& pairs) {
   LatencyHistogram merged;
   struct Row {

@@ -30,6 +30,8 @@ std::string cluster_section(const Json& doc);
 // report's matrix.pairs[] (chosen links merged, medians listed); "no latency samples" without any.
 std::string pair_latency(const Json& links);
 std::string cluster_latency(const Json& pairs);
+// The RDMA RC send latency per rail (pair.rdma_rc.pairs[].lat_histogram), median and p99 marked.
+std::string rc_latency(const Json& rc_pairs);
 std::string profile_section(const Json& doc);
 std::string metrics_section(const std::vector<Json>& records);
 

@@ -103,6 +103,16 @@ TEST(PairSection, RdmaRcPairsWithBandwidthAgainstThePortRate) {
                    "<td class=\"num\">2.5 / 3.25</td>"),
             std::string::npos)
       << h;
+  EXPECT_NE(h.find("no RDMA send-latency samples in this report"), std::string::npos);
+  LatencyHistogram lat;
+  for (int i = 0; i < 1000; ++i) lat.add(2.0 + (i % 50) * 0.03);
+  doc["pair"]["rdma_rc"]["pairs"][0]["lat_histogram"] = to_json(lat);
+  h = pair_section(doc);
+  EXPECT_NE(h.find("aria-label=\"RDMA SEND latency, rail 10.0.3.0/24 (mlx5_0:1 → mlx5_4:1)\" data-samples=\"1000\""),
+            std::string::npos);
+  EXPECT_NE(h.find("data-name=\"median 2.5 µs\""), std::string::npos);
+  doc["pair"]["rdma_rc"]["pairs"][0]["lat_histogram"]["unit"] = "ns";
+  EXPECT_THROW(pair_section(doc), std::invalid_argument);
   doc["pair"]["rdma_rc"] = {{"status", "unavailable"}, {"reason", "no ACTIVE HCA port"}};
   EXPECT_NE(pair_section(doc).find("RDMA RC test: unavailable — no ACTIVE HCA port"),
             std::string::npos);
