@@ -1,9 +1,9 @@
 // libFuzzer target: the control-plane frame decoder and the message parsers, exactly as an agent
 // applies them to bytes from the network (decode -> parse request/response/error -> the agent's
 // argument validation and target extraction), and the controller's checks of an agent's
-// tcp_measure answer (the RTT histogram, common/latency_histogram.h). The handshake frames have
-// their own target. Anything but a WireError, or the histogram check's invalid_argument, escaping
-// is a bug.
+// tcp_measure and rdma_rc answers (the latency histograms, common/latency_histogram.h). The
+// handshake frames have their own target. Anything but a WireError, or the histogram check's
+// invalid_argument, escaping is a bug.
 #include <cstddef>
 #include <cstdint>
 
@@ -43,6 +43,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 int64_t want = rtt.contains("count") && rtt["count"].is_number_integer() ? rtt["count"].get<int64_t>() : -1;
                 try {
                   fabkit::histogram_from_json(rtt["histogram"], "rtt.histogram", want);
+                } catch (const std::invalid_argument&) {
+                }
+              }
+              if (res.contains("lat_histogram")) {  // an rdma_rc send_lat answer
+                try {
+                  fabkit::histogram_from_json(res["lat_histogram"], "lat_histogram", 1000);
                 } catch (const std::invalid_argument&) {
                 }
               }
