@@ -9,11 +9,14 @@ namespace {
 
 // Edges are compared after a JSON round trip; nlohmann writes doubles with round-trip precision,
 // the tolerance only absorbs writers that print fewer digits.
-bool same_edge(double got, double want) { return std::fabs(got - want) <= 1e-9 * std::max(1.0, want); }
+bool same_edge(double got, double want) {
+  return std::fabs(got - want) <= 1e-9 * std::max(1.0, want);
+}
 
 uint64_t checked_count(const Json& v, const std::string& field) {
   if (!v.is_number_integer())
-    throw std::invalid_argument(field + ": " + v.dump() + " is not an integer; counts are whole samples");
+    throw std::invalid_argument(field + ": " + v.dump() +
+                                " is not an integer; counts are whole samples");
   if (!v.is_number_unsigned() && v.get<int64_t>() < 0)
     throw std::invalid_argument(field + ": " + v.dump() + " is negative; counts are >= 0");
   uint64_t c = v.get<uint64_t>();
@@ -26,7 +29,8 @@ uint64_t checked_count(const Json& v, const std::string& field) {
 }  // namespace
 
 double LatencyHistogram::lower_edge(int bucket) {
-  if (bucket < 0 || bucket >= kBuckets) throw std::out_of_range("latency histogram bucket " + std::to_string(bucket));
+  if (bucket < 0 || bucket >= kBuckets)
+    throw std::out_of_range("latency histogram bucket " + std::to_string(bucket));
   if (bucket == 0) return 0.0;
   return std::exp2(static_cast<double>(bucket - 1) / kBucketsPerOctave);
 }
@@ -84,13 +88,18 @@ Json to_json(const LatencyHistogram& h) {
     }
     edges.push_back(LatencyHistogram::lower_edge(last + 1));
   }
-  return {{"unit", "us"}, {"edges", edges}, {"counts", counts},
+  return {{"unit", "us"},
+          {"edges", edges},
+          {"counts", counts},
           {"overflow", h.count(LatencyHistogram::kOverflowBucket)}};
 }
 
-LatencyHistogram histogram_from_json(const Json& j, const std::string& where, int64_t expected_total) {
+LatencyHistogram histogram_from_json(const Json& j, const std::string& where,
+                                     int64_t expected_total) {
   auto bad = [&](const std::string& msg) { return std::invalid_argument(where + msg); };
-  if (!j.is_object()) throw bad(": must be an object {unit, edges, counts, overflow}, got " + std::string(j.type_name()));
+  if (!j.is_object())
+    throw bad(": must be an object {unit, edges, counts, overflow}, got " +
+              std::string(j.type_name()));
   if (!j.contains("unit") || j["unit"] != "us") throw bad(".unit: must be \"us\"");
   for (const char* k : {"edges", "counts"})
     if (!j.contains(k) || !j[k].is_array()) throw bad(std::string(".") + k + ": must be an array");
@@ -102,8 +111,8 @@ LatencyHistogram histogram_from_json(const Json& j, const std::string& where, in
               std::to_string(LatencyHistogram::kOverflowBucket) + " below the overflow bucket");
   size_t want_edges = counts.empty() ? 0 : counts.size() + 1;
   if (edges.size() != want_edges)
-    throw bad(".edges: " + std::to_string(edges.size()) + " edges for " + std::to_string(counts.size()) +
-              " counts; expected " + std::to_string(want_edges));
+    throw bad(".edges: " + std::to_string(edges.size()) + " edges for " +
+              std::to_string(counts.size()) + " counts; expected " + std::to_string(want_edges));
   LatencyHistogram h;
   int first = 0;
   if (!counts.empty()) {
@@ -119,7 +128,8 @@ LatencyHistogram histogram_from_json(const Json& j, const std::string& where, in
     const Json& e = edges[k];
     if (!e.is_number() || !same_edge(e.get<double>(), want))
       throw bad(".edges[" + std::to_string(k) + "]: " + e.dump() + " is not the layout's edge " +
-                std::to_string(want) + " µs (" + std::to_string(LatencyHistogram::kBucketsPerOctave) +
+                std::to_string(want) + " µs (" +
+                std::to_string(LatencyHistogram::kBucketsPerOctave) +
                 " log-spaced buckets per power of two from 1 µs)");
   }
   uint64_t sum = 0;

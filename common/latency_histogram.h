@@ -3,8 +3,8 @@
 //
 // Layout (the same everywhere, never sent over the wire; receivers rebuild it and check the edges):
 //   bucket 0                  [0, 1 µs)
-//   bucket 1 .. 8·20          [2^((i-1)/8), 2^(i/8)) µs: 8 buckets per power of two, 1 µs .. 2^20 µs
-//   bucket 8·20 + 1           [2^20 µs (≈1.05 s), ∞): the overflow bucket
+//   bucket 1 .. 8·20          [2^((i-1)/8), 2^(i/8)) µs: 8 buckets per power of two, 1 µs .. 2^20
+//   µs bucket 8·20 + 1           [2^20 µs (≈1.05 s), ∞): the overflow bucket
 // Eight buckets per octave make each bucket about 9% wide, finer than the run-to-run noise of a
 // round trip, while a whole layout is 162 counters.
 //
@@ -38,7 +38,8 @@ class LatencyHistogram {
   static int bucket_of(double us);
 
   void add(double us);
-  void add_count(int bucket, uint64_t n);  // n samples known only by their bucket (throws out_of_range)
+  void add_count(int bucket,
+                 uint64_t n);  // n samples known only by their bucket (throws out_of_range)
   void merge(const LatencyHistogram& other);
   uint64_t count(int bucket) const { return counts_[static_cast<size_t>(bucket)]; }
   uint64_t total() const { return total_; }
@@ -58,6 +59,7 @@ Json to_json(const LatencyHistogram& h);
 // [0, kMaxCount], overflow likewise; when expected_total >= 0 the counts and overflow must sum to
 // it. Throws std::invalid_argument naming `where` and the field ("rtt.histogram.counts[3]: -1 is
 // negative ...").
-LatencyHistogram histogram_from_json(const Json& j, const std::string& where, int64_t expected_total = -1);
+LatencyHistogram histogram_from_json(const Json& j, const std::string& where,
+                                     int64_t expected_total = -1);
 
 }  // namespace fabkit

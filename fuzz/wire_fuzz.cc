@@ -38,9 +38,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             case FrameType::kResponse: {
               Response r = parse_response(*f);
               const fabkit::Json& res = r.result;
-              if (res.contains("rtt") && res["rtt"].is_object() && res["rtt"].contains("histogram")) {
+              if (res.contains("rtt") && res["rtt"].is_object() &&
+                  res["rtt"].contains("histogram")) {
                 const fabkit::Json& rtt = res["rtt"];
-                int64_t want = rtt.contains("count") && rtt["count"].is_number_integer() ? rtt["count"].get<int64_t>() : -1;
+                int64_t want = rtt.contains("count") && rtt["count"].is_number_integer()
+                                   ? rtt["count"].get<int64_t>()
+                                   : -1;
                 try {
                   fabkit::histogram_from_json(rtt["histogram"], "rtt.histogram", want);
                 } catch (const std::invalid_argument&) {

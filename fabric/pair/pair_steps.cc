@@ -40,20 +40,25 @@ namespace {
 
 // The round-trip part of an agent's tcp_measure answer. The agent may be hostile or broken: the
 // count must be the pings asked for and the histogram must hold exactly those samples
-// (histogram_from_json checks its layout and counts); throws std::invalid_argument naming the field.
+// (histogram_from_json checks its layout and counts); throws std::invalid_argument naming the
+// field.
 void read_rtt(const Json& m, int pings_asked, LinkResult& l) {
-  if (!m.contains("rtt") || !m["rtt"].is_object()) throw std::invalid_argument("rtt: missing or not an object");
+  if (!m.contains("rtt") || !m["rtt"].is_object())
+    throw std::invalid_argument("rtt: missing or not an object");
   const Json& rtt = m["rtt"];
   for (const char* k : {"median_us", "p99_us"})
     if (!rtt.contains(k) || !rtt[k].is_number() || rtt[k].get<double>() < 0)
       throw std::invalid_argument(std::string("rtt.") + k + ": must be a non-negative number");
-  if (!rtt.contains("count") || !rtt["count"].is_number_integer() || rtt["count"].get<int64_t>() != pings_asked)
-    throw std::invalid_argument("rtt.count: " + (rtt.contains("count") ? rtt["count"].dump() : "missing") +
-                                ", the controller asked for " + std::to_string(pings_asked) + " pings");
+  if (!rtt.contains("count") || !rtt["count"].is_number_integer() ||
+      rtt["count"].get<int64_t>() != pings_asked)
+    throw std::invalid_argument(
+        "rtt.count: " + (rtt.contains("count") ? rtt["count"].dump() : "missing") +
+        ", the controller asked for " + std::to_string(pings_asked) + " pings");
   l.rtt_median_us = rtt["median_us"].get<double>();
   l.rtt_p99_us = rtt["p99_us"].get<double>();
   l.pings = pings_asked;
-  if (rtt.contains("histogram")) l.rtt_histogram = histogram_from_json(rtt["histogram"], "rtt.histogram", pings_asked);
+  if (rtt.contains("histogram"))
+    l.rtt_histogram = histogram_from_json(rtt["histogram"], "rtt.histogram", pings_asked);
 }
 
 }  // namespace

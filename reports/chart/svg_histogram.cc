@@ -25,7 +25,8 @@ std::vector<HistogramBar> latency_bars(const LatencyHistogram& h) {
   std::vector<HistogramBar> out;
   for (int b = 0; b < LatencyHistogram::kOverflowBucket; ++b)
     if (h.count(b) > 0)
-      out.push_back({LatencyHistogram::lower_edge(b), LatencyHistogram::lower_edge(b + 1), h.count(b)});
+      out.push_back(
+          {LatencyHistogram::lower_edge(b), LatencyHistogram::lower_edge(b + 1), h.count(b)});
   return out;
 }
 
@@ -39,7 +40,8 @@ std::pair<Scale, Scale> histogram_scales(const Histogram& h) {
                                   ") is not an interval of non-negative values");
     if (i > 0 && b.lo < h.bars[i - 1].hi)
       throw std::invalid_argument(which + " starts at " + format_number(b.lo) +
-                                  ", before the previous bar ends (" + format_number(h.bars[i - 1].hi) + ")");
+                                  ", before the previous bar ends (" +
+                                  format_number(h.bars[i - 1].hi) + ")");
     tallest = std::max(tallest, b.count);
   }
   if (tallest == 0) throw std::invalid_argument("histogram '" + h.title + "': no bar has a sample");
@@ -67,12 +69,14 @@ std::string render_histogram(const Histogram& h) {
     << "\" height=\"" << h.height << "\" viewBox=\"0 0 " << h.width << " " << h.height
     << "\" role=\"img\" aria-label=\"" << xml_escape(h.title) << "\" data-samples=\"" << total
     << "\" data-overflow=\"" << h.overflow << "\">\n";
-  o << "<rect x=\"0\" y=\"0\" width=\"" << h.width << "\" height=\"" << h.height << "\" fill=\"#ffffff\"/>\n";
-  o << "<text class=\"title\" x=\"" << px(a.left) << "\" y=\"20\" font-size=\"14\" font-weight=\"bold\">"
-    << xml_escape(h.title) << "</text>\n";
+  o << "<rect x=\"0\" y=\"0\" width=\"" << h.width << "\" height=\"" << h.height
+    << "\" fill=\"#ffffff\"/>\n";
+  o << "<text class=\"title\" x=\"" << px(a.left)
+    << "\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" << xml_escape(h.title) << "</text>\n";
   if (h.overflow > 0)
-    o << "<text class=\"overflow\" x=\"" << px(a.right) << "\" y=\"20\" font-size=\"11\" text-anchor=\"end\">"
-      << h.overflow << " beyond " << format_number(h.bars.empty() ? 0 : h.bars.back().hi) << " (not drawn)</text>\n";
+    o << "<text class=\"overflow\" x=\"" << px(a.right)
+      << "\" y=\"20\" font-size=\"11\" text-anchor=\"end\">" << h.overflow << " beyond "
+      << format_number(h.bars.empty() ? 0 : h.bars.back().hi) << " (not drawn)</text>\n";
   for (double t : log_ticks_125(sx.d0(), sx.d1())) {
     double x = sx.map(t);
     o << "<line class=\"grid\" x1=\"" << px(x) << "\" y1=\"" << px(a.top) << "\" x2=\"" << px(x)
@@ -82,10 +86,10 @@ std::string render_histogram(const Histogram& h) {
   }
   for (double t : linear_ticks(sy.d0(), sy.d1(), 4)) {
     double y = sy.map(t);
-    o << "<line class=\"grid\" x1=\"" << px(a.left) << "\" y1=\"" << px(y) << "\" x2=\"" << px(a.right)
-      << "\" y2=\"" << px(y) << "\" stroke=\"#e5e5e5\"/><text class=\"ytick\" x=\"" << px(a.left - 6)
-      << "\" y=\"" << px(y + 4) << "\" font-size=\"11\" text-anchor=\"end\">" << xml_escape(format_number(t))
-      << "</text>\n";
+    o << "<line class=\"grid\" x1=\"" << px(a.left) << "\" y1=\"" << px(y) << "\" x2=\""
+      << px(a.right) << "\" y2=\"" << px(y) << "\" stroke=\"#e5e5e5\"/><text class=\"ytick\" x=\""
+      << px(a.left - 6) << "\" y=\"" << px(y + 4) << "\" font-size=\"11\" text-anchor=\"end\">"
+      << xml_escape(format_number(t)) << "</text>\n";
   }
   for (const auto& b : h.bars) {
     if (b.count == 0) continue;
@@ -94,28 +98,30 @@ std::string render_histogram(const Histogram& h) {
     // latency histogram is read for, so every non-empty bar is at least 1.5 px (its count is exact
     // in data-count and the tooltip).
     y = std::min(y, a.bottom - 1.5);
-    o << "<rect class=\"bar\" data-lo=\"" << format_number(b.lo) << "\" data-hi=\"" << format_number(b.hi)
-      << "\" data-count=\"" << b.count << "\" x=\"" << px(x0) << "\" y=\"" << px(y) << "\" width=\""
-      << px(std::max(x1 - x0, 1.0)) << "\" height=\"" << px(a.bottom - y) << "\" fill=\"" << kPalette[0]
-      << "\"><title>" << format_number(b.lo) << "–" << format_number(b.hi) << ": " << b.count
-      << "</title></rect>\n";
+    o << "<rect class=\"bar\" data-lo=\"" << format_number(b.lo) << "\" data-hi=\""
+      << format_number(b.hi) << "\" data-count=\"" << b.count << "\" x=\"" << px(x0) << "\" y=\""
+      << px(y) << "\" width=\"" << px(std::max(x1 - x0, 1.0)) << "\" height=\"" << px(a.bottom - y)
+      << "\" fill=\"" << kPalette[0] << "\"><title>" << format_number(b.lo) << "–"
+      << format_number(b.hi) << ": " << b.count << "</title></rect>\n";
   }
-  o << "<path class=\"axis\" d=\"M" << px(a.left) << " " << px(a.top) << " V" << px(a.bottom) << " H"
-    << px(a.right) << "\" fill=\"none\" stroke=\"#333333\"/>\n";
+  o << "<path class=\"axis\" d=\"M" << px(a.left) << " " << px(a.top) << " V" << px(a.bottom)
+    << " H" << px(a.right) << "\" fill=\"none\" stroke=\"#333333\"/>\n";
   o << "<text class=\"xlabel\" x=\"" << px((a.left + a.right) / 2) << "\" y=\"" << px(h.height - 8)
     << "\" font-size=\"12\" text-anchor=\"middle\">" << xml_escape(h.x_label) << "</text>\n";
   o << "<text class=\"ylabel\" transform=\"translate(16 " << px((a.top + a.bottom) / 2)
-    << ") rotate(-90)\" font-size=\"12\" text-anchor=\"middle\">" << xml_escape(h.y_label) << "</text>\n";
+    << ") rotate(-90)\" font-size=\"12\" text-anchor=\"middle\">" << xml_escape(h.y_label)
+    << "</text>\n";
   double ly = a.top + 4;
   for (const auto& m : h.marks) {
     if (!(m.x > 0)) continue;  // an unknown figure is not drawn at the axis' edge
     double x = sx.map(m.x);
-    o << "<line class=\"mark\" data-name=\"" << xml_escape(m.name) << "\" data-x=\"" << format_number(m.x)
-      << "\" x1=\"" << px(x) << "\" y1=\"" << px(a.top) << "\" x2=\"" << px(x) << "\" y2=\"" << px(a.bottom)
-      << "\" stroke=\"" << m.color << "\" stroke-width=\"1.5\"" << (m.dashed ? " stroke-dasharray=\"6 4\"" : "")
-      << "/>\n<g class=\"legend\"><rect x=\"" << px(a.right + 12) << "\" y=\"" << px(ly)
-      << "\" width=\"14\" height=\"10\" fill=\"" << m.color << "\"/><text x=\"" << px(a.right + 30) << "\" y=\""
-      << px(ly + 9) << "\" font-size=\"11\">" << xml_escape(m.name) << "</text></g>\n";
+    o << "<line class=\"mark\" data-name=\"" << xml_escape(m.name) << "\" data-x=\""
+      << format_number(m.x) << "\" x1=\"" << px(x) << "\" y1=\"" << px(a.top) << "\" x2=\"" << px(x)
+      << "\" y2=\"" << px(a.bottom) << "\" stroke=\"" << m.color << "\" stroke-width=\"1.5\""
+      << (m.dashed ? " stroke-dasharray=\"6 4\"" : "") << "/>\n<g class=\"legend\"><rect x=\""
+      << px(a.right + 12) << "\" y=\"" << px(ly) << "\" width=\"14\" height=\"10\" fill=\""
+      << m.color << "\"/><text x=\"" << px(a.right + 30) << "\" y=\"" << px(ly + 9)
+      << "\" font-size=\"11\">" << xml_escape(m.name) << "</text></g>\n";
     ly += 18;
   }
   o << "</svg>\n";

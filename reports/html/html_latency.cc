@@ -14,11 +14,14 @@
 namespace fabkit::reports::html {
 namespace {
 
-constexpr const char* kNoSamples = "<p class=\"no-latency\">no latency samples in this report</p>\n";
+constexpr const char* kNoSamples =
+    "<p class=\"no-latency\">no latency samples in this report</p>\n";
 
 // The sample count a histogram must hold, when the document states it (a non-negative integer).
 int64_t stated_count(const Json& j, const char* key) {
-  return j.contains(key) && j[key].is_number_integer() && j[key].get<int64_t>() >= 0 ? j[key].get<int64_t>() : -1;
+  return j.contains(key) && j[key].is_number_integer() && j[key].get<int64_t>() >= 0
+             ? j[key].get<int64_t>()
+             : -1;
 }
 
 chart::Histogram rtt_chart(const std::string& title, const LatencyHistogram& h) {
@@ -31,13 +34,14 @@ chart::Histogram rtt_chart(const std::string& title, const LatencyHistogram& h) 
 
 // A percentile known only by its bucket: marked at the bucket's geometric middle, named with the
 // bucket's range so nobody reads more precision into it than there is.
-chart::HistogramMark bucket_mark(const LatencyHistogram& h, double p, const char* name, const char* color,
-                                 bool dashed) {
+chart::HistogramMark bucket_mark(const LatencyHistogram& h, double p, const char* name,
+                                 const char* color, bool dashed) {
   int b = h.percentile_bucket(p);
   if (b == LatencyHistogram::kOverflowBucket) b = LatencyHistogram::kOverflowBucket - 1;
   double lo = LatencyHistogram::lower_edge(b), hi = LatencyHistogram::lower_edge(b + 1);
   double mid = lo > 0 ? std::sqrt(lo * hi) : hi / 2;
-  return {std::string(name) + " in " + chart::format_number(lo) + "–" + chart::format_number(hi) + " µs",
+  return {std::string(name) + " in " + chart::format_number(lo) + "–" + chart::format_number(hi) +
+              " µs",
           mid, color, dashed};
 }
 
@@ -46,14 +50,17 @@ chart::HistogramMark bucket_mark(const LatencyHistogram& h, double p, const char
 std::string pair_latency(const Json& links) {
   std::vector<size_t> order;  // the chosen link first, then the rest as measured
   for (size_t i = 0; i < links.size(); ++i)
-    if (links[i].value("chosen", false)) order.insert(order.begin(), i);
-    else order.push_back(i);
+    if (links[i].value("chosen", false))
+      order.insert(order.begin(), i);
+    else
+      order.push_back(i);
   std::ostringstream charts;
   for (size_t i : order) {
     const Json& l = links[i];
     std::string w = "pair.links[" + std::to_string(i) + "]";
     if (!l.contains("rtt_histogram") || l["rtt_histogram"].is_null()) continue;
-    LatencyHistogram h = histogram_from_json(l["rtt_histogram"], w + ".rtt_histogram", stated_count(l, "pings"));
+    LatencyHistogram h =
+        histogram_from_json(l["rtt_histogram"], w + ".rtt_histogram", stated_count(l, "pings"));
     if (h.total() == 0) continue;
     auto side = [&](const char* k) {
       const Json& s = l.value(k, Json::object());
@@ -71,7 +78,8 @@ std::string pair_latency(const Json& links) {
   }
   std::string drawn = charts.str();
   return "<h3>Round-trip latency (TCP, 64-byte ping-pong)</h3>\n" +
-         (drawn.empty() ? std::string(kNoSamples) : "<div class=\"charts rtt\">\n" + drawn + "</div>\n");
+         (drawn.empty() ? std::string(kNoSamples)
+                        : "<div class=\"charts rtt\">\n" + drawn + "</div>\n");
 }
 
 std::string rc_latency(const Json& rc_pairs) {
@@ -87,8 +95,8 @@ std::string rc_latency(const Json& rc_pairs) {
       auto port = opt_number(e, "port", w + "." + k);
       return opt_string(e, "hca", w + "." + k) + ":" + (port ? chart::format_number(*port) : "?");
     };
-    chart::Histogram c = rtt_chart("RDMA SEND latency, rail " + opt_string(q, "rail", w) + " (" + end("a") + " → " +
-                                       end("b") + ")",
+    chart::Histogram c = rtt_chart("RDMA SEND latency, rail " + opt_string(q, "rail", w) + " (" +
+                                       end("a") + " → " + end("b") + ")",
                                    h);
     c.x_label = "one-way latency (µs, half the round trip)";
     if (auto med = opt_number(q, "lat_us_median", w))
@@ -117,7 +125,8 @@ std::string cluster_latency(const Json& pairs) {
     Row r{opt_string(p, "a", w), opt_string(p, "b", w), "", opt_number(p, "rtt_us", w), 0};
     const Json& link = p.value("link", Json());
     if (link.is_object())
-      r.link = opt_string(link, "ifname_a", w + ".link") + " → " + opt_string(link, "ifname_b", w + ".link");
+      r.link = opt_string(link, "ifname_a", w + ".link") + " → " +
+               opt_string(link, "ifname_b", w + ".link");
     if (p.contains("rtt_histogram") && !p["rtt_histogram"].is_null()) {
       LatencyHistogram h = histogram_from_json(p["rtt_histogram"], w + ".rtt_histogram");
       r.samples = h.total();
@@ -131,8 +140,8 @@ std::string cluster_latency(const Json& pairs) {
   if (merged.total() == 0) {
     o << kNoSamples;
   } else {
-    chart::Histogram c = rtt_chart("round trip, chosen links of " + std::to_string(with_histogram) + " pairs merged",
-                                   merged);
+    chart::Histogram c = rtt_chart(
+        "round trip, chosen links of " + std::to_string(with_histogram) + " pairs merged", merged);
     c.marks.push_back(bucket_mark(merged, 0.5, "median", "#c0392b", false));
     c.marks.push_back(bucket_mark(merged, 0.99, "p99", "#e67e22", true));
     o << "<div class=\"charts rtt\">\n" << chart::render_histogram(c) << "</div>\n";
@@ -147,7 +156,8 @@ std::string cluster_latency(const Json& pairs) {
     for (const auto& r : rows)
       o << "<tr><td>" << escape(r.a) << "</td><td>" << escape(r.b) << "</td><td>" << escape(r.link)
         << "</td><td class=\"num\">" << (r.median ? chart::format_number(*r.median) : "—")
-        << "</td><td class=\"num\">" << (r.samples ? std::to_string(r.samples) : "—") << "</td></tr>\n";
+        << "</td><td class=\"num\">" << (r.samples ? std::to_string(r.samples) : "—")
+        << "</td></tr>\n";
     o << "</tbody></table>\n";
   }
   return o.str();

@@ -109,7 +109,8 @@ TEST(LatencyHistogram, RejectsBadHistogramsNamingTheField) {
   const Json good = to_json(h);
   ASSERT_EQ(error_of(good, 10), "");
 
-  EXPECT_NE(error_of(good, 11).find("rtt.histogram.counts: the counts and overflow sum to 10, not the 11"),
+  EXPECT_NE(error_of(good, 11).find(
+                "rtt.histogram.counts: the counts and overflow sum to 10, not the 11"),
             std::string::npos);
   Json j = good;
   j["counts"][0] = -1;
@@ -125,7 +126,8 @@ TEST(LatencyHistogram, RejectsBadHistogramsNamingTheField) {
   EXPECT_NE(error_of(j).find("rtt.histogram.overflow: -3 is negative"), std::string::npos);
   j = good;
   j["edges"][1] = 33.0;  // not a layout edge
-  EXPECT_NE(error_of(j).find("rtt.histogram.edges[1]: 33.0 is not the layout's edge"), std::string::npos);
+  EXPECT_NE(error_of(j).find("rtt.histogram.edges[1]: 33.0 is not the layout's edge"),
+            std::string::npos);
   j = good;
   j["edges"].erase(j["edges"].size() - 1);
   EXPECT_NE(error_of(j).find("rtt.histogram.edges: "), std::string::npos);
@@ -143,8 +145,10 @@ TEST(LatencyHistogram, RejectsBadHistogramsNamingTheField) {
   EXPECT_NE(error_of(big).find("rtt.histogram.counts: 163 buckets, the layout has at most 161"),
             std::string::npos);
   // Buckets that would run into the overflow bucket.
-  Json high = {{"unit", "us"}, {"edges", {H::lower_edge(160), H::lower_edge(161), H::lower_edge(161) * 1.1}},
-               {"counts", {1, 1}}, {"overflow", 0}};
+  Json high = {{"unit", "us"},
+               {"edges", {H::lower_edge(160), H::lower_edge(161), H::lower_edge(161) * 1.1}},
+               {"counts", {1, 1}},
+               {"overflow", 0}};
   EXPECT_NE(error_of(high).find("run past 2^20"), std::string::npos);
 }
 

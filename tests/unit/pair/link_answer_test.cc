@@ -1,6 +1,6 @@
 // The controller's reading of an agent's tcp_measure answer (pair_steps.h link_from_json): a good
-// answer carries its RTT histogram into the pair JSON; a bad one (hostile or broken agent) makes the
-// link "error" with the field named, and never reaches the report as figures.
+// answer carries its RTT histogram into the pair JSON; a bad one (hostile or broken agent) makes
+// the link "error" with the field named, and never reaches the report as figures.
 #include <gtest/gtest.h>
 
 #include "fabric/pair/pair_json.h"
@@ -72,12 +72,14 @@ TEST(LinkAnswer, BadAnswersMakeTheLinkAnErrorNamingTheField) {
 
   Json m = good;
   m["rtt"]["histogram"]["counts"][0] = -4;
-  EXPECT_EQ(error_for(m).rfind(pre + "rtt.histogram.counts[0]: -4 is negative", 0), 0u) << error_for(m);
+  EXPECT_EQ(error_for(m).rfind(pre + "rtt.histogram.counts[0]: -4 is negative", 0), 0u)
+      << error_for(m);
 
   m = good;
   m["rtt"]["histogram"]["counts"][0] = m["rtt"]["histogram"]["counts"][0].get<int>() + 1;
-  EXPECT_NE(error_for(m).find("rtt.histogram.counts: the counts and overflow sum to 101, not the 100"),
-            std::string::npos);
+  EXPECT_NE(
+      error_for(m).find("rtt.histogram.counts: the counts and overflow sum to 101, not the 100"),
+      std::string::npos);
 
   m = good;  // more buckets than the layout has
   for (int i = 0; i < 200; ++i) m["rtt"]["histogram"]["counts"].push_back(0);

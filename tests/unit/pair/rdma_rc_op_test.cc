@@ -389,8 +389,11 @@ TEST(RdmaRcPlan, SendLatencyHistogramCheckedAndCarried) {
   Json ok_bw = {{"status", "ok"}, {"bw_gbps", 180.5}, {"diagnoses", Json::array()}};
   LatencyHistogram h;
   for (int i = 0; i < kRcSendLatIters; ++i) h.add(1.2 + (i % 7) * 0.1);
-  Json lat_client = {{"status", "ok"}, {"lat_us_median", 1.5}, {"lat_us_p99", 1.8},
-                     {"lat_histogram", to_json(h)}, {"diagnoses", Json::array()}};
+  Json lat_client = {{"status", "ok"},
+                     {"lat_us_median", 1.5},
+                     {"lat_us_p99", 1.8},
+                     {"lat_histogram", to_json(h)},
+                     {"diagnoses", Json::array()}};
   RcPairResult good = combine_rc(p, {ok_bw, ok_bw}, {lat_client, ok_bw});
   EXPECT_EQ(good.status, "ok") << good.reason;
   ASSERT_TRUE(good.lat_histogram);
@@ -401,13 +404,16 @@ TEST(RdmaRcPlan, SendLatencyHistogramCheckedAndCarried) {
   EXPECT_EQ(to_json(rc)["pairs"][0]["lat_histogram"], to_json(h));
 
   // A hostile or broken agent: one sample short of the iterations asked for.
-  lat_client["lat_histogram"]["counts"][0] = lat_client["lat_histogram"]["counts"][0].get<int>() - 1;
+  lat_client["lat_histogram"]["counts"][0] =
+      lat_client["lat_histogram"]["counts"][0].get<int>() - 1;
   RcPairResult bad = combine_rc(p, {ok_bw, ok_bw}, {lat_client, ok_bw});
   EXPECT_EQ(bad.status, "failed");
   EXPECT_FALSE(bad.lat_histogram);
   EXPECT_FALSE(bad.lat_us_median);
-  EXPECT_NE(bad.reason.find("send_lat A (client): lat_histogram.counts: the counts and overflow sum to 999, not the 1000"),
-            std::string::npos) << bad.reason;
+  EXPECT_NE(bad.reason.find("send_lat A (client): lat_histogram.counts: the counts and overflow "
+                            "sum to 999, not the 1000"),
+            std::string::npos)
+      << bad.reason;
 }
 
 TEST(RdmaRcPlan, NoPortPairIsReportedUnavailable) {

@@ -108,7 +108,8 @@ TEST(PairSection, RdmaRcPairsWithBandwidthAgainstThePortRate) {
   for (int i = 0; i < 1000; ++i) lat.add(2.0 + (i % 50) * 0.03);
   doc["pair"]["rdma_rc"]["pairs"][0]["lat_histogram"] = to_json(lat);
   h = pair_section(doc);
-  EXPECT_NE(h.find("aria-label=\"RDMA SEND latency, rail 10.0.3.0/24 (mlx5_0:1 → mlx5_4:1)\" data-samples=\"1000\""),
+  EXPECT_NE(h.find("aria-label=\"RDMA SEND latency, rail 10.0.3.0/24 (mlx5_0:1 → mlx5_4:1)\" "
+                   "data-samples=\"1000\""),
             std::string::npos);
   EXPECT_NE(h.find("data-name=\"median 2.5 µs\""), std::string::npos);
   doc["pair"]["rdma_rc"]["pairs"][0]["lat_histogram"]["unit"] = "ns";
@@ -138,8 +139,11 @@ Json pair_with_histograms(const std::vector<std::vector<double>>& per_link) {
     std::string n = std::to_string(i);
     links.push_back({{"a", {{"ifname", "eth" + n}, {"addr", "10.0." + n + ".1"}}},
                      {"b", {{"ifname", "eth" + n}, {"addr", "10.0." + n + ".2"}}},
-                     {"chosen", i == 1}, {"status", "open"}, {"rtt_median_us", per_link[i][0]},
-                     {"rtt_p99_us", per_link[i].back()}, {"pings", per_link[i].size()},
+                     {"chosen", i == 1},
+                     {"status", "open"},
+                     {"rtt_median_us", per_link[i][0]},
+                     {"rtt_p99_us", per_link[i].back()},
+                     {"pings", per_link[i].size()},
                      {"rtt_histogram", to_json(h)}});
   }
   return {{"findings", Json::array()}, {"pair", {{"links", links}}}};
@@ -173,8 +177,10 @@ TEST(PairSection, HistogramThatDoesNotAddUpNamesTheField) {
     pair_section(doc);
     FAIL() << "a histogram of 3 samples accepted for 4 pings";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("pair.links[0].rtt_histogram.counts: the counts and overflow sum to 3"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "pair.links[0].rtt_histogram.counts: the counts and overflow sum to 3"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -12,7 +12,8 @@ namespace {
 
 std::vector<std::smatch> all(const std::string& s, const std::regex& re) {
   std::vector<std::smatch> out;
-  for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it) out.push_back(*it);
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it)
+    out.push_back(*it);
   return out;
 }
 
@@ -40,8 +41,11 @@ TEST(SvgHistogram, BarsAndMarksWhereTheScalesSay) {
   auto [sx, sy] = histogram_scales(h);
   PlotArea a = plot_area(h.width, h.height);
   std::string svg = render_histogram(h);
-  auto bars = all(svg, std::regex("<rect class=\"bar\" data-lo=\"([^\"]+)\" data-hi=\"([^\"]+)\" data-count=\"(\\d+)\" "
-                                   "x=\"([^\"]+)\" y=\"([^\"]+)\" width=\"([^\"]+)\" height=\"([^\"]+)\""));
+  auto bars =
+      all(svg,
+          std::regex(
+              "<rect class=\"bar\" data-lo=\"([^\"]+)\" data-hi=\"([^\"]+)\" data-count=\"(\\d+)\" "
+              "x=\"([^\"]+)\" y=\"([^\"]+)\" width=\"([^\"]+)\" height=\"([^\"]+)\""));
   ASSERT_EQ(bars.size(), 3u);  // the empty bucket draws nothing
   EXPECT_EQ(bars[1][1], "32");
   EXPECT_EQ(bars[1][3], "30");
@@ -54,7 +58,9 @@ TEST(SvgHistogram, BarsAndMarksWhereTheScalesSay) {
   EXPECT_EQ(sum, 42u);
   EXPECT_NE(svg.find("data-samples=\"45\" data-overflow=\"3\""), std::string::npos);
   EXPECT_NE(svg.find("3 beyond 256 (not drawn)"), std::string::npos);
-  auto marks = all(svg, std::regex("<line class=\"mark\" data-name=\"([^\"]+)\" data-x=\"([^\"]+)\" x1=\"([^\"]+)\""));
+  auto marks = all(
+      svg, std::regex(
+               "<line class=\"mark\" data-name=\"([^\"]+)\" data-x=\"([^\"]+)\" x1=\"([^\"]+)\""));
   ASSERT_EQ(marks.size(), 2u);
   EXPECT_EQ(marks[0][1], "median 40 µs");
   EXPECT_EQ(marks[0][3].str(), px(sx.map(40)));
@@ -87,7 +93,8 @@ TEST(SvgHistogram, RefusesBarsThatAreNotAHistogram) {
     render_histogram(h);
     FAIL() << "overlapping bars accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("histogram 't': bar 1 starts at 15, before the previous bar ends (20)"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "histogram 't': bar 1 starts at 15, before the previous bar ends (20)"),
               std::string::npos);
   }
 }

@@ -152,7 +152,9 @@ TEST(ClusterReport, ChosenLinkRttHistogramPerPair) {
   const Json& pairs = r.sections.at(0).facts["matrix"]["pairs"];
   EXPECT_TRUE(pairs.at(0).at("rtt_histogram").is_null());  // its agent sent none
   EXPECT_EQ(pairs.at(1).at("rtt_histogram"), to_json(h));
-  EXPECT_EQ(histogram_from_json(pairs.at(1).at("rtt_histogram"), "pairs[1].rtt_histogram", 4).total(), 4u);
+  EXPECT_EQ(
+      histogram_from_json(pairs.at(1).at("rtt_histogram"), "pairs[1].rtt_histogram", 4).total(),
+      4u);
   EXPECT_TRUE(pairs.at(2).at("rtt_histogram").is_null());  // no link chosen
 }
 
