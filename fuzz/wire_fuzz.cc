@@ -1,11 +1,16 @@
 // libFuzzer target: the control-plane frame decoder and the message parsers, exactly as an agent
 // applies them to bytes from the network (decode -> parse request/response/error -> the agent's
-// argument validation and target extraction; the controller's progress notes). The handshake frames have their own target. Anything but a WireError escaping is a bug.
+// argument validation and target extraction; the controller's progress notes), and the
+// controller's checks of an agent's tcp_measure and rdma_rc answers (the latency histograms,
+// common/latency_histogram.h). The handshake frames have their own target. Anything but a
+// WireError, or the histogram check's invalid_argument, escaping is a bug.
 #include <cstddef>
 #include <cstdint>
 
 #include <algorithm>
+#include <stdexcept>
 
+#include "common/latency_histogram.h"
 #include "fabric/agent/agent_requests.h"
 #include "fabric/wire/frame.h"
 #include "fabric/wire/messages.h"
@@ -30,7 +35,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
               fabkit::agent::request_targets(r);
               break;
             }
-            case FrameType::kResponse: parse_response(*f); break;
+            case FrameType::kResponse: {
+              Response r = parse_response(*f);
+              const fabkit::Json& res = r.result;
+              if (res.contains("rtt") && res["rtt"].is_object() &&
+                  res["rtt"].contains("histogram")) {
+                const fabkit::Json& rtt = res["rtt"];
+                int64_t want = rtt.contains("count") && rtt["count"].is_number_integer()
+                                   ? rtt["count"].get<int64_t>()
+                                   : -1;
+                try {
+                  fabkit::histogram_from_json(rtt["histogram"], "rtt.histogram", want);
+                } catch (const std::invalid_argument&) {
+                }
+              }
+              if (res.contains("lat_histogram")) {  // an rdma_rc send_lat answer
+                try {
+                  fabkit::histogram_from_json(res["lat_histogram"], "lat_histogram", 1000);
+                } catch (const std::invalid_argument&) {
+                }
+              }
+              break;
+            }
             case FrameType::kError: parse_error(*f); break;
             case FrameType::kProgress: parse_progress(*f); break;
             case FrameType::kBye: break;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/json.h"
+#include "common/latency_histogram.h"
 
 namespace fabkit::pair {
 
@@ -48,6 +49,9 @@ struct LinkResult {
   double connect_time_us = 0;
   double rtt_median_us = 0, rtt_p99_us = 0;
   int pings = 0;
+  // Every round trip, bucketed (common/latency_histogram.h); checked on receipt to hold exactly
+  // `pings` samples. Absent from an agent that does not send one.
+  std::optional<LatencyHistogram> rtt_histogram;
   double single_stream_gbit_s = 0, multi_stream_gbit_s = 0;
   int streams = 0;
   Json raw = Json::object();  // the agent's measurement document
@@ -97,6 +101,7 @@ struct RcPairResult {
   std::string reason;
   std::optional<double> bw_gbps;                      // write_bw, from the client's timing
   std::optional<double> lat_us_median, lat_us_p99;    // send_lat, client's half round trips
+  std::optional<LatencyHistogram> lat_histogram;      // send_lat, every timed half round trip
   int path_mtu = 0;
   Json write_bw = Json::array(), send_lat = Json::array();
 };

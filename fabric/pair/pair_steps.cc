@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 #include "fabric/pair/verdict.h"
 #include "fabric/wire/messages.h"
@@ -44,7 +45,32 @@ AgentFacts agent_facts(const std::string& host, const Json& hello, const Json& f
 
 namespace {
 
-LinkResult link_from_json(const Candidate& a, const Candidate& b, const Json& m) {
+// The round-trip part of an agent's tcp_measure answer. The agent may be hostile or broken: the
+// count must be the pings asked for and the histogram must hold exactly those samples
+// (histogram_from_json checks its layout and counts); throws std::invalid_argument naming the
+// field.
+void read_rtt(const Json& m, int pings_asked, LinkResult& l) {
+  if (!m.contains("rtt") || !m["rtt"].is_object())
+    throw std::invalid_argument("rtt: missing or not an object");
+  const Json& rtt = m["rtt"];
+  for (const char* k : {"median_us", "p99_us"})
+    if (!rtt.contains(k) || !rtt[k].is_number() || rtt[k].get<double>() < 0)
+      throw std::invalid_argument(std::string("rtt.") + k + ": must be a non-negative number");
+  if (!rtt.contains("count") || !rtt["count"].is_number_integer() ||
+      rtt["count"].get<int64_t>() != pings_asked)
+    throw std::invalid_argument(
+        "rtt.count: " + (rtt.contains("count") ? rtt["count"].dump() : "missing") +
+        ", the controller asked for " + std::to_string(pings_asked) + " pings");
+  l.rtt_median_us = rtt["median_us"].get<double>();
+  l.rtt_p99_us = rtt["p99_us"].get<double>();
+  l.pings = pings_asked;
+  if (rtt.contains("histogram"))
+    l.rtt_histogram = histogram_from_json(rtt["histogram"], "rtt.histogram", pings_asked);
+}
+
+}  // namespace
+
+LinkResult link_from_json(const Candidate& a, const Candidate& b, const Json& m, int pings_asked) {
   LinkResult l;
   l.a = a;
   l.b = b;
@@ -53,18 +79,21 @@ LinkResult link_from_json(const Candidate& a, const Candidate& b, const Json& m)
   l.error = m.contains("error") && m["error"].is_string() ? m["error"].get<std::string>() : "";
   if (l.status != "open") return l;
   l.connect_time_us = m.value("connect_time_us", 0.0);
-  Json rtt = m.value("rtt", Json::object());
-  l.rtt_median_us = rtt.value("median_us", 0.0);
-  l.rtt_p99_us = rtt.value("p99_us", 0.0);
-  l.pings = rtt.value("count", 0);
+  try {
+    read_rtt(m, pings_asked, l);
+  } catch (const std::invalid_argument& e) {
+    // A measurement that does not add up is not a measurement: the link is not chosen.
+    l.status = "error";
+    l.error = "the agent's tcp_measure answer from " + a.addr + " is malformed: " + e.what();
+    l.rtt_histogram.reset();
+    return l;
+  }
   l.single_stream_gbit_s = m.value("single_stream_gbit_s", 0.0);
   l.streams = m.value("streams", 0);
   if (m.contains("multi_stream_gbit_s") && m["multi_stream_gbit_s"].is_number())
     l.multi_stream_gbit_s = m["multi_stream_gbit_s"].get<double>();
   return l;
 }
-
-}  // namespace
 
 TransportResult combine_ranks(const std::string& name, const std::vector<Json>& ranks) {
   TransportResult t;
@@ -158,7 +187,7 @@ void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
           m = {{"status", "error"}, {"error", e.what()}};
         }
       }
-      f.links.push_back(link_from_json(ca, cb, m));
+      f.links.push_back(link_from_json(ca, cb, m, o.pings));
       progress.advance(1);
     }
   }

@@ -46,6 +46,9 @@ std::vector<std::string> agent_argv(const PairOptions& o, const std::string& hos
 AgentFacts agent_facts(const std::string& host, const Json& hello, const Json& facts);
 // Every address the agent reported (hello and candidates), IPv4 only, at most 64.
 Json peer_addresses(const AgentFacts& other);
+// One LinkResult from A's tcp_measure answer m for the pair (a, b). A malformed answer (rtt.count
+// not pings_asked, a histogram that fails its checks) makes the link "error", naming the field.
+LinkResult link_from_json(const Candidate& a, const Candidate& b, const Json& m, int pings_asked);
 // B serves on each of its candidates, A measures from each of its own: f.links (f.a, f.b set).
 void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o);
 // "8 B", "4 KiB", "64 MiB": the all-reduce size a progress label names.

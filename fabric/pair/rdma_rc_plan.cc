@@ -68,6 +68,16 @@ RcPairResult combine_rc(const RcPortPair& p, const Json& write_bw, const Json& s
   if (lc.is_object() && lc.value("status", "") == "ok") {
     r.lat_us_median = opt_num(lc, "lat_us_median");
     r.lat_us_p99 = opt_num(lc, "lat_us_p99");
+    if (lc.contains("lat_histogram") && !lc["lat_histogram"].is_null()) {
+      try {  // the agent's document: the histogram must hold exactly the iterations asked for
+        r.lat_histogram = histogram_from_json(
+            lc["lat_histogram"], "send_lat A (client): lat_histogram", kRcSendLatIters);
+      } catch (const std::invalid_argument& e) {
+        r.status = "failed";
+        r.reason += (r.reason.empty() ? "" : "; ") + std::string(e.what());
+        r.lat_us_median = r.lat_us_p99 = std::nullopt;
+      }
+    }
   }
   for (const Json* d : {&wc, &lc})
     if (d->is_object() && (*d).value("path_mtu", 0) > 0) r.path_mtu = (*d)["path_mtu"].get<int>();
@@ -115,13 +125,14 @@ Json to_json(const RdmaRcFacts& rc) {
   Json pairs = Json::array();
   for (const auto& r : rc.pairs) {
     const auto& p = r.ports;
+    Json lat_histogram = r.lat_histogram ? fabkit::to_json(*r.lat_histogram) : Json();
     pairs.push_back({{"rail", p.rail},
                      {"a", {{"hca", p.hca_a}, {"port", p.port_a}, {"gid_index", p.gid_index_a}}},
                      {"b", {{"hca", p.hca_b}, {"port", p.port_b}, {"gid_index", p.gid_index_b}}},
                      {"link_layer", p.link_layer}, {"rate_gbps", opt(p.rate_gbps)},
                      {"status", r.status}, {"reason", r.reason},
                      {"bw_gbps", opt(r.bw_gbps)}, {"lat_us_median", opt(r.lat_us_median)},
-                     {"lat_us_p99", opt(r.lat_us_p99)},
+                     {"lat_us_p99", opt(r.lat_us_p99)}, {"lat_histogram", lat_histogram},
                      {"path_mtu", r.path_mtu > 0 ? Json(r.path_mtu) : Json()},
                      {"write_bw", r.write_bw}, {"send_lat", r.send_lat}});
   }

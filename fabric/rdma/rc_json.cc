@@ -63,7 +63,9 @@ Json to_json(const RcTestResult& r) {
   return {{"status", r.status}, {"reason", r.reason}, {"diagnoses", diags},
           {"path_mtu", r.path_mtu}, {"bytes", r.bytes}, {"iters", r.iters},
           {"bw_gbps", opt(r.bw_gbps)}, {"lat_us_median", opt(r.lat_us_median)},
-          {"lat_us_p99", opt(r.lat_us_p99)}, {"data_verified", opt(r.data_verified)}};
+          {"lat_us_p99", opt(r.lat_us_p99)},
+          {"lat_histogram", r.lat_histogram ? fabkit::to_json(*r.lat_histogram) : Json()},
+          {"data_verified", opt(r.data_verified)}};
 }
 
 }  // namespace fabkit::fabric::rdma

@@ -141,6 +141,8 @@ bool send_lat(RcEndpoint& ep, const RcTestSpec& s, RcTestResult& r) {
   if (client) {
     r.lat_us_median = percentile(half_rtt_us, 50);
     r.lat_us_p99 = percentile(half_rtt_us, 99);
+    r.lat_histogram.emplace();
+    for (double us : half_rtt_us) r.lat_histogram->add(us);
   }
   return true;
 }

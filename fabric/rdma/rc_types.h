@@ -16,6 +16,7 @@
 #include "common/file_reader.h"
 #include "common/finding.h"
 #include "common/json.h"
+#include "common/latency_histogram.h"
 #include "verbs/verbs_api.h"
 
 namespace fabkit::fabric::rdma {
@@ -88,6 +89,7 @@ struct RcTestResult {
   std::optional<double> bw_gbps;       // write_bw: Gbit/s (1e9 bits/s, comparable to rate_gbps)
   std::optional<double> lat_us_median;  // send_lat: one-way, half the round trip
   std::optional<double> lat_us_p99;
+  std::optional<LatencyHistogram> lat_histogram;  // send_lat client: every timed half round trip
   std::optional<bool> data_verified;    // write_bw server: the buffer holds the client's pattern
 };
 

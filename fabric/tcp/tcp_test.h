@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/json.h"
+#include "common/latency_histogram.h"
 #include "fabric/tcp/tcp_socket.h"
 
 namespace fabkit::tcp {
@@ -24,8 +25,9 @@ inline constexpr size_t kPingBytes = 64;  // small message: latency, not bandwid
 struct PingStats {
   int count = 0;
   double median_us = 0, p99_us = 0, min_us = 0, max_us = 0;
+  LatencyHistogram histogram;  // every sample, for the report's latency histograms
 };
-// Nearest-rank percentiles over round-trip samples (pure; empty -> count 0).
+// Nearest-rank percentiles and the histogram of round-trip samples (pure; empty -> count 0).
 PingStats ping_stats(std::vector<double> samples_us);
 
 struct LinkTestSpec {

@@ -100,6 +100,7 @@ void peer_handshake(int fd, const std::string& token, const std::string& mode, i
 PingStats ping_stats(std::vector<double> v) {
   PingStats s;
   s.count = static_cast<int>(v.size());
+  for (double x : v) s.histogram.add(x);
   if (v.empty()) return s;
   std::sort(v.begin(), v.end());
   auto rank = [&](double p) {  // nearest-rank: the smallest sample with >= p of the data at or below
@@ -151,7 +152,8 @@ Json to_json(const LinkMeasurement& m) {
   j["connect_time_us"] = m.connect_time_us;
   j["bound_to_device"] = m.bound_to_device;
   j["rtt"] = {{"count", m.rtt.count}, {"median_us", m.rtt.median_us}, {"p99_us", m.rtt.p99_us},
-              {"min_us", m.rtt.min_us}, {"max_us", m.rtt.max_us}, {"message_bytes", kPingBytes}};
+              {"min_us", m.rtt.min_us}, {"max_us", m.rtt.max_us}, {"message_bytes", kPingBytes},
+              {"histogram", fabkit::to_json(m.rtt.histogram)}};
   j["single_stream_gbit_s"] = m.single_stream_gbit_s;
   j["single_stream_bytes"] = m.single_stream_bytes;
   j["streams"] = m.streams;

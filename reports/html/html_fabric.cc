@@ -88,8 +88,7 @@ std::string pair_section(const Json& doc) {
   o << "</tbody></table>\n";
   if (transports.empty()) o << "<p>no all-reduce transports were run</p>\n";
   o << "<div class=\"charts busbw\">\n" << charts.str() << "</div>\n";
-  // The pair report keeps latency as per-size times and per-link median/p99, not samples, so this
-  // is the per-size curve rather than a histogram.
+  // All-reduce time per size; the round-trip histograms of the links follow the links table.
   if (!latency.series.empty())
     o << "<div class=\"charts latency\">\n" << chart::render_line_chart(latency) << "</div>\n";
 
@@ -116,6 +115,7 @@ std::string pair_section(const Json& doc) {
     }
     o << "</tbody></table>\n";
   }
+  o << pair_latency(links);
   const Json& rc = p.value("rdma_rc", Json::object());
   const Json& rc_pairs = opt_array(rc, "pairs", "pair.rdma_rc");
   if (!rc_pairs.empty()) {
@@ -143,7 +143,7 @@ std::string pair_section(const Json& doc) {
         << "</td><td class=\"num\">" << num_or(opt_number(q, "lat_us_median", w)) << " / "
         << num_or(opt_number(q, "lat_us_p99", w)) << "</td></tr>\n";
     }
-    o << "</tbody></table>\n";
+    o << "</tbody></table>\n" << rc_latency(rc_pairs);
   } else if (!opt_string(rc, "status", "pair.rdma_rc").empty()) {
     o << "<p class=\"rdma-rc\">RDMA RC test: " << escape(opt_string(rc, "status", "pair.rdma_rc"))
       << (rc.value("reason", Json()).is_string() ? " — " + escape(rc["reason"].get<std::string>())
@@ -188,6 +188,7 @@ std::string cluster_section(const Json& doc) {
     o << "<div class=\"charts matrix\">\n" << chart::render_heat_map(h) << "</div>\n";
   auto ref = opt_number(m, "reference_gbit_s", "cluster.matrix");
   o << "<p>reference (median node score): " << num_or(ref, "unknown") << " Gbit/s</p>\n";
+  o << cluster_latency(pairs);
   return o.str();
 }
 

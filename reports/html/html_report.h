@@ -26,6 +26,12 @@ std::string findings_table(const Json& findings);
 std::string node_section(const Json& doc);
 std::string pair_section(const Json& doc);
 std::string cluster_section(const Json& doc);
+// Round-trip histograms (html_latency.cc): a pair report's links[] (chosen first), a cluster
+// report's matrix.pairs[] (chosen links merged, medians listed); "no latency samples" without any.
+std::string pair_latency(const Json& links);
+std::string cluster_latency(const Json& pairs);
+// The RDMA RC send latency per rail (pair.rdma_rc.pairs[].lat_histogram), median and p99 marked.
+std::string rc_latency(const Json& rc_pairs);
 std::string profile_section(const Json& doc);
 std::string metrics_section(const std::vector<Json>& records);
 

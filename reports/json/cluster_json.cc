@@ -82,13 +82,14 @@ Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOpt
     const auto& p = f.pairs[i];
     const auto& m = ms[i];
     const auto& l = v.links[i];
-    Json chosen;
+    Json chosen, rtt_histogram;
     if (p.facts.chosen_link) {
       const auto& cl = p.facts.links[*p.facts.chosen_link];
       chosen = {{"ifname_a", cl.a.ifname},
                 {"addr_a", cl.a.addr},
                 {"ifname_b", cl.b.ifname},
                 {"addr_b", cl.b.addr}};
+      if (cl.rtt_histogram) rtt_histogram = to_json(*cl.rtt_histogram);
     }
     pairs.push_back({{"a", f.hosts[p.a]},
                      {"b", f.hosts[p.b]},
@@ -96,6 +97,7 @@ Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOpt
                      {"ok", m.ok},
                      {"gbit_s", opt(m.gbit_s)},
                      {"rtt_us", opt(m.rtt_us)},
+                     {"rtt_histogram", rtt_histogram},
                      {"link_rate_gbit_s", opt(m.link_rate_gbit_s)},
                      {"source", m.source},
                      {"state", l.state},

@@ -38,6 +38,7 @@ Json to_json(const LinkResult& l, bool chosen) {
   j["rtt_median_us"] = open ? Json(l.rtt_median_us) : Json();
   j["rtt_p99_us"] = open ? Json(l.rtt_p99_us) : Json();
   j["pings"] = l.pings;
+  j["rtt_histogram"] = open && l.rtt_histogram ? to_json(*l.rtt_histogram) : Json();
   j["single_stream_gbit_s"] = open ? Json(l.single_stream_gbit_s) : Json();
   j["multi_stream_gbit_s"] = open && l.streams > 1 ? Json(l.multi_stream_gbit_s) : Json();
   j["streams"] = l.streams;

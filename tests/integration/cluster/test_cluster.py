@@ -100,13 +100,31 @@ class ClusterTest(unittest.TestCase):
             self.assertTrue(slow["retested"])
             self.assertLess(slow["retest_gbit_s"], 0.04)
             self.assertEqual(c["schedule"]["retest_runs"], 1)
+            pings = int(FAST[FAST.index("--pings") + 1])
             for key, p in by.items():
                 self.assertTrue(p["ok"], p)
                 self.assertEqual(p["link"]["ifname_a"], "fab0")
+                # Every round trip of the chosen link, bucketed (docs/json/cluster.md).
+                h = p["rtt_histogram"]
+                self.assertEqual(sum(h["counts"]) + h["overflow"], pings, p)
+                self.assertEqual(len(h["edges"]), len(h["counts"]) + 1)
                 if key != (w.hosts[0], w.hosts[1]):
                     self.assertEqual(p["state"], "ok", p)
                     self.assertFalse(p["retested"])
                     self.assertGreater(p["gbit_s"], 20 * slow["gbit_s"])
+            # The HTML page of this real run: one histogram of the three chosen links merged.
+            with tempfile.TemporaryDirectory() as tmp:
+                src, page = os.path.join(tmp, "cluster.json"), os.path.join(tmp, "cluster.html")
+                with open(src, "w") as f:
+                    json.dump(doc, f)
+                r = subprocess.run([FABCHECK, "report", "--html", page, src], capture_output=True, text=True,
+                                   timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(page) as f:
+                    html = f.read()
+                self.assertEqual(html.count('class="chart histogram"'), 1)
+                self.assertIn('aria-label="round trip, chosen links of 3 pairs merged" data-samples="%d"'
+                              % (3 * pings), html)
             drift = [s for k, s in codes(doc) if k == "cluster.drift_mtu"]
             self.assertEqual(drift, ["%s:mtu:fab0" % w.hosts[2]])
             # The re-test kept the link slow, so the bad-link search ran by itself and named it too.

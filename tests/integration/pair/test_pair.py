@@ -84,6 +84,11 @@ class PairTest(unittest.TestCase):
         self.assertEqual(c["pings"], 1000)
         self.assertGreater(c["rtt_median_us"], 0)
         self.assertGreaterEqual(c["rtt_p99_us"], c["rtt_median_us"])
+        # Every ping in the histogram; the exact median and p99 inside the range it covers.
+        hist = c["rtt_histogram"]
+        self.assertEqual(sum(hist["counts"]) + hist["overflow"], 1000)
+        self.assertLessEqual(hist["edges"][0], c["rtt_median_us"])
+        self.assertLess(c["rtt_p99_us"], hist["edges"][-1] if hist["overflow"] == 0 else float("inf"))
         self.assertGreater(c["connect_time_us"], 0)
         for k in ("single_stream_gbit_s", "multi_stream_gbit_s"):
             self.assertGreater(c[k], 0)
@@ -102,6 +107,7 @@ class PairTest(unittest.TestCase):
         for key, l in by_pair.items():
             if key not in (("fab0", "fab0"), ("slow0", "slow0")):
                 self.assertIn(l["status"], ("unreachable", "closed", "blocked"), (key, l))
+                self.assertIsNone(l["rtt_histogram"])
         self.assertTrue(findings(doc, "pair.link_slower"))
         self.assertTrue(findings(doc, "pair.link_unreachable"))
         self.assertEqual("open", p["rendezvous"]["status"])

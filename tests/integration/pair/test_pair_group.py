@@ -56,6 +56,11 @@ class PairGroupTest(unittest.TestCase):
         h = w.hosts
         self.assertEqual([(p["a"], p["b"]) for p in g["probed_pairs"]],
                          [(h[0], h[1]), (h[1], h[2]), (h[2], h[3]), (h[3], h[0])])
+        for p in g["probed_pairs"]:  # the ring links carry their round trips too
+            for l in p["links"]:
+                if l["status"] == "open":
+                    hist = l["rtt_histogram"]
+                    self.assertEqual(sum(hist["counts"]) + hist["overflow"], int(FAST[FAST.index("--pings") + 1]))
         self.assertEqual([(a["host"], a["addr"], a["ifname"]) for a in g["ring_addrs"]],
                          [(h[i], w.addr(i), "fab0") for i in range(4)])
         self.assertEqual(len(g["rings"]), 1)

@@ -1,14 +1,16 @@
 """fabcheck report and node --html, end to end with the real binary.
 
 HTML: rendered in headless Chromium (Debian `chromium`), asserting on the DOM it builds (finding
-codes, one busbw <svg> per measured transport with the link-rate line, the heat map's cells, the
-loss curve) and on a screenshot that is not blank (distinct colours and non-white pixels, counted
+codes, one busbw <svg> per measured transport with the link-rate line, the round-trip histogram of
+each measured link with its bars adding up to the pings, the heat map's cells, the loss curve) and
+on a screenshot that is not blank (distinct colours and non-white pixels, counted
 by decoding the PNG with zlib; a blank page is checked to fail the same test). Prometheus: a strict
 parser (prom_parser.py) and `promtool check metrics` when installed. Baselines (pair, node and
 cluster reports): exit codes and the regression named with both figures.
 
 Run: test_reports.py /path/to/fabcheck /path/to/source
 """
+import html.parser
 import json
 import os
 import shutil
@@ -83,6 +85,51 @@ def png_pixels(path):
                 nonwhite += 1
         prev = line
     return width, height, colours, nonwhite / float(width * height)
+
+
+class Histograms(html.parser.HTMLParser):
+    """The latency histograms in a DOM (reports/chart/svg_histogram.h): per <svg class="chart
+    histogram">, its label, data-samples, data-overflow, the data-count of each bar and the names of
+    its marks, in document order."""
+
+    def __init__(self, dom):
+        super().__init__()
+        self.found, self._cur = [], None
+        self.feed(dom)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "svg" and "histogram" in a.get("class", "").split():
+            self._cur = {"label": a.get("aria-label"), "samples": int(a["data-samples"]),
+                         "overflow": int(a["data-overflow"]), "bars": [], "marks": []}
+            self.found.append(self._cur)
+        elif self._cur is not None and tag == "rect" and a.get("class") == "bar":
+            self._cur["bars"].append(int(a["data-count"]))
+        elif self._cur is not None and tag == "line" and a.get("class") == "mark":
+            self._cur["marks"].append(a["data-name"])
+
+    def handle_endtag(self, tag):
+        if tag == "svg":
+            self._cur = None
+
+
+def check_link_histograms(test, dom, pair_doc):
+    """Every open link with a histogram is drawn, the chosen one first, its bars adding up to the
+    pings with the overflow; median and p99 marked."""
+    drawn = Histograms(dom).found
+    links = [l for l in pair_doc["pair"]["links"] if l["status"] == "open"]
+    test.assertTrue(links)
+    test.assertEqual(len(drawn), len(links))
+    test.assertTrue(drawn[0]["label"].endswith("(chosen)"), drawn[0]["label"])
+    chosen = next(l for l in links if l["chosen"])
+    h = drawn[0]
+    test.assertGreater(len(h["bars"]), 0)
+    test.assertTrue(all(c > 0 for c in h["bars"]))
+    test.assertEqual(sum(h["bars"]) + h["overflow"], chosen["pings"])
+    test.assertEqual(h["samples"], chosen["pings"])
+    test.assertEqual(sum(chosen["rtt_histogram"]["counts"]) + chosen["rtt_histogram"]["overflow"], chosen["pings"])
+    test.assertEqual(len(h["bars"]), sum(1 for c in chosen["rtt_histogram"]["counts"] if c > 0))
+    test.assertEqual([m.split()[0] for m in h["marks"]], ["median", "p99"])
 
 
 class Chromium:
@@ -182,6 +229,10 @@ class ReportTest(unittest.TestCase):
         self.assertIn('aria-label="loss per step"', dom)
         self.assertIn('aria-label="throughput per step"', dom)
         self.assertIn("NCCL_IB_HCA", dom)  # the profile's settings
+        check_link_histograms(self, dom, pair)
+        # The hand-written cluster fixture has no histograms: said so, and its medians listed.
+        self.assertIn("no latency samples in this report", dom)
+        self.assertIn('class="rtt-pairs"', dom)
         self.assertGreaterEqual(dom.count("<svg"), 3 + 1 + 1 + 2)
 
     def test_screenshot_is_not_blank(self):
@@ -246,6 +297,12 @@ class ReportTest(unittest.TestCase):
             self.assertIn('aria-label="busbw vs message size — %s"' % t["transport"], page)
         for f_ in doc["findings"]:
             self.assertIn(f_["code"], page)
+        for l in doc["pair"]["links"]:
+            if l["status"] == "open":
+                self.assertEqual(l["pings"], 100)
+        if self.chromium.reason:
+            self.skipTest("the page was written; the DOM checks need Chromium: " + self.chromium.reason)
+        check_link_histograms(self, self.chromium.dump_dom(html), doc)
 
     # --- Prometheus --------------------------------------------------------------------------
     def check_promtool(self, path):

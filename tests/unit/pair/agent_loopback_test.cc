@@ -162,6 +162,12 @@ TEST(TcpTest, LoopbackFiguresAreSelfConsistent) {
   EXPECT_LE(m.rtt.min_us, m.rtt.median_us);
   EXPECT_LE(m.rtt.median_us, m.rtt.p99_us);
   EXPECT_LE(m.rtt.p99_us, m.rtt.max_us);
+  // The histogram holds every sample, and its percentile buckets hold the exact percentiles.
+  EXPECT_EQ(m.rtt.histogram.total(), 200u);
+  int med = m.rtt.histogram.percentile_bucket(0.5);
+  EXPECT_LE(LatencyHistogram::lower_edge(med), m.rtt.median_us);
+  EXPECT_LT(m.rtt.median_us, LatencyHistogram::lower_edge(med + 1));
+  EXPECT_GT(m.rtt.histogram.count(LatencyHistogram::bucket_of(m.rtt.max_us)), 0u);
   EXPECT_GT(m.single_stream_gbit_s, 0);
   EXPECT_GT(m.multi_stream_gbit_s, 0);
   EXPECT_GT(m.single_stream_bytes, 0u);

@@ -103,6 +103,12 @@ TEST(RdmaRcOp, SendLatencyOverRoceV2WithTheProbesGidIndex) {
   ASSERT_TRUE(r.client["lat_us_median"].is_number());
   EXPECT_GE(r.client["lat_us_p99"].get<double>(), r.client["lat_us_median"].get<double>());
   EXPECT_TRUE(r.server["lat_us_median"].is_null());  // the client measures
+  // The controller's reading of these very documents: the histogram holds every timed iteration.
+  pair::RcPortPair p{"mlx5_0", "mlx5_1", 1, 1, 3, 3, "Ethernet", std::nullopt};
+  pair::RcPairResult row = pair::combine_rc(p, Json::array(), {r.client, r.server});
+  ASSERT_TRUE(row.lat_histogram) << row.reason;
+  EXPECT_EQ(row.lat_histogram->total(), static_cast<uint64_t>(pair::kRcSendLatIters));
+  EXPECT_TRUE(r.server["lat_histogram"].is_null());
 }
 
 TEST(RdmaRcOp, LidZeroIsDiagnosedOnBothSidesWithoutConnecting) {
@@ -376,6 +382,39 @@ TEST(RdmaRcPlan, RowsFindingsAndSection) {
   EXPECT_TRUE(section["pairs"][0]["bw_gbps"].is_null());
   EXPECT_EQ(section["pairs"][0]["lat_us_median"], 1.5);
   EXPECT_EQ(section["pairs"][0]["a"]["hca"], "mlx5_0");
+  EXPECT_TRUE(section["pairs"][0]["lat_histogram"].is_null());  // the agent sent none
+}
+
+TEST(RdmaRcPlan, SendLatencyHistogramCheckedAndCarried) {
+  RcPortPair p{"mlx5_0", "mlx5_1", 1, 1, -1, -1, "InfiniBand", 200.0};
+  Json ok_bw = {{"status", "ok"}, {"bw_gbps", 180.5}, {"diagnoses", Json::array()}};
+  LatencyHistogram h;
+  for (int i = 0; i < kRcSendLatIters; ++i) h.add(1.2 + (i % 7) * 0.1);
+  Json lat_client = {{"status", "ok"},
+                     {"lat_us_median", 1.5},
+                     {"lat_us_p99", 1.8},
+                     {"lat_histogram", to_json(h)},
+                     {"diagnoses", Json::array()}};
+  RcPairResult good = combine_rc(p, {ok_bw, ok_bw}, {lat_client, ok_bw});
+  EXPECT_EQ(good.status, "ok") << good.reason;
+  ASSERT_TRUE(good.lat_histogram);
+  EXPECT_EQ(good.lat_histogram->total(), static_cast<uint64_t>(kRcSendLatIters));
+  RdmaRcFacts rc;
+  rc.status = "ran";
+  rc.pairs = {good};
+  EXPECT_EQ(to_json(rc)["pairs"][0]["lat_histogram"], to_json(h));
+
+  // A hostile or broken agent: one sample short of the iterations asked for.
+  lat_client["lat_histogram"]["counts"][0] =
+      lat_client["lat_histogram"]["counts"][0].get<int>() - 1;
+  RcPairResult bad = combine_rc(p, {ok_bw, ok_bw}, {lat_client, ok_bw});
+  EXPECT_EQ(bad.status, "failed");
+  EXPECT_FALSE(bad.lat_histogram);
+  EXPECT_FALSE(bad.lat_us_median);
+  EXPECT_NE(bad.reason.find("send_lat A (client): lat_histogram.counts: the counts and overflow "
+                            "sum to 999, not the 1000"),
+            std::string::npos)
+      << bad.reason;
 }
 
 TEST(RdmaRcPlan, NoPortPairIsReportedUnavailable) {

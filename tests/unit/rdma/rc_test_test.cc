@@ -120,6 +120,14 @@ TEST(RcTest, SendLatencyOverRoceV2) {
   EXPECT_GT(*r.client.lat_us_median, 0.0);
   EXPECT_GE(*r.client.lat_us_p99, *r.client.lat_us_median);
   EXPECT_FALSE(r.server.lat_us_median);  // the client measures
+  // Every timed half round trip is in the histogram, the median in the bucket the histogram says.
+  ASSERT_TRUE(r.client.lat_histogram);
+  EXPECT_EQ(r.client.lat_histogram->total(), static_cast<uint64_t>(c.iters));
+  int med = r.client.lat_histogram->percentile_bucket(0.5);
+  EXPECT_LE(LatencyHistogram::lower_edge(med), *r.client.lat_us_median);
+  EXPECT_LT(*r.client.lat_us_median, LatencyHistogram::lower_edge(med + 1));
+  EXPECT_FALSE(r.server.lat_histogram);
+  EXPECT_EQ(to_json(r.client)["lat_histogram"], fabkit::to_json(*r.client.lat_histogram));
 }
 
 // The address vector NCCL would use: hop limit 255 (1 made routed RoCE v2 fail), and the job's

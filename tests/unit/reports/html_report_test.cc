@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/latency_histogram.h"
+
 namespace fabkit::reports::html {
 namespace {
 
@@ -101,6 +103,17 @@ TEST(PairSection, RdmaRcPairsWithBandwidthAgainstThePortRate) {
                    "<td class=\"num\">2.5 / 3.25</td>"),
             std::string::npos)
       << h;
+  EXPECT_NE(h.find("no RDMA send-latency samples in this report"), std::string::npos);
+  LatencyHistogram lat;
+  for (int i = 0; i < 1000; ++i) lat.add(2.0 + (i % 50) * 0.03);
+  doc["pair"]["rdma_rc"]["pairs"][0]["lat_histogram"] = to_json(lat);
+  h = pair_section(doc);
+  EXPECT_NE(h.find("aria-label=\"RDMA SEND latency, rail 10.0.3.0/24 (mlx5_0:1 → mlx5_4:1)\" "
+                   "data-samples=\"1000\""),
+            std::string::npos);
+  EXPECT_NE(h.find("data-name=\"median 2.5 µs\""), std::string::npos);
+  doc["pair"]["rdma_rc"]["pairs"][0]["lat_histogram"]["unit"] = "ns";
+  EXPECT_THROW(pair_section(doc), std::invalid_argument);
   doc["pair"]["rdma_rc"] = {{"status", "unavailable"}, {"reason", "no ACTIVE HCA port"}};
   EXPECT_NE(pair_section(doc).find("RDMA RC test: unavailable — no ACTIVE HCA port"),
             std::string::npos);
@@ -114,6 +127,83 @@ TEST(ClusterSection, HeatMapHasACellPerHostPair) {
   EXPECT_EQ(count(h, "node02 ↔ node04: 47.9 Gbit/s"), 1);
   EXPECT_EQ(count(h, "node04 ↔ node02: 47.9 Gbit/s"), 1);
   doc["cluster"]["matrix"]["pairs"][0]["b"] = "nodeX";
+  EXPECT_THROW(cluster_section(doc), std::invalid_argument);
+}
+
+// A pair document whose links carry histograms of the given samples (the second link chosen).
+Json pair_with_histograms(const std::vector<std::vector<double>>& per_link) {
+  Json links = Json::array();
+  for (size_t i = 0; i < per_link.size(); ++i) {
+    LatencyHistogram h;
+    for (double us : per_link[i]) h.add(us);
+    std::string n = std::to_string(i);
+    links.push_back({{"a", {{"ifname", "eth" + n}, {"addr", "10.0." + n + ".1"}}},
+                     {"b", {{"ifname", "eth" + n}, {"addr", "10.0." + n + ".2"}}},
+                     {"chosen", i == 1},
+                     {"status", "open"},
+                     {"rtt_median_us", per_link[i][0]},
+                     {"rtt_p99_us", per_link[i].back()},
+                     {"pings", per_link[i].size()},
+                     {"rtt_histogram", to_json(h)}});
+  }
+  return {{"findings", Json::array()}, {"pair", {{"links", links}}}};
+}
+
+TEST(PairSection, RoundTripHistogramPerLinkChosenFirstWithMedianAndP99) {
+  std::string h = pair_section(pair_with_histograms({{50, 60, 70, 900}, {20, 21, 22, 30, 35}}));
+  size_t chosen = h.find("aria-label=\"round trip eth1 10.0.1.1 → eth1 10.0.1.2 (chosen)\"");
+  size_t other = h.find("aria-label=\"round trip eth0 10.0.0.1 → eth0 10.0.0.2\"");
+  ASSERT_NE(chosen, std::string::npos);
+  ASSERT_NE(other, std::string::npos);
+  EXPECT_LT(chosen, other);
+  EXPECT_NE(h.find("data-samples=\"5\" data-overflow=\"0\""), std::string::npos);
+  EXPECT_NE(h.find("data-name=\"median 20 µs\""), std::string::npos);
+  EXPECT_NE(h.find("data-name=\"p99 35 µs\""), std::string::npos);
+  EXPECT_EQ(h.find("no latency samples"), std::string::npos);
+}
+
+TEST(PairSection, ReportWithoutHistogramsSaysSo) {
+  Json doc = pair_with_histograms({{50, 60}});
+  doc["pair"]["links"][0].erase("rtt_histogram");  // a report written before histograms existed
+  std::string h = pair_section(doc);
+  EXPECT_NE(h.find("no latency samples in this report"), std::string::npos);
+  EXPECT_EQ(count(h, "class=\"chart histogram\""), 0);
+}
+
+TEST(PairSection, HistogramThatDoesNotAddUpNamesTheField) {
+  Json doc = pair_with_histograms({{50, 60, 70}});
+  doc["pair"]["links"][0]["pings"] = 4;
+  try {
+    pair_section(doc);
+    FAIL() << "a histogram of 3 samples accepted for 4 pings";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "pair.links[0].rtt_histogram.counts: the counts and overflow sum to 3"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ClusterSection, ChosenLinksMergedIntoOneHistogramAndMediansListed) {
+  Json doc = load("reports/cluster-4-hosts.json");
+  std::string before = cluster_section(doc);  // hand-written before histograms: still renders
+  EXPECT_NE(before.find("no latency samples in this report"), std::string::npos);
+  EXPECT_NE(before.find("<table class=\"rtt-pairs\">"), std::string::npos);  // its rtt_us medians
+  Json& pairs = doc["cluster"]["matrix"]["pairs"];
+  uint64_t total = 0;
+  for (size_t i = 0; i < 2; ++i) {
+    LatencyHistogram h;
+    for (int k = 0; k < 10; ++k) h.add(8.0 + k * (i + 1));
+    total += h.total();
+    pairs[i]["rtt_histogram"] = to_json(h);
+  }
+  std::string after = cluster_section(doc);
+  EXPECT_EQ(count(after, "class=\"chart histogram\""), 1);
+  EXPECT_NE(after.find("round trip, chosen links of 2 pairs merged"), std::string::npos);
+  EXPECT_NE(after.find("data-samples=\"" + std::to_string(total) + "\""), std::string::npos);
+  EXPECT_NE(after.find("data-name=\"median in "), std::string::npos);
+  EXPECT_EQ(after.find("no latency samples"), std::string::npos);
+  pairs[0]["rtt_histogram"]["counts"][0] = -1;
   EXPECT_THROW(cluster_section(doc), std::invalid_argument);
 }
 

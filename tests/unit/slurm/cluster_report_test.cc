@@ -153,6 +153,22 @@ TEST(ClusterReport, ReTestsAreMatchedToTheirPair) {
   EXPECT_EQ(r.sections.at(0).facts["matrix"]["pairs"][1]["retested"], false);
 }
 
+TEST(ClusterReport, ChosenLinkRttHistogramPerPair) {
+  auto f = three_nodes();
+  LatencyHistogram h;
+  for (double us : {28.0, 30.0, 31.0, 95.0}) h.add(us);
+  f.pairs[1].facts.links[0].rtt_histogram = h;
+  f.pairs[2].facts.chosen_link.reset();
+  Report r = build_cluster_report(f, MatrixOptions{0.5});
+  const Json& pairs = r.sections.at(0).facts["matrix"]["pairs"];
+  EXPECT_TRUE(pairs.at(0).at("rtt_histogram").is_null());  // its agent sent none
+  EXPECT_EQ(pairs.at(1).at("rtt_histogram"), to_json(h));
+  EXPECT_EQ(
+      histogram_from_json(pairs.at(1).at("rtt_histogram"), "pairs[1].rtt_histogram", 4).total(),
+      4u);
+  EXPECT_TRUE(pairs.at(2).at("rtt_histogram").is_null());  // no link chosen
+}
+
 TEST(ClusterReport, FailedNodeCheckAndNcclVersionFromPairs) {
   auto f = three_nodes();
   f.nodes[1].ok = false;
