@@ -159,7 +159,7 @@ TEST(ClusterReport, ChosenLinkRttHistogramPerPair) {
   for (double us : {28.0, 30.0, 31.0, 95.0}) h.add(us);
   f.pairs[1].facts.links[0].rtt_histogram = h;
   f.pairs[2].facts.chosen_link.reset();
-  Report r = build_cluster_report(f, MatrixOptions{0.5});
+  Report r = reports::json::build_cluster_report(f, MatrixOptions{0.5});
   const Json& pairs = r.sections.at(0).facts["matrix"]["pairs"];
   EXPECT_TRUE(pairs.at(0).at("rtt_histogram").is_null());  // its agent sent none
   EXPECT_EQ(pairs.at(1).at("rtt_histogram"), to_json(h));
