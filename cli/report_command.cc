@@ -3,7 +3,10 @@
 // cluster run against a saved baseline (docs/reports.md).
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <iostream>
+#include <sstream>
 
 #include "cli/command.h"
 #include "common/errors.h"
@@ -81,16 +84,56 @@ int run_baseline(const ReportArgs& a) {
   return reports::render_report(r, a.json, std::cout);
 }
 
+// Without --html/--prom/--baseline: each saved report as the command that made it printed it
+// (the same text renderer), e.g. a pair report fetched from a node. Exit: the worst the findings
+// imply (0 or 1), as the command's own was. All inputs are parsed before anything is printed.
+int print_saved_reports(const std::vector<reports::InputDocument>& docs) {
+  std::vector<Report> parsed;
+  for (const auto& d : docs) {
+    if (d.kind == reports::InputKind::kProfile || d.kind == reports::InputKind::kMetrics)
+      throw UsageError(d.path + ": is a " + reports::to_string(d.kind) +
+                       "; text rendering reads saved reports (node, pair, cluster, topo, "
+                       "nccl-log, validate): give --html FILE for this one");
+    try {
+      parsed.push_back(reports::report_from_json(d.doc));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(d.path + ": " + e.what());
+    }
+  }
+  // Rendered in full before a byte is printed: a section of the wrong shape (a hand-edited
+  // file) is a usage error naming the file, not half a report.
+  const bool color = reports::color_enabled(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR"));
+  std::string text;
+  int code = kExitClean;
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    std::ostringstream one;
+    try {
+      reports::render_text(parsed[i], one, color);
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError(docs[i].path + ": a section does not have the documented shape " +
+                       "(docs/json/): " + e.what());
+    }
+    text += (i ? "\n" : "") + one.str();
+    code = std::max(code, exit_code_for(parsed[i].findings));
+  }
+  std::cout << text;
+  return code;
+}
+
 int run_report(const ReportArgs& a) {
   if (!a.baseline.empty()) {
     if (!a.html.empty() || !a.prom.empty())
       throw UsageError("--baseline is a judgement of its own: run --html/--prom in a second call");
     return run_baseline(a);
   }
-  if (a.html.empty() && a.prom.empty())
-    throw UsageError("nothing to do: give --html FILE, --prom FILE or --baseline OLD.json");
   std::vector<reports::InputDocument> docs;
   for (const auto& p : a.inputs) docs.push_back(reports::load_input(p));
+  if (a.html.empty() && a.prom.empty()) {
+    if (a.json)
+      throw UsageError("nothing to do: give --html FILE, --prom FILE or --baseline OLD.json "
+                       "(the saved --json document is already the JSON)");
+    return print_saved_reports(docs);
+  }
   // Render everything before writing anything, so a bad input leaves no file behind.
   std::string html, prom;
   if (!a.html.empty()) {
@@ -138,8 +181,9 @@ void register_report_command(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<ReportArgs>();
   auto* sub = app.add_subcommand("report",
                                  "Render saved JSON (node/pair/cluster reports, profiles, "
-                                 "metrics.jsonl) as HTML or Prometheus lines, or compare "
-                                 "a pair, node or cluster report with a baseline");
+                                 "metrics.jsonl) as HTML or Prometheus lines, print saved "
+                                 "reports as text (no flag), or compare a pair, node or "
+                                 "cluster report with a baseline");
   sub->add_option("inputs", a->inputs, "JSON documents; the kind is read from each document")
       ->required();
   sub->add_option("--html", a->html, "Write one self-contained HTML file (no network needed)");

@@ -113,8 +113,8 @@ class ClusterTest(unittest.TestCase):
                     self.assertFalse(p["retested"])
                     self.assertGreater(p["gbit_s"], 20 * slow["gbit_s"])
             # The HTML page of this real run: one histogram of the three chosen links merged.
-            with tempfile.TemporaryDirectory() as tmp:
-                src, page = os.path.join(tmp, "cluster.json"), os.path.join(tmp, "cluster.html")
+            with tempfile.TemporaryDirectory() as html_tmp:
+                src, page = os.path.join(html_tmp, "cluster.json"), os.path.join(html_tmp, "cluster.html")
                 with open(src, "w") as f:
                     json.dump(doc, f)
                 r = subprocess.run([FABCHECK, "report", "--html", page, src], capture_output=True, text=True,

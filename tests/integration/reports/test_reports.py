@@ -427,6 +427,46 @@ class ReportTest(unittest.TestCase):
         p = run("report", "--baseline", pair, cluster, check_rc=2)
         self.assertIn(pair + " is a pair report, " + cluster + " a cluster report", p.stderr)
 
+    # --- saved reports as text ------------------------------------------------------------
+    def test_saved_reports_print_as_text_with_aligned_tables(self):
+        pair = fixture("reports/pair-netns-veth.json")
+        cluster = fixture("reports/cluster-4-hosts.json")
+        with open(cluster) as f:
+            cluster_doc = json.load(f)
+        p = run("report", pair, cluster)
+        # Exit: the worst the saved findings imply, as the commands that wrote them exited.
+        self.assertEqual(p.returncode, cluster_doc["summary"]["exit_code"], p.stdout + p.stderr)
+        self.assertNotIn("\033", p.stdout)  # not a terminal: no color
+        lines = p.stdout.splitlines()
+        # The pair's links table: every figure ends in the column its header ends in.
+        head = next(i for i, l in enumerate(lines) if "rtt_p50_us" in l)
+        end = lines[head].index("rtt_p50_us") + len("rtt_p50_us")
+        rows = lines[head + 1:lines.index("", head)]
+        self.assertTrue(rows)
+        for r in rows:
+            self.assertRegex(r[:end], r"[0-9-]$", r)
+            self.assertEqual(r[end], " ", r)
+        self.assertIn("all-reduce transports", p.stdout)
+        # The cluster's nodes and matrix, and one line per finding with its fix.
+        self.assertRegex(p.stdout, r"\n  host +check +score_Gb/s +low/pairs +state\n")
+        for h in cluster_doc["cluster"]["hosts"]:
+            self.assertRegex(p.stdout, r"\n  %s +" % h)
+        for f in cluster_doc["findings"]:
+            line = next((l for l in lines if f["code"] in l and l.lstrip().startswith(f["severity"].upper())), None)
+            self.assertIsNotNone(line, f["code"])
+            if f["fix"]:
+                self.assertIn("; fix: " + f["fix"], line)
+        # A profile is not a report; a section of the wrong shape names the file; neither prints.
+        p = run("report", fixture("profile/cluster-ib.json"), check_rc=2)
+        self.assertIn("give --html FILE", p.stderr)
+        bad = self.path("bad-cluster.json")
+        cluster_doc["cluster"]["nodes"][0]["pairs_low"] = "three"
+        with open(bad, "w") as f:
+            json.dump(cluster_doc, f)
+        p = run("report", pair, bad, check_rc=2)
+        self.assertIn(bad, p.stderr)
+        self.assertEqual(p.stdout, "")
+
     # --- bad input ------------------------------------------------------------------------
     def test_bad_inputs_exit_2_naming_the_file_and_leave_no_output(self):
         junk = self.path("junk.txt")
@@ -451,7 +491,7 @@ class ReportTest(unittest.TestCase):
         self.assertIn(self.node_json, p.stderr)
         p = run("report", "--baseline", junk, junk, "--json", check_rc=2)
         self.assertEqual(json.loads(p.stdout)["error"]["exit_code"], 2)
-        run("report", self.node_json, check_rc=2)  # nothing asked for
+        run("report", "--json", self.node_json, check_rc=2)  # nothing asked for
         self.assertFalse(os.path.exists(self.path("p.prom")))
 
 
