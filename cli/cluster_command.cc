@@ -13,9 +13,9 @@
 #include "profile/local_host.h"
 #include "reports/baseline/cluster_baseline.h"
 #include "reports/input_document.h"
+#include "reports/json/cluster_json.h"
 #include "reports/json/profile_json.h"
 #include "reports/report_render.h"
-#include "reports/json/cluster_json.h"
 #include "slurm/cluster_profile.h"
 
 namespace fabkit::cli {
@@ -68,10 +68,9 @@ std::string judge_against_baseline(const ClusterArgs& a, const Json& old_doc, Re
   namespace bl = reports::baseline;
   auto res = bl::compare_cluster_baseline(old_doc, reports::report_to_json(r), a.baseline_opts);
   r.findings.insert(r.findings.end(), res.findings.begin(), res.findings.end());
-  r.sections.push_back(
-      {"cluster_baseline", bl::cluster_baseline_to_json(res, a.baseline_opts, a.baseline,
-                                                        a.json_out.empty() ? "(this run)"
-                                                                           : a.json_out)});
+  r.sections.push_back({"cluster_baseline", bl::cluster_baseline_to_json(
+                                                res, a.baseline_opts, a.baseline,
+                                                a.json_out.empty() ? "(this run)" : a.json_out)});
   return bl::cluster_baseline_table_text(res, a.baseline_opts);
 }
 
@@ -108,8 +107,9 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.plan = slurm::pair_plan_from_string(a.pairs);
   o.max_parallel = a.max_parallel;
   if (a.plan_only && !a.baseline.empty())
-    throw UsageError("--baseline compares a run with a saved one; --plan-only runs nothing: "
-                     "give one of them");
+    throw UsageError(
+        "--baseline compares a run with a saved one; --plan-only runs nothing: "
+        "give one of them");
   Json baseline_doc = a.baseline.empty() ? Json() : load_cluster_baseline(a.baseline);
   if (a.plan_only) {
     Report r = reports::json::build_plan_report(o.hosts, o.plan, o.max_parallel, a.per_pair_s);
@@ -233,9 +233,10 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
                 "Print the schedule and its estimated time; launch nothing");
   sub->add_option("--per-pair-s", a->per_pair_s, "With --plan-only: seconds one pair run takes")
       ->check(CLI::Range(0.01, 3600.0));
-  auto* baseline = sub->add_option("--baseline", a->baseline,
-                  "Compare the run with this saved fabcheck cluster --json report (a "
-                  "regression fails; docs/reports.md)");
+  auto* baseline =
+      sub->add_option("--baseline", a->baseline,
+                      "Compare the run with this saved fabcheck cluster --json report (a "
+                      "regression fails; docs/reports.md)");
   sub->add_option("--regression-pct", a->baseline_opts.regression_pct,
                   "With --baseline: fail when a pair's bandwidth falls more than this many "
                   "percent below the baseline (default 10)")

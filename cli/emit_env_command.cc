@@ -7,10 +7,10 @@
 #include "probes/node_probe.h"
 #include "profile/atomic_write.h"
 #include "profile/builder.h"
-#include "reports/env/emitter.h"
 #include "profile/local_host.h"
 #include "profile/profile_reader.h"
 #include "profile/value_rules.h"
+#include "reports/env/emitter.h"
 
 namespace fabkit::cli {
 namespace {
@@ -77,7 +77,8 @@ void register_emit_env_command(CLI::App& app, int* exit_code) {
   sub->add_option("--profile", args->profile, "cluster.json; without it, probe this node "
                                               "(every choice unmeasured)");
   sub->add_option("--host", args->host, "Resolve for this host (default: this host's name)");
-  sub->add_option("--format", args->format, std::string("Output format: ") + reports::env::kFormatList());
+  sub->add_option("--format", args->format,
+                  std::string("Output format: ") + reports::env::kFormatList());
   sub->add_option("--out", args->out, "Write here (temp file + rename) instead of stdout");
   sub->add_option("--sysroot", args->sysroot, "Without --profile: probe a fixture tree instead of /");
   sub->callback([args, exit_code] {

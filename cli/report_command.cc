@@ -130,8 +130,9 @@ int run_report(const ReportArgs& a) {
   for (const auto& p : a.inputs) docs.push_back(reports::load_input(p));
   if (a.html.empty() && a.prom.empty()) {
     if (a.json)
-      throw UsageError("nothing to do: give --html FILE, --prom FILE or --baseline OLD.json "
-                       "(the saved --json document is already the JSON)");
+      throw UsageError(
+          "nothing to do: give --html FILE, --prom FILE or --baseline OLD.json "
+          "(the saved --json document is already the JSON)");
     return print_saved_reports(docs);
   }
   // Render everything before writing anything, so a bad input leaves no file behind.

@@ -48,40 +48,47 @@ void fold_findings(const std::vector<std::pair<std::string, const std::vector<Fi
   }
 }
 
-
 // The search's verdict: the named link (fail), a link that did not show again (warn), or a clean
 // group test of every candidate (info).
 void search_findings(const ClusterFacts& f, std::vector<Finding>& out) {
   const SearchFacts& s = f.search;
   if (!s.ran) return;
   char figures[256];
-  std::snprintf(figures, sizeof figures,
-                "%d rounds, %d group tests (bound %d; a full pair schedule over the %zu nodes: %d rounds); "
-                "a group is slow below %.3g Gbit/s",
-                s.result.rounds, s.result.group_tests, s.rounds_bound, s.candidates.size(),
-                s.full_schedule_rounds, s.threshold_gbit_s.value_or(0));
+  std::snprintf(
+      figures, sizeof figures,
+      "%d rounds, %d group tests (bound %d; a full pair schedule over the %zu nodes: %d rounds); "
+      "a group is slow below %.3g Gbit/s",
+      s.result.rounds, s.result.group_tests, s.rounds_bound, s.candidates.size(),
+      s.full_schedule_rounds, s.threshold_gbit_s.value_or(0));
   if (s.result.outcome == "found") {
     const NodePair& l = *s.result.link;
     const std::string a = f.hosts[static_cast<size_t>(l.a)], b = f.hosts[static_cast<size_t>(l.b)];
     std::string last;
     if (!s.rounds.empty() && !s.rounds.back().empty()) {
       const auto& g = s.rounds.back().front();
-      last = g.min_busbw_gbps ? "; the pair alone: ring all-reduce busbw " + std::to_string(*g.min_busbw_gbps * 8) + " Gbit/s"
+      last = g.min_busbw_gbps ? "; the pair alone: ring all-reduce busbw " +
+                                    std::to_string(*g.min_busbw_gbps * 8) + " Gbit/s"
                               : "; the pair alone: " + g.error;
     }
     out.push_back(fail("cluster.link_search_found", link_name(f, l),
-                       "group testing (ring all-reduces of node groups) named the bad link: " + std::string(figures) + last,
+                       "group testing (ring all-reduces of node groups) named the bad link: " +
+                           std::string(figures) + last,
                        "check the cable, transceiver and switch ports between " + a + " and " + b +
-                           " (`fabcheck pair " + a + " " + b + "` shows the interface pairs); drain one of them "
+                           " (`fabcheck pair " + a + " " + b +
+                           "` shows the interface pairs); drain one of them "
                            "until it is fixed"));
   } else if (s.result.outcome == "not_reproduced") {
-    out.push_back(warn("cluster.link_search_not_reproduced", "search",
-                       "the groups narrowed to a pair whose own test was fast: a flaky link, or load that "
-                       "came and went: " + std::string(figures),
-                       "re-run fabcheck cluster --search; watch the port counters of the nodes the rounds named"));
+    out.push_back(warn(
+        "cluster.link_search_not_reproduced", "search",
+        "the groups narrowed to a pair whose own test was fast: a flaky link, or load that "
+        "came and went: " +
+            std::string(figures),
+        "re-run fabcheck cluster --search; watch the port counters of the nodes the rounds named"));
   } else {
-    out.push_back(info("cluster.link_search_clean", "search",
-                       "the all-reduce across every searched node was not slow in any ring order: " + std::string(figures)));
+    out.push_back(
+        info("cluster.link_search_clean", "search",
+             "the all-reduce across every searched node was not slow in any ring order: " +
+                 std::string(figures)));
   }
 }
 
@@ -198,7 +205,8 @@ ClusterJudgement judge_cluster(const ClusterFacts& f, const MatrixOptions& mo) {
   j.measurements = matrix_measurements(f);
   std::vector<std::vector<Finding>> per_pair;
   per_pair.reserve(f.pairs.size());
-  for (const auto& p : f.pairs) per_pair.push_back(pair::pair_findings(p.facts, pair::compute_verdict(p.facts)));
+  for (const auto& p : f.pairs)
+    per_pair.push_back(pair::pair_findings(p.facts, pair::compute_verdict(p.facts)));
   std::vector<std::pair<std::string, const std::vector<Finding>*>> pair_findings;
   for (size_t i = 0; i < f.pairs.size(); ++i)
     pair_findings.push_back({link_name(f, {f.pairs[i].a, f.pairs[i].b}), &per_pair[i]});

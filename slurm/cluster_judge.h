@@ -33,7 +33,7 @@ struct ClusterJudgement {
   // Node checks that failed, the nodes' and pairs' own warn/fail findings grouped by code, the
   // matrix's, the drift's and the bad-link search's.
   std::vector<Finding> findings;
-  std::vector<Report> node_reports;  // per node in host order; empty where the check failed
+  std::vector<Report> node_reports;   // per node in host order; empty where the check failed
   std::vector<NodeDriftFacts> drift;  // the nodes whose report came back
   std::vector<PairMeasurement> measurements;  // per pair run, in run order
   MatrixVerdict matrix;

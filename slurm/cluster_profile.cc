@@ -17,11 +17,11 @@ profile::Profile cluster_profile(const ClusterFacts& f, const std::string& creat
     inputs.push_back({rep, "fabcheck node on " + n.host, false});
   }
   for (const auto& p : f.pairs)
-    inputs.push_back({reports::json::build_pair_report(p.facts), "fabcheck pair " + f.hosts[p.a] + " " + f.hosts[p.b], false});
+    inputs.push_back({reports::json::build_pair_report(p.facts),
+                      "fabcheck pair " + f.hosts[p.a] + " " + f.hosts[p.b], false});
   profile::BuildOptions o;
   o.created_on = created_on;
   return profile::build_profile(inputs, o);
 }
-
 
 }  // namespace fabkit::slurm

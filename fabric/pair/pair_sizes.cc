@@ -19,7 +19,8 @@ std::vector<uint64_t> parse_sizes(const std::string& text) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find(',', start);
-    std::string item = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string item =
+        text.substr(start, end == std::string::npos ? std::string::npos : end - start);
     uint64_t mult = 1;
     std::string digits = item;
     if (!item.empty()) {

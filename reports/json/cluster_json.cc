@@ -20,11 +20,15 @@ Json search_json(const ClusterFacts& f) {
     for (const auto& g : s.rounds[r]) {
       Json hosts = Json::array();
       for (int n : g.nodes) hosts.push_back(f.hosts[static_cast<size_t>(n)]);
-      groups.push_back({{"hosts", hosts}, {"positive", g.positive}, {"rings", g.rings},
+      groups.push_back({{"hosts", hosts},
+                        {"positive", g.positive},
+                        {"rings", g.rings},
                         {"min_busbw_gbps", opt(g.min_busbw_gbps)},
-                        {"error", g.error.empty() ? Json() : Json(g.error)}, {"elapsed_ms", g.elapsed_ms}});
+                        {"error", g.error.empty() ? Json() : Json(g.error)},
+                        {"elapsed_ms", g.elapsed_ms}});
     }
-    rounds.push_back({{"groups", groups}, {"elapsed_ms", r < s.round_ms.size() ? s.round_ms[r] : 0.0}});
+    rounds.push_back(
+        {{"groups", groups}, {"elapsed_ms", r < s.round_ms.size() ? s.round_ms[r] : 0.0}});
   }
   Json cands = Json::array();
   for (int n : s.candidates) cands.push_back(f.hosts[static_cast<size_t>(n)]);
@@ -137,8 +141,8 @@ Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOpt
   return r;
 }
 
-Report build_plan_report(const std::vector<std::string>& hosts, slurm::PairPlan plan, int max_parallel,
-                         double per_pair_s) {
+Report build_plan_report(const std::vector<std::string>& hosts, slurm::PairPlan plan,
+                         int max_parallel, double per_pair_s) {
   Report r;
   r.kind = "cluster";
   r.generated_at = utc_now_rfc3339();

@@ -18,20 +18,31 @@ Json opt(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(); }
 }  // namespace
 
 Json to_json(const Candidate& c) {
-  return {{"ifname", c.ifname}, {"addr", c.addr}, {"prefix_len", c.prefix_len}, {"mtu", opt(c.mtu)},
-          {"speed_mbps", opt(c.speed_mbps)}, {"kind", c.kind}};
+  return {{"ifname", c.ifname},
+          {"addr", c.addr},
+          {"prefix_len", c.prefix_len},
+          {"mtu", opt(c.mtu)},
+          {"speed_mbps", opt(c.speed_mbps)},
+          {"kind", c.kind}};
 }
 
 Json to_json(const AgentFacts& a) {
   Json cands = Json::array();
   for (const auto& c : a.candidates) cands.push_back(to_json(c));
-  return {{"host", a.host}, {"hostname", a.hello.value("hostname", "")},
-          {"agent_version", a.hello.value("version", "")}, {"interfaces_source", a.interfaces_source},
-          {"candidates", cands}, {"transports", a.transports}, {"node_report", a.report}};
+  return {{"host", a.host},
+          {"hostname", a.hello.value("hostname", "")},
+          {"agent_version", a.hello.value("version", "")},
+          {"interfaces_source", a.interfaces_source},
+          {"candidates", cands},
+          {"transports", a.transports},
+          {"node_report", a.report}};
 }
 
 Json to_json(const LinkResult& l, bool chosen) {
-  Json j = {{"a", to_json(l.a)}, {"b", to_json(l.b)}, {"chosen", chosen}, {"status", l.status},
+  Json j = {{"a", to_json(l.a)},
+            {"b", to_json(l.b)},
+            {"chosen", chosen},
+            {"status", l.status},
             {"error", l.error.empty() ? Json() : Json(l.error)}};
   bool open = l.status == "open";
   j["connect_time_us"] = open ? Json(l.connect_time_us) : Json();
@@ -49,17 +60,24 @@ Json to_json(const LinkResult& l, bool chosen) {
 
 Json to_json(const PortCheck& p) {
   if (!p.ran) return nullptr;
-  return {{"port", p.port}, {"listen_addr", p.listen_addr}, {"from_addr", p.from_addr},
-          {"listen_status", p.listen_status}, {"status", p.status.empty() ? Json() : Json(p.status)},
-          {"connect_time_us", opt(p.connect_time_us)}, {"timeout_ms", p.timeout_ms},
+  return {{"port", p.port},
+          {"listen_addr", p.listen_addr},
+          {"from_addr", p.from_addr},
+          {"listen_status", p.listen_status},
+          {"status", p.status.empty() ? Json() : Json(p.status)},
+          {"connect_time_us", opt(p.connect_time_us)},
+          {"timeout_ms", p.timeout_ms},
           {"error", p.error.empty() ? Json() : Json(p.error)}};
 }
 
 Json to_json(const TransportResult& t, const RankedTransport* r) {
   Json sizes = Json::array();
   for (const auto& s : t.sizes)
-    sizes.push_back({{"bytes", s.bytes}, {"time_us", s.time_us}, {"algbw_gbps", s.algbw_gbps},
-                     {"busbw_gbps", s.busbw_gbps}, {"correct", s.correct}});
+    sizes.push_back({{"bytes", s.bytes},
+                     {"time_us", s.time_us},
+                     {"algbw_gbps", s.algbw_gbps},
+                     {"busbw_gbps", s.busbw_gbps},
+                     {"correct", s.correct}});
   Json j = {{"transport", t.transport}, {"status", t.status}, {"reason", t.reason}};
   if (r) {
     j["peak_busbw_gbps"] = r->peak_busbw_gbps;
@@ -74,7 +92,6 @@ Json to_json(const TransportResult& t, const RankedTransport* r) {
   return j;
 }
 
-
 Report build_pair_report(const PairFacts& f) {
   Verdict v = compute_verdict(f);
   Report r;
@@ -86,11 +103,15 @@ Report build_pair_report(const PairFacts& f) {
 
   Json steps = Json::array();
   for (const auto& s : f.steps)
-    steps.push_back({{"step", s.step}, {"host", s.host.empty() ? Json() : Json(s.host)},
-                     {"status", s.status}, {"code", s.code.empty() ? Json() : Json(s.code)},
-                     {"error", s.error.empty() ? Json() : Json(s.error)}, {"elapsed_ms", s.elapsed_ms}});
+    steps.push_back({{"step", s.step},
+                     {"host", s.host.empty() ? Json() : Json(s.host)},
+                     {"status", s.status},
+                     {"code", s.code.empty() ? Json() : Json(s.code)},
+                     {"error", s.error.empty() ? Json() : Json(s.error)},
+                     {"elapsed_ms", s.elapsed_ms}});
   Json links = Json::array();
-  for (size_t i = 0; i < f.links.size(); ++i) links.push_back(to_json(f.links[i], v.link && *v.link == i));
+  for (size_t i = 0; i < f.links.size(); ++i)
+    links.push_back(to_json(f.links[i], v.link && *v.link == i));
   Json transports = Json::array();
   Json ranking = Json::array();
   for (const auto& rt : v.ranking) {
@@ -98,9 +119,13 @@ Report build_pair_report(const PairFacts& f) {
     for (const auto& t : f.transports)
       if (t.transport == rt.transport) transports.push_back(to_json(t, &rt));
   }
-  Json rec = {{"interface_a", nullptr}, {"interface_b", nullptr}, {"addr_a", nullptr},
-              {"addr_b", nullptr}, {"transport", v.transport ? Json(*v.transport) : Json()},
-              {"env", Json::object()}, {"reason", v.reason}};
+  Json rec = {{"interface_a", nullptr},
+              {"interface_b", nullptr},
+              {"addr_a", nullptr},
+              {"addr_b", nullptr},
+              {"transport", v.transport ? Json(*v.transport) : Json()},
+              {"env", Json::object()},
+              {"reason", v.reason}};
   if (v.link) {
     const auto& l = f.links[*v.link];
     rec["interface_a"] = l.a.ifname;
@@ -108,10 +133,16 @@ Report build_pair_report(const PairFacts& f) {
     rec["addr_a"] = l.a.addr;
     rec["addr_b"] = l.b.addr;
     // Interface names are per host; the env block is per host too (profile/ turns it into files).
-    rec["env"] = {{f.host_a, {{"NCCL_SOCKET_IFNAME", "=" + l.a.ifname}, {"GLOO_SOCKET_IFNAME", l.a.ifname},
-                              {"MASTER_ADDR", l.a.addr}, {"MASTER_PORT", std::to_string(f.rendezvous_port)}}},
-                  {f.host_b, {{"NCCL_SOCKET_IFNAME", "=" + l.b.ifname}, {"GLOO_SOCKET_IFNAME", l.b.ifname},
-                              {"MASTER_ADDR", l.a.addr}, {"MASTER_PORT", std::to_string(f.rendezvous_port)}}}};
+    rec["env"] = {{f.host_a,
+                   {{"NCCL_SOCKET_IFNAME", "=" + l.a.ifname},
+                    {"GLOO_SOCKET_IFNAME", l.a.ifname},
+                    {"MASTER_ADDR", l.a.addr},
+                    {"MASTER_PORT", std::to_string(f.rendezvous_port)}}},
+                  {f.host_b,
+                   {{"NCCL_SOCKET_IFNAME", "=" + l.b.ifname},
+                    {"GLOO_SOCKET_IFNAME", l.b.ifname},
+                    {"MASTER_ADDR", l.a.addr},
+                    {"MASTER_PORT", std::to_string(f.rendezvous_port)}}}};
   }
   Json section = {{"pair_version", kPairSectionVersion},
                   {"hosts", {{"a", f.host_a}, {"b", f.host_b}}},

@@ -1,6 +1,6 @@
-// The pair report: `fabcheck pair`'s facts and verdict as a Report{kind "pair"} (docs/json/pair.md).
-// The JSON of one agent, link or transport is shared by the 2-host "pair" section and the N-host
-// "pair_group" section, so each reads the same in both.
+// The pair report: `fabcheck pair`'s facts and verdict as a Report{kind "pair"}
+// (docs/json/pair.md). The JSON of one agent, link or transport is shared by the 2-host "pair"
+// section and the N-host "pair_group" section, so each reads the same in both.
 #pragma once
 
 #include "common/json.h"

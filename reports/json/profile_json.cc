@@ -33,12 +33,12 @@ Json node_json(const NodeEntry& n) {
   j["interface"] = opt(n.interface);
   Json hcas = Json::array();
   for (const auto& h : n.hcas) {
-    hcas.push_back({{"device", h.device},
-                    {"port", h.port},
-                    {"link_layer", h.link_layer},
-                    {"rate_gbps", h.rate_gbps ? Json(*h.rate_gbps) : Json(nullptr)},
-                    {"roce_v2_gid_index",
-                     h.roce_v2_gid_index ? Json(*h.roce_v2_gid_index) : Json(nullptr)}});
+    hcas.push_back(
+        {{"device", h.device},
+         {"port", h.port},
+         {"link_layer", h.link_layer},
+         {"rate_gbps", h.rate_gbps ? Json(*h.rate_gbps) : Json(nullptr)},
+         {"roce_v2_gid_index", h.roce_v2_gid_index ? Json(*h.roce_v2_gid_index) : Json(nullptr)}});
   }
   j["hcas"] = hcas;
   j["gpu_count"] = n.gpu_count;

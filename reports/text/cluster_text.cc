@@ -14,7 +14,10 @@ std::string seconds(const Json& ms) {
 
 void render_nodes(const Json& s, std::ostream& out, const Style& style) {
   out << "nodes\n";
-  Table t({{"host"}, {"check"}, {"score_Gb/s", Align::kRight}, {"low/pairs", Align::kRight},
+  Table t({{"host"},
+           {"check"},
+           {"score_Gb/s", Align::kRight},
+           {"low/pairs", Align::kRight},
            {"state"}});
   for (const auto& n : s["nodes"]) {
     const std::string check = str(n["check"]);
@@ -50,7 +53,7 @@ void render_matrix(const Json& s, std::ostream& out, const Style& style) {
           continue;
         }
         const Json& p = *it->second;
-        row.push_back(!p["ok"].get<bool>()  ? style.bad("FAILED")
+        row.push_back(!p["ok"].get<bool>()   ? style.bad("FAILED")
                       : p["state"] == "slow" ? style.bad(fixed(p["gbit_s"], 2) + " !")
                                              : fixed(p["gbit_s"], 2));
       }
@@ -87,9 +90,8 @@ void render_search(const Json& se, std::ostream& out, const Style& style) {
     for (const auto& g : rd["groups"]) {
       std::string hs;
       for (const auto& h : g["hosts"]) hs += (hs.empty() ? "" : ",") + str(h);
-      const Json bits = g["min_busbw_gbps"].is_number()
-                            ? Json(g["min_busbw_gbps"].get<double>() * 8)
-                            : Json();
+      const Json bits =
+          g["min_busbw_gbps"].is_number() ? Json(g["min_busbw_gbps"].get<double>() * 8) : Json();
       t.add_row({std::to_string(k), "{" + hs + "}",
                  g["positive"].get<bool>() ? style.bad("SLOW") : "ok", fixed(bits, 2)});
     }
@@ -128,7 +130,8 @@ void render_plan_section(const Json& p, std::ostream& out) {
       break;
     }
     std::string pairs, idle;
-    for (const auto& pr : rd["pairs"]) pairs += (pairs.empty() ? "" : " ") + str(pr[0]) + "<->" + str(pr[1]);
+    for (const auto& pr : rd["pairs"])
+      pairs += (pairs.empty() ? "" : " ") + str(pr[0]) + "<->" + str(pr[1]);
     for (const auto& h : rd["idle"]) idle += (idle.empty() ? "" : " ") + str(h);
     t.add_row({std::to_string(shown), pairs, idle});
   }

@@ -28,16 +28,17 @@ std::string render_job_list(const Json& jobs) {
   Table t({{"JOB"}, {"STATE"}, {"PID", Align::kRight}, {"OUTPUT"}, {"STATUS"}});
   bool stale = false;
   for (const Json& j : jobs) {
-    t.add_row({j.value("job", ""), j.value("state", ""), std::to_string(j.value("pid", 0L)),
-               j.value("output_dir", ""),
-               j.contains("status") && j["status"].is_object() ? control_status_line(j["status"])
-                                                               : ""});
+    t.add_row(
+        {j.value("job", ""), j.value("state", ""), std::to_string(j.value("pid", 0L)),
+         j.value("output_dir", ""),
+         j.contains("status") && j["status"].is_object() ? control_status_line(j["status"]) : ""});
     stale = stale || j.value("state", "") == "stale";
   }
   std::ostringstream out;
   t.render(out, "");
   if (stale)
-    out << "stale endpoints belong to jobs that are gone: `fabtrain control cleanup` removes them\n";
+    out << "stale endpoints belong to jobs that are gone: `fabtrain control cleanup` removes "
+           "them\n";
   return out.str();
 }
 

@@ -26,8 +26,8 @@ void render_findings(const std::vector<Finding>& findings, std::ostream& out,
       const std::string label = sev == Severity::kFail   ? style.bad("FAIL")
                                 : sev == Severity::kWarn ? style.warn("WARN")
                                                          : style.note("INFO");
-      t.add_row({label, f.code,
-                 f.subject + ": " + f.message + (f.fix.empty() ? "" : "; fix: " + f.fix)});
+      t.add_row(
+          {label, f.code, f.subject + ": " + f.message + (f.fix.empty() ? "" : "; fix: " + f.fix)});
     }
   if (t.empty()) {
     out << "\nno findings\n";

@@ -26,8 +26,12 @@ void render_rdma_rc(const Json& rc, std::ostream& out, const Style& style) {
     return;
   }
   out << "\nRDMA RC point-to-point (write_bw 64 KiB, send_lat 2 B; Gbit/s = 1e9 bit/s)\n";
-  Table t({{"ports (A <-> B)"}, {"status"}, {"bw_Gb/s", Align::kRight},
-           {"lat_p50_us", Align::kRight}, {"lat_p99_us", Align::kRight}, {"mtu", Align::kRight}});
+  Table t({{"ports (A <-> B)"},
+           {"status"},
+           {"bw_Gb/s", Align::kRight},
+           {"lat_p50_us", Align::kRight},
+           {"lat_p99_us", Align::kRight},
+           {"mtu", Align::kRight}});
   for (const auto& p : rc["pairs"]) {
     const std::string status = str(p["status"]);
     t.add_row({port_pair(p), status == "ok" ? status : style.bad(status), fixed(p["bw_gbps"], 2),
@@ -42,8 +46,11 @@ void render_rdma_rc(const Json& rc, std::ostream& out, const Style& style) {
 void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
   out << "pair " << str(s["hosts"]["a"]) << " <-> " << str(s["hosts"]["b"])
       << " (launcher: " << s.value("launcher", "") << ")\n\nlinks (A -> B; * chosen)\n";
-  Table links({{"interfaces"}, {"status"}, {"rtt_p50_us", Align::kRight},
-               {"rtt_p99_us", Align::kRight}, {"1stream_Gb/s", Align::kRight},
+  Table links({{"interfaces"},
+               {"status"},
+               {"rtt_p50_us", Align::kRight},
+               {"rtt_p99_us", Align::kRight},
+               {"1stream_Gb/s", Align::kRight},
                {"Nstream_Gb/s", Align::kRight}});
   for (const auto& l : s["links"]) {
     const std::string status = str(l["status"]);
@@ -60,8 +67,11 @@ void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
 
   if (!s["transports"].empty()) {
     out << "\nall-reduce transports (ranked by peak busbw; GB/s = 1e9 B/s)\n";
-    Table t({{"transport"}, {"status"}, {"peak_busbw_GB/s", Align::kRight},
-             {"at_bytes", Align::kRight}, {"link_fraction", Align::kRight},
+    Table t({{"transport"},
+             {"status"},
+             {"peak_busbw_GB/s", Align::kRight},
+             {"at_bytes", Align::kRight},
+             {"link_fraction", Align::kRight},
              {"vs_raw", Align::kRight}});
     for (const auto& tr : s["transports"]) {
       const std::string status = str(tr["status"]);
@@ -83,8 +93,8 @@ void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
 void render_pair_group_section(const Json& s, std::ostream& out, const Style& style) {
   out << "pair group of " << s["hosts"].size() << " hosts (launcher: " << s.value("launcher", "")
       << ")\n\nneighbour links (chosen interface pairs)\n";
-  Table links({{"from"}, {"to"}, {"via"}, {"rtt_p50_us", Align::kRight},
-               {"1stream_Gb/s", Align::kRight}});
+  Table links(
+      {{"from"}, {"to"}, {"via"}, {"rtt_p50_us", Align::kRight}, {"1stream_Gb/s", Align::kRight}});
   for (const auto& p : s["probed_pairs"])
     for (const auto& l : p["links"])
       if (l.value("chosen", false))
@@ -95,14 +105,19 @@ void render_pair_group_section(const Json& s, std::ostream& out, const Style& st
     std::string order;
     for (const auto& h : ring["order"]) order += (order.empty() ? "" : " -> ") + str(h);
     out << "\nring " << order << " (busbw = algbw * 2(n-1)/n; GB/s = 1e9 B/s)\n";
-    Table t({{"transport"}, {"status"}, {"peak_busbw_GB/s", Align::kRight},
-             {"at_bytes", Align::kRight}, {"results"}});
+    Table t({{"transport"},
+             {"status"},
+             {"peak_busbw_GB/s", Align::kRight},
+             {"at_bytes", Align::kRight},
+             {"results"}});
     for (const auto& tr : ring["transports"]) {
       const bool ok = tr["status"] == "ok";
       const bool exact = tr.value("all_correct", false);
       t.add_row({str(tr["transport"]), ok ? "ok" : style.warn(str(tr["status"])),
                  fixed(tr["peak_busbw_gbps"], 3), tr["peak_bytes"].dump(),
-                 !ok ? "-" : exact ? "exact" : style.bad("WRONG")});
+                 !ok     ? "-"
+                 : exact ? "exact"
+                         : style.bad("WRONG")});
     }
     t.render(out);
   }

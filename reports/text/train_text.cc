@@ -9,9 +9,10 @@ std::string format_step_line(const Json& m) {
   std::snprintf(buf, sizeof(buf),
                 "step %lld/%lld  loss %.5f  lr %.3e  grad_norm %.4f  tokens/s %.0f  step %.1f ms  "
                 "state/rank %.2f MiB  rss %.0f MiB",
-                m["step"].get<long long>(), m["total_steps"].get<long long>(), m["loss"].get<double>(),
-                m["lr"].get<double>(), m["grad_norm"].get<double>(), m["tokens_per_s"].get<double>(),
-                m["step_time_ms"].get<double>(), m["state_bytes_per_rank"].get<double>() / (1 << 20),
+                m["step"].get<long long>(), m["total_steps"].get<long long>(),
+                m["loss"].get<double>(), m["lr"].get<double>(), m["grad_norm"].get<double>(),
+                m["tokens_per_s"].get<double>(), m["step_time_ms"].get<double>(),
+                m["state_bytes_per_rank"].get<double>() / (1 << 20),
                 m["max_rss_bytes"].get<double>() / (1 << 20));
   return buf;
 }

@@ -147,7 +147,8 @@ ControlOutcome do_job(const ControlArgs& a, const Environment& env) {
   }
   if (a.json) return o;
   if (a.command == "status")
-    o.out = r.job + ": " + reports::text::control_status_line(reply.value("status", Json::object())) + "\n";
+    o.out = r.job + ": " +
+            reports::text::control_status_line(reply.value("status", Json::object())) + "\n";
   else
     o.out = r.job + ": " + a.command + " requested: " + reply.value("note", std::string()) + "\n";
   return o;

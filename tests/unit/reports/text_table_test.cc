@@ -82,7 +82,9 @@ TEST(TextTable, PairReportTablesAreAligned) {
 }
 
 TEST(TextTable, OneLinePerFindingWithItsFixWorstFirst) {
-  Report r{"node", "h", "t",
+  Report r{"node",
+           "h",
+           "t",
            {info("y.info", "s3", "m3"), warn("w.code", "s2", "m2", "f2"),
             fail("x.failure", "s1", "m1", "f1")},
            {}};
@@ -100,11 +102,23 @@ TEST(TextTable, OneLinePerFindingWithItsFixWorstFirst) {
 }
 
 TEST(TextTable, ControlJobListIsAlignedAndHintsAtStaleEndpoints) {
-  Json jobs = Json::array(
-      {{{"job", "run-long-name"}, {"state", "running"}, {"pid", 4242}, {"output_dir", "/o/1"},
-        {"status", {{"step", 3}, {"total_steps", 10}, {"loss", 1.0}, {"tokens_per_s", 3000.0},
-                    {"eta", "12s"}, {"phase", "training"}, {"pending", "none"}}}},
-       {{"job", "r2"}, {"state", "stale"}, {"pid", 7}, {"output_dir", "/o/2"}, {"status", nullptr}}});
+  Json jobs = Json::array({{{"job", "run-long-name"},
+                            {"state", "running"},
+                            {"pid", 4242},
+                            {"output_dir", "/o/1"},
+                            {"status",
+                             {{"step", 3},
+                              {"total_steps", 10},
+                              {"loss", 1.0},
+                              {"tokens_per_s", 3000.0},
+                              {"eta", "12s"},
+                              {"phase", "training"},
+                              {"pending", "none"}}}},
+                           {{"job", "r2"},
+                            {"state", "stale"},
+                            {"pid", 7},
+                            {"output_dir", "/o/2"},
+                            {"status", nullptr}}});
   auto l = lines(render_job_list(jobs));
   ASSERT_EQ(l.size(), 4u);
   EXPECT_EQ(l[0], "JOB            STATE     PID  OUTPUT  STATUS");
