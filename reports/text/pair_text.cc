@@ -75,10 +75,18 @@ void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
              {"vs_raw", Align::kRight}});
     for (const auto& tr : s["transports"]) {
       const std::string status = str(tr["status"]);
-      t.add_row({str(tr["transport"]), status == "ok" ? status : style.warn(status),
-                 fixed(tr.value("peak_busbw_gbps", Json()), 3),
-                 tr.value("peak_bytes", Json(0)).dump(),
-                 tr["link_fraction"].is_null() ? "unknown" : fixed(tr["link_fraction"], 2),
+      // A transport that measured nothing (unavailable, or failed before its first size) has
+      // no peak: "-", not the 0 its ranking entry carries.
+      const bool measured = tr.contains("sizes") && tr["sizes"].is_array() && !tr["sizes"].empty();
+      t.add_row({str(tr["transport"]),
+                 status == "ok"            ? status
+                 : status == "unavailable" ? style.note(status)
+                                           : style.warn(status),
+                 measured ? fixed(tr.value("peak_busbw_gbps", Json()), 3) : "-",
+                 measured ? tr.value("peak_bytes", Json(0)).dump() : "-",
+                 !measured                       ? "-"
+                 : tr["link_fraction"].is_null() ? "unknown"
+                                                 : fixed(tr["link_fraction"], 2),
                  fixed(tr.value("vs_raw_exchange", Json()), 2)});
     }
     t.render(out);

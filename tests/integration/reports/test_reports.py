@@ -447,6 +447,8 @@ class ReportTest(unittest.TestCase):
             self.assertRegex(r[:end], r"[0-9-]$", r)
             self.assertEqual(r[end], " ", r)
         self.assertIn("all-reduce transports", p.stdout)
+        # A transport that measured nothing has no figures, not zeros.
+        self.assertRegex(p.stdout, r"\n  gloo-ibverbs +unavailable +- +- +- +-\n")
         # The cluster's nodes and matrix, and one line per finding with its fix.
         self.assertRegex(p.stdout, r"\n  host +check +score_Gb/s +low/pairs +state\n")
         for h in cluster_doc["cluster"]["hosts"]:
