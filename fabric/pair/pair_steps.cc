@@ -1,8 +1,10 @@
 #include "fabric/pair/pair_steps.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <stdexcept>
+#include <type_traits>
 
 #include "fabric/pair/verdict.h"
 #include "fabric/wire/messages.h"
@@ -68,6 +70,60 @@ void read_rtt(const Json& m, int pings_asked, LinkResult& l) {
     l.rtt_histogram = histogram_from_json(rtt["histogram"], "rtt.histogram", pings_asked);
 }
 
+// A field of an agent's answer: absent or null gives `otherwise`; present with another type
+// throws std::invalid_argument naming it. The agent may be hostile or broken, and nlohmann's own
+// type_error would end the controller (exit 3) instead of failing that one measurement.
+template <typename T>
+T answer_field(const Json& m, const char* key, T otherwise) {
+  if (!m.is_object()) throw std::invalid_argument("the answer is not a JSON object");
+  auto it = m.find(key);
+  if (it == m.end() || it->is_null()) return otherwise;
+  bool ok;
+  if constexpr (std::is_same_v<T, Json>)
+    ok = true;  // the caller checks the shape
+  else if constexpr (std::is_same_v<T, std::string>)
+    ok = it->is_string();
+  else if constexpr (std::is_same_v<T, bool>)
+    ok = it->is_boolean();
+  else if constexpr (std::is_unsigned_v<T>)
+    ok = it->is_number_unsigned() || (it->is_number_integer() && it->template get<int64_t>() >= 0);
+  else if constexpr (std::is_integral_v<T>)
+    ok = it->is_number_integer() && it->template get<int64_t>() >= INT32_MIN &&
+         it->template get<int64_t>() <= INT32_MAX;
+  else
+    ok = it->is_number();
+  if (!ok)
+    throw std::invalid_argument(std::string("field '") + key + "' is " + it->dump().substr(0, 64) +
+                                ", of the wrong type");
+  return it->template get<T>();
+}
+
+// The sizes of rank 0's answer, each checked against the other ranks' correctness flags.
+std::vector<SizeRow> combine_sizes(const std::vector<Json>& ranks) {
+  std::vector<SizeRow> rows;
+  const Json sizes = answer_field(ranks[0], "sizes", Json::array());
+  if (!sizes.is_array()) throw std::invalid_argument("field 'sizes' is not an array");
+  for (const auto& s : sizes) {
+    SizeRow row;
+    row.bytes = answer_field(s, "bytes", uint64_t{0});
+    row.time_us = answer_field(s, "time_us", 0.0);
+    row.algbw_gbps = answer_field(s, "algbw_gbps", 0.0);
+    row.busbw_gbps = answer_field(s, "busbw_gbps", 0.0);
+    row.correct = answer_field(s, "correct", false);
+    for (size_t i = 1; i < ranks.size(); ++i) {
+      bool ci = false;
+      const Json other = answer_field(ranks[i], "sizes", Json::array());
+      if (!other.is_array()) throw std::invalid_argument("field 'sizes' is not an array");
+      for (const auto& o : other)
+        if (answer_field(o, "bytes", uint64_t{0}) == row.bytes)
+          ci = answer_field(o, "correct", false);
+      row.correct = row.correct && ci;
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 }  // namespace
 
 LinkResult link_from_json(const Candidate& a, const Candidate& b, const Json& m, int pings_asked) {
@@ -75,23 +131,21 @@ LinkResult link_from_json(const Candidate& a, const Candidate& b, const Json& m,
   l.a = a;
   l.b = b;
   l.raw = m;
-  l.status = m.value("status", "error");
-  l.error = m.contains("error") && m["error"].is_string() ? m["error"].get<std::string>() : "";
-  if (l.status != "open") return l;
-  l.connect_time_us = m.value("connect_time_us", 0.0);
   try {
+    l.status = answer_field(m, "status", std::string("error"));
+    l.error = answer_field(m, "error", std::string());
+    if (l.status != "open") return l;
+    l.connect_time_us = answer_field(m, "connect_time_us", 0.0);
     read_rtt(m, pings_asked, l);
+    l.single_stream_gbit_s = answer_field(m, "single_stream_gbit_s", 0.0);
+    l.streams = answer_field(m, "streams", 0);
+    l.multi_stream_gbit_s = answer_field(m, "multi_stream_gbit_s", 0.0);
   } catch (const std::invalid_argument& e) {
     // A measurement that does not add up is not a measurement: the link is not chosen.
     l.status = "error";
     l.error = "the agent's tcp_measure answer from " + a.addr + " is malformed: " + e.what();
     l.rtt_histogram.reset();
-    return l;
   }
-  l.single_stream_gbit_s = m.value("single_stream_gbit_s", 0.0);
-  l.streams = m.value("streams", 0);
-  if (m.contains("multi_stream_gbit_s") && m["multi_stream_gbit_s"].is_number())
-    l.multi_stream_gbit_s = m["multi_stream_gbit_s"].get<double>();
   return l;
 }
 
@@ -99,33 +153,25 @@ TransportResult combine_ranks(const std::string& name, const std::vector<Json>& 
   TransportResult t;
   t.transport = name;
   t.ranks = Json::array();
+  for (const Json& r : ranks) t.ranks.push_back(r);  // kept as sent, for the JSON's ranks[]
   bool all_ok = !ranks.empty(), any_unavailable = false;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    const Json& r = ranks[i];
-    t.ranks.push_back(r);
-    std::string s = r.value("status", "failed");
-    all_ok = all_ok && s == "ok";
-    any_unavailable = any_unavailable || s == "unavailable";
-    std::string reason = r.value("reason", "");
-    if (!reason.empty())
-      t.reason += (t.reason.empty() ? "" : "; ") + ("rank " + std::to_string(i) + ": ") + reason;
-  }
-  t.status = all_ok ? "ok" : any_unavailable ? "unavailable" : "failed";
-  if (ranks.empty()) return t;
-  for (const auto& s : ranks[0].value("sizes", Json::array())) {
-    SizeRow row;
-    row.bytes = s.value("bytes", uint64_t{0});
-    row.time_us = s.value("time_us", 0.0);
-    row.algbw_gbps = s.value("algbw_gbps", 0.0);
-    row.busbw_gbps = s.value("busbw_gbps", 0.0);
-    row.correct = s.value("correct", false);
-    for (size_t i = 1; i < ranks.size(); ++i) {
-      bool ci = false;
-      for (const auto& o : ranks[i].value("sizes", Json::array()))
-        if (o.value("bytes", uint64_t{0}) == row.bytes) ci = o.value("correct", false);
-      row.correct = row.correct && ci;
+  try {
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const Json& r = ranks[i];
+      const std::string s = answer_field(r, "status", std::string("failed"));
+      all_ok = all_ok && s == "ok";
+      any_unavailable = any_unavailable || s == "unavailable";
+      const std::string reason = answer_field(r, "reason", std::string());
+      if (!reason.empty())
+        t.reason += (t.reason.empty() ? "" : "; ") + ("rank " + std::to_string(i) + ": ") + reason;
     }
-    t.sizes.push_back(row);
+    t.status = all_ok ? "ok" : any_unavailable ? "unavailable" : "failed";
+    if (!ranks.empty()) t.sizes = combine_sizes(ranks);
+  } catch (const std::invalid_argument& e) {
+    // A rank's answer of the wrong shape fails the transport by name; its figures are not used.
+    t.status = "failed";
+    t.sizes.clear();
+    t.reason = "an agent's " + name + " answer is malformed: " + e.what();
   }
   return t;
 }

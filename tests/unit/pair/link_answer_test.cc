@@ -106,5 +106,53 @@ TEST(LinkAnswer, BadAnswersMakeTheLinkAnErrorNamingTheField) {
   EXPECT_NE(error_for(m).find("rtt: missing or not an object"), std::string::npos);
 }
 
+// The rest of the answer is typed too: a wrong-typed field fails that link by name instead of
+// throwing nlohmann's type_error out of the controller (which ended fabcheck pair with exit 3).
+TEST(LinkAnswer, WrongTypedFieldsFailTheLinkByName) {
+  const Json good = agent_answer(samples());
+  auto error_for = [](const Json& m) {
+    LinkResult l = link_from_json(cand("eth0", "10.0.0.1"), cand("eth0", "10.0.0.2"), m, 100);
+    EXPECT_EQ(l.status, "error");
+    return l.error;
+  };
+  for (const char* key : {"single_stream_gbit_s", "connect_time_us", "streams", "status"}) {
+    Json m = good;
+    m[key] = Json::array({1});
+    EXPECT_NE(error_for(m).find(std::string("field '") + key + "'"), std::string::npos) << key;
+  }
+  Json m = good;
+  m["streams"] = int64_t{1} << 40;  // out of an int's range
+  EXPECT_NE(error_for(m).find("field 'streams'"), std::string::npos);
+  EXPECT_NE(error_for(Json("open")).find("not a JSON object"), std::string::npos);
+}
+
+// An all-reduce answer of the wrong shape from one rank fails that transport, with the field.
+TEST(LinkAnswer, MalformedAllreduceRankFailsTheTransportByName) {
+  const Json ok = {{"status", "ok"},
+                   {"sizes", Json::array({{{"bytes", 1024}, {"time_us", 10.0}, {"algbw_gbps", 0.1},
+                                           {"busbw_gbps", 0.1}, {"correct", true}}})}};
+  TransportResult t = combine_ranks("gloo-tcp", {ok, ok});
+  EXPECT_EQ(t.status, "ok");
+  ASSERT_EQ(t.sizes.size(), 1u);
+  EXPECT_TRUE(t.sizes[0].correct);
+
+  Json bad = ok;
+  bad["sizes"][0]["bytes"] = -5;
+  t = combine_ranks("gloo-tcp", {ok, bad});
+  EXPECT_EQ(t.status, "failed");
+  EXPECT_TRUE(t.sizes.empty());
+  EXPECT_NE(t.reason.find("gloo-tcp answer is malformed: field 'bytes'"), std::string::npos)
+      << t.reason;
+  EXPECT_EQ(t.ranks.size(), 2u);  // both answers kept as sent
+
+  t = combine_ranks("gloo-tcp", {ok, Json("junk")});
+  EXPECT_EQ(t.status, "failed");
+  EXPECT_NE(t.reason.find("not a JSON object"), std::string::npos) << t.reason;
+
+  bad = ok;
+  bad["sizes"] = "many";
+  EXPECT_EQ(combine_ranks("gloo-tcp", {bad, ok}).status, "failed");
+}
+
 }  // namespace
 }  // namespace fabkit::pair
