@@ -1,6 +1,7 @@
 // fabcheck cluster [HOST...]: node checks on every node, pair rounds over the schedule, the matrix
 // report naming the bad node or link, and the merged cluster.json (docs/cluster.md); with
 // --baseline, the run compared with a saved one (docs/reports.md).
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "reports/input_document.h"
 #include "reports/json/cluster_json.h"
 #include "reports/json/profile_json.h"
+#include "reports/prom/prom_text.h"
 #include "reports/report_render.h"
 #include "slurm/cluster_profile.h"
 
@@ -28,6 +30,7 @@ struct ClusterArgs {
   std::string pairs = "all";
   std::string profile_out;
   std::string json_out;  // the JSON report to a file, beside the text on stdout
+  std::string prom;      // the key figures as a Prometheus textfile (node_exporter)
   std::string baseline;  // a saved fabcheck cluster --json report to compare this run with
   reports::baseline::ClusterBaselineOptions baseline_opts;
   int max_parallel = 32;
@@ -145,6 +148,7 @@ int run_cluster_cmd(const ClusterArgs& a) {
   p.iters = 5;
   p.warmup_iters = 1;
 
+  if (!a.prom.empty()) check_output_path("--prom", a.prom);  // before minutes of measuring
   auto progress = make_progress(a.no_progress);
   o.progress = progress.get();
   slurm::ClusterFacts facts = slurm::run_cluster(o);
@@ -168,6 +172,14 @@ int run_cluster_cmd(const ClusterArgs& a) {
     std::ostringstream doc;
     reports::render_json(r, doc);
     write_output(a.json_out, doc.str());
+  }
+  if (!a.prom.empty()) {
+    // Rendered from the JSON the report prints, so it reads the same as `report --prom`.
+    std::vector<reports::prom::Family> families =
+        reports::prom::cluster_families(reports::report_to_json(r));
+    families.push_back(
+        reports::prom::cluster_check_timestamp(static_cast<double>(std::time(nullptr))));
+    write_file_output("--prom", a.prom, reports::prom::render(families));
   }
   const int code = reports::render_report(r, a.json, std::cout);
   // The baseline's side-by-side figures after the run's own text (--json: its section).
@@ -195,6 +207,9 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
   sub->add_option("--profile-out", a->profile_out, "Write the merged cluster.json here");
   sub->add_option("--json-out", a->json_out,
                   "Also write the JSON report here (temp file + rename); stdout keeps the text");
+  sub->add_option("--prom", a->prom,
+                  "Also write the key figures (per node and per pair) as a Prometheus textfile "
+                  "for node_exporter (docs/reports.md)");
   sub->add_option("--max-parallel", a->max_parallel, "Pair runs (and node checks) at once")
       ->check(CLI::Range(1, 512));
   sub->add_option("--node-timeout-ms", a->node_timeout_ms, "Bound on each node check")

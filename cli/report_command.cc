@@ -154,9 +154,11 @@ int run_report(const ReportArgs& a) {
         prom = reports::prom::render(reports::prom::pair_families(d.doc));
       else if (d.kind == reports::InputKind::kNodeReport)
         prom = reports::prom::render(reports::prom::node_families(d.doc));
+      else if (d.kind == reports::InputKind::kClusterReport)
+        prom = reports::prom::render(reports::prom::cluster_families(d.doc));
       else
         throw UsageError(d.path + ": is a " + reports::to_string(d.kind) +
-                         "; --prom reads a node or pair report");
+                         "; --prom reads a node, pair or cluster report");
     } catch (const std::invalid_argument& e) {
       throw UsageError(d.path + ": " + e.what());
     }

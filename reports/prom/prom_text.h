@@ -1,5 +1,5 @@
 // Prometheus text exposition (format 0.0.4), for node_exporter's textfile collector: the key
-// figures of a node report and a pair report as gauges. Rendered from the JSON documents.
+// figures of node, pair and cluster reports as gauges. Rendered from the JSON documents.
 #pragma once
 
 #include <string>
@@ -38,5 +38,11 @@ std::vector<Family> node_families(const Json& node_report);
 Family check_timestamp(double unix_time_s);
 // fabkit_pair_busbw_bytes_per_second{transport,bytes}, peak, link rate, findings.
 std::vector<Family> pair_families(const Json& pair_report);
+// fabkit_cluster_*: findings, per node (check ok, slow, score) and per pair (ok, state,
+// bandwidth, RTT, link rate) of a `fabcheck cluster` report (prom_cluster.cc). A --plan-only
+// report has no figures: std::invalid_argument saying so.
+std::vector<Family> cluster_families(const Json& cluster_report);
+// fabkit_cluster_check_timestamp_seconds: when `fabcheck cluster --prom` finished.
+Family cluster_check_timestamp(double unix_time_s);
 
 }  // namespace fabkit::reports::prom

@@ -80,9 +80,22 @@ class ClusterTest(unittest.TestCase):
         shape_link(w, 1, 0)
         w.run(2, "ip", "link", "set", "dev", "fab0", "mtu", "1400")  # drift on h2
         with tempfile.TemporaryDirectory() as tmp:
-            prof = os.path.join(tmp, "cluster.json")
-            rc, doc, elapsed = self.cluster(w, "--profile-out", prof)
+            prof, prom = os.path.join(tmp, "cluster.json"), os.path.join(tmp, "cluster.prom")
+            rc, doc, elapsed = self.cluster(w, "--profile-out", prof, "--prom", prom)
             self.assertEqual(rc, 1, codes(doc))
+            # The Prometheus textfile of this run: the shaped link is the one pair in state slow,
+            # every pair's figure in bytes per second, and when the check finished.
+            with open(prom) as f:
+                text = f.read()
+            link_labels = 'host_a="%s",host_b="%s"' % (w.hosts[0], w.hosts[1])
+            self.assertIn('fabkit_cluster_pair_state{%s,state="slow"} 1\n' % link_labels, text)
+            self.assertEqual(text.count(',state="slow"} 1'), 1, text)
+            for p in doc["cluster"]["matrix"]["pairs"]:
+                m = re.search(r'fabkit_cluster_pair_bandwidth_bytes_per_second\{host_a="%s",host_b="%s"\} (\S+)'
+                              % (p["a"], p["b"]), text)
+                self.assertIsNotNone(m, p)
+                self.assertAlmostEqual(float(m.group(1)), p["gbit_s"] * 1e9 / 8, delta=p["gbit_s"] * 1e-3)
+            self.assertRegex(text, r"\nfabkit_cluster_check_timestamp_seconds \d+\n")
             c = doc["cluster"]
             self.assertEqual(c["hosts"], w.hosts)
             self.assertEqual(c["schedule"]["rounds"], 3)  # odd N: N rounds, one bye each

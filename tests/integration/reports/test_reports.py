@@ -331,6 +331,24 @@ class ReportTest(unittest.TestCase):
         rates = {s[0]["transport"]: s[1] for s in fams["fabkit_pair_link_rate_bytes_per_second"]["samples"]}
         self.assertEqual(rates["gloo-tcp"], 10e9 / 8)  # 10 Gbit/s
 
+    def test_prom_of_a_cluster_report(self):
+        out = self.path("cluster.prom")
+        src = fixture("reports/cluster-4-hosts.json")
+        run("report", "--prom", out, src, check_rc=0)
+        with open(out) as f:
+            fams = prom_parser.parse(f.read())
+        self.check_promtool(out)
+        with open(src) as f:
+            c = json.load(f)["cluster"]
+        got = {(s[0]["host_a"], s[0]["host_b"]): s[1]
+               for s in fams["fabkit_cluster_pair_bandwidth_bytes_per_second"]["samples"]}
+        want = {(p["a"], p["b"]): p["gbit_s"] * 1e9 / 8 for p in c["matrix"]["pairs"] if p["gbit_s"] is not None}
+        self.assertEqual(got, want)
+        slow = {s[0]["host"]: s[1] for s in fams["fabkit_cluster_node_slow"]["samples"]}
+        self.assertEqual(slow, {n["host"]: 1.0 if n["slow"] else 0.0 for n in c["nodes"]})
+        states = {(s[0]["host_a"], s[0]["host_b"], s[0]["state"]) for s in fams["fabkit_cluster_pair_state"]["samples"]}
+        self.assertEqual(states, {(p["a"], p["b"], p["state"]) for p in c["matrix"]["pairs"]})
+
     def test_strict_parser_rejects_what_it_should(self):
         for bad in ('x{a="b} 1\n', "x 1\nx 2\n", 'x{a="\\q"} 1\n', "x one\n", "x 1",
                     "# TYPE x gauge\nx 1\n# HELP x late\n", "x 1\ny 1\nx 2\n"):
@@ -488,7 +506,7 @@ class ReportTest(unittest.TestCase):
         p = run("report", "--prom", self.path("p.prom"), self.node_json, self.metrics, check_rc=2)
         self.assertIn("one report", p.stderr)
         p = run("report", "--prom", self.path("p.prom"), self.metrics, check_rc=2)
-        self.assertIn("--prom reads a node or pair report", p.stderr)
+        self.assertIn("--prom reads a node, pair or cluster report", p.stderr)
         p = run("report", "--baseline", self.node_json, fixture("reports/pair-netns-veth.json"), check_rc=2)
         self.assertIn(self.node_json, p.stderr)
         p = run("report", "--baseline", junk, junk, "--json", check_rc=2)

@@ -72,5 +72,42 @@ TEST(Prom, PairBusbwPerTransportAndSizeInBytesPerSecond) {
   EXPECT_THROW(pair_families(doc), std::invalid_argument);
 }
 
+
+TEST(Prom, ClusterNodesAndPairsFromTheReport) {
+  Json doc = load("reports/cluster-4-hosts.json");
+  std::string t = render(cluster_families(doc));
+  const Json& c = doc["cluster"];
+  for (const auto& p : c["matrix"]["pairs"]) {
+    const std::string l = "{host_a=\"" + p["a"].get<std::string>() + "\",host_b=\"" +
+                          p["b"].get<std::string>() + "\"}";
+    EXPECT_TRUE(has_line(t, "fabkit_cluster_pair_ok" + l + (p["ok"].get<bool>() ? " 1" : " 0")))
+        << l;
+    EXPECT_TRUE(has_line(t, "fabkit_cluster_pair_state{host_a=\"" + p["a"].get<std::string>() +
+                                "\",host_b=\"" + p["b"].get<std::string>() + "\",state=\"" +
+                                p["state"].get<std::string>() + "\"} 1"));
+    if (p["gbit_s"].is_number())  // Gbit/s in the JSON, bytes per second (base unit) here
+      EXPECT_TRUE(has_line(t, "fabkit_cluster_pair_bandwidth_bytes_per_second" + l + " " +
+                                  format_value(p["gbit_s"].get<double>() * 1e9 / 8)))
+          << l;
+    else
+      EXPECT_EQ(t.find("fabkit_cluster_pair_bandwidth_bytes_per_second" + l), std::string::npos);
+  }
+  for (const auto& n : c["nodes"])
+    EXPECT_TRUE(has_line(t, "fabkit_cluster_node_slow{host=\"" + n["host"].get<std::string>() +
+                                "\"} " + (n["slow"].get<bool>() ? "1" : "0")));
+  EXPECT_TRUE(has_line(t, "fabkit_cluster_findings{severity=\"fail\"} " +
+                              std::to_string(doc["summary"]["fail"].get<int>())));
+  // A plan has no figures; a figure of the wrong type is named.
+  EXPECT_THROW(cluster_families(Json{{"findings", Json::array()}, {"plan", Json::object()}}),
+               std::invalid_argument);
+  doc["cluster"]["matrix"]["pairs"][0]["rtt_us"] = "fast";
+  try {
+    cluster_families(doc);
+    ADD_FAILURE() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster.matrix.pairs[0].rtt_us"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace fabkit::reports::prom
