@@ -39,8 +39,9 @@ class RingGroupTester : public GroupTester {
     std::vector<GroupTestRun> runs(groups.size());
     // The number of rounds depends on the answers (at most rounds_bound): a bar per round.
     ProgressScope progress(o_.progress,
-                           "cluster: bad-link search round " + std::to_string(s_.rounds.size() + 1) +
-                               " (at most " + std::to_string(s_.rounds_bound) + "), group tests",
+                           "cluster: bad-link search round " +
+                               std::to_string(s_.rounds.size() + 1) + " (at most " +
+                               std::to_string(s_.rounds_bound) + "), group tests",
                            groups.size());
     run_parallel(groups.size(), o_.max_parallel, [&](size_t i) {
       runs[i] = test_group(groups[i]);
@@ -54,7 +55,24 @@ class RingGroupTester : public GroupTester {
   }
 
  private:
+  // A group measured slow (not failed) is measured once more and is positive only when both runs
+  // are slow, its figure the faster of the two: noise on a shared machine (another job, a busy
+  // core) only ever slows a run, and a healthy pair measured slow once must not be named as the
+  // bad link. A bad link is slow every time, so the search still finds it, at the cost of one more
+  // ring run per positive group.
   GroupTestRun test_group(const std::vector<int>& nodes) const {
+    GroupTestRun r = measure_group(nodes);
+    if (!r.positive || !r.error.empty()) return r;
+    GroupTestRun again = measure_group(nodes);
+    r.elapsed_ms += again.elapsed_ms;
+    if (!again.error.empty()) return r;  // slow, then failed: still positive, the slow figure kept
+    if (again.min_busbw_gbps && *again.min_busbw_gbps > *r.min_busbw_gbps)
+      r.min_busbw_gbps = again.min_busbw_gbps;
+    r.positive = *r.min_busbw_gbps * 8 < *s_.threshold_gbit_s;
+    return r;
+  }
+
+  GroupTestRun measure_group(const std::vector<int>& nodes) const {
     GroupTestRun r;
     r.nodes = nodes;
     // One node holds no link (the searcher splits 3 nodes into 1 + 2): negative without a run.
