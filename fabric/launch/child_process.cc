@@ -15,6 +15,7 @@
 
 #include "common/errors.h"
 #include "common/spawn.h"
+#include "common/terminal_line.h"
 #include "fabric/wire/wire_error.h"
 
 namespace fabkit::launch {
@@ -44,6 +45,7 @@ void unregister_child(pid_t pgid) {
 }
 
 void on_stop_signal(int sig) {
+  erase_drawn_line_from_signal_handler();  // no progress bar left in front of the prompt
   for (auto& slot : g_children) {
     pid_t p = slot.load();
     if (p > 0) ::kill(-p, SIGTERM);

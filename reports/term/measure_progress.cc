@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "common/terminal_line.h"
+
 namespace fabkit::reports::term {
 namespace {
 
@@ -154,11 +156,15 @@ void MeasureProgress::draw_if_due(double now) {
   const auto eta = total_ ? eta_.seconds_left(static_cast<int64_t>(total_)) : std::nullopt;
   line_.draw(format_measure_frame(label_, done_, total_, elapsed, eta, spin_++, columns));
   drawn_ = true;
+  set_drawn_line_fd(o_.fd);  // a stop signal erases it (common/terminal_line.h)
   last_frame_s_ = now;
 }
 
 void MeasureProgress::erase() {
-  if (drawn_) line_.clear();
+  if (drawn_) {
+    set_drawn_line_fd(-1);
+    line_.clear();
+  }
   drawn_ = false;
 }
 

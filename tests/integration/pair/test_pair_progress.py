@@ -10,11 +10,14 @@ import fcntl
 import json
 import os
 import re
+import select
+import signal
 import struct
 import subprocess
 import sys
 import termios
 import threading
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -118,6 +121,42 @@ class PairProgressTest(unittest.TestCase):
         self.assertTrue(any(re.search(r" \d+ MiB  \[[#-]{20}\] +\d+%  [0-3]/4  ETA \d+s$", f) for f in ring),
                         frames)
         self.assertTrue(err.endswith("\r\x1b[K"), repr(err[-200:]))
+
+    def test_ctrl_c_erases_the_drawn_line(self):
+        """SIGINT while a bar is drawn: the stop handler erases it (common/terminal_line.h), so no
+        half-drawn bar is left in front of the shell prompt, and the run dies by the signal."""
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+        p = subprocess.Popen(self.argv("--json", *LONG_SWEEP), stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+        err = b""
+        deadline = time.monotonic() + 60
+        try:
+            while not FRAME.search(err.decode(errors="replace")) and time.monotonic() < deadline:
+                ready, _, _ = select.select([master], [], [], 1.0)
+                if ready:
+                    err += os.read(master, 65536)
+            self.assertTrue(FRAME.search(err.decode(errors="replace")), "no frame within 60 s: %r" % err)
+            p.send_signal(signal.SIGINT)
+            p.communicate(timeout=30)
+            while True:
+                ready, _, _ = select.select([master], [], [], 1.0)
+                if not ready:
+                    break
+                try:
+                    data = os.read(master, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                err += data
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            os.close(master)
+        self.assertEqual(p.returncode, -signal.SIGINT)
+        self.assertTrue(err.endswith(b"\r\x1b[K"), repr(err[-200:]))
 
     def test_quiet_into_a_pipe(self):
         p = subprocess.run(self.argv(*SMALL), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
