@@ -486,6 +486,26 @@ class ReportTest(unittest.TestCase):
         p = run("report", pair, bad, check_rc=2)
         self.assertIn(bad, p.stderr)
         self.assertEqual(p.stdout, "")
+        # Hand-edited files with members missing or of another kind: a report or an error naming
+        # the file, never a crash (the renderers never index a missing member).
+        with open(pair) as f:
+            pair_doc = json.load(f)
+        mutations = [lambda d: d["cluster"].pop("matrix"), lambda d: d["cluster"].pop("schedule"),
+                     lambda d: d["cluster"].update(nodes=[{}]), lambda d: d["pair"]["links"][0].pop("a"),
+                     lambda d: d["pair"].update(transports="x"), lambda d: d["pair"].pop("hosts"),
+                     lambda d: d["pair"].update(rdma_rc={"status": "ran", "pairs": [{}]})]
+        for i, mutate in enumerate(mutations):
+            with open(cluster) as f:
+                doc = json.load(f) if i < 3 else json.loads(json.dumps(pair_doc))
+            mutate(doc)
+            edited = self.path("edited-%d.json" % i)
+            with open(edited, "w") as f:
+                json.dump(doc, f)
+            p = run("report", edited)
+            self.assertIn(p.returncode, (0, 1, 2), "case %d: %s" % (i, p.stderr))
+            if p.returncode == 2:
+                self.assertIn(edited, p.stderr)
+                self.assertEqual(p.stdout, "")
 
     # --- bad input ------------------------------------------------------------------------
     def test_bad_inputs_exit_2_naming_the_file_and_leave_no_output(self):
