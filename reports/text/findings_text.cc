@@ -51,6 +51,10 @@ void render_text(const Report& r, std::ostream& out, bool color) {
   const text::Style style{color};
   out << "fabcheck " << r.kind << " — " << r.hostname << " — " << r.generated_at << " (fabkit "
       << fabkit_version() << ")\n";
+  if (r.kind == "node") {
+    out << "\n";
+    text::render_node_facts(r, out, style);
+  }
   for (const auto& s : r.sections) {
     if (s.name == "plan") {  // --plan-only: nothing ran, so there are no findings to list
       out << "\n";

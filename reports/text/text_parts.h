@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/json.h"
+#include "common/report.h"
 
 namespace fabkit::reports::text {
 
@@ -32,5 +33,7 @@ void render_pair_section(const Json& pair, std::ostream& out, const Style& style
 void render_pair_group_section(const Json& group, std::ostream& out, const Style& style);
 void render_cluster_section(const Json& cluster, std::ostream& out, const Style& style);
 void render_plan_section(const Json& plan, std::ostream& out);
+// A node report's facts: RDMA ports, interfaces (NCCL's pick and fabcheck's), limits, GPUs.
+void render_node_facts(const Report& node, std::ostream& out, const Style& style);
 
 }  // namespace fabkit::reports::text

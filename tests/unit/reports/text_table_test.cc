@@ -130,5 +130,39 @@ TEST(TextTable, ControlJobListIsAlignedAndHintsAtStaleEndpoints) {
   EXPECT_EQ(render_job_list(Json::array({jobs[0]})).find("cleanup"), std::string::npos);
 }
 
+// A node report's facts before its findings, from the golden of a real `fabcheck node --sysroot`
+// run (tests/golden/expected): one aligned row per RDMA port and per interface, NCCL's pick.
+TEST(TextTable, NodeFactsFromARealNodeReport) {
+  std::ifstream in(std::string(FABKIT_FIXTURES) + "/../golden/expected/node-sysroot-ib-roce.json");
+  ASSERT_TRUE(in) << "golden missing";
+  Report r = report_from_json(Json::parse(in)["output"]);
+  std::ostringstream out;
+  render_text(r, out, false);
+  const std::string t = out.str();
+  auto l = lines(t);
+  auto row = [&](const std::string& start) {
+    for (const auto& x : l)
+      if (x.rfind(start, 0) == 0) return x;
+    return std::string();
+  };
+  const std::string header = row("  port ");
+  ASSERT_FALSE(header.empty()) << t;
+  const std::string ib = row("  mlx5_0:1 "), roce = row("  mlx5_2:1 ");
+  ASSERT_FALSE(ib.empty()) << t;
+  ASSERT_FALSE(roce.empty()) << t;
+  // rate_Gb/s is right-aligned: both rows end their rate where the header ends the column name.
+  const size_t rate_end = header.find("rate_Gb/s") + std::string("rate_Gb/s").size();
+  EXPECT_EQ(ib.substr(rate_end - 3, 3), "200") << ib;
+  EXPECT_EQ(roce.substr(rate_end - 3, 3), "100") << roce;
+  EXPECT_NE(ib.find("ACTIVE  LinkUp  InfiniBand"), std::string::npos) << ib;
+  EXPECT_NE(t.find("interfaces (NCCL would use: ens1f0np0; fabcheck recommends: ens1f0np0)"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("limits: memlock soft 8 MiB, hard 8 MiB; /dev/shm 64 MiB"), std::string::npos);
+  EXPECT_NE(t.find("GPUs: 0 (not queried under --sysroot)"), std::string::npos);
+  // The facts come before the findings.
+  EXPECT_LT(t.find("RDMA ports"), t.find("\nfindings\n"));
+}
+
 }  // namespace
 }  // namespace fabkit::reports
