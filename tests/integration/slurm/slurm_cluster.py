@@ -188,6 +188,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
         self.procs = []
+        self._kill_strays()
         if self.dir:
             pidfile = os.path.join(self.dir, "munged.pid")
             if os.path.exists(pidfile):
@@ -202,6 +203,27 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
         self.netns, self.links = [], []
         if self.dir and not os.environ.get("FABKIT_KEEP_SLURM_DIR"):
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _kill_strays(self):
+        """slurmstepd (and a step's tasks) run in sessions of their own, so killing the daemons'
+        process groups can leave one behind (one stayed for an hour after a fabtrain step).
+        Whatever carries this cluster's SLURM_CONF in its environment is this cluster's."""
+        if not self.dir:
+            return
+        mark = ("SLURM_CONF=" + os.path.join(self.dir, "slurm.conf")).encode()
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                with open("/proc/%s/environ" % pid, "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            if mark in env:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
     def __enter__(self):
         return self.start()
