@@ -181,10 +181,8 @@ int run_cluster_cmd(const ClusterArgs& a) {
         reports::prom::cluster_check_timestamp(static_cast<double>(std::time(nullptr))));
     write_file_output("--prom", a.prom, reports::prom::render(families));
   }
-  const int code = reports::render_report(r, a.json, std::cout);
-  // The baseline's side-by-side figures after the run's own text (--json: its section).
-  if (!a.json && !baseline_table.empty()) std::cout << "\n" << baseline_table;
-  return code;
+  // The baseline's side-by-side figures after the run's own tables (--json: its section).
+  return reports::render_report(r, a.json, std::cout, baseline_table);
 }
 
 }  // namespace

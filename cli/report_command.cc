@@ -80,8 +80,7 @@ int run_baseline(const ReportArgs& a) {
     throw UsageError(std::string(e.what()) + " (old: " + a.baseline + ", new: " + a.inputs[0] +
                      ")");
   }
-  if (!a.json) std::cout << table << "\n";
-  return reports::render_report(r, a.json, std::cout);
+  return reports::render_report(r, a.json, std::cout, table);
 }
 
 // Without --html/--prom/--baseline: each saved report as the command that made it printed it

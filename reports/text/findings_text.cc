@@ -47,7 +47,7 @@ bool color_enabled(bool is_tty, const char* no_color) {
 
 void render_text(const Report& r, std::ostream& out) { render_text(r, out, false); }
 
-void render_text(const Report& r, std::ostream& out, bool color) {
+void render_text(const Report& r, std::ostream& out, bool color, const std::string& tables) {
   const text::Style style{color};
   out << "fabcheck " << r.kind << " — " << r.hostname << " — " << r.generated_at << " (fabkit "
       << fabkit_version() << ")\n";
@@ -67,19 +67,21 @@ void render_text(const Report& r, std::ostream& out, bool color) {
     if (s.name == "pair_group") text::render_pair_group_section(s.facts, out, style);
     if (s.name == "cluster") text::render_cluster_section(s.facts, out, style);
   }
+  if (!tables.empty()) out << "\n" << tables;
   render_findings(r.findings, out, style);
   const int code = exit_code_for(r.findings);
   out << "\nresult: " << (code == kExitClean ? "clean" : "findings at warn or worse") << " (exit "
       << code << "); --json for the gathered facts\n";
 }
 
-int render_report(const Report& r, bool json, std::ostream& out) {
+int render_report(const Report& r, bool json, std::ostream& out, const std::string& tables) {
   if (json)
     render_json(r, out);
   else
     render_text(
         r, out,
-        &out == &std::cout && color_enabled(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")));
+        &out == &std::cout && color_enabled(::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR")),
+        tables);
   return exit_code_for(r.findings);
 }
 
