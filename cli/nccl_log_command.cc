@@ -4,8 +4,6 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <unistd.h>
-
 #include "cli/command.h"
 #include "common/errors.h"
 #include "common/report.h"
@@ -50,11 +48,7 @@ int run_nccl_log(const NcclLogArgs& a) {
   std::optional<std::string> expect;
   if (!a.expect.empty()) expect = a.expect;
   nccl_log::NcclLogSummary s = nccl_log::parse_nccl_log(text);
-  Report r;
-  r.kind = "nccl-log";
-  char host[256] = {};
-  r.hostname = gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
-  r.generated_at = utc_now_rfc3339();
+  Report r = new_report("nccl-log");
   r.findings = nccl_log::judge_nccl_log(s, expect);
   Json facts = nccl_log::to_json(s);
   facts["file"] = a.file;

@@ -47,11 +47,7 @@ int run_baseline(const ReportArgs& a) {
     throw UsageError(a.baseline + " is a " + reports::to_string(old_doc.kind) + ", " + a.inputs[0] +
                      " a " + reports::to_string(new_doc.kind) +
                      "; --baseline compares two reports of one kind: pair, node or cluster");
-  Report r;
-  r.kind = "baseline";
-  char host[256] = {};
-  r.hostname = ::gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
-  r.generated_at = utc_now_rfc3339();
+  Report r = new_report("baseline");
   std::string table;
   try {
     if (pair) {

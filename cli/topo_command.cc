@@ -1,7 +1,5 @@
 // fabcheck topo FILE: the model of an NCCL/RCCL topology XML or an hwloc XML export: NUMA nodes,
 // GPUs, NICs (bus ids, nets, speeds) and each GPU's nearest NIC with NCCL's path level.
-#include <unistd.h>
-
 #include <iostream>
 
 #include "cli/command.h"
@@ -33,11 +31,7 @@ int run_topo(const TopoArgs& a) {
                      " graph(s) of channel orderings, what NCCL_GRAPH_FILE takes), not a topology; "
                      "give an NCCL topology (<system>, from NCCL_TOPO_DUMP_FILE) or an hwloc XML "
                      "export (`lstopo --of xml`)");
-  Report r;
-  r.kind = "topo";
-  char host[256] = {};
-  r.hostname = gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
-  r.generated_at = utc_now_rfc3339();
+  Report r = new_report("topo");
   r.findings = probes::judge_topology_locality(lt.topology, a.file);
   for (const auto& n : lt.notes) r.findings.push_back(info("topo.unknown_element", a.file, n));
   Json facts = {

@@ -1,5 +1,7 @@
 #include "common/report.h"
 
+#include <unistd.h>
+
 #include <ctime>
 
 namespace fabkit {
@@ -15,6 +17,15 @@ std::string utc_now_rfc3339() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+Report new_report(const std::string& kind) {
+  Report r;
+  r.kind = kind;
+  char host[256] = {};
+  r.hostname = ::gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
+  r.generated_at = utc_now_rfc3339();
+  return r;
 }
 
 }  // namespace fabkit

@@ -32,4 +32,8 @@ int exit_code_for(const std::vector<Finding>& findings);
 
 std::string utc_now_rfc3339();
 
+// An empty report of this kind, stamped with this host's kernel hostname ("unknown" when
+// gethostname fails) and the time now: how every command's report starts.
+Report new_report(const std::string& kind);
+
 }  // namespace fabkit

@@ -1,8 +1,6 @@
 // The "pair_group" section of a Report (kind "pair", 3 or more hosts; docs/json/pair.md).
 #include "reports/json/pair_json.h"
 
-#include <unistd.h>
-
 namespace fabkit::reports::json {
 using namespace pair;  // the facts' types: this file renders nothing else
 namespace {
@@ -29,21 +27,11 @@ Json transport_json(const TransportResult& t, size_t world) {
 }  // namespace
 
 Report build_group_report(const GroupFacts& f) {
-  Report r;
-  r.kind = "pair";
-  char buf[256] = {};
-  r.hostname = ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
-  r.generated_at = utc_now_rfc3339();
+  Report r = new_report("pair");
   r.findings = judge_group(f);
   Json steps = Json::array(), agents = Json::array(), probed = Json::array(),
        ring_addrs = Json::array(), rings = Json::array();
-  for (const auto& s : f.steps)
-    steps.push_back({{"step", s.step},
-                     {"host", s.host.empty() ? Json() : Json(s.host)},
-                     {"status", s.status},
-                     {"code", s.code.empty() ? Json() : Json(s.code)},
-                     {"error", s.error.empty() ? Json() : Json(s.error)},
-                     {"elapsed_ms", s.elapsed_ms}});
+  for (const auto& s : f.steps) steps.push_back(to_json(s));
   for (const auto& a : f.agents) agents.push_back(to_json(a));
   for (const auto& p : f.probed) {
     Json links = Json::array();

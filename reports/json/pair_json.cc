@@ -1,6 +1,4 @@
 // The "pair" section of a Report (kind "pair"); docs/json/pair.md describes every field.
-#include <unistd.h>
-
 #include "reports/json/pair_json.h"
 
 #include "fabric/pair/rdma_rc_plan.h"
@@ -16,6 +14,15 @@ Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(); }
 Json opt(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(); }
 
 }  // namespace
+
+Json to_json(const StepRecord& s) {
+  return {{"step", s.step},
+          {"host", s.host.empty() ? Json() : Json(s.host)},
+          {"status", s.status},
+          {"code", s.code.empty() ? Json() : Json(s.code)},
+          {"error", s.error.empty() ? Json() : Json(s.error)},
+          {"elapsed_ms", s.elapsed_ms}};
+}
 
 Json to_json(const Candidate& c) {
   return {{"ifname", c.ifname},
@@ -94,21 +101,11 @@ Json to_json(const TransportResult& t, const RankedTransport* r) {
 
 Report build_pair_report(const PairFacts& f) {
   Verdict v = compute_verdict(f);
-  Report r;
-  r.kind = "pair";
-  char buf[256] = {};
-  r.hostname = ::gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
-  r.generated_at = utc_now_rfc3339();
+  Report r = new_report("pair");
   r.findings = pair_findings(f, v);
 
   Json steps = Json::array();
-  for (const auto& s : f.steps)
-    steps.push_back({{"step", s.step},
-                     {"host", s.host.empty() ? Json() : Json(s.host)},
-                     {"status", s.status},
-                     {"code", s.code.empty() ? Json() : Json(s.code)},
-                     {"error", s.error.empty() ? Json() : Json(s.error)},
-                     {"elapsed_ms", s.elapsed_ms}});
+  for (const auto& s : f.steps) steps.push_back(to_json(s));
   Json links = Json::array();
   for (size_t i = 0; i < f.links.size(); ++i)
     links.push_back(to_json(f.links[i], v.link && *v.link == i));

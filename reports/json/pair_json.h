@@ -11,6 +11,8 @@
 
 namespace fabkit::reports::json {
 
+// A controller step: null host, code and error where empty.
+Json to_json(const pair::StepRecord& s);
 Json to_json(const pair::Candidate& c);
 Json to_json(const pair::AgentFacts& a);
 Json to_json(const pair::LinkResult& l, bool chosen);
