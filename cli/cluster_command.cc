@@ -135,11 +135,7 @@ int run_cluster_cmd(const ClusterArgs& a) {
   p.launcher = o.launcher;
   p.agent_path = o.agent_path;
   p.sizes_bytes = pair::parse_sizes(a.sizes);
-  for (size_t s = 0, e; s <= a.transports.size(); s = e + 1) {
-    e = a.transports.find(',', s);
-    if (e == std::string::npos) e = a.transports.size();
-    if (e > s) p.transports.push_back(a.transports.substr(s, e - s));
-  }
+  p.transports = comma_list(a.transports);
   p.timeout_ms = a.timeout_ms;
   p.transport_timeout_ms = a.transport_timeout_ms;
   p.pings = a.pings;

@@ -5,6 +5,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "common/file_reader.h"
 #include "common/report.h"
 #include "profile/atomic_write.h"
 #include "reports/report_render.h"
@@ -32,7 +33,6 @@ int run_command(const std::string& kind, bool json, const std::function<int()>& 
   }
 }
 
-
 void write_output(const std::string& out, const std::string& text) {
   if (out.empty() || out == "-")
     std::cout << text;
@@ -52,6 +52,13 @@ void check_output_path(const std::string& flag, const std::string& path) {
 void write_file_output(const std::string& flag, const std::string& path, const std::string& text) {
   check_output_path(flag, path);
   write_file_atomically(path, text);
+}
+
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> items;
+  for (auto& item : split(text, ','))
+    if (!item.empty()) items.push_back(std::move(item));
+  return items;
 }
 
 }  // namespace fabkit::cli

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -16,7 +17,6 @@ namespace fabkit::cli {
 // to stderr as text, or to stdout as a JSON error document when json is set.
 int run_command(const std::string& kind, bool json, const std::function<int()>& fn);
 
-
 // Writes text to stdout when out is empty or "-", else to the file out via a temp file + rename,
 // so an error never leaves a partial file.
 void write_output(const std::string& out, const std::string& text);
@@ -26,16 +26,19 @@ void write_output(const std::string& out, const std::string& text);
 void check_output_path(const std::string& flag, const std::string& path);
 void write_file_output(const std::string& flag, const std::string& path, const std::string& text);
 
+// "a,b,,c" -> {a, b, c}: the items of a comma-separated flag value, empty items dropped.
+std::vector<std::string> comma_list(const std::string& text);
+
 // Every subcommand registers itself on the app and stores its exit code in *exit_code.
 void register_node_command(CLI::App& app, int* exit_code);
-void register_topo_command(CLI::App& app, int* exit_code);  // [topo]
+void register_topo_command(CLI::App& app, int* exit_code);      // [topo]
 void register_nccl_log_command(CLI::App& app, int* exit_code);  // [nccl-log]
-void register_profile_command(CLI::App& app, int* exit_code);  // [profile]
+void register_profile_command(CLI::App& app, int* exit_code);   // [profile]
 void register_emit_env_command(CLI::App& app, int* exit_code);  // [profile]
 void register_validate_command(CLI::App& app, int* exit_code);  // [profile]
-void register_pair_command(CLI::App& app, int* exit_code);  // [pair]
-void register_agent_command(CLI::App& app, int* exit_code);  // [pair]
-void register_cluster_command(CLI::App& app, int* exit_code);  // [cluster]
-void register_report_command(CLI::App& app, int* exit_code);  // [report]
+void register_pair_command(CLI::App& app, int* exit_code);      // [pair]
+void register_agent_command(CLI::App& app, int* exit_code);     // [pair]
+void register_cluster_command(CLI::App& app, int* exit_code);   // [cluster]
+void register_report_command(CLI::App& app, int* exit_code);    // [report]
 
 }  // namespace fabkit::cli

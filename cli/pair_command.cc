@@ -51,12 +51,7 @@ pair::PairOptions pair_options(const PairArgs& a) {
   o.agent_path = a.agent_path.empty() ? self_path() : a.agent_path;
   o.port = static_cast<uint16_t>(a.port);
   o.sizes_bytes = a.sizes.empty() ? pair::default_pair_sizes() : pair::parse_sizes(a.sizes);
-  if (!a.transports.empty())
-    for (size_t s = 0, e; s <= a.transports.size(); s = e + 1) {
-      e = a.transports.find(',', s);
-      if (e == std::string::npos) e = a.transports.size();
-      if (e > s) o.transports.push_back(a.transports.substr(s, e - s));
-    }
+  o.transports = comma_list(a.transports);
   o.timeout_ms = a.timeout_ms;
   o.transport_timeout_ms = a.transport_timeout_ms;
   o.iters = a.iters;
