@@ -9,20 +9,10 @@
 #include <vector>
 
 #include "reports/term/measure_progress.h"
+#include "tests/unit/reports_term/read_fd.h"
 
 namespace fabkit::reports::term {
 namespace {
-
-std::string drain(int fd) {
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
 
 // A pipe standing in for stderr, read without blocking, and a clock the test moves.
 struct Captured {
