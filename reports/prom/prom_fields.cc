@@ -4,11 +4,6 @@
 
 namespace fabkit::reports::prom {
 
-const Json& member(const Json& j, const char* key) {
-  static const Json kNull;
-  return j.is_object() && j.contains(key) ? j[key] : kNull;
-}
-
 std::optional<double> number(const Json& j, const char* key, const std::string& where) {
   const Json& v = member(j, key);
   if (v.is_null()) return std::nullopt;

@@ -8,14 +8,13 @@
 #include <vector>
 
 #include "common/json.h"
+#include "reports/json/member.h"
 #include "reports/prom/prom_text.h"
 
 namespace fabkit::reports::prom {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
-// j[key], or null when j is not an object or has no such member.
-const Json& member(const Json& j, const char* key);
 // j[key] as a number; nullopt when absent or null; throws naming where.key otherwise.
 std::optional<double> number(const Json& j, const char* key, const std::string& where);
 std::string string_or(const Json& j, const char* key, const std::string& fallback);

@@ -19,27 +19,28 @@ void render_nodes(const Json& s, std::ostream& out, const Style& style) {
            {"score_Gb/s", Align::kRight},
            {"low/pairs", Align::kRight},
            {"state"}});
-  for (const auto& n : get(s, "nodes")) {
-    const std::string check = str(get(n, "check"));
-    t.add_row({str(get(n, "host")), check == "ok" ? check : style.bad(check),
-               fixed(get(n, "score_gbit_s"), 2),
-               std::to_string(get(n, "pairs_low").get<int>()) + "/" +
-                   std::to_string(get(n, "pairs_measured").get<int>()),
-               get(n, "slow").get<bool>() ? style.bad("SLOW") : "ok"});
+  for (const auto& n : member(s, "nodes")) {
+    const std::string check = str(member(n, "check"));
+    t.add_row({str(member(n, "host")), check == "ok" ? check : style.bad(check),
+               fixed(member(n, "score_gbit_s"), 2),
+               std::to_string(member(n, "pairs_low").get<int>()) + "/" +
+                   std::to_string(member(n, "pairs_measured").get<int>()),
+               member(n, "slow").get<bool>() ? style.bad("SLOW") : "ok"});
   }
   t.render(out);
 }
 
 void render_matrix(const Json& s, std::ostream& out, const Style& style) {
-  const Json& m = get(s, "matrix");
-  out << "\nmatrix (Gbit/s; reference " << fixed(get(m, "reference_gbit_s"), 2) << ", slow below "
-      << fixed(Json(get(m, "slow_fraction").get<double>() * 100), 0) << "% of it; ! slow)\n";
+  const Json& m = member(s, "matrix");
+  out << "\nmatrix (Gbit/s; reference " << fixed(member(m, "reference_gbit_s"), 2)
+      << ", slow below " << fixed(Json(member(m, "slow_fraction").get<double>() * 100), 0)
+      << "% of it; ! slow)\n";
   std::map<std::pair<std::string, std::string>, const Json*> cell;
-  for (const auto& p : get(m, "pairs")) {
-    cell[{str(get(p, "a")), str(get(p, "b"))}] = &p;
-    cell[{str(get(p, "b")), str(get(p, "a"))}] = &p;
+  for (const auto& p : member(m, "pairs")) {
+    cell[{str(member(p, "a")), str(member(p, "b"))}] = &p;
+    cell[{str(member(p, "b")), str(member(p, "a"))}] = &p;
   }
-  const auto& hosts = get(s, "hosts");
+  const auto& hosts = member(s, "hosts");
   if (hosts.size() <= 16) {
     std::vector<Column> cols{{""}};
     for (const auto& h : hosts) cols.push_back({str(h), Align::kRight});
@@ -53,19 +54,21 @@ void render_matrix(const Json& s, std::ostream& out, const Style& style) {
           continue;
         }
         const Json& p = *it->second;
-        row.push_back(!get(p, "ok").get<bool>()   ? style.bad("FAILED")
-                      : get(p, "state") == "slow" ? style.bad(fixed(get(p, "gbit_s"), 2) + " !")
-                                                  : fixed(get(p, "gbit_s"), 2));
+        row.push_back(!member(p, "ok").get<bool>() ? style.bad("FAILED")
+                      : member(p, "state") == "slow"
+                          ? style.bad(fixed(member(p, "gbit_s"), 2) + " !")
+                          : fixed(member(p, "gbit_s"), 2));
       }
       grid.add_row(row);
     }
     grid.render(out);
   }
   Table bad({{"pair"}, {"state"}, {"Gbit/s", Align::kRight}, {"error"}});
-  for (const auto& p : get(m, "pairs"))
-    if (get(p, "state") != "ok")
-      bad.add_row({str(get(p, "a")) + "<->" + str(get(p, "b")), style.bad(str(get(p, "state"))),
-                   fixed(get(p, "gbit_s"), 2), str(get(p, "error"), "")});
+  for (const auto& p : member(m, "pairs"))
+    if (member(p, "state") != "ok")
+      bad.add_row({str(member(p, "a")) + "<->" + str(member(p, "b")),
+                   style.bad(str(member(p, "state"))), fixed(member(p, "gbit_s"), 2),
+                   str(member(p, "error"), "")});
   if (!bad.empty()) {
     out << "\npairs not ok\n";
     bad.render(out);
@@ -74,27 +77,28 @@ void render_matrix(const Json& s, std::ostream& out, const Style& style) {
 
 void render_search(const Json& se, std::ostream& out, const Style& style) {
   if (!se.is_object()) return;
-  out << "\nbad-link search (" << str(get(se, "trigger")) << "): ";
-  if (!get(se, "ran").get<bool>()) {
-    out << "skipped: " << str(get(se, "skipped")) << "\n";
+  out << "\nbad-link search (" << str(member(se, "trigger")) << "): ";
+  if (!member(se, "ran").get<bool>()) {
+    out << "skipped: " << str(member(se, "skipped")) << "\n";
     return;
   }
-  out << str(get(se, "outcome")) << (get(se, "link").is_string() ? " " + str(get(se, "link")) : "")
-      << " in " << get(se, "rounds_used") << " rounds (bound " << get(se, "rounds_bound")
-      << ", full schedule " << get(se, "full_schedule_rounds") << "), slow below "
-      << fixed(get(se, "threshold_gbit_s"), 2) << " Gbit/s\n";
+  out << str(member(se, "outcome"))
+      << (member(se, "link").is_string() ? " " + str(member(se, "link")) : "") << " in "
+      << member(se, "rounds_used") << " rounds (bound " << member(se, "rounds_bound")
+      << ", full schedule " << member(se, "full_schedule_rounds") << "), slow below "
+      << fixed(member(se, "threshold_gbit_s"), 2) << " Gbit/s\n";
   Table t({{"round", Align::kRight}, {"group"}, {"result"}, {"min_busbw_Gb/s", Align::kRight}});
   int k = 0;
-  for (const auto& rd : get(se, "rounds")) {
+  for (const auto& rd : member(se, "rounds")) {
     ++k;
-    for (const auto& g : get(rd, "groups")) {
+    for (const auto& g : member(rd, "groups")) {
       std::string hs;
-      for (const auto& h : get(g, "hosts")) hs += (hs.empty() ? "" : ",") + str(h);
-      const Json bits = get(g, "min_busbw_gbps").is_number()
-                            ? Json(get(g, "min_busbw_gbps").get<double>() * 8)
+      for (const auto& h : member(g, "hosts")) hs += (hs.empty() ? "" : ",") + str(h);
+      const Json bits = member(g, "min_busbw_gbps").is_number()
+                            ? Json(member(g, "min_busbw_gbps").get<double>() * 8)
                             : Json();
       t.add_row({std::to_string(k), "{" + hs + "}",
-                 get(g, "positive").get<bool>() ? style.bad("SLOW") : "ok", fixed(bits, 2)});
+                 member(g, "positive").get<bool>() ? style.bad("SLOW") : "ok", fixed(bits, 2)});
     }
   }
   t.render(out);
@@ -103,40 +107,40 @@ void render_search(const Json& se, std::ostream& out, const Style& style) {
 }  // namespace
 
 void render_cluster_section(const Json& s, std::ostream& out, const Style& style) {
-  const Json& sch = get(s, "schedule");
-  out << "cluster: " << get(s, "hosts").size() << " nodes, plan " << str(get(s, "plan")) << ": "
-      << get(sch, "rounds") << " rounds, " << get(sch, "pair_runs") << " pair runs ("
-      << get(sch, "sequential_runs") << " pairs in all), launcher " << str(get(s, "launcher"))
+  const Json& sch = member(s, "schedule");
+  out << "cluster: " << member(s, "hosts").size() << " nodes, plan " << str(member(s, "plan"))
+      << ": " << member(sch, "rounds") << " rounds, " << member(sch, "pair_runs") << " pair runs ("
+      << member(sch, "sequential_runs") << " pairs in all), launcher " << str(member(s, "launcher"))
       << "\n"
-      << "time: node checks " << seconds(get(sch, "nodes_ms")) << " s, pair rounds "
-      << seconds(get(sch, "pairs_ms")) << " s\n\n";
+      << "time: node checks " << seconds(member(sch, "nodes_ms")) << " s, pair rounds "
+      << seconds(member(sch, "pairs_ms")) << " s\n\n";
   render_nodes(s, out, style);
   render_matrix(s, out, style);
   render_search(s.value("search", Json()), out, style);
 }
 
 void render_plan_section(const Json& p, std::ostream& out) {
-  out << "plan " << str(get(p, "plan")) << " for " << get(p, "hosts").size()
-      << " nodes: " << get(p, "rounds") << " rounds (" << get(p, "waves")
-      << " waves at --max-parallel " << get(p, "max_parallel") << "), " << get(p, "pair_runs")
+  out << "plan " << str(member(p, "plan")) << " for " << member(p, "hosts").size()
+      << " nodes: " << member(p, "rounds") << " rounds (" << member(p, "waves")
+      << " waves at --max-parallel " << member(p, "max_parallel") << "), " << member(p, "pair_runs")
       << " pair runs\n"
-      << "estimate at " << fixed(get(p, "per_pair_s"), 1)
-      << " s per pair run: " << fixed(get(p, "estimated_s"), 0)
-      << " s (every pair, one at a time: " << fixed(get(p, "sequential_estimated_s"), 0)
-      << " s; --pairs all in rounds: " << fixed(get(p, "all_pairs_estimated_s"), 0)
-      << " s); a bad-link search adds at most " << get(p, "link_search_rounds_bound")
+      << "estimate at " << fixed(member(p, "per_pair_s"), 1)
+      << " s per pair run: " << fixed(member(p, "estimated_s"), 0)
+      << " s (every pair, one at a time: " << fixed(member(p, "sequential_estimated_s"), 0)
+      << " s; --pairs all in rounds: " << fixed(member(p, "all_pairs_estimated_s"), 0)
+      << " s); a bad-link search adds at most " << member(p, "link_search_rounds_bound")
       << " rounds\n";
   Table t({{"round", Align::kRight}, {"pairs"}, {"idle"}});
   size_t shown = 0;
-  for (const auto& rd : get(p, "schedule")) {
+  for (const auto& rd : member(p, "schedule")) {
     if (++shown > 8) {
-      t.add_row({"...", std::to_string(get(p, "schedule").size() - 8) + " more rounds"});
+      t.add_row({"...", std::to_string(member(p, "schedule").size() - 8) + " more rounds"});
       break;
     }
     std::string pairs, idle;
-    for (const auto& pr : get(rd, "pairs"))
+    for (const auto& pr : member(rd, "pairs"))
       pairs += (pairs.empty() ? "" : " ") + str(pr.at(0)) + "<->" + str(pr.at(1));
-    for (const auto& h : get(rd, "idle")) idle += (idle.empty() ? "" : " ") + str(h);
+    for (const auto& h : member(rd, "idle")) idle += (idle.empty() ? "" : " ") + str(h);
     t.add_row({std::to_string(shown), pairs, idle});
   }
   t.render(out);

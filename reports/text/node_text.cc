@@ -28,12 +28,12 @@ std::string flag(const Json& v) { return v.is_boolean() ? (v.get<bool>() ? "yes"
 std::string number_or_dash(const Json& v) { return v.is_number() ? v.dump() : "-"; }
 
 void render_rdma(const Json& rdma, std::ostream& out, const Style& style) {
-  const Json& devices = get(rdma, "devices");
+  const Json& devices = member(rdma, "devices");
   if (!devices.is_array() || devices.empty()) {
-    out << "RDMA ports: none (source: " << str(get(rdma, "source")) << ")\n";
+    out << "RDMA ports: none (source: " << str(member(rdma, "source")) << ")\n";
     return;
   }
-  out << "RDMA ports (source: " << str(get(rdma, "source")) << ")\n";
+  out << "RDMA ports (source: " << str(member(rdma, "source")) << ")\n";
   Table t({{"port"},
            {"state"},
            {"phys"},
@@ -42,23 +42,23 @@ void render_rdma(const Json& rdma, std::ostream& out, const Style& style) {
            {"netdev"},
            {"roce_v2_gid", Align::kRight}});
   for (const auto& d : devices)
-    for (const auto& p : get(d, "ports")) {
-      const std::string state = str(get(p, "state"));
-      t.add_row({str(get(d, "name")) + ":" + number_or_dash(get(p, "port")),
-                 state == "ACTIVE" ? state : style.bad(state), str(get(p, "phys_state")),
-                 str(get(p, "link_layer")), fixed(get(p, "rate_gbps"), 0), str(get(p, "netdev")),
-                 number_or_dash(get(p, "roce_v2_gid_index"))});
+    for (const auto& p : member(d, "ports")) {
+      const std::string state = str(member(p, "state"));
+      t.add_row({str(member(d, "name")) + ":" + number_or_dash(member(p, "port")),
+                 state == "ACTIVE" ? state : style.bad(state), str(member(p, "phys_state")),
+                 str(member(p, "link_layer")), fixed(member(p, "rate_gbps"), 0),
+                 str(member(p, "netdev")), number_or_dash(member(p, "roce_v2_gid_index"))});
     }
   t.render(out);
 }
 
 void render_interfaces(const Json& net, std::ostream& out) {
-  const Json& ifs = get(net, "interfaces");
+  const Json& ifs = member(net, "interfaces");
   if (!ifs.is_array() || ifs.empty()) return;
-  const Json& pick = get(net, "nccl_pick");
-  const Json& rec = get(net, "recommended");
-  out << "\ninterfaces (NCCL would use: " << str(get(pick, "name"), "none")
-      << "; fabcheck recommends: " << str(get(rec, "name"), "none") << ")\n";
+  const Json& pick = member(net, "nccl_pick");
+  const Json& rec = member(net, "recommended");
+  out << "\ninterfaces (NCCL would use: " << str(member(pick, "name"), "none")
+      << "; fabcheck recommends: " << str(member(rec, "name"), "none") << ")\n";
   Table t({{"name"},
            {"kind"},
            {"up"},
@@ -67,34 +67,34 @@ void render_interfaces(const Json& net, std::ostream& out) {
            {"speed_Mb/s", Align::kRight},
            {"pci"}});
   for (const auto& i : ifs)
-    t.add_row({str(get(i, "name")), str(get(i, "kind")), flag(get(i, "up")),
-               flag(get(i, "running")), number_or_dash(get(i, "mtu")),
-               number_or_dash(get(i, "speed_mbps")), str(get(i, "pci_device"))});
+    t.add_row({str(member(i, "name")), str(member(i, "kind")), flag(member(i, "up")),
+               flag(member(i, "running")), number_or_dash(member(i, "mtu")),
+               number_or_dash(member(i, "speed_mbps")), str(member(i, "pci_device"))});
   t.render(out);
 }
 
 void render_limits_and_gpus(const Json& limits, const Json& gpus, std::ostream& out) {
   if (limits.is_object()) {
-    const Json& ml = get(limits, "memlock_bytes");
-    out << "\nlimits: memlock soft " << bytes_text(get(ml, "soft")) << ", hard "
-        << bytes_text(get(ml, "hard")) << "; /dev/shm " << bytes_text(get(limits, "shm_size_bytes"))
-        << "\n";
+    const Json& ml = member(limits, "memlock_bytes");
+    out << "\nlimits: memlock soft " << bytes_text(member(ml, "soft")) << ", hard "
+        << bytes_text(member(ml, "hard")) << "; /dev/shm "
+        << bytes_text(member(limits, "shm_size_bytes")) << "\n";
   }
   if (!gpus.is_object()) return;
-  const Json& devices = get(gpus, "devices");
-  out << "GPUs: " << number_or_dash(get(gpus, "count"));
-  if (get(gpus, "driver_version").is_string())
-    out << " (driver " << str(get(gpus, "driver_version")) << ")";
-  else if (get(gpus, "skipped") == true)
+  const Json& devices = member(gpus, "devices");
+  out << "GPUs: " << number_or_dash(member(gpus, "count"));
+  if (member(gpus, "driver_version").is_string())
+    out << " (driver " << str(member(gpus, "driver_version")) << ")";
+  else if (member(gpus, "skipped") == true)
     out << " (not queried under --sysroot)";
-  else if (get(gpus, "nvml_error").is_string())
-    out << " (" << str(get(gpus, "nvml_error")) << ")";
+  else if (member(gpus, "nvml_error").is_string())
+    out << " (" << str(member(gpus, "nvml_error")) << ")";
   out << "\n";
   if (!devices.is_array() || devices.empty()) return;
   Table t({{"index", Align::kRight}, {"name"}, {"bus_id"}, {"numa", Align::kRight}, {"memory"}});
   for (const auto& d : devices)
-    t.add_row({number_or_dash(get(d, "index")), str(get(d, "name")), str(get(d, "bus_id")),
-               number_or_dash(get(d, "numa_node")), bytes_text(get(d, "memory_bytes"))});
+    t.add_row({number_or_dash(member(d, "index")), str(member(d, "name")), str(member(d, "bus_id")),
+               number_or_dash(member(d, "numa_node")), bytes_text(member(d, "memory_bytes"))});
   t.render(out);
 }
 

@@ -9,20 +9,20 @@ namespace fabkit::reports::text {
 namespace {
 
 std::string link_name(const Json& l) {
-  return str(get(get(l, "a"), "ifname")) + "->" + str(get(get(l, "b"), "ifname")) + " " +
-         str(get(get(l, "b"), "addr")) + (l.value("chosen", false) ? " *" : "");
+  return str(member(member(l, "a"), "ifname")) + "->" + str(member(member(l, "b"), "ifname")) +
+         " " + str(member(member(l, "b"), "addr")) + (l.value("chosen", false) ? " *" : "");
 }
 
 std::string port_pair(const Json& p) {
-  return str(get(get(p, "a"), "hca")) + ":" + get(get(p, "a"), "port").dump() + "<->" +
-         str(get(get(p, "b"), "hca")) + ":" + get(get(p, "b"), "port").dump();
+  return str(member(member(p, "a"), "hca")) + ":" + member(member(p, "a"), "port").dump() + "<->" +
+         str(member(member(p, "b"), "hca")) + ":" + member(member(p, "b"), "port").dump();
 }
 
 void render_rdma_rc(const Json& rc, std::ostream& out, const Style& style) {
   if (!rc.is_object()) return;
   if (rc.value("status", "") != "ran") {
     out << "\nRDMA RC point-to-point: " << rc.value("status", "") << ": "
-        << str(get(rc, "reason"), "") << "\n";
+        << str(member(rc, "reason"), "") << "\n";
     return;
   }
   out << "\nRDMA RC point-to-point (write_bw 64 KiB, send_lat 2 B; Gbit/s = 1e9 bit/s)\n";
@@ -32,12 +32,12 @@ void render_rdma_rc(const Json& rc, std::ostream& out, const Style& style) {
            {"lat_p50_us", Align::kRight},
            {"lat_p99_us", Align::kRight},
            {"mtu", Align::kRight}});
-  for (const auto& p : get(rc, "pairs")) {
-    const std::string status = str(get(p, "status"));
+  for (const auto& p : member(rc, "pairs")) {
+    const std::string status = str(member(p, "status"));
     t.add_row({port_pair(p), status == "ok" ? status : style.bad(status),
-               fixed(get(p, "bw_gbps"), 2), fixed(get(p, "lat_us_median"), 2),
-               fixed(get(p, "lat_us_p99"), 2),
-               get(p, "path_mtu").is_null() ? "-" : get(p, "path_mtu").dump()});
+               fixed(member(p, "bw_gbps"), 2), fixed(member(p, "lat_us_median"), 2),
+               fixed(member(p, "lat_us_p99"), 2),
+               member(p, "path_mtu").is_null() ? "-" : member(p, "path_mtu").dump()});
   }
   t.render(out);
 }
@@ -45,30 +45,33 @@ void render_rdma_rc(const Json& rc, std::ostream& out, const Style& style) {
 }  // namespace
 
 void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
-  out << "pair " << str(get(get(s, "hosts"), "a")) << " <-> " << str(get(get(s, "hosts"), "b"))
-      << " (launcher: " << s.value("launcher", "") << ")\n\nlinks (A -> B; * chosen)\n";
+  out << "pair " << str(member(member(s, "hosts"), "a")) << " <-> "
+      << str(member(member(s, "hosts"), "b")) << " (launcher: " << s.value("launcher", "")
+      << ")\n\nlinks (A -> B; * chosen)\n";
   Table links({{"interfaces"},
                {"status"},
                {"rtt_p50_us", Align::kRight},
                {"rtt_p99_us", Align::kRight},
                {"1stream_Gb/s", Align::kRight},
                {"Nstream_Gb/s", Align::kRight}});
-  for (const auto& l : get(s, "links")) {
-    const std::string status = str(get(l, "status"));
+  for (const auto& l : member(s, "links")) {
+    const std::string status = str(member(l, "status"));
     links.add_row({link_name(l), status == "open" ? status : style.bad(status),
-                   fixed(get(l, "rtt_median_us"), 1), fixed(get(l, "rtt_p99_us"), 1),
-                   fixed(get(l, "single_stream_gbit_s"), 2),
-                   fixed(get(l, "multi_stream_gbit_s"), 2)});
+                   fixed(member(l, "rtt_median_us"), 1), fixed(member(l, "rtt_p99_us"), 1),
+                   fixed(member(l, "single_stream_gbit_s"), 2),
+                   fixed(member(l, "multi_stream_gbit_s"), 2)});
   }
   links.render(out);
 
-  const Json& rv = get(s, "rendezvous");
+  const Json& rv = member(s, "rendezvous");
   if (rv.is_object())
-    out << "\nrendezvous port " << get(rv, "port") << " on " << str(get(rv, "listen_addr")) << ": "
-        << (get(rv, "status").is_string() ? str(get(rv, "status")) : str(get(rv, "listen_status")))
+    out << "\nrendezvous port " << member(rv, "port") << " on " << str(member(rv, "listen_addr"))
+        << ": "
+        << (member(rv, "status").is_string() ? str(member(rv, "status"))
+                                             : str(member(rv, "listen_status")))
         << "\n";
 
-  if (!get(s, "transports").empty()) {
+  if (!member(s, "transports").empty()) {
     out << "\nall-reduce transports (ranked by peak busbw; GB/s = 1e9 B/s)\n";
     Table t({{"transport"},
              {"status"},
@@ -76,60 +79,60 @@ void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
              {"at_bytes", Align::kRight},
              {"link_fraction", Align::kRight},
              {"vs_raw", Align::kRight}});
-    for (const auto& tr : get(s, "transports")) {
-      const std::string status = str(get(tr, "status"));
+    for (const auto& tr : member(s, "transports")) {
+      const std::string status = str(member(tr, "status"));
       // A transport that measured nothing (unavailable, or failed before its first size) has
       // no peak: "-", not the 0 its ranking entry carries.
       const bool measured =
-          tr.contains("sizes") && get(tr, "sizes").is_array() && !get(tr, "sizes").empty();
-      t.add_row({str(get(tr, "transport")),
+          tr.contains("sizes") && member(tr, "sizes").is_array() && !member(tr, "sizes").empty();
+      t.add_row({str(member(tr, "transport")),
                  status == "ok"            ? status
                  : status == "unavailable" ? style.note(status)
                                            : style.warn(status),
                  measured ? fixed(tr.value("peak_busbw_gbps", Json()), 3) : "-",
                  measured ? tr.value("peak_bytes", Json(0)).dump() : "-",
-                 !measured                            ? "-"
-                 : get(tr, "link_fraction").is_null() ? "unknown"
-                                                      : fixed(get(tr, "link_fraction"), 2),
+                 !measured                               ? "-"
+                 : member(tr, "link_fraction").is_null() ? "unknown"
+                                                         : fixed(member(tr, "link_fraction"), 2),
                  fixed(tr.value("vs_raw_exchange", Json()), 2)});
     }
     t.render(out);
   }
   render_rdma_rc(s.value("rdma_rc", Json()), out, style);
 
-  const Json& rec = get(s, "recommended");
-  out << "\nrecommended: transport " << str(get(rec, "transport"), "none") << ", interface "
-      << str(get(rec, "interface_a"), "none") << " / " << str(get(rec, "interface_b"), "none")
+  const Json& rec = member(s, "recommended");
+  out << "\nrecommended: transport " << str(member(rec, "transport"), "none") << ", interface "
+      << str(member(rec, "interface_a"), "none") << " / " << str(member(rec, "interface_b"), "none")
       << "\n";
 }
 
 void render_pair_group_section(const Json& s, std::ostream& out, const Style& style) {
-  out << "pair group of " << get(s, "hosts").size()
+  out << "pair group of " << member(s, "hosts").size()
       << " hosts (launcher: " << s.value("launcher", "")
       << ")\n\nneighbour links (chosen interface pairs)\n";
   Table links(
       {{"from"}, {"to"}, {"via"}, {"rtt_p50_us", Align::kRight}, {"1stream_Gb/s", Align::kRight}});
-  for (const auto& p : get(s, "probed_pairs"))
-    for (const auto& l : get(p, "links"))
+  for (const auto& p : member(s, "probed_pairs"))
+    for (const auto& l : member(p, "links"))
       if (l.value("chosen", false))
-        links.add_row({str(get(p, "a")), str(get(p, "b")), str(get(get(l, "b"), "addr")),
-                       fixed(get(l, "rtt_median_us"), 1),
-                       fixed(get(l, "single_stream_gbit_s"), 2)});
+        links.add_row({str(member(p, "a")), str(member(p, "b")),
+                       str(member(member(l, "b"), "addr")), fixed(member(l, "rtt_median_us"), 1),
+                       fixed(member(l, "single_stream_gbit_s"), 2)});
   links.render(out);
-  for (const auto& ring : get(s, "rings")) {
+  for (const auto& ring : member(s, "rings")) {
     std::string order;
-    for (const auto& h : get(ring, "order")) order += (order.empty() ? "" : " -> ") + str(h);
+    for (const auto& h : member(ring, "order")) order += (order.empty() ? "" : " -> ") + str(h);
     out << "\nring " << order << " (busbw = algbw * 2(n-1)/n; GB/s = 1e9 B/s)\n";
     Table t({{"transport"},
              {"status"},
              {"peak_busbw_GB/s", Align::kRight},
              {"at_bytes", Align::kRight},
              {"results"}});
-    for (const auto& tr : get(ring, "transports")) {
-      const bool ok = get(tr, "status") == "ok";
+    for (const auto& tr : member(ring, "transports")) {
+      const bool ok = member(tr, "status") == "ok";
       const bool exact = tr.value("all_correct", false);
-      t.add_row({str(get(tr, "transport")), ok ? "ok" : style.warn(str(get(tr, "status"))),
-                 fixed(get(tr, "peak_busbw_gbps"), 3), get(tr, "peak_bytes").dump(),
+      t.add_row({str(member(tr, "transport")), ok ? "ok" : style.warn(str(member(tr, "status"))),
+                 fixed(member(tr, "peak_busbw_gbps"), 3), member(tr, "peak_bytes").dump(),
                  !ok     ? "-"
                  : exact ? "exact"
                          : style.bad("WRONG")});

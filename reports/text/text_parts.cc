@@ -4,13 +4,6 @@
 
 namespace fabkit::reports::text {
 
-const Json& get(const Json& j, const char* key) {
-  static const Json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-
 std::string fixed(const Json& j, int digits) {
   if (!j.is_number()) return "-";
   char buf[64];

@@ -6,14 +6,10 @@
 
 #include "common/json.h"
 #include "common/report.h"
+#include "reports/json/member.h"
 
 namespace fabkit::reports::text {
 
-// j[key], or null when j is not an object or has no such member. The renderers read saved
-// reports too (`fabcheck report FILE`), and nlohmann's const operator[] on a missing key is
-// undefined behaviour, not an exception; wrong types still throw nlohmann's type_error, which the
-// caller turns into an error naming the file.
-const Json& get(const Json& j, const char* key);
 // A figure with `digits` decimals, "-" when j is not a number (an absent measurement).
 std::string fixed(const Json& j, int digits);
 // j's string value, or `otherwise` when j is not a string (null where nothing was measured).
