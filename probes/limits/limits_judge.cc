@@ -1,5 +1,6 @@
 #include <string>
 
+#include "common/human_bytes.h"
 #include "probes/limits/limits_facts.h"
 
 namespace fabkit::probes {
@@ -8,19 +9,6 @@ namespace {
 constexpr uint64_t kGiB = 1ull << 30;
 constexpr uint64_t kShmMinBytes = kGiB;  // NCCL's shared-memory transport and proxy buffers
 constexpr uint64_t kNofileMin = 4096;    // NCCL opens sockets per peer and per channel
-
-std::string human_bytes(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  snprintf(buf, sizeof buf, v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
 
 std::string describe(bool unlimited, uint64_t v, bool bytes) {
   if (unlimited) return "unlimited";

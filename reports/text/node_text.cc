@@ -3,6 +3,7 @@
 // first, so the findings below read against them.
 #include <cstdint>
 
+#include "common/human_bytes.h"
 #include "reports/text/table.h"
 #include "reports/text/text_parts.h"
 
@@ -11,16 +12,10 @@ namespace {
 
 std::string bytes_text(const Json& v) {
   if (v.is_string()) return v.get<std::string>();  // "unlimited"
-  if (!v.is_number()) return "-";
-  const double b = v.get<double>();
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  double x = b;
-  while (x >= 1024 && u < 4) {
-    x /= 1024;
-    ++u;
-  }
-  return fixed(Json(x), x == static_cast<int64_t>(x) ? 0 : 1) + " " + units[u];
+  // Any JSON number: a report built in this process holds signed or unsigned integers, one read
+  // back from a file unsigned ones.
+  return v.is_number() && v.get<double>() >= 0 ? human_bytes(static_cast<uint64_t>(v.get<double>()))
+                                               : "-";
 }
 
 std::string flag(const Json& v) { return v.is_boolean() ? (v.get<bool>() ? "yes" : "no") : "-"; }
