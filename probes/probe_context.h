@@ -23,6 +23,9 @@ struct NodeOptions {
   // 0 reads once (absolute values only). --counter-interval-ms. 50 ms keeps `fabcheck node`
   // within its 100 ms budget on a GPU node (issue #11) while a link that is failing now shows.
   int rdma_counter_interval_ms = 50;
+  // --nvml-replay FILE: NVML answers recorded with --nvml-record (on a GPU node) replayed through
+  // the fixture-driven NVML table instead of this machine's driver (docs/gpu-node.md).
+  std::optional<std::filesystem::path> nvml_replay;
 };
 
 struct ProbeContext {

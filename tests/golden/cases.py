@@ -45,6 +45,13 @@ def _node_degraded(doc):
     doc["gpus"]["devices"] = doc["gpus"]["devices"][:-1]
 
 
+def _bad_nvml_fixture(path):
+    """A recorded NVML file with a misspelt member: refused, naming it."""
+    with open(path, "w") as f:
+        json.dump({"devices": [{"name": "x", "uuid": "GPU-1", "bus_id": "00000000:18:00.0",
+                                "ecc_mod": {"current": True, "pending": True}}]}, f)
+
+
 NCCL_LOGS = ["nccl_2.18_errors", "nccl_2.18_ib_gdr", "nccl_2.21_socket_fallback", "nccl_2.21_roce",
              "nccl_2.21_aws_ofi", "nccl_2.4.7_ib_bootstrap_net_socket", "nccl_2.23_plugin_init_failed"]
 
@@ -61,6 +68,24 @@ CASES = [
     {"name": "node-sysroot-slurm-health-dry-run", "binary": "fabcheck", "schema": "node.schema.json",
      "setup": {"root": sysroots.build_ib_roce_node},
      "args": ["node", "--json", "--sysroot", "root", "--slurm-health", "--dry-run",
+              "--node-name", "gpu-07"]},
+    # fabcheck node with recorded NVML answers (tests/fixtures/nvml): the GPU health section
+    {"name": "node-nvml-h100-healthy", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_empty_node},
+     "args": ["node", "--json", "--sysroot", "root", "--nvml-replay",
+              FIX + "/nvml/h100_sxm_8gpu_healthy.json"]},
+    {"name": "node-nvml-h100-faults", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_empty_node},
+     "args": ["node", "--json", "--sysroot", "root", "--nvml-replay",
+              FIX + "/nvml/h100_faults.json"]},
+    {"name": "node-nvml-a100-old-driver", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_empty_node},
+     "args": ["node", "--json", "--sysroot", "root", "--nvml-replay",
+              FIX + "/nvml/a100_old_driver_r470.json"]},
+    {"name": "node-nvml-faults-slurm-health-dry-run", "binary": "fabcheck",
+     "schema": "node.schema.json", "setup": {"root": sysroots.build_empty_node},
+     "args": ["node", "--json", "--sysroot", "root", "--nvml-replay",
+              FIX + "/nvml/h100_remap_pending.json", "--slurm-health", "--dry-run",
               "--node-name", "gpu-07"]},
     # fabcheck cluster --plan-only: the schedule, nothing launched
     {"name": "cluster-plan-only-5-hosts", "binary": "fabcheck", "schema": "cluster-report.schema.json",
@@ -127,6 +152,9 @@ CASES = [
      "args": ["node", "--json", "--no-such-flag"]},
     {"name": "error-node-missing-sysroot", "binary": "fabcheck", "schema": "error.schema.json",
      "args": ["node", "--json", "--sysroot", "/nonexistent/fabkit"]},
+    {"name": "error-node-nvml-replay-typo", "binary": "fabcheck", "schema": "error.schema.json",
+     "setup": {"root": sysroots.build_empty_node, "bad-nvml.json": _bad_nvml_fixture},
+     "args": ["node", "--json", "--sysroot", "root", "--nvml-replay", "bad-nvml.json"]},
     {"name": "error-topo-graph-file", "binary": "fabcheck", "schema": "error.schema.json",
      "args": ["topo", "--json", FIX + "/real/nccl_topo/azure_ncv4-graph.xml"]},
     {"name": "error-nccl-log-missing-file", "binary": "fabcheck", "schema": "error.schema.json",
