@@ -24,6 +24,8 @@ std::string render_html(const std::vector<InputDocument>& inputs, const std::str
 // Sections, each an HTML fragment (tested on their own).
 std::string findings_table(const Json& findings);
 std::string node_section(const Json& doc);
+// The node page's GPU health table (html_gpu.cc); empty without GPUs.
+std::string gpu_section(const Json& gpus);
 std::string pair_section(const Json& doc);
 std::string cluster_section(const Json& doc);
 // Round-trip histograms (html_latency.cc): a pair report's links[] (chosen first), a cluster

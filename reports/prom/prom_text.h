@@ -34,6 +34,10 @@ std::string format_value(double v);
 // std::invalid_argument naming a field of the wrong type. The one node renderer: `fabcheck node
 // --prom` (the Slurm health check's textfile) and `fabcheck report --prom node.json` both use it.
 std::vector<Family> node_families(const Json& node_report);
+// fabkit_node_gpu_*: per GPU ECC counts, remapped rows, clock event reasons (0/1 per reason),
+// temperature, NVLink state and error counters, PCIe generation/width (prom_gpu.cc); part of
+// node_families.
+std::vector<Family> gpu_health_families(const Json& node_report);
 // fabkit_node_check_timestamp_seconds: when the check ran, so an alert can fire on a stale file.
 Family check_timestamp(double unix_time_s);
 // fabkit_pair_busbw_bytes_per_second{transport,bytes}, peak, link rate, findings.

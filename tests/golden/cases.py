@@ -45,6 +45,17 @@ def _node_degraded(doc):
     doc["gpus"]["devices"] = doc["gpus"]["devices"][:-1]
 
 
+def _node_gpu_errors(doc):
+    """Since the saved run: GPU 0 gained 3 correctable ECC errors, GPU 1 3 uncorrectable ones
+    (aggregate 2 -> 5), GPU 2 a remapped row, GPU 5 four NVLink replays."""
+    d = doc["gpus"]["devices"]
+    for counter in ("aggregate", "volatile"):
+        d[0]["health"]["ecc"][counter]["corrected"] += 3
+        d[1]["health"]["ecc"][counter]["uncorrected"] += 3
+    d[2]["health"]["remapped_rows"]["uncorrected"] += 1
+    d[5]["health"]["nvlinks"][3]["replay"] += 4
+
+
 def _bad_nvml_fixture(path):
     """A recorded NVML file with a misspelt member: refused, naming it."""
     with open(path, "w") as f:
@@ -144,6 +155,11 @@ CASES = [
      "setup": {"node-degraded.json": _derive("profile/node-gpu-ib-01.json", _node_degraded)},
      "args": ["report", "--json", "--baseline", FIX + "/profile/node-gpu-ib-01.json",
               "node-degraded.json"]},
+    {"name": "report-baseline-node-gpu-errors", "binary": "fabcheck",
+     "schema": "baseline.schema.json",
+     "setup": {"node-gpu-errors.json": _derive("reports/node-h100-faults.json", _node_gpu_errors)},
+     "args": ["report", "--json", "--baseline", FIX + "/reports/node-h100-faults.json",
+              "node-gpu-errors.json"]},
     {"name": "report-html-prom-written", "binary": "fabcheck", "schema": "report-written.schema.json",
      "args": ["report", "--json", "--html", "{tmp}/r.html", "--prom", "{tmp}/pair.prom",
               FIX + "/reports/pair-netns-veth.json"]},
