@@ -15,7 +15,14 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(sys.argv[2], "tests", "support"))
 from fabcheck_run import check, parse, run  # noqa: E402
-from json_schemas import validate_doc  # noqa: E402
+
+try:
+    from json_schemas import validate_doc  # noqa: E402
+except ImportError as e:  # the GPU machine's image may lack python3-jsonschema
+    print(f"note: {e}: documents not checked against docs/schema (docs_json_schema checks them elsewhere)")
+
+    def validate_doc(doc, schema_name):
+        pass
 
 FABCHECK = sys.argv[1]
 
