@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "reports/chart/svg_chart.h"
+#include "reports/html/html_gpu_active.h"
 #include "reports/html/html_report.h"
 
 namespace fabkit::reports::html {
@@ -126,6 +127,7 @@ std::string node_section(const Json& doc) {
     o << "<tr><th>GPUs</th><td>" << (n ? chart::format_number(*n) : "unknown") << "</td></tr>\n";
   }
   o << "</tbody></table>\n";
+  if (doc.contains("gpu_active")) o << gpu_active_section(doc["gpu_active"]);
   return o.str();
 }
 
