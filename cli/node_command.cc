@@ -10,6 +10,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "fabkit/config.h"
+#include "fabric/gpu_active/gpu_active_check.h"
 #include "probes/gpu/gpu_facts.h"
 #include "probes/node_probe.h"
 #include "reports/html/html_report.h"
@@ -36,7 +37,28 @@ struct NodeArgs {
   bool no_progress = false;
   std::string nvml_replay;  // NVML answers recorded with --nvml-record instead of the driver's
   std::string nvml_record;  // write this machine's NVML answers as a replayable fixture
+  bool active = false;      // the active GPU check (docs/gpu-node.md), after the passive probes
+  double active_budget_s = probes::GpuActiveSettings{}.budget_s;
 };
+
+// --active: measures this machine's GPUs, so it has no meaning on a copied tree.
+void check_active_args(const NodeArgs& a) {
+  if (a.active && !a.sysroot.empty())
+    throw UsageError("--active measures this machine's GPUs and cannot run on a --sysroot tree (" +
+                     a.sysroot + "): drop one of the two");
+  // The replayed gpus section would describe another machine than the GPUs measured.
+  if (a.active && !a.nvml_replay.empty())
+    throw UsageError(
+        "--active measures this machine's GPUs and cannot be combined with "
+        "--nvml-replay " +
+        a.nvml_replay + " (another machine's NVML answers)");
+}
+
+fabric::GpuActiveOptions active_options(const NodeArgs& a) {
+  fabric::GpuActiveOptions o;
+  o.settings.budget_s = a.active_budget_s;
+  return o;
+}
 
 std::string slurm_node_name(const NodeArgs& a, const Environment& env) {
   if (!a.node_name.empty()) return a.node_name;
@@ -96,6 +118,7 @@ void record_nvml(const NodeArgs& a, const ProbeContext& ctx) {
 
 int run_node(const NodeArgs& a) {
   if (!a.html.empty()) check_output_path("--html", a.html);
+  check_active_args(a);
   ProbeContext ctx;
   ctx.env = Environment::from_process();
   if (!a.sysroot.empty()) {
@@ -115,6 +138,7 @@ int run_node(const NodeArgs& a) {
   auto progress = make_progress(a.no_progress);
   ctx.progress = progress.get();
   Report r = probe_this_node(ctx);
+  if (a.active) fabric::append_gpu_active(r, active_options(a), ctx.roots, ctx.env, ctx.progress);
   progress.reset();  // its line is gone before anything else is printed
   // From the JSON document, as `fabcheck report` does, so both render the same thing.
   if (!a.html.empty())
@@ -163,6 +187,15 @@ void register_node_command(CLI::App& app, int* exit_code) {
   sub->add_option("--nvml-record", args->nvml_record,
                   "Also write what this machine's NVML answers to FILE (a fixture for "
                   "--nvml-replay and the tests' NVML fake)");
+  auto* active =
+      sub->add_flag("--active", args->active,
+                    "Also measure the GPUs (bf16 GEMM, memory and PCIe copies, intra-node NCCL "
+                    "all-reduce) against what this node should reach (docs/gpu-node.md)");
+  sub->add_option("--active-budget-s", args->active_budget_s,
+                  "With --active: the check's time limit in seconds; what is still running then is "
+                  "stopped and reported")
+      ->check(CLI::Range(10.0, 3600.0))
+      ->needs(active);
   add_no_progress_flag(sub, &args->no_progress);
   sub->callback([args, exit_code] {
     *exit_code = run_command("node", args->json, [&] { return run_node(*args); });

@@ -121,6 +121,8 @@ NodeBaselineResult compare_node_baseline(const Json& old_doc, const Json& new_do
                               "nvidia-smi -L; dmesg | grep -i xid: a GPU fell off the bus or the "
                               "driver failed to bind it; drain the node"));
   r.gpu_health = compare_gpu_health(old_doc, new_doc, r.findings);
+  r.gpu_active = compare_gpu_active(old_doc, new_doc);
+  for (const auto& f : r.gpu_active.findings) r.findings.push_back(f);
   return r;
 }
 
@@ -149,12 +151,15 @@ Json node_baseline_to_json(const NodeBaselineResult& r, const std::string& old_p
                       {"ecc_corrected_new", count(g.ecc_corrected_new)},
                       {"remapped_rows_new", count(g.remapped_rows_new)},
                       {"nvlink_errors_new", count(g.nvlink_errors_new)}});
-  return {{"baseline_version", 1},
-          {"old", old_path},
-          {"new", new_path},
-          {"ports", ports},
-          {"gpus", {{"old", count(r.old_gpus)}, {"new", count(r.new_gpus)}}},
-          {"gpu_health", health}};
+  Json j = {{"baseline_version", 1},
+            {"old", old_path},
+            {"new", new_path},
+            {"ports", ports},
+            {"gpus", {{"old", count(r.old_gpus)}, {"new", count(r.new_gpus)}}},
+            {"gpu_health", health}};
+  // Only when a report ran `fabcheck node --active`, so older baselines read as before.
+  if (r.gpu_active.present) j["gpu_active"] = gpu_active_baseline_json(r.gpu_active);
+  return j;
 }
 
 std::string node_baseline_table_text(const NodeBaselineResult& r) {
@@ -189,6 +194,7 @@ std::string node_baseline_table_text(const NodeBaselineResult& r) {
     g.render(table);
     out += table.str();
   }
+  out += gpu_active_baseline_text(r.gpu_active);
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/finding.h"
 #include "common/json.h"
+#include "reports/baseline/gpu_active_baseline.h"
 
 namespace fabkit::reports::baseline {
 
@@ -34,6 +35,7 @@ struct NodeBaselineResult {
   std::vector<PortRow> ports;
   std::optional<double> old_gpus, new_gpus;
   std::vector<GpuHealthRow> gpu_health;
+  GpuActiveBaseline gpu_active;  // the --active figures, when either report has them
   std::vector<Finding> findings;
 };
 

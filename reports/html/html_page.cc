@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "reports/chart/svg_chart.h"
+#include "reports/html/html_gpu_active.h"
 #include "reports/html/html_report.h"
 
 namespace fabkit::reports::html {
@@ -130,6 +131,7 @@ std::string node_section(const Json& doc) {
   }
   o << "</tbody></table>\n";
   if (doc.contains("gpus")) o << gpu_section(doc["gpus"]);
+  if (doc.contains("gpu_active")) o << gpu_active_section(doc["gpu_active"]);
   return o.str();
 }
 

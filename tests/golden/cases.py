@@ -61,6 +61,14 @@ def _bad_nvml_fixture(path):
     with open(path, "w") as f:
         json.dump({"devices": [{"name": "x", "uuid": "GPU-1", "bus_id": "00000000:18:00.0",
                                 "ecc_mod": {"current": True, "pending": True}}]}, f)
+def _gpu_active_dropped(doc):
+    """GPU 1's GEMM 20% slower (throttled), GPU 0's h2d figure gone (its step failed)."""
+    g1 = doc["gpu_active"]["gpus"][1]
+    for f in g1["figures"]:
+        if f["name"] == "gemm_bf16":
+            f["measured"] *= 0.8
+    g0 = doc["gpu_active"]["gpus"][0]
+    g0["figures"] = [f for f in g0["figures"] if f["name"] != "h2d"]
 
 
 NCCL_LOGS = ["nccl_2.18_errors", "nccl_2.18_ib_gdr", "nccl_2.21_socket_fallback", "nccl_2.21_roce",
@@ -160,6 +168,11 @@ CASES = [
      "setup": {"node-gpu-errors.json": _derive("reports/node-h100-faults.json", _node_gpu_errors)},
      "args": ["report", "--json", "--baseline", FIX + "/reports/node-h100-faults.json",
               "node-gpu-errors.json"]},
+    {"name": "report-baseline-node-gpu-active-dropped", "binary": "fabcheck",
+     "schema": "baseline.schema.json",
+     "setup": {"node-gpu-active-now.json": _derive("reports/node-gpu-active-h100.json", _gpu_active_dropped)},
+     "args": ["report", "--json", "--baseline", FIX + "/reports/node-gpu-active-h100.json",
+              "node-gpu-active-now.json"]},
     {"name": "report-html-prom-written", "binary": "fabcheck", "schema": "report-written.schema.json",
      "args": ["report", "--json", "--html", "{tmp}/r.html", "--prom", "{tmp}/pair.prom",
               FIX + "/reports/pair-netns-veth.json"]},
@@ -171,6 +184,11 @@ CASES = [
     {"name": "error-node-nvml-replay-typo", "binary": "fabcheck", "schema": "error.schema.json",
      "setup": {"root": sysroots.build_empty_node, "bad-nvml.json": _bad_nvml_fixture},
      "args": ["node", "--json", "--sysroot", "root", "--nvml-replay", "bad-nvml.json"]},
+    {"name": "error-node-active-nvml-replay", "binary": "fabcheck", "schema": "error.schema.json",
+     "args": ["node", "--json", "--active", "--nvml-replay", FIX + "/nvml/a100_old_driver_r470.json"]},
+    {"name": "error-node-active-sysroot", "binary": "fabcheck", "schema": "error.schema.json",
+     "setup": {"root": sysroots.build_empty_node},
+     "args": ["node", "--json", "--active", "--sysroot", "root"]},
     {"name": "error-topo-graph-file", "binary": "fabcheck", "schema": "error.schema.json",
      "args": ["topo", "--json", FIX + "/real/nccl_topo/azure_ncv4-graph.xml"]},
     {"name": "error-nccl-log-missing-file", "binary": "fabcheck", "schema": "error.schema.json",
