@@ -44,6 +44,8 @@ struct GroupFacts {
   std::vector<ProbedPair> probed;           // the first ring order's neighbour pairs
   std::vector<std::string> addrs, ifnames;  // per host: the address its ranks listen and send on
   std::vector<RingRun> rings;
+  std::vector<RefusedAddress>
+      refused_addresses;  // claims no agent was let contact (session_peers.h)
   std::vector<StepRecord> steps;
 };
 

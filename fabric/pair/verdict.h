@@ -45,6 +45,9 @@ struct Verdict {
 
 Verdict compute_verdict(const PairFacts& f);
 std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v);
+// pair.peer_address_refused (info), one per address a host claimed that a peer was not let
+// contact (session_peers.h); shared with the N-host judge.
+std::vector<Finding> refused_address_findings(const std::vector<RefusedAddress>& refused);
 // Every finding of a pair run: judge_pair's, then the RDMA RC test's (rdma_rc_plan.h).
 std::vector<Finding> pair_findings(const PairFacts& f, const Verdict& v);
 
