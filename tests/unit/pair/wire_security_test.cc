@@ -57,6 +57,11 @@ struct Agent {
     });
     port = port_promise.get_future().get();
   }
+  // The agent's thread logs into log/log_mu until run_agent returns: wait for it before they go
+  // (a test that fails by exception destroys the members while the agent still runs).
+  ~Agent() {
+    if (exit.valid()) exit.wait();
+  }
   wire::Fd dial() {
     auto c = tcp::connect_tcp("127.0.0.1", port, "", 2000);
     EXPECT_EQ(c.status, tcp::ConnectStatus::kOpen) << c.message;
