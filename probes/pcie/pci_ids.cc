@@ -1,0 +1,69 @@
+#include "probes/pcie/pci_ids.h"
+
+#include <cctype>
+
+#include "common/file_reader.h"
+
+namespace fabkit::probes {
+namespace {
+
+// "0x10DE" / "10de" -> "10de"; "" when not 4 hex digits.
+std::string hex4(const std::string& id) {
+  std::string s = starts_with(id, "0x") || starts_with(id, "0X") ? id.substr(2) : id;
+  if (s.size() != 4) return {};
+  for (char& c : s) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return {};
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return s;
+}
+
+// The rest of the line at `pos`, without the newline.
+std::string line_at(const std::string& text, size_t pos) {
+  size_t end = text.find('\n', pos);
+  return trim(text.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+}
+
+}  // namespace
+
+PciIdNames PciIdNames::load(const std::filesystem::path& root) {
+  for (const char* rel :
+       {"usr/share/misc/pci.ids", "usr/share/hwdata/pci.ids", "usr/share/pci.ids"}) {
+    // pci.ids is ~1.4 MB today; 8 MiB leaves room for growth without reading a runaway file.
+    auto t = read_text(root / rel, 8u << 20);
+    if (ok(t) && !value(t).empty()) return from_text(value(t), (root / rel).string());
+  }
+  return {};
+}
+
+PciIdNames PciIdNames::from_text(std::string text, std::string source) {
+  PciIdNames n;
+  n.text_ = "\n" + std::move(text);  // every entry, the first included, follows a newline
+  n.source_ = std::move(source);
+  return n;
+}
+
+std::string PciIdNames::name(const std::string& vendor_id, const std::string& device_id) const {
+  const std::string v = hex4(vendor_id), d = hex4(device_id);
+  if (v.empty() || text_.empty()) return {};
+  // Vendor lines start in column 0 ("10de  NVIDIA Corporation"); the vendor's devices follow as
+  // "\t2330  name" until the next line that starts in column 0 (a vendor or the class list).
+  const size_t vpos = text_.find("\n" + v + "  ");
+  if (vpos == std::string::npos) return {};
+  const std::string vendor = line_at(text_, vpos + 1 + v.size());
+  size_t section_end = vpos + 1;
+  while (true) {
+    section_end = text_.find('\n', section_end);
+    if (section_end == std::string::npos || section_end + 1 >= text_.size()) break;
+    const char c = text_[section_end + 1];
+    if (c != '\t' && c != '#' && c != '\n') break;
+    ++section_end;
+  }
+  if (d.empty()) return vendor;
+  const size_t dpos = text_.find("\n\t" + d + "  ", vpos);
+  if (dpos == std::string::npos || (section_end != std::string::npos && dpos >= section_end))
+    return vendor;
+  return vendor + " " + line_at(text_, dpos + 2 + d.size());
+}
+
+}  // namespace fabkit::probes
