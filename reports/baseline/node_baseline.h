@@ -10,6 +10,7 @@
 
 #include "common/finding.h"
 #include "common/json.h"
+#include "reports/baseline/node_baseline_pcie.h"
 
 namespace fabkit::reports::baseline {
 
@@ -23,6 +24,7 @@ struct PortRow {
 struct NodeBaselineResult {
   std::vector<PortRow> ports;
   std::optional<double> old_gpus, new_gpus;
+  PcieBaseline pcie;  // PCIe links, AER totals and Xids (node_baseline_pcie.h)
   std::vector<Finding> findings;
 };
 

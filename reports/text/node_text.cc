@@ -109,6 +109,7 @@ void render_node_facts(const Report& r, std::ostream& out, const Style& style) {
   if (rdma) render_rdma(*rdma, out, style);
   if (net) render_interfaces(*net, out);
   render_limits_and_gpus(limits ? *limits : Json(), gpus ? *gpus : Json(), out);
+  render_pcie_and_kernel_log(r, out, style);
 }
 
 }  // namespace fabkit::reports::text
