@@ -46,9 +46,14 @@ size_t ifind(const std::string& hay, const char* needle) {
   return it == hay.end() ? std::string::npos : static_cast<size_t>(it - hay.begin());
 }
 
+// A record's first line as a sample, at most ~300 bytes. Messages are UTF-8 by now
+// (log_records.cc); the cut backs off to the start of a character so it stays so.
 std::string first_line(const std::string& m) {
   std::string l = m.substr(0, m.find('\n'));
-  return l.size() > 300 ? l.substr(0, 297) + "..." : l;
+  if (l.size() <= 300) return l;
+  size_t cut = 297;
+  while (cut > 0 && (static_cast<unsigned char>(l[cut]) & 0xc0) == 0x80) --cut;
+  return l.substr(0, cut) + "...";
 }
 
 // "0000:18:00.0" for a bus id with or without a function ("PCI:0000:18:00" in Xid lines).

@@ -17,10 +17,20 @@
 
 #include "common/errors.h"
 #include "common/file_reader.h"
+#include "common/utf8_text.h"
 #include "probes/kernel_log/kernel_log_facts.h"
 
 namespace fabkit::probes {
 namespace {
+
+// A message as the report can carry it: drivers print bytes (a process name, a firmware string),
+// and /dev/kmsg's \xNN escapes turn back into those bytes; the JSON writer throws on any that
+// are not UTF-8. Most lines are ASCII, so they are kept as they are without a second copy.
+std::string as_utf8(std::string s) {
+  for (char c : s)
+    if (static_cast<unsigned char>(c) >= 0x80) return utf8_clean(s);
+  return s;
+}
 
 bool all_digits(std::string_view s) {
   if (s.empty()) return false;
@@ -178,7 +188,7 @@ std::optional<KernelLogRecord> parse_kmsg_record(std::string_view raw, uint64_t*
   KernelLogRecord r;
   r.time_s = static_cast<double>(h->usec) / 1e6;
   if (seq) *seq = h->seq;
-  r.message = unescape_kmsg(line.substr(h->message_at));
+  r.message = as_utf8(unescape_kmsg(line.substr(h->message_at)));
   return r;
 }
 
@@ -206,6 +216,7 @@ std::vector<KernelLogRecord> parse_kernel_log_text(const std::string& text, std:
     if (in_kmsg_record && line.front() == ' ') continue;
     in_kmsg_record = false;
     TextLine t = parse_text_line(line);
+    t.record.message = as_utf8(std::move(t.record.message));
     if (t.continuation && !out.empty()) {
       out.back().message += "\n" + t.record.message;
       continue;

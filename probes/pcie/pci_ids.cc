@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "common/file_reader.h"
+#include "common/utf8_text.h"
 
 namespace fabkit::probes {
 namespace {
@@ -18,10 +19,12 @@ std::string hex4(const std::string& id) {
   return s;
 }
 
-// The rest of the line at `pos`, without the newline.
+// The rest of the line at `pos`, without the newline. pci.ids is UTF-8, but the one under a
+// --sysroot is the user's file and its names go into the JSON, which throws on other bytes.
 std::string line_at(const std::string& text, size_t pos) {
   size_t end = text.find('\n', pos);
-  return trim(text.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+  return utf8_clean(
+      trim(text.substr(pos, end == std::string::npos ? std::string::npos : end - pos)));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/file_reader.h"
+#include "common/utf8_text.h"
 #include "probes/pcie/pci_ids.h"
 #include "probes/pcie/pcie_facts.h"
 #include "topo/topology.h"
@@ -74,7 +75,8 @@ std::optional<std::string> optional_line(const fs::path& p, std::vector<SysError
     return std::nullopt;
   }
   const std::string& s = value(t);
-  return trim(s.substr(0, s.find('\n')));
+  // Under --sysroot these are the user's files: any bytes, and they are echoed into the JSON.
+  return utf8_clean(trim(s.substr(0, s.find('\n'))));
 }
 
 std::optional<AerCounters> read_aer(const fs::path& p, std::vector<SysError>& errors) {
@@ -95,6 +97,7 @@ void read_attributes(const fs::path& dir, PcieDevice& d, std::vector<SysError>& 
   d.device_id = optional_line(dir / "device", errors).value_or("");
   d.class_code = optional_line(dir / "class", errors).value_or("");
   d.driver = symlink_basename(dir / "driver");
+  if (d.driver) d.driver = utf8_clean(*d.driver);
   d.current_speed_text = optional_line(dir / "current_link_speed", errors);
   d.max_speed_text = optional_line(dir / "max_link_speed", errors);
   d.current_width_text = optional_line(dir / "current_link_width", errors);
@@ -122,7 +125,7 @@ std::optional<AerCounters> parse_aer_counters(const std::string& text) {
     if (line.empty()) continue;
     size_t sp = line.rfind(' ');
     if (sp == std::string::npos || sp == 0) return std::nullopt;
-    std::string name = trim(line.substr(0, sp)), count = line.substr(sp + 1);
+    std::string name = utf8_clean(trim(line.substr(0, sp))), count = line.substr(sp + 1);
     if (count.empty() || count.find_first_not_of("0123456789") != std::string::npos)
       return std::nullopt;
     errno = 0;

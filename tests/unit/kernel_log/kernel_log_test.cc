@@ -82,6 +82,40 @@ TEST(KernelLog, ParsesKmsgRecordsAsTheAbiDocumentShowsThem) {
   EXPECT_DOUBLE_EQ(*rs[1].time_s, 1.5);
 }
 
+// Log lines are bytes: a driver can print any byte, and /dev/kmsg escapes only the
+// non-printable ones as \xNN (which unescape back to the raw byte). The fuzzer found a Latin-1
+// byte in an Xid line's process name making the JSON dump throw (nlohmann type_error 316).
+TEST(KernelLog, BytesThatAreNotUtf8ReachJsonAsReplacementCharacters) {
+  const std::string text =
+      "[ 10.0] NVRM: Xid (PCI:0000:18:00): 13, pid=42, name=tr\xe9"
+      "ner, Graphics Exception\n"
+      "4,2,11000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=43, name=\\xff, GPU has fallen off "
+      "the bus.\n"
+      "[ 12.0] mlx5_core 0000:3b:00.0: \xc3(\x80 cmd_work_handler:877:(pid 1): cmd[0]: "
+      "timeout\n";
+  KernelLogFacts f;
+  f.readable = true;
+  scan_kernel_log(parse_kernel_log_text(text, nullptr), {{"0000:18:00.0", "GPU 0000:18:00.0"}}, f);
+  ASSERT_EQ(f.xids.size(), 2u);
+  std::string out;
+  ASSERT_NO_THROW(out = to_json(f).dump());
+  EXPECT_NE(out.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD, as UTF-8
+  for (const auto& fd : judge_kernel_log(f)) ASSERT_NO_THROW(Json(fd.message).dump());
+  // A long line's sample is cut to ~300 bytes: never inside a character (a three-byte one here,
+  // at three offsets so one of them would straddle the cut).
+  std::string euros;
+  for (int i = 0; i < 150; ++i) euros += "\xe2\x82\xac";
+  std::string long_lines;
+  for (const char* pad : {"", " ", "  "})
+    long_lines += std::string("[ 13.0] mlx5_core 0000:3b:00.0: cmd_work_handler:877:(pid 1): ") +
+                  pad + "cmd[0]: timeout " + euros + "\n" +
+                  "[ 13.0] NVRM: Xid (PCI:0000:18:00): " + "13, " + pad + euros + "\n";
+  KernelLogFacts g;
+  g.readable = true;
+  scan_kernel_log(parse_kernel_log_text(long_lines, nullptr), {}, g);
+  ASSERT_NO_THROW(to_json(g).dump());
+}
+
 TEST(KernelLog, ReadsEveryDmesgTextFormatTheFixturesHold) {
   std::string format;
   auto rs = parse_kernel_log_text(fixture_text("dmesg_aer_fatal_xid79.txt"), &format);

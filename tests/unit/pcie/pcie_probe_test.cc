@@ -316,5 +316,26 @@ TEST(PcieProbe, UnparsableAerFileIsAGatherErrorNamingIt) {
   EXPECT_EQ(with(judge_pcie(f), "pcie.gather_error").size(), 1u);
 }
 
+// A sysroot is whatever the user points --sysroot at: a byte that is not UTF-8 in a sysfs or
+// pci.ids text must come out as U+FFFD, not make the JSON dump throw (nlohmann type_error 316).
+TEST(PcieProbe, NonUtf8BytesInTheTreeReachJsonAsReplacementCharacters) {
+  Tree t;
+  t.device("pci0000:00/0000:00:01.0", "0x8086", "0x060400", "16.0 GT/s PCIe", "16",
+           "16.0 GT/s PCIe", "16");
+  t.device("pci0000:00/0000:00:01.0/0000:01:00.0", "0x15b3", "0x020000", "16.0 GT/s \xe9 PCIe",
+           "16", "16.0 GT/s PCIe", "16");
+  const auto d = t.dir.path() / "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
+  write_file(d / "aer_dev_correctable",
+             "Rx\xff"
+             "Err 3\nTOTAL_ERR_COR 3\n");
+  write_file(t.dir.path() / "usr/share/misc/pci.ids",
+             std::string("15b3  Mellanox Technologies \xe9\n\t0001  ConnectX\xff\n"));
+  PcieFacts f = gather_pcie(t.ctx);
+  std::string text;
+  ASSERT_NO_THROW(text = to_json(f).dump());
+  EXPECT_NE(text.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD, as UTF-8
+  for (const auto& fd : judge_pcie(f)) ASSERT_NO_THROW(Json(fd.message).dump());
+}
+
 }  // namespace
 }  // namespace fabkit::probes
