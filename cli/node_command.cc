@@ -10,6 +10,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "fabkit/config.h"
+#include "fabric/gpu_active/gpu_active_check.h"
 #include "probes/kernel_log/kernel_log_facts.h"
 #include "probes/node_probe.h"
 #include "reports/html/html_report.h"
@@ -35,7 +36,22 @@ struct NodeArgs {
   std::string html;              // also write the report as HTML (docs/reports.md)
   bool no_progress = false;
   std::string since;  // kernel log window: "2h", an RFC 3339 time; "" = since boot
+  bool active = false;  // the active GPU check (docs/gpu-node.md), after the passive probes
+  double active_budget_s = probes::GpuActiveSettings{}.budget_s;
 };
+
+// --active: measures this machine's GPUs, so it has no meaning on a copied tree.
+void check_active_args(const NodeArgs& a) {
+  if (a.active && !a.sysroot.empty())
+    throw UsageError("--active measures this machine's GPUs and cannot run on a --sysroot tree (" +
+                     a.sysroot + "): drop one of the two");
+}
+
+fabric::GpuActiveOptions active_options(const NodeArgs& a) {
+  fabric::GpuActiveOptions o;
+  o.settings.budget_s = a.active_budget_s;
+  return o;
+}
 
 std::string slurm_node_name(const NodeArgs& a, const Environment& env) {
   if (!a.node_name.empty()) return a.node_name;
@@ -78,6 +94,7 @@ int health_and_prom(const NodeArgs& a, const Environment& env, const Report& r) 
 
 int run_node(const NodeArgs& a) {
   if (!a.html.empty()) check_output_path("--html", a.html);
+  check_active_args(a);
   ProbeContext ctx;
   ctx.env = Environment::from_process();
   if (!a.sysroot.empty()) {
@@ -96,6 +113,7 @@ int run_node(const NodeArgs& a) {
   auto progress = make_progress(a.no_progress);
   ctx.progress = progress.get();
   Report r = probe_this_node(ctx);
+  if (a.active) fabric::append_gpu_active(r, active_options(a), ctx.roots, ctx.env, ctx.progress);
   progress.reset();  // its line is gone before anything else is printed
   // From the JSON document, as `fabcheck report` does, so both render the same thing.
   if (!a.html.empty())
@@ -141,6 +159,15 @@ void register_node_command(CLI::App& app, int* exit_code) {
                   "the short hostname)");
   sub->add_option("--drain-timeout-ms", args->drain_timeout_ms, "Bound on the scontrol call")
       ->check(CLI::Range(100, 120000));
+  auto* active =
+      sub->add_flag("--active", args->active,
+                    "Also measure the GPUs (bf16 GEMM, memory and PCIe copies, intra-node NCCL "
+                    "all-reduce) against what this node should reach (docs/gpu-node.md)");
+  sub->add_option("--active-budget-s", args->active_budget_s,
+                  "With --active: the check's time limit in seconds; what is still running then is "
+                  "stopped and reported")
+      ->check(CLI::Range(10.0, 3600.0))
+      ->needs(active);
   add_no_progress_flag(sub, &args->no_progress);
   sub->callback([args, exit_code] {
     *exit_code = run_command("node", args->json, [&] { return run_node(*args); });

@@ -69,6 +69,11 @@ class ChildProcess {
   // Idempotent.
   void stop(int grace_ms = 1000);
 
+  // Bytes read from a line stream but not yet returned as a line: after read_line's kClosed, the
+  // size of a last line the child cut off without its newline (a truncated frame).
+  size_t pending_bytes(Stream stream) const {
+    return stream == Stream::kControl ? control_pending_.size() : stdout_pending_.size();
+  }
   const std::string& log() const { return log_; }  // stdout_is_log
   bool log_truncated() const { return log_truncated_; }
   std::string stderr_tail(size_t max_bytes = 2000) const;  // "" when stderr is merged

@@ -122,6 +122,8 @@ NodeBaselineResult compare_node_baseline(const Json& old_doc, const Json& new_do
                               "driver failed to bind it; drain the node"));
   r.pcie = compare_pcie_baseline(old_doc, new_doc);
   for (const auto& f : r.pcie.findings) r.findings.push_back(f);
+  r.gpu_active = compare_gpu_active(old_doc, new_doc);
+  for (const auto& f : r.gpu_active.findings) r.findings.push_back(f);
   return r;
 }
 
@@ -141,12 +143,15 @@ Json node_baseline_to_json(const NodeBaselineResult& r, const std::string& old_p
   auto count = [](const std::optional<double>& v) {
     return v ? Json(static_cast<int64_t>(*v)) : Json(nullptr);
   };
-  return {{"baseline_version", 1},
-          {"old", old_path},
-          {"new", new_path},
-          {"ports", ports},
-          {"gpus", {{"old", count(r.old_gpus)}, {"new", count(r.new_gpus)}}},
-          {"pcie", pcie_baseline_to_json(r.pcie)}};
+  Json j = {{"baseline_version", 1},
+            {"old", old_path},
+            {"new", new_path},
+            {"ports", ports},
+            {"gpus", {{"old", count(r.old_gpus)}, {"new", count(r.new_gpus)}}},
+            {"pcie", pcie_baseline_to_json(r.pcie)}};
+  // Only when a report ran `fabcheck node --active`, so older baselines read as before.
+  if (r.gpu_active.present) j["gpu_active"] = gpu_active_baseline_json(r.gpu_active);
+  return j;
 }
 
 std::string node_baseline_table_text(const NodeBaselineResult& r) {
@@ -166,6 +171,7 @@ std::string node_baseline_table_text(const NodeBaselineResult& r) {
   if (r.ports.empty()) out += "  (no RDMA ports in either report)\n";
   out += "GPUs: " + rate(r.old_gpus) + " → " + rate(r.new_gpus) + "\n";
   out += pcie_baseline_table_text(r.pcie);
+  out += gpu_active_baseline_text(r.gpu_active);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "reports/chart/svg_chart.h"
+#include "reports/html/html_gpu_active.h"
 #include "reports/html/html_report.h"
 
 namespace fabkit::reports::html {
@@ -127,6 +128,7 @@ std::string node_section(const Json& doc) {
   }
   o << "</tbody></table>\n";
   o << pcie_and_kernel_log_section(doc);
+  if (doc.contains("gpu_active")) o << gpu_active_section(doc["gpu_active"]);
   return o.str();
 }
 

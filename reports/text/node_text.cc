@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/human_bytes.h"
+#include "reports/text/gpu_active_text.h"
 #include "reports/text/table.h"
 #include "reports/text/text_parts.h"
 
@@ -100,7 +101,9 @@ void render_node_facts(const Report& r, std::ostream& out, const Style& style) {
   const Json* net = nullptr;
   const Json* limits = nullptr;
   const Json* gpus = nullptr;
+  const Json* gpu_active = nullptr;
   for (const auto& s : r.sections) {
+    if (s.name == "gpu_active") gpu_active = &s.facts;
     if (s.name == "rdma") rdma = &s.facts;
     if (s.name == "net") net = &s.facts;
     if (s.name == "limits") limits = &s.facts;
@@ -110,6 +113,7 @@ void render_node_facts(const Report& r, std::ostream& out, const Style& style) {
   if (net) render_interfaces(*net, out);
   render_limits_and_gpus(limits ? *limits : Json(), gpus ? *gpus : Json(), out);
   render_pcie_and_kernel_log(r, out, style);
+  if (gpu_active) render_gpu_active(*gpu_active, out, style);
 }
 
 }  // namespace fabkit::reports::text

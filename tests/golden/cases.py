@@ -45,6 +45,16 @@ def _node_degraded(doc):
     doc["gpus"]["devices"] = doc["gpus"]["devices"][:-1]
 
 
+def _gpu_active_dropped(doc):
+    """GPU 1's GEMM 20% slower (throttled), GPU 0's h2d figure gone (its step failed)."""
+    g1 = doc["gpu_active"]["gpus"][1]
+    for f in g1["figures"]:
+        if f["name"] == "gemm_bf16":
+            f["measured"] *= 0.8
+    g0 = doc["gpu_active"]["gpus"][0]
+    g0["figures"] = [f for f in g0["figures"] if f["name"] != "h2d"]
+
+
 NCCL_LOGS = ["nccl_2.18_errors", "nccl_2.18_ib_gdr", "nccl_2.21_socket_fallback", "nccl_2.21_roce",
              "nccl_2.21_aws_ofi", "nccl_2.4.7_ib_bootstrap_net_socket", "nccl_2.23_plugin_init_failed"]
 
@@ -127,6 +137,11 @@ CASES = [
      "setup": {"node-degraded.json": _derive("profile/node-gpu-ib-01.json", _node_degraded)},
      "args": ["report", "--json", "--baseline", FIX + "/profile/node-gpu-ib-01.json",
               "node-degraded.json"]},
+    {"name": "report-baseline-node-gpu-active-dropped", "binary": "fabcheck",
+     "schema": "baseline.schema.json",
+     "setup": {"node-gpu-active-now.json": _derive("reports/node-gpu-active-h100.json", _gpu_active_dropped)},
+     "args": ["report", "--json", "--baseline", FIX + "/reports/node-gpu-active-h100.json",
+              "node-gpu-active-now.json"]},
     {"name": "report-html-prom-written", "binary": "fabcheck", "schema": "report-written.schema.json",
      "args": ["report", "--json", "--html", "{tmp}/r.html", "--prom", "{tmp}/pair.prom",
               FIX + "/reports/pair-netns-veth.json"]},
@@ -135,6 +150,9 @@ CASES = [
      "args": ["node", "--json", "--no-such-flag"]},
     {"name": "error-node-missing-sysroot", "binary": "fabcheck", "schema": "error.schema.json",
      "args": ["node", "--json", "--sysroot", "/nonexistent/fabkit"]},
+    {"name": "error-node-active-sysroot", "binary": "fabcheck", "schema": "error.schema.json",
+     "setup": {"root": sysroots.build_empty_node},
+     "args": ["node", "--json", "--active", "--sysroot", "root"]},
     {"name": "error-topo-graph-file", "binary": "fabcheck", "schema": "error.schema.json",
      "args": ["topo", "--json", FIX + "/real/nccl_topo/azure_ncv4-graph.xml"]},
     {"name": "error-nccl-log-missing-file", "binary": "fabcheck", "schema": "error.schema.json",

@@ -73,8 +73,9 @@ class Catalogue(unittest.TestCase):
             self.assertIn(c["schema"], STORE, c["name"])
 
     def test_saved_report_fixtures_satisfy_their_schemas(self):
-        """The inputs of `fabcheck report` (a real pair run, the hand-written cluster report)."""
-        by_kind = {"pair": "pair.schema.json", "cluster": "cluster-report.schema.json"}
+        """The inputs of `fabcheck report` (a real pair run, the hand-written cluster report, the
+        synthetic node report with a gpu_active section)."""
+        by_kind = {"pair": "pair.schema.json", "cluster": "cluster-report.schema.json", "node": "node.schema.json"}
         d = os.path.join(golden_lib.SOURCE_ROOT, "tests", "fixtures", "reports")
         seen = 0
         for name in sorted(os.listdir(d)):
