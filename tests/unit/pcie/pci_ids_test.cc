@@ -42,6 +42,21 @@ TEST(PciIds, LoadsTheFileUnderTheRootItIsGiven) {
   auto n = PciIdNames::load(dir.path());
   EXPECT_EQ(n.source(), (dir.path() / "usr/share/hwdata/pci.ids").string());
   EXPECT_EQ(n.name("0x10de", "0x2330"), "NVIDIA Corporation GH100[H100 SXM5 80GB]");
+  // The first entry is found without a newline before it, as from_text finds it.
+  EXPECT_EQ(n.name("0x15b3", "0x1021"), "Mellanox Technologies MT2910 Family [ConnectX-7]");
+}
+
+TEST(PciIds, AnEmptyOrRunawayFileIsNoNames) {
+  testing::TempDir dir("pci_ids");
+  testing::write_file(dir.path() / "usr/share/misc/pci.ids", "");
+  testing::write_file(dir.path() / "usr/share/hwdata/pci.ids",
+                      std::string("10de  NVIDIA Corporation\n") + std::string(8u << 20, '#'));
+  testing::write_file(dir.path() / "usr/share/pci.ids", "15b3  Mellanox Technologies\n");
+  // The empty one and the one past the 8 MiB bound are skipped for the next.
+  auto n = PciIdNames::load(dir.path());
+  EXPECT_EQ(n.source(), (dir.path() / "usr/share/pci.ids").string());
+  EXPECT_EQ(n.name("0x15b3", ""), "Mellanox Technologies");
+  EXPECT_EQ(n.name("0x10de", ""), "");
 }
 
 }  // namespace
