@@ -120,6 +120,8 @@ NodeBaselineResult compare_node_baseline(const Json& old_doc, const Json& new_do
                               fmt(*r.old_gpus) + " in the baseline, " + fmt(*r.new_gpus) + " now",
                               "nvidia-smi -L; dmesg | grep -i xid: a GPU fell off the bus or the "
                               "driver failed to bind it; drain the node"));
+  r.pcie = compare_pcie_baseline(old_doc, new_doc);
+  for (const auto& f : r.pcie.findings) r.findings.push_back(f);
   r.gpu_active = compare_gpu_active(old_doc, new_doc);
   for (const auto& f : r.gpu_active.findings) r.findings.push_back(f);
   return r;
@@ -145,7 +147,8 @@ Json node_baseline_to_json(const NodeBaselineResult& r, const std::string& old_p
             {"old", old_path},
             {"new", new_path},
             {"ports", ports},
-            {"gpus", {{"old", count(r.old_gpus)}, {"new", count(r.new_gpus)}}}};
+            {"gpus", {{"old", count(r.old_gpus)}, {"new", count(r.new_gpus)}}},
+            {"pcie", pcie_baseline_to_json(r.pcie)}};
   // Only when a report ran `fabcheck node --active`, so older baselines read as before.
   if (r.gpu_active.present) j["gpu_active"] = gpu_active_baseline_json(r.gpu_active);
   return j;
@@ -167,6 +170,7 @@ std::string node_baseline_table_text(const NodeBaselineResult& r) {
   }
   if (r.ports.empty()) out += "  (no RDMA ports in either report)\n";
   out += "GPUs: " + rate(r.old_gpus) + " → " + rate(r.new_gpus) + "\n";
+  out += pcie_baseline_table_text(r.pcie);
   out += gpu_active_baseline_text(r.gpu_active);
   return out;
 }

@@ -127,6 +127,7 @@ std::string node_section(const Json& doc) {
     o << "<tr><th>GPUs</th><td>" << (n ? chart::format_number(*n) : "unknown") << "</td></tr>\n";
   }
   o << "</tbody></table>\n";
+  o << pcie_and_kernel_log_section(doc);
   if (doc.contains("gpu_active")) o << gpu_active_section(doc["gpu_active"]);
   return o.str();
 }
