@@ -2,14 +2,17 @@
 // hand). The session token comes from FABKIT_SESSION_TOKEN or the first line of stdin — never
 // argv, which every user on the host can read in /proc/PID/cmdline.
 #include <poll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "cli/command.h"
 #include "common/errors.h"
 #include "fabric/agent/agent.h"
 #include "fabric/wire/messages.h"
+#include "fabric/wire/session_key.h"
 #include "fabric/wire/socket_io.h"
 #include "fabric/wire/token.h"
 
@@ -44,6 +47,19 @@ std::string read_token(int timeout_ms) {
   return line;
 }
 
+// Every pending handshake holds a descriptor (wire/handshake_gate.h), and the gate closes the
+// oldest at its cap or when accept runs out of descriptors; a soft limit of 1024 (the usual
+// default) would make that happen long before the cap. Up to the hard limit is ours to use;
+// 65536 covers every gate's cap at once without handing a child process a huge table.
+void raise_descriptor_limit() {
+  constexpr rlim_t kWanted = 65536;
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < std::min(r.rlim_max, kWanted)) {
+    r.rlim_cur = std::min(r.rlim_max, kWanted);
+    (void)::setrlimit(RLIMIT_NOFILE, &r);  // best effort: the gate copes with fewer
+  }
+}
+
 int run_agent_cmd(const AgentArgs& a) {
   if (!a.bind.empty() && !wire::is_ipv4_literal(a.bind))
     throw UsageError("--bind " + a.bind + ": give an IPv4 address of this host, e.g. --bind 198.18.0.1");
@@ -55,7 +71,11 @@ int run_agent_cmd(const AgentArgs& a) {
   o.idle_timeout_ms = a.idle_timeout_ms;
   o.token = read_token(a.token_timeout_ms);
   if (auto why = wire::token_problem(o.token); !why.empty())
-    throw UsageError("the session token " + why + "; fabcheck pair makes a 64-character one");
+    throw UsageError(std::string(wire::kWeakTokenError) +
+                     ": the session token (FABKIT_SESSION_TOKEN or stdin) " + why + "; " +
+                     wire::kTokenFix);
+  raise_descriptor_limit();
+  (void)wire::session_key(o.token);  // a passphrase's scrypt at start, before the hello
   auto e = agent::run_agent(
       o,
       [](const Json& hello) {

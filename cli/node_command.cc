@@ -12,6 +12,7 @@
 #include "fabkit/config.h"
 #include "fabric/gpu_active/gpu_active_check.h"
 #include "probes/gpu/gpu_facts.h"
+#include "probes/kernel_log/kernel_log_facts.h"
 #include "probes/node_probe.h"
 #include "reports/html/html_report.h"
 #include "reports/prom/prom_text.h"
@@ -37,6 +38,7 @@ struct NodeArgs {
   bool no_progress = false;
   std::string nvml_replay;  // NVML answers recorded with --nvml-record instead of the driver's
   std::string nvml_record;  // write this machine's NVML answers as a replayable fixture
+  std::string since;        // kernel log window: "2h", an RFC 3339 time; "" = since boot
   bool active = false;      // the active GPU check (docs/gpu-node.md), after the passive probes
   double active_budget_s = probes::GpuActiveSettings{}.budget_s;
 };
@@ -135,6 +137,7 @@ int run_node(const NodeArgs& a) {
   if (!a.peer.empty()) ctx.options.peer = a.peer;
   if (!a.topo.empty()) ctx.options.topo_file = a.topo;
   ctx.options.rdma_counter_interval_ms = a.counter_interval_ms;
+  if (!a.since.empty()) ctx.options.kernel_log_since = probes::parse_since(a.since);
   auto progress = make_progress(a.no_progress);
   ctx.progress = progress.get();
   Report r = probe_this_node(ctx);
@@ -166,8 +169,12 @@ void register_node_command(CLI::App& app, int* exit_code) {
   sub->add_option("--topo", args->topo, "NCCL topology XML to check (default: NCCL_TOPO_FILE)");
   sub->add_option("--html", args->html, "Also write the report as one self-contained HTML file");
   sub->add_option("--counter-interval-ms", args->counter_interval_ms,
-                  "Read RDMA port error counters twice this far apart and report what rose (0: once)")
+                  "Read RDMA port error counters (and PCIe AER totals) twice this far apart and "
+                  "report what rose (0: once)")
       ->check(CLI::Range(0, 60000));
+  sub->add_option("--since", args->since,
+                  "Judge kernel log records from this point on: a duration before now (2h, 30m, "
+                  "1d) or an RFC 3339 time (default: since boot)");
   sub->add_option("--prom", args->prom,
                   "Also write Prometheus node_exporter textfile metrics here (atomically)");
   sub->add_flag("--slurm-health", args->slurm_health,

@@ -10,11 +10,18 @@ namespace fabkit {
 Expected<std::string> read_text(const std::filesystem::path& p, size_t max_bytes) {
   std::ifstream in(p, std::ios::binary);
   if (!in) return SysError{"open", errno ? errno : ENOENT, p.string()};
+  // Grown in steps rather than sized to max_bytes up front: the bound is often megabytes (a
+  // pci.ids, a kernel log) and zero-filling it cost more than reading the file.
   std::string out;
-  out.resize(max_bytes);
-  in.read(out.data(), static_cast<std::streamsize>(max_bytes));
-  if (in.bad()) return SysError{"read", errno ? errno : EIO, p.string()};
-  out.resize(static_cast<size_t>(in.gcount()));
+  constexpr size_t kStep = 64 * 1024;
+  while (out.size() < max_bytes) {
+    const size_t at = out.size();
+    out.resize(std::min(max_bytes, at + kStep));
+    in.read(out.data() + at, static_cast<std::streamsize>(out.size() - at));
+    if (in.bad()) return SysError{"read", errno ? errno : EIO, p.string()};
+    out.resize(at + static_cast<size_t>(in.gcount()));
+    if (in.eof()) break;
+  }
   return out;
 }
 

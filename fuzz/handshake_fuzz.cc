@@ -3,7 +3,9 @@
 // picks the side: 0 drives a server with the input's frames, 1 a client, 2 runs an honest
 // exchange and flips the input's bytes into the client's proof frame in transit. Invariants: only
 // WireError escapes; a server never accepts a proof it did not get from a token holder (mode 2:
-// a changed proof field must be refused).
+// a changed proof field must be refused); a client never accepts a welcome whose proof did not
+// come from a token holder; and what a server says before the client proved itself is the same
+// whatever the token (so an unauthenticated client learns nothing to test guesses against).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -19,6 +21,7 @@ namespace {
 using namespace fabkit::wire;
 
 const std::string kToken(64, 'a');
+const std::string kOtherToken(64, 'b');
 
 Nonce fixed_nonce(unsigned char v) {
   Nonce n;
@@ -37,7 +40,20 @@ std::vector<Frame> frames_of(const uint8_t* data, size_t size) {
   return out;
 }
 
+// What a server does with a frame before any proof: its reply bytes, or the error it names.
+std::string first_answer(const std::string& token, const Frame& f) {
+  ServerHandshake s(token, "agent", fixed_nonce(2),
+                    [](const std::string& p) { return p == "control"; });
+  try {
+    return encode_frame(s.on_challenge(f));
+  } catch (const WireError& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
 void drive_server(const std::vector<Frame>& frames) {
+  if (!frames.empty() && first_answer(kToken, frames[0]) != first_answer(kOtherToken, frames[0]))
+    std::abort();  // the unauthenticated reply depends on the token
   ServerHandshake s(kToken, "agent", fixed_nonce(2), [](const std::string& p) { return p == "control"; });
   size_t i = 0;
   try {
@@ -55,14 +71,11 @@ void drive_client(const std::vector<Frame>& frames) {
   c.challenge();
   size_t i = 0;
   try {
+    if (i < frames.size()) c.on_reply(frames[i++]);  // a well-formed hello is accepted
     if (i < frames.size()) {
-      c.on_reply(frames[i++]);
+      c.on_welcome(frames[i++]);
       std::abort();  // a server proof for our nonce 0x01.. cannot come from the input
     }
-  } catch (const WireError&) {
-  }
-  try {
-    if (i < frames.size()) c.on_welcome(frames[i++]);  // before a reply: refused
   } catch (const WireError&) {
   }
 }

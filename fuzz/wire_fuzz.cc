@@ -59,6 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             }
             case FrameType::kError: parse_error(*f); break;
             case FrameType::kProgress: parse_progress(*f); break;
+            case FrameType::kHeartbeat: parse_heartbeat(*f); break;
             case FrameType::kBye: break;
           }
         } catch (const WireError&) {

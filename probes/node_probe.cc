@@ -9,10 +9,12 @@
 #include "fabkit/config.h"
 #include "probes/gpu/gpu_facts.h"
 #include "probes/gpudirect/gpudirect_facts.h"
+#include "probes/kernel_log/kernel_log_facts.h"
 #include "probes/limits/limits_facts.h"
 #include "probes/locality/locality_facts.h"
 #include "probes/nccl_env/nccl_env_facts.h"
 #include "probes/net/net_facts.h"
+#include "probes/pcie/pcie_facts.h"
 #include "probes/rdma/rdma_facts.h"
 #include "probes/topo_file/topo_file_facts.h"
 #if FABKIT_HAVE_VERBS
@@ -43,7 +45,13 @@ Report run_node_probe(const ProbeContext& ctx) {
   r.generated_at = utc_now_rfc3339();
 
   // 1. Gather (I/O), in dependency order. One progress unit per probe.
-  ProgressScope progress(ctx.progress, "node: rdma devices and counters", 8);
+  ProgressScope progress(ctx.progress, "node: pcie links", 10);
+  // PCIe first: its AER totals are read again after the other probes (the interval without a
+  // sleep of its own), and the kernel log names the GPUs and NICs it finds.
+  auto pcie = probes::gather_pcie(ctx);
+  progress.advance(1, "node: kernel log");
+  auto kernel_log = probes::gather_kernel_log(ctx, probes::device_names(pcie));
+  progress.advance(1, "node: rdma devices and counters");
   auto rdma = probes::gather_rdma(ctx);
   bool has_rdma = probes::device_count(rdma) > 0;
   progress.advance(1, "node: limits");
@@ -64,6 +72,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   progress.advance(1, "node: gpudirect");
   auto gpudirect = probes::gather_gpudirect(
       ctx, locality.topology ? &*locality.topology : nullptr, probes::device_count(rdma));
+  probes::reread_pcie_aer(ctx, pcie, ctx.options.rdma_counter_interval_ms);
   progress.advance(1);
 
   // 2. Judge (pure).
@@ -91,6 +100,8 @@ Report run_node_probe(const ProbeContext& ctx) {
   }
   append(r.findings, probes::judge_gpu(gpu, pci_gpus));
   append(r.findings, probes::judge_gpudirect(gpudirect));
+  append(r.findings, probes::judge_pcie(pcie));
+  append(r.findings, probes::judge_kernel_log(kernel_log));
 
   // 3. Sections, one per probe, in the order above.
   r.sections.push_back({"rdma", probes::to_json(rdma)});
@@ -101,6 +112,8 @@ Report run_node_probe(const ProbeContext& ctx) {
   r.sections.push_back({"locality", probes::to_json(locality)});
   r.sections.push_back({"gpus", probes::to_json(gpu)});
   r.sections.push_back({"gpudirect", probes::to_json(gpudirect)});
+  r.sections.push_back({"pcie", probes::to_json(pcie)});
+  r.sections.push_back({"kernel_log", probes::to_json(kernel_log)});
   return r;
 }
 

@@ -3,6 +3,7 @@
 // sysfs is the source).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -16,16 +17,27 @@ namespace verbs {
 class VerbsApi;
 }
 
+// `fabcheck node --since`: judge the kernel log from this point on (docs/findings/kernel_log.md).
+struct KernelLogSince {
+  std::string text;  // as given: "2h", "2026-11-26T08:00:00Z"
+  std::optional<double>
+      seconds_ago;  // a duration: this long before now (a capture: before its end)
+  std::optional<int64_t> unix_time_s;  // an RFC 3339 time
+};
+
 struct NodeOptions {
   std::optional<std::string> peer;                 // --peer HOST: choose the interface on its subnet
   std::optional<std::filesystem::path> topo_file;  // --topo FILE (else NCCL_TOPO_FILE)
   // Live runs read the RDMA port error counters twice this far apart and judge what rose;
   // 0 reads once (absolute values only). --counter-interval-ms. 50 ms keeps `fabcheck node`
   // within its 100 ms budget on a GPU node (issue #11) while a link that is failing now shows.
+  // The PCIe AER totals are read twice at least this far apart too, across the other probes.
   int rdma_counter_interval_ms = 50;
   // --nvml-replay FILE: NVML answers recorded with --nvml-record (on a GPU node) replayed through
   // the fixture-driven NVML table instead of this machine's driver (docs/gpu-node.md).
   std::optional<std::filesystem::path> nvml_replay;
+  // The kernel log window; nullopt: every record since boot that the ring buffer still holds.
+  std::optional<KernelLogSince> kernel_log_since;
 };
 
 struct ProbeContext {

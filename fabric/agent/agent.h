@@ -1,10 +1,10 @@
 // `fabcheck agent`: the far end of `fabcheck pair`. It listens on one address, runs the handshake
-// (wire/handshake.h) with every connection concurrently, each under an absolute deadline and with a
-// cap on how many may be pending, serves the first controller that proves the session token, and
-// answers requests from a fixed table of operations
-// (agent_commands.h), and exits when the controller says bye, when the controller's connection
-// drops, or when it has been idle too long. Nothing it receives is executed: requests name an
-// operation and carry typed, range-checked arguments.
+// (wire/handshake.h) with every connection concurrently (wire/handshake_gate.h: each under an
+// absolute deadline, the oldest pending one closed at the cap), serves the first controller that
+// proves the session token, answers requests from a fixed table of operations (agent_commands.h)
+// with a heartbeat frame every second while one runs, and exits when the controller says bye,
+// when the controller's connection drops, or when it has been idle too long. Nothing it receives
+// is executed: requests name an operation and carry typed, range-checked arguments.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +25,10 @@ struct AgentOptions {
   // Per connection, from accept to proof: a client that trickles bytes is cut off at this
   // deadline, and it never delays another connection's handshake.
   int handshake_timeout_ms = 5000;
-  // Unauthenticated connections in handshake at once; more are closed at accept.
-  int max_pending_handshakes = 32;
+  // Unauthenticated connections in handshake at once; at the cap the oldest is closed to make
+  // room (a real controller's handshake takes a round trip or two, so it is never the oldest for
+  // long). Each costs a descriptor: `fabcheck agent` raises its descriptor limit to the hard one.
+  int max_pending_handshakes = 1024;
 };
 
 enum class AgentExit { kBye, kControllerDropped, kIdleTimeout, kNoController, kProtocolError };

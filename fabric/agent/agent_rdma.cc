@@ -33,9 +33,9 @@ constexpr uint32_t kMaxChannelFrameBytes = 4096;
 // The client may be started before the server has bound the port (the controller sends both
 // requests at once); retry refused connects at this interval until the deadline.
 constexpr int kConnectRetryMs = 50;
-// Only the peer agent should connect here; a few slots leave room for strays without letting a
-// flood start threads without bound.
-constexpr int kMaxPendingChannelHandshakes = 8;
+// Only the peer agent should connect here. Strays handshake beside it, and at the cap the oldest
+// is closed (wire/handshake_gate.h), so the cap bounds descriptors, not who gets in.
+constexpr int kMaxPendingChannelHandshakes = 256;
 
 struct ChannelError : std::runtime_error {
   int err;
@@ -43,12 +43,12 @@ struct ChannelError : std::runtime_error {
 };
 
 // Server: the first connection that proves the token for "rdma_rc" within timeout_ms. Strays
-// handshake concurrently in slots of their own (wire/handshake_gate.h), each cut off at the
-// data-handshake bound, so none of them delays the real peer.
+// handshake beside it (wire/handshake_gate.h), each cut off at the data-handshake bound or
+// pushed out by newer ones, so none of them delays the real peer.
 wire::Fd accept_peer(const RcArgs& a, const std::string& token) {
   wire::Fd listener;
   try {
-    listener = tcp::listen_tcp(a.local_addr, a.port, 4);
+    listener = tcp::listen_tcp(a.local_addr, a.port, 1024);
   } catch (const wire::WireError& e) {
     throw ChannelError(EADDRINUSE, std::string("listen: ") + e.what());
   }
@@ -56,13 +56,9 @@ wire::Fd accept_peer(const RcArgs& a, const std::string& token) {
   std::optional<wire::Admitted> admitted;
   std::string last_rejection;
   {
-    wire::HandshakeGate gate(listener.get(),
-                             [&token](int fd, wire::Deadline d) {
-                               return wire::server_handshake(
-                                   fd, token, "agent",
-                                   [](const std::string& p) { return p == "rdma_rc"; }, d);
-                             },
-                             {kMaxPendingChannelHandshakes, tcp::kDataHandshakeTimeoutMs});
+    wire::HandshakeGate gate(
+        listener.get(), {token, "agent", [](const std::string& p) { return p == "rdma_rc"; }, {}},
+        {kMaxPendingChannelHandshakes, tcp::kDataHandshakeTimeoutMs});
     try {
       admitted = gate.next(deadline);
     } catch (const wire::WireError& e) {
@@ -77,7 +73,8 @@ wire::Fd accept_peer(const RcArgs& a, const std::string& token) {
     throw ChannelError(ETIMEDOUT, msg);
   }
   try {
-    wire::write_frame(admitted->fd.get(), wire::welcome_frame({{"mode", "rdma_rc"}}), deadline);
+    wire::write_frame(admitted->fd.get(),
+                      wire::welcome_frame(admitted->claims, {{"mode", "rdma_rc"}}), deadline);
   } catch (const wire::WireError& e) {
     throw ChannelError(e.kind() == wire::WireErrorKind::kTimeout ? ETIMEDOUT : EIO,
                        std::string("welcome: ") + e.what());

@@ -110,8 +110,10 @@ RdmaPortArgs parse_rdma_port_args(const Json& e) {
 
 std::vector<std::string> parse_peer_addresses(const Json& a) {
   auto it = a.find("addresses");
-  if (it == a.end() || !it->is_array() || it->empty() || it->size() > 64)
-    throw wire::WireError(wire::WireErrorKind::kBadMessage, "field 'addresses' must be an array of 1..64 IPv4 addresses");
+  if (it == a.end() || !it->is_array() || it->empty() || it->size() > wire::kMaxPeerAddresses)
+    throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                          "field 'addresses' must be an array of 1.." +
+                              std::to_string(wire::kMaxPeerAddresses) + " IPv4 addresses");
   std::vector<std::string> out;
   for (const auto& x : *it) {
     if (!x.is_string() || !wire::is_ipv4_literal(x.get<std::string>()))
@@ -125,7 +127,16 @@ std::vector<std::string> parse_peer_addresses(const Json& a) {
 std::vector<std::string> request_targets(const wire::Request& req) {
   const Json& a = req.args;
   if (req.op == "port_probe") return {get_ipv4(a, "addr")};
-  if (req.op == "tcp_measure" || req.op == "allreduce") return {get_ipv4(a, "peer_addr")};
+  if (req.op == "tcp_measure") return {get_ipv4(a, "peer_addr")};
+  if (req.op == "allreduce") {
+    // Every address of the ring but our own: Gloo's store makes every rank connect to rank 0
+    // (ring_addrs[0]), not only to its right neighbour (peer_addr).
+    TransportArgs t = parse_transport_args(a);
+    std::vector<std::string> out = {t.peer_addr};
+    for (size_t r = 0; r < t.ring_addrs.size(); ++r)
+      if (static_cast<int>(r) != t.rank) out.push_back(t.ring_addrs[r]);
+    return out;
+  }
   if (req.op == "rdma_rc" && wire::get_string(a, "role", 16) == "client") return {get_ipv4(a, "peer_addr")};
   return {};
 }

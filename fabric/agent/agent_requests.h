@@ -62,11 +62,13 @@ TransportArgs parse_transport_args(const Json& args);
 bool is_rdma_device_name(const std::string& s);
 RdmaPortArgs parse_rdma_port_args(const Json& extra);
 
-// The addresses a request makes this agent contact (port_probe addr, tcp_measure / allreduce /
-// rdma_rc client peer_addr): they must be addresses of the session's peer agents, which the
-// controller sends once with "set_peers", so an agent cannot be used to scan other hosts.
+// The addresses a request makes this agent contact (port_probe addr, tcp_measure / rdma_rc client
+// peer_addr, allreduce peer_addr and every ring_addrs entry but its own): each must be one the
+// controller sent once with "set_peers" (the addresses it vouches for, fabric/pair/
+// session_peers.h), so an agent cannot be pointed at other hosts, by a compromised peer's claims
+// or otherwise. Call after validate_request.
 std::vector<std::string> request_targets(const wire::Request& req);
-// The "set_peers" addresses: 1..64 IPv4 literals.
+// The "set_peers" addresses: 1..wire::kMaxPeerAddresses IPv4 literals.
 std::vector<std::string> parse_peer_addresses(const Json& args);
 
 // Interface names are at most 15 characters (IFNAMSIZ - 1); "" = none given.

@@ -27,10 +27,11 @@ struct HelloInfo {
 Fd listen_on(const std::string& addr, uint16_t port, const std::string& ifname);
 
 // Accepts until a connection proves `token` and sends a hello with the same plan. Connections
-// handshake concurrently (wire/handshake_gate.h: at most 16 pending, each cut off after 2 s), so
-// a silent or trickling client never delays the real peer; refused ones get a named error frame
-// and are counted in the error if none succeeds before timeout_ms (PeerError accept_timeout, or
-// token_rejected when something connected). A different plan -> PeerError plan_mismatch.
+// handshake concurrently (wire/handshake_gate.h: each cut off after 2 s, the oldest of 256
+// pending closed to make room), so a silent or trickling client never delays the real peer; refused
+// ones get a named error frame and are counted in the error if none succeeds before timeout_ms
+// (PeerError accept_timeout, or token_rejected when something connected). A different plan ->
+// PeerError plan_mismatch.
 Fd accept_peer(int listen_fd, const std::string& token, const HelloInfo& mine, int timeout_ms,
                HelloInfo* peer);
 

@@ -91,15 +91,21 @@ void AgentClient::connect(int timeout_ms) {
     try {
       Json info = wire::client_handshake(fd_.get(), token_, "controller", "control", Json::object(), deadline);
       agent_info_ = info;
+      control_addr_ = addr;
       return;
     } catch (const WireError& e) {
       fd_.reset();
       switch (e.kind()) {
+        // Our agent holds the token we generated and gave it: a process that refuses our proof
+        // (kBadToken) or cannot prove the token itself (kImpostor) is not our agent.
         case WireErrorKind::kImpostor:
-          throw StepError(host_, "pair.agent_impostor",
-                          "the process at " + where + " (an address the agent reported) cannot prove the session "
-                          "token, so the session stops here; the token was not sent: " + e.what());
         case WireErrorKind::kBadToken:
+          throw StepError(
+              host_, "pair.agent_impostor",
+              "the process at " + where +
+                  " (an address the agent reported) does not hold this "
+                  "session's token, so the session stops here; the token itself was not sent: " +
+                  e.what());
         case WireErrorKind::kVersionMismatch:
         case WireErrorKind::kRejected:
           throw StepError(host_, "pair.agent_rejected", "the agent at " + where + " refused the session: " + e.what());
@@ -142,13 +148,26 @@ Json AgentClient::receive(int timeout_ms, const std::function<void(uint64_t, uin
   const auto deadline = wire::deadline_in_ms(timeout_ms);
   wire::Frame f;
   for (;;) {
+    // Every frame from the agent (heartbeat, progress, answer) proves it alive: the wait for the
+    // next one is bounded by the liveness bound as well as by the request's.
+    const bool liveness_first = liveness_ms_ > 0 && liveness_ms_ < wire::ms_left(deadline);
     try {
-      f = wire::read_frame(fd_.get(), deadline);
+      f = wire::read_frame(fd_.get(),
+                           liveness_first ? wire::deadline_in_ms(liveness_ms_) : deadline);
     } catch (const WireError& e) {
+      if (e.kind() == WireErrorKind::kTimeout && liveness_first)
+        throw StepError(
+            host_, "pair.agent_unresponsive",
+            "the agent sent nothing for " + std::to_string(liveness_ms_) +
+                " ms while working on a request (it sends a heartbeat every second): its process "
+                "is stopped (SIGSTOP, a debugger) or its host is hung; the request's own bound "
+                "was " +
+                std::to_string(timeout_ms) + " ms");
       if (e.kind() == WireErrorKind::kTimeout)
         throw StepError(host_, "pair.agent_timeout", "no answer from the agent within " + std::to_string(timeout_ms) + " ms");
       lost(std::string("control connection: ") + e.what());
     }
+    if (f.type == wire::FrameType::kHeartbeat) continue;
     if (f.type != wire::FrameType::kProgress) break;
     try {
       auto note = wire::parse_progress(f);

@@ -1,7 +1,10 @@
 // The controller's handle on one agent: the launched process, its hello line, and the
-// authenticated control connection. Every call is bounded by a deadline; failures are StepError
-// with the finding code that names them (pair.launch_failed, pair.agent_unreachable,
-// pair.agent_rejected, pair.agent_impostor, pair.agent_lost, pair.agent_timeout, pair.agent_error).
+// authenticated control connection. Every call is bounded by a deadline, and while a request runs
+// by the agent's liveness too (a heartbeat frame every second, agent.h): an agent silent for the
+// liveness bound is stopped or hung, and that is reported long before the request's own bound.
+// Failures are StepError with the finding code that names them (pair.launch_failed,
+// pair.agent_unreachable, pair.agent_rejected, pair.agent_impostor, pair.agent_lost,
+// pair.agent_timeout, pair.agent_unresponsive, pair.agent_error).
 #pragma once
 
 #include <functional>
@@ -41,6 +44,12 @@ class AgentClient {
   // The hello document as await_hello() stores it; tests set it to point connect() at addresses.
   void set_hello(const Json& hello) { hello_ = hello; }
   const Json& agent_info() const { return agent_info_; }  // the agent's welcome (name, version)
+  // The address connect() reached the agent on and where it proved the session token: an address
+  // of this host the controller vouches for itself (session_peers.h). "" before connect().
+  const std::string& control_addr() const { return control_addr_; }
+  // While waiting for an answer: the longest silence (no heartbeat, progress note or answer)
+  // taken for a live agent. 0 (the default) = only the request's own bound.
+  void set_liveness_ms(int ms) { liveness_ms_ = ms; }
   void send(const std::string& op, const Json& args);
   // Result of the oldest pending request. Progress notes the agent sends before it (a request
   // with "progress": true) go to on_progress (sizes done, total); timeout_ms bounds the whole wait.
@@ -55,6 +64,8 @@ class AgentClient {
   std::unique_ptr<launch::ChildProcess> child_;
   Json hello_ = Json::object();
   Json agent_info_ = Json::object();
+  std::string control_addr_;
+  int liveness_ms_ = 0;
   wire::Fd fd_;
   uint64_t next_id_ = 1;
   std::vector<uint64_t> pending_;

@@ -8,6 +8,7 @@
 #include "fabric/launch/child_process.h"
 #include "fabric/pair/agent_client.h"
 #include "fabric/pair/pair_steps.h"
+#include "fabric/pair/session_peers.h"
 #include "fabric/pair/transport_plan.h"
 #include "fabric/pair/verdict.h"
 #include "fabric/wire/token.h"
@@ -16,21 +17,6 @@ namespace fabkit::pair {
 namespace {
 
 using Agents = std::vector<std::unique_ptr<AgentClient>>;
-
-// Each agent may contact every other agent's addresses (the ring's right neighbour in any order).
-void send_group_peers(Agents& ag, const GroupFacts& f, const PairOptions& o) {
-  for (size_t i = 0; i < ag.size(); ++i) {
-    Json addrs = Json::array();
-    for (size_t j = 0; j < ag.size(); ++j)
-      if (j != i)
-        for (const auto& a : peer_addresses(f.agents[j]))
-          if (addrs.size() < 64 && std::find(addrs.begin(), addrs.end(), a) == addrs.end())
-            addrs.push_back(a);
-    if (addrs.empty())
-      throw StepError(f.hosts[i], "pair.agent_error", "the other agents reported no IPv4 address");
-    ag[i]->call("set_peers", {{"addresses", addrs}}, o.timeout_ms);
-  }
-}
 
 // Host b's address is where its left neighbour reached it; its own sends to its right neighbour
 // leave from that address too (the ring binds one address per rank), so that link must be open.
@@ -134,22 +120,24 @@ TransportResult run_ring_transport(GroupFacts& f, Agents& ag, const PairOptions&
       ag[h]->send("allreduce", a);
     }
     // All requests are out before any answer is awaited: every rank blocks on its neighbours.
-    std::vector<Json> docs;
+    std::vector<AgentClient*> ranks;
+    for (size_t r = 0; r < n; ++r) ranks.push_back(ag[order[r]].get());
+    RankAnswers answers = receive_ranks(ranks, o.transport_timeout_ms, on_size);
+    const std::vector<Json>& docs = answers.docs;
     bool port_taken = false;
-    for (size_t r = 0; r < n; ++r) {
-      try {
-        docs.push_back(ag[order[r]]->receive(o.transport_timeout_ms,
-                                             r == 0 ? on_size : std::function<void(uint64_t, uint64_t)>()));
-      } catch (const StepError& e) {
-        if (fatal(e)) throw;
-        docs.push_back({{"status", "failed"}, {"reason", e.what()}});
-      }
-      const std::string reason = docs.back().value("reason", "");
+    for (const Json& d : docs) {
+      const std::string reason = d.is_object() && d.contains("reason") && d["reason"].is_string()
+                                     ? d["reason"].get<std::string>()
+                                     : "";
       port_taken = port_taken || (reason.find("bind ") != std::string::npos &&
                                   reason.find("in use") != std::string::npos);
     }
     result = combine_ranks(name, docs);
     result.port_attempts = attempt + 1;
+    if (answers.fatal) {
+      f.rings.back().transports.push_back(result);  // what every rank reported stays in the report
+      throw_with_other_ranks(*answers.fatal, ranks, docs);
+    }
     if (!port_taken) break;
   }
   return result;
@@ -217,14 +205,23 @@ GroupFacts run_group(const GroupOptions& o) {
         launch::launcher_argv(o.pair.launcher, o.hosts[i], agent_argv(o.pair, o.hosts[i])));
   });
   ok = ok && each("hello", [&](size_t i) { hello[i] = ag[i]->await_hello(o.pair.timeout_ms); });
-  ok = ok && each("connect", [&](size_t i) { ag[i]->connect(o.pair.timeout_ms); });
+  ok = ok && each("connect", [&](size_t i) {
+         ag[i]->connect(o.pair.timeout_ms);
+         ag[i]->set_liveness_ms(liveness_bound_ms(o.pair));
+       });
   ok = ok && step(f.steps, "facts", "", [&] {
          for (auto& a : ag) a->send("facts", Json::object());
          for (size_t i = 0; i < n; ++i) facts[i] = ag[i]->receive(o.pair.timeout_ms);
        });
   if (ok)
     for (size_t i = 0; i < n; ++i) f.agents.push_back(agent_facts(o.hosts[i], hello[i], facts[i]));
-  ok = ok && step(f.steps, "peers", "", [&] { send_group_peers(ag, f, o.pair); });
+  SessionPeers peers;
+  ok = ok && step(f.steps, "peers", "", [&] {
+         std::vector<AgentClient*> agents;
+         for (auto& a : ag) agents.push_back(a.get());
+         peers = send_session_peers(agents, f.agents, o.pair);
+         f.refused_addresses = peers.refused;
+       });
   starting.reset();
   // Reachability stays pairwise, over the first order's ring neighbours only: n pairs, not
   // n(n-1)/2; later orders reuse the addresses (a pair they cannot join fails its ring run).
@@ -235,7 +232,8 @@ GroupFacts run_group(const GroupOptions& o) {
       PairFacts pf;
       pf.a = f.agents[a];
       pf.b = f.agents[b];
-      measure_links(pf, *ag[a], *ag[b], o.pair);
+      measure_links(pf, *ag[a], *ag[b], o.pair, peers.allowed[static_cast<size_t>(a)],
+                    peers.allowed[static_cast<size_t>(b)]);
       f.probed.push_back({a, b, pf.links, choose_link(pf.links)});
     });
   }

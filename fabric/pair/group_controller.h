@@ -1,8 +1,9 @@
 // `fabcheck pair A B C ...` (3 or more hosts): an agent on each host, the ring neighbours' links
-// measured (host i to host i+1 of the first ring order, every candidate interface pair), one
-// address per rank, then the all-reduce of every transport the agents share across all of them
-// (a ring of N ranks), once per ring order. Used by the cluster's bad-link search too, with the
-// ring orders that put every pair of a group side by side once (ring_orders_covering_all_pairs).
+// measured (host i to host i+1 of the first ring order, every candidate interface pair each end
+// may contact, session_peers.h), one address per rank, then the all-reduce of every transport the
+// agents share across all of them (a ring of N ranks), once per ring order. Used by the cluster's
+// bad-link search too, with the ring orders that put every pair of a group side by side once
+// (ring_orders_covering_all_pairs).
 // Bounded like the 2-host controller: every step has a deadline; agents get bye, then are stopped.
 #pragma once
 
@@ -44,6 +45,8 @@ struct GroupFacts {
   std::vector<ProbedPair> probed;           // the first ring order's neighbour pairs
   std::vector<std::string> addrs, ifnames;  // per host: the address its ranks listen and send on
   std::vector<RingRun> rings;
+  std::vector<RefusedAddress>
+      refused_addresses;  // claims no agent was let contact (session_peers.h)
   std::vector<StepRecord> steps;
 };
 

@@ -1,5 +1,6 @@
 // The findings of an N-host `fabcheck pair` run (pure).
 #include "fabric/pair/group_controller.h"
+#include "fabric/pair/verdict.h"
 
 namespace fabkit::pair {
 namespace {
@@ -7,7 +8,8 @@ namespace {
 bool aborting(const std::string& code) {
   return code == "pair.launch_failed" || code == "pair.agent_unreachable" ||
          code == "pair.agent_rejected" || code == "pair.agent_impostor" ||
-         code == "pair.agent_lost" || code == "pair.agent_timeout";
+         code == "pair.agent_lost" || code == "pair.agent_timeout" ||
+         code == "pair.agent_unresponsive";
 }
 
 }  // namespace
@@ -24,6 +26,7 @@ std::vector<Finding> judge_group(const GroupFacts& f) {
                  ? "run `fabcheck pair` on the two hosts named for the detailed diagnosis"
                  : "run `fabcheck pair` on the neighbours named to see every interface pair"));
   }
+  for (auto& r : refused_address_findings(f.refused_addresses)) out.push_back(std::move(r));
   for (const auto& ring : f.rings)
     for (const auto& t : ring.transports) {
       bool correct = !t.sizes.empty();

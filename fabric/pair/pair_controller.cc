@@ -9,6 +9,7 @@
 #include "fabric/pair/pair_steps.h"
 #include "fabric/pair/rdma_rails.h"
 #include "fabric/pair/rdma_rc_plan.h"
+#include "fabric/pair/session_peers.h"
 #include "fabric/pair/transport_plan.h"
 #include "fabric/pair/verdict.h"
 #include "fabric/wire/messages.h"
@@ -16,15 +17,6 @@
 
 namespace fabkit::pair {
 namespace {
-
-void send_peers(AgentClient& A, AgentClient& B, const PairFacts& f, const PairOptions& o) {
-  Json pa = peer_addresses(f.b), pb = peer_addresses(f.a);
-  for (auto [c, addrs] : {std::pair<AgentClient*, Json*>{&A, &pa}, {&B, &pb}}) {
-    if (addrs->empty())
-      throw StepError(c == &A ? f.host_b : f.host_a, "pair.agent_error", "the agent reported no IPv4 address to test");
-    c->call("set_peers", {{"addresses", *addrs}}, o.timeout_ms);
-  }
-}
 
 void check_port(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o) {
   const auto& l = f.links[*f.chosen_link];
@@ -73,7 +65,6 @@ void run_transport(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
   if (o.progress) a0["progress"] = true;
   A.send("allreduce", a0);
   B.send("allreduce", a1);
-  Json r0, r1;
   uint64_t shown = 0;
   auto on_size = [&](uint64_t done, uint64_t total) {
     if (shown == 0) progress.set_total(total);
@@ -81,41 +72,22 @@ void run_transport(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
     progress.advance(done > shown ? done - shown : 0, "pair: allreduce " + name + next);
     shown = std::max(shown, done);
   };
-  try {
-    r0 = A.receive(o.transport_timeout_ms, on_size);
-  } catch (const StepError& e) {
-    if (fatal(e)) throw;
-    r0 = {{"status", "failed"}, {"reason", e.what()}};
-  }
-  try {
-    r1 = B.receive(o.transport_timeout_ms);
-  } catch (const StepError& e) {
-    if (fatal(e)) throw;
-    r1 = {{"status", "failed"}, {"reason", e.what()}};
-  }
-  f.transports.push_back(combine_ranks(name, {r0, r1}));
+  const std::vector<AgentClient*> ranks = {&A, &B};
+  RankAnswers answers = receive_ranks(ranks, o.transport_timeout_ms, on_size);
+  f.transports.push_back(combine_ranks(name, answers.docs));
+  if (answers.fatal) throw_with_other_ranks(*answers.fatal, ranks, answers.docs);
 }
 
 // One mode over one port pair: B serves (listens for the endpoint channel on its chosen address),
 // A connects; both requests go out before either answer is awaited, since each side blocks on
 // the other. A side that does not answer in its bound is a failed run, not a hang.
-Json run_rc_mode(const RcPortPair& p, const std::string& mode, AgentClient& A, AgentClient& B,
-                 const LinkResult& l, const PairOptions& o) {
+RankAnswers run_rc_mode(const RcPortPair& p, const std::string& mode, AgentClient& A,
+                        AgentClient& B, const LinkResult& l, const PairOptions& o) {
   Json port = B.call("free_port", {{"addr", l.b.addr}}, o.timeout_ms);
   uint16_t pn = static_cast<uint16_t>(port.value("port", 0));
   B.send("rdma_rc", rc_request_args(p, false, mode, l.b.addr, "", pn, o.timeout_ms));
   A.send("rdma_rc", rc_request_args(p, true, mode, l.a.addr, l.b.addr, pn, o.timeout_ms));
-  int bound_ms = rc_answer_bound_ms(mode, o.timeout_ms);
-  Json docs = Json::array();
-  for (AgentClient* c : {&A, &B}) {
-    try {
-      docs.push_back(c->receive(bound_ms));
-    } catch (const StepError& e) {
-      if (fatal(e)) throw;
-      docs.push_back({{"status", "failed"}, {"reason", e.what()}});
-    }
-  }
-  return docs;
+  return receive_ranks({&A, &B}, rc_answer_bound_ms(mode, o.timeout_ms));
 }
 
 void run_rdma_rc(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o) {
@@ -137,11 +109,17 @@ void run_rdma_rc(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions
     const std::string ports = p.hca_a + ":" + std::to_string(p.port_a) + "->" + p.hca_b + ":" +
                               std::to_string(p.port_b);
     progress.advance(0, "pair: rdma rc write bandwidth " + ports);
-    Json bw = run_rc_mode(p, "write_bw", A, B, l, o);
-    progress.advance(1, "pair: rdma rc send latency " + ports);
-    Json lat = run_rc_mode(p, "send_lat", A, B, l, o);
+    RankAnswers bw = run_rc_mode(p, "write_bw", A, B, l, o);
+    RankAnswers lat;
+    if (!bw.fatal) {
+      progress.advance(1, "pair: rdma rc send latency " + ports);
+      lat = run_rc_mode(p, "send_lat", A, B, l, o);
+    }
     progress.advance(1);
-    f.rdma_rc.pairs.push_back(combine_rc(p, bw, lat));
+    // Recorded before a lost agent ends the step: the other side's answer stays in the report.
+    f.rdma_rc.pairs.push_back(combine_rc(p, Json(bw.docs), Json(lat.docs)));
+    if (bw.fatal) throw_with_other_ranks(*bw.fatal, {&A, &B}, bw.docs);
+    if (lat.fatal) throw_with_other_ranks(*lat.fatal, {&A, &B}, lat.docs);
   }
 }
 
@@ -169,7 +147,10 @@ PairFacts run_pair(const PairOptions& o) {
   });
   ok = ok && step(f, "hello", o.host_a, [&] { hello_a = A.await_hello(o.timeout_ms); }) &&
        step(f, "hello", o.host_b, [&] { hello_b = B.await_hello(o.timeout_ms); });
-  ok = ok && both("connect", [&](AgentClient& c) { c.connect(o.timeout_ms); });
+  ok = ok && both("connect", [&](AgentClient& c) {
+         c.connect(o.timeout_ms);
+         c.set_liveness_ms(liveness_bound_ms(o));
+       });
   Json facts_a, facts_b;
   ok = ok && step(f, "facts", "", [&] {
          A.send("facts", Json::object());
@@ -181,9 +162,14 @@ PairFacts run_pair(const PairOptions& o) {
     f.a = agent_facts(o.host_a, hello_a, facts_a);
     f.b = agent_facts(o.host_b, hello_b, facts_b);
   }
-  ok = ok && step(f, "peers", "", [&] { send_peers(A, B, f, o); });
+  SessionPeers peers;
+  ok = ok && step(f, "peers", "", [&] {
+         peers = send_session_peers({&A, &B}, {f.a, f.b}, o);
+         f.refused_addresses = peers.refused;
+       });
   starting.reset();
-  ok = ok && step(f, "reachability", "", [&] { measure_links(f, A, B, o); });
+  ok = ok && step(f, "reachability", "",
+                  [&] { measure_links(f, A, B, o, peers.allowed[0], peers.allowed[1]); });
   if (ok) f.chosen_link = choose_link(f.links);
   if (ok && f.chosen_link) {
     ok = step(f, "port_check", "", [&] {

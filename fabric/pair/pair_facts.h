@@ -33,6 +33,16 @@ struct Candidate {
   std::string kind;  // from the net section: physical, veth, bridge, ...
 };
 
+// An address a host reported for itself that the controller does not let a peer contact
+// (session_peers.h), with why.
+struct RefusedAddress {
+  std::string host;      // the host that claimed it
+  std::string addr;      // the address
+  std::string ifname;    // on which of its interfaces
+  std::string receiver;  // the host that will not contact it ("" = none will)
+  std::string reason;
+};
+
 struct AgentFacts {
   std::string host;                // as given on the command line
   Json hello = Json::object();     // the agent's stdout hello line
@@ -127,6 +137,8 @@ struct PairFacts {
   std::vector<TransportResult> transports;
   bool transports_skipped = false;  // --transports none
   RdmaRcFacts rdma_rc;
+  std::vector<RefusedAddress>
+      refused_addresses;  // claims no agent was let contact (session_peers.h)
   std::vector<StepRecord> steps;
 };
 

@@ -176,25 +176,72 @@ TransportResult combine_ranks(const std::string& name, const std::vector<Json>& 
   return t;
 }
 
-// Every address the other agent reported (its hello and its candidates): the only targets an
-// agent will probe or measure (agent.target_not_peer otherwise).
-Json peer_addresses(const AgentFacts& other) {
-  std::set<std::string> addrs;
-  for (const auto& c : other.candidates) addrs.insert(c.addr);
-  for (const auto& a : other.hello.value("addresses", Json::array()))
-    if (a.is_string()) addrs.insert(a.get<std::string>());
-  if (other.hello.contains("bind_addr") && other.hello["bind_addr"].is_string())
-    addrs.insert(other.hello["bind_addr"].get<std::string>());
-  Json out = Json::array();
-  for (const auto& a : addrs)
-    if (wire::is_ipv4_literal(a) && out.size() < 64) out.push_back(a);
+SessionPeers send_session_peers(const std::vector<AgentClient*>& agents,
+                                const std::vector<AgentFacts>& facts, const PairOptions& o) {
+  std::vector<std::string> names;
+  for (const auto& f : facts) names.push_back(f.host);
+  const auto resolved = resolve_ipv4(names, std::min(o.timeout_ms, 2000));
+  std::vector<HostAddresses> hosts;
+  for (size_t i = 0; i < agents.size(); ++i)
+    hosts.push_back(host_addresses(facts[i], resolved[i], agents[i]->control_addr()));
+  SessionPeers peers = admit_peers(hosts);
+  for (size_t i = 0; i < agents.size(); ++i) {
+    const auto& allowed = peers.allowed[i];
+    if (allowed.empty())
+      throw StepError(
+          facts[i].host, "pair.agent_error",
+          "the controller vouches for no address of the other agents that this one could contact");
+    if (allowed.size() > wire::kMaxPeerAddresses)
+      throw StepError(facts[i].host, "pair.agent_error",
+                      std::to_string(allowed.size()) + " peer addresses, more than the " +
+                          std::to_string(wire::kMaxPeerAddresses) + " an agent accepts");
+    agents[i]->call("set_peers", {{"addresses", Json(allowed)}}, o.timeout_ms);
+  }
+  return peers;
+}
+
+RankAnswers receive_ranks(const std::vector<AgentClient*>& ranks, int timeout_ms,
+                          const std::function<void(uint64_t, uint64_t)>& rank0_progress) {
+  RankAnswers out;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    try {
+      out.docs.push_back(ranks[r]->receive(timeout_ms, r == 0 ? rank0_progress : nullptr));
+    } catch (const StepError& e) {
+      out.docs.push_back({{"status", "failed"}, {"reason", e.what()}});
+      if (fatal(e) && !out.fatal) out.fatal = e;
+    }
+  }
   return out;
 }
 
-void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o) {
+void throw_with_other_ranks(const StepError& e, const std::vector<AgentClient*>& ranks,
+                            const std::vector<Json>& docs) {
+  std::string msg = e.what();
+  for (size_t r = 0; r < ranks.size() && r < docs.size(); ++r) {
+    if (ranks[r]->host() == e.host() || !docs[r].is_object()) continue;
+    auto reason = docs[r].find("reason");
+    if (reason != docs[r].end() && reason->is_string() && !reason->get<std::string>().empty())
+      msg += "; rank " + std::to_string(r) + " (" + ranks[r]->host() +
+             ") had reported: " + reason->get<std::string>();
+  }
+  throw StepError(e.host(), e.code(), msg);
+}
+
+int liveness_bound_ms(const PairOptions& o) {
+  return std::max(o.timeout_ms, 3 * wire::kHeartbeatIntervalMs);
+}
+
+void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o,
+                   const std::set<std::string>& a_targets, const std::set<std::string>& b_targets) {
+  // Candidates the other side may contact (session_peers.h); the rest were refused and reported.
+  std::vector<Candidate> as, bs;
+  for (const auto& c : f.a.candidates)
+    if (b_targets.count(c.addr)) as.push_back(c);
+  for (const auto& c : f.b.candidates)
+    if (a_targets.count(c.addr)) bs.push_back(c);
   // B serves on each of its candidate addresses; A measures from each of its own.
   std::vector<std::pair<int, uint16_t>> servers;  // per B candidate: server id, port
-  for (const auto& cb : f.b.candidates) {
+  for (const auto& cb : bs) {
     try {
       Json r = B.call("tcp_serve", {{"addr", cb.addr}, {"ifname", cb.ifname}}, o.timeout_ms);
       servers.emplace_back(r.value("server_id", 0), r.value("port", 0));
@@ -207,10 +254,10 @@ void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
   // and keeps dead decoy pairs (ARP that nobody answers) from dominating the run.
   int connect_ms = std::min(o.timeout_ms, 1000);
   int measure_ms = o.timeout_ms + 2 * o.bandwidth_ms + 10000;
-  ProgressScope progress(o.progress, "", f.a.candidates.size() * f.b.candidates.size());
-  for (const auto& ca : f.a.candidates) {
-    for (size_t j = 0; j < f.b.candidates.size(); ++j) {
-      const auto& cb = f.b.candidates[j];
+  ProgressScope progress(o.progress, "", as.size() * bs.size());
+  for (const auto& ca : as) {
+    for (size_t j = 0; j < bs.size(); ++j) {
+      const auto& cb = bs[j];
       progress.advance(0, "pair " + f.a.host + "->" + f.b.host + ": tcp rtt and bandwidth " +
                               ca.ifname + "->" + cb.ifname);
       Json m;

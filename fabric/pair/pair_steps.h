@@ -4,6 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +14,7 @@
 #include "fabric/pair/agent_client.h"
 #include "fabric/pair/pair_controller.h"
 #include "fabric/pair/pair_facts.h"
+#include "fabric/pair/session_peers.h"
 
 namespace fabkit::pair {
 
@@ -44,13 +48,38 @@ bool step(PairFacts& f, const std::string& name, const std::string& host, F&& fn
 bool fatal(const StepError& e);
 std::vector<std::string> agent_argv(const PairOptions& o, const std::string& host);
 AgentFacts agent_facts(const std::string& host, const Json& hello, const Json& facts);
-// Every address the agent reported (hello and candidates), IPv4 only, at most 64.
-Json peer_addresses(const AgentFacts& other);
+// The session's address book (session_peers.h): resolves the host names, vouches for each
+// agent's control address, and sends every agent the addresses it may contact (set_peers).
+// Throws StepError naming the host whose list would exceed what an agent accepts.
+SessionPeers send_session_peers(const std::vector<AgentClient*>& agents,
+                                const std::vector<AgentFacts>& facts, const PairOptions& o);
+// The bound on an agent's silence while it works on a request (AgentClient::set_liveness_ms):
+// --timeout-ms, and at least 3 heartbeat intervals.
+int liveness_bound_ms(const PairOptions& o);
+// Every rank's answer to a request sent to all of them (in rank order). An agent that is lost,
+// stopped or silent does not end the wait for the others: its document becomes
+// {"status":"failed","reason":...} and its StepError is kept in `fatal` (the first one), so the
+// caller records what the other ranks reported (often the first sign of what went wrong) before
+// it ends the step with throw_with_other_ranks.
+struct RankAnswers {
+  std::vector<Json> docs;
+  std::optional<StepError> fatal;
+};
+RankAnswers receive_ranks(const std::vector<AgentClient*>& ranks, int timeout_ms,
+                          const std::function<void(uint64_t, uint64_t)>& rank0_progress = {});
+// Rethrows `fatal` with what the other ranks reported appended to its message.
+[[noreturn]] void throw_with_other_ranks(const StepError& fatal,
+                                         const std::vector<AgentClient*>& ranks,
+                                         const std::vector<Json>& docs);
+
 // One LinkResult from A's tcp_measure answer m for the pair (a, b). A malformed answer (rtt.count
 // not pings_asked, a histogram that fails its checks) makes the link "error", naming the field.
 LinkResult link_from_json(const Candidate& a, const Candidate& b, const Json& m, int pings_asked);
 // B serves on each of its candidates, A measures from each of its own: f.links (f.a, f.b set).
-void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o);
+// Only pairs whose ends each may contact the other (a_targets: what A may contact; b_targets:
+// what B may) are measured: the link chosen must carry connections both ways.
+void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions& o,
+                   const std::set<std::string>& a_targets, const std::set<std::string>& b_targets);
 // "8 B", "4 KiB", "64 MiB": the all-reduce size a progress label names.
 std::string size_text(uint64_t bytes);
 // One TransportResult from every rank's runner document (rank order); sizes are rank 0's timings,

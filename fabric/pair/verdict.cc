@@ -137,30 +137,56 @@ Verdict compute_verdict(const PairFacts& f) {
   return v;
 }
 
+std::vector<Finding> refused_address_findings(const std::vector<RefusedAddress>& refused) {
+  std::vector<Finding> out;
+  for (const auto& r : refused)
+    out.push_back(info(
+        "pair.peer_address_refused", r.host + ":" + r.ifname + " " + r.addr,
+        r.host + " reported " + r.addr + " on " + r.ifname + ", which " +
+            (r.receiver.empty() ? std::string("no agent") : r.receiver) +
+            " will contact: " + r.reason +
+            ". Agents contact only addresses the controller vouches for, so the pairs with it "
+            "are not measured",
+        "nothing to do for an interface training must not use; for a routed data network, name "
+        "the hosts by names that resolve to their data addresses (the controller vouches for "
+        "what it resolves itself)"));
+  return out;
+}
+
 std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v) {
   std::vector<Finding> out;
   bool aborted = false;
   for (const auto& s : f.steps) {
     if (s.status != "failed" || s.code.empty()) continue;
     aborted = aborted || s.code == "pair.launch_failed" || s.code == "pair.agent_unreachable" ||
-              s.code == "pair.agent_rejected" || s.code == "pair.agent_impostor" || s.code == "pair.agent_lost" ||
-              s.code == "pair.agent_timeout";
+              s.code == "pair.agent_rejected" || s.code == "pair.agent_impostor" ||
+              s.code == "pair.agent_lost" || s.code == "pair.agent_timeout" ||
+              s.code == "pair.agent_unresponsive";
     std::string fix =
         s.code == "pair.launch_failed"
             ? "run the launcher by hand: it must start `fabcheck agent` on " + s.host +
                   " (ssh: key-based login and the same fabcheck path, or --agent-path)"
         : s.code == "pair.agent_unreachable"
-            ? "open the agent's port from this machine to " + s.host + ", or run the controller on a node of the cluster"
+            ? "open the agent's port from this machine to " + s.host +
+                  ", or run the controller on a node of the cluster"
         : s.code == "pair.agent_impostor"
             ? "find the process listening on the address and port quoted (ss -ltnp on " + s.host +
-                  " or on this machine for a docker0/virbr0 address); start the agent with --bind on the "
+                  " or on this machine for a docker0/virbr0 address); start the agent with --bind "
+                  "on the "
                   "cluster address so it reports only that one"
         : s.code == "pair.agent_lost"
-            ? "check the agent's host (" + s.host + "): OOM killer, node reboot, or a crashed agent (its stderr is quoted)"
-            : "re-run with a larger --timeout-ms; check the host's load and the path between the agents";
+            ? "check the agent's host (" + s.host +
+                  "): OOM killer, node reboot, or a crashed agent (its stderr is quoted)"
+        : s.code == "pair.agent_unresponsive"
+            ? "check the agent's process on " + s.host +
+                  " (`ps -o stat,pid,cmd -C fabcheck`: state T is stopped; "
+                  "`kill -CONT PID` or find what stopped it) and the host's load"
+            : "re-run with a larger --timeout-ms; check the host's load and the path between the "
+              "agents";
     out.push_back(fail(s.code, s.host.empty() ? f.host_a + "<->" + f.host_b : s.host,
                        "step '" + s.step + "' failed: " + s.error, fix));
   }
+  for (const auto& r : refused_address_findings(f.refused_addresses)) out.push_back(r);
   if (aborted) return out;
 
   const auto best = v.link;

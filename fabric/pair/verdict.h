@@ -12,7 +12,8 @@
 namespace fabkit::pair {
 
 // Candidates from an agent's interfaces[] (net section shape): up, running, IPv4, not loopback.
-// Decoys are kept on purpose: they are measured and reported as unreachable or slower.
+// Decoys are kept on purpose: they are measured and reported as unreachable or slower (those on a
+// subnet no peer shares are refused before that: session_peers.h).
 std::vector<Candidate> candidates_from_interfaces(const Json& interfaces);
 
 // The best reachable link: highest single-stream bandwidth, then lowest median RTT. nullopt when
@@ -45,6 +46,9 @@ struct Verdict {
 
 Verdict compute_verdict(const PairFacts& f);
 std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v);
+// pair.peer_address_refused (info), one per address a host claimed that a peer was not let
+// contact (session_peers.h); shared with the N-host judge.
+std::vector<Finding> refused_address_findings(const std::vector<RefusedAddress>& refused);
 // Every finding of a pair run: judge_pair's, then the RDMA RC test's (rdma_rc_plan.h).
 std::vector<Finding> pair_findings(const PairFacts& f, const Verdict& v);
 

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -17,6 +18,7 @@
 #include "common/json.h"
 #include "common/latency_histogram.h"
 #include "fabric/tcp/tcp_socket.h"
+#include "fabric/wire/handshake_gate.h"
 
 namespace fabkit::tcp {
 
@@ -58,10 +60,14 @@ Json to_json(const LinkMeasurement& m);
 
 LinkMeasurement measure_link(const LinkTestSpec& spec);
 
-// Serves ping and sink connections on addr (ephemeral port) until stop() or destruction. Each
-// connection has its own thread; at most kMaxTestConnections at once (more are closed at accept),
-// with no limit over the server's life: finished threads are reaped as the server goes.
+// Serves ping and sink connections on addr (ephemeral port) until stop() or destruction. Every
+// connection first handshakes in the listener's gate (wire/handshake_gate.h: all at once, each
+// under kDataHandshakeTimeoutMs, the oldest of kMaxPendingTestHandshakes closed to make room), so
+// connections that never prove the token cannot keep the real client out. Each admitted
+// connection has its own thread; at most kMaxTestConnections at once (only token holders get
+// that far), with no limit over the server's life: finished threads are reaped as the server goes.
 inline constexpr size_t kMaxTestConnections = 128;
+inline constexpr int kMaxPendingTestHandshakes = 1024;
 inline constexpr int kDataHandshakeTimeoutMs = 5000;
 class TcpTestServer {
  public:
@@ -72,12 +78,14 @@ class TcpTestServer {
   TcpTestServer& operator=(const TcpTestServer&) = delete;
   uint16_t port() const { return port_; }
   void stop();
-  uint64_t rejected_connections() const { return rejected_.load(); }
+  // Connections refused: handshakes that failed (wrong token, timed out, evicted) and admitted ones
+  // over kMaxTestConnections.
+  uint64_t rejected_connections() const;
 
  private:
   void accept_loop();
   void reap_finished();  // joins the threads of connections that ended (mu_ held)
-  void serve(wire::Fd fd);
+  void serve(wire::Fd fd, wire::PeerClaims claims);
   wire::Fd listen_fd_;
   std::string token_;
   int idle_timeout_ms_;
@@ -88,6 +96,7 @@ class TcpTestServer {
   std::set<int> open_fds_;
   std::vector<std::thread> workers_;
   std::vector<std::thread::id> finished_;
+  std::unique_ptr<wire::HandshakeGate> gate_;  // used by the acceptor thread only
   std::thread acceptor_;
 };
 

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -13,9 +14,22 @@ namespace fabkit::tcp {
 
 TcpTestServer::TcpTestServer(const std::string& addr, std::string token, int idle_timeout_ms,
                              const std::string& ifname)
-    : listen_fd_(listen_tcp(addr, 0, 64, ifname)), token_(std::move(token)), idle_timeout_ms_(idle_timeout_ms) {
+    : listen_fd_(listen_tcp(addr, 0, 4096, ifname)),
+      token_(std::move(token)),
+      idle_timeout_ms_(idle_timeout_ms) {
   port_ = local_port(listen_fd_.get());
+  gate_ = std::make_unique<wire::HandshakeGate>(
+      listen_fd_.get(),
+      wire::GateServer{token_,
+                       "agent",
+                       [](const std::string& p) { return p == "tcp_ping" || p == "tcp_sink"; },
+                       {}},
+      wire::GateLimits{kMaxPendingTestHandshakes, kDataHandshakeTimeoutMs});
   acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+uint64_t TcpTestServer::rejected_connections() const {
+  return rejected_.load() + static_cast<uint64_t>(gate_->rejected());
 }
 
 TcpTestServer::~TcpTestServer() { stop(); }
@@ -44,45 +58,41 @@ void TcpTestServer::reap_finished() {
 
 void TcpTestServer::accept_loop() {
   while (!stop_.load()) {
-    pollfd p{listen_fd_.get(), POLLIN, 0};
-    // Short poll so stop() is noticed quickly; the idle timeout bounds the server's life.
-    if (::poll(&p, 1, 100) <= 0) continue;
-    int fd = ::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
+    std::optional<wire::Admitted> a;
+    try {
+      // Short waits so stop() is noticed quickly; the idle timeout bounds the server's life.
+      a = gate_->next(wire::deadline_in_ms(100));
+    } catch (const wire::WireError&) {
+      return;  // the listener failed: clients see connections refused and report it
+    }
+    if (!a) continue;
     std::lock_guard<std::mutex> lock(mu_);
     reap_finished();
     if (stop_.load() || open_fds_.size() >= kMaxTestConnections) {  // bound threads at once
-      ::close(fd);
-      continue;
+      ++rejected_;
+      continue;  // a->fd closes here
     }
+    int fd = a->fd.release();
     open_fds_.insert(fd);
-    workers_.emplace_back([this, fd] { serve(wire::Fd(fd)); });
+    workers_.emplace_back(
+        [this, fd, claims = std::move(a->claims)] { serve(wire::Fd(fd), claims); });
   }
+  gate_->stop();  // pending handshakes end with the server
 }
 
-void TcpTestServer::serve(wire::Fd fd) {
+void TcpTestServer::serve(wire::Fd fd, wire::PeerClaims claims) {
   int raw = fd.get();
   try {
-    // The handshake must come quickly: a port scanner or stray client gets a few seconds at most,
-    // in its own thread, so it delays nobody else.
-    wire::PeerClaims hello;
-    try {
-      hello = wire::server_handshake(raw, token_, "agent",
-                                     [](const std::string& p) { return p == "tcp_ping" || p == "tcp_sink"; },
-                                     wire::deadline_in_ms(kDataHandshakeTimeoutMs));
-    } catch (const wire::WireError&) {
-      ++rejected_;
-      throw;
-    }
-    wire::write_frame(raw, wire::welcome_frame(Json::object()), wire::deadline_in_ms(kDataHandshakeTimeoutMs));
+    wire::write_frame(raw, wire::welcome_frame(claims, Json::object()),
+                      wire::deadline_in_ms(kDataHandshakeTimeoutMs));
     set_nodelay(raw);
-    if (hello.purpose == "tcp_ping") {
+    if (claims.purpose == "tcp_ping") {
       char buf[kPingBytes];
       for (;;) {
         wire::read_exact(raw, buf, sizeof buf, wire::deadline_in_ms(idle_timeout_ms_), "ping");
         wire::write_all(raw, buf, sizeof buf, wire::deadline_in_ms(idle_timeout_ms_), "pong");
       }
-    } else {  // tcp_sink: the handshake admitted nothing else
+    } else {  // tcp_sink: the gate admitted nothing else
       std::vector<char> buf(1 << 20);
       uint64_t total = 0;
       for (;;) {
@@ -97,8 +107,8 @@ void TcpTestServer::serve(wire::Fd fd) {
       wire::write_all(raw, ack, sizeof ack, wire::deadline_in_ms(idle_timeout_ms_), "ack");
     }
   } catch (const wire::WireError&) {
-    // A data connection ending (closed, timed out, bad token) ends only that connection; the
-    // client side measures and reports what failed.
+    // A data connection ending (closed, timed out) ends only that connection; the client side
+    // measures and reports what failed.
   }
   std::lock_guard<std::mutex> lock(mu_);
   open_fds_.erase(raw);

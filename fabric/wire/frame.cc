@@ -5,7 +5,8 @@
 namespace fabkit::wire {
 
 bool is_known_frame_type(uint8_t t) {
-  return t >= static_cast<uint8_t>(FrameType::kHello) && t <= static_cast<uint8_t>(FrameType::kProgress);
+  return t >= static_cast<uint8_t>(FrameType::kHello) &&
+         t <= static_cast<uint8_t>(FrameType::kHeartbeat);
 }
 
 const char* to_string(FrameType t) {
@@ -17,6 +18,7 @@ const char* to_string(FrameType t) {
     case FrameType::kBye: return "bye";
     case FrameType::kAuth: return "auth";
     case FrameType::kProgress: return "progress";
+    case FrameType::kHeartbeat: return "heartbeat";
   }
   return "unknown";
 }

@@ -26,6 +26,10 @@ enum class FrameType : uint8_t {
   // {"id", "done", "total"}: agent -> controller between a request and its response, only when
   // the request asked for it ("progress": true), so a controller that never asks never sees one.
   kProgress = 7,
+  // {"id"}: agent -> controller once a second while a request runs (agent.h), so a controller
+  // tells an agent that is alive but busy from one that stopped (SIGSTOP, a hung host) long
+  // before the request's own bound.
+  kHeartbeat = 8,
 };
 
 bool is_known_frame_type(uint8_t t);

@@ -7,13 +7,14 @@
 
 #include "common/hex.h"
 #include "fabric/wire/messages.h"
+#include "fabric/wire/session_key.h"
 #include "fabric/wire/wire_error.h"
 
 namespace fabkit::wire {
 namespace {
 
 // Part of every proof: a proof made for another protocol (or version) never verifies here.
-constexpr char kProofLabel[] = "fabkit session handshake v2";
+constexpr char kProofLabel[] = "fabkit session handshake v3";  // v3: the client proves first
 
 [[noreturn]] void bad(const std::string& what) { throw WireError(WireErrorKind::kBadMessage, what); }
 
@@ -106,9 +107,10 @@ std::string session_proof(const std::string& token, const std::string& direction
   put_field(msg, purpose);
   put_field(msg, std::string(client_nonce.begin(), client_nonce.end()));
   put_field(msg, std::string(server_nonce.begin(), server_nonce.end()));
+  const std::string key = session_key(token);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()),
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
            reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), mac, &len) == nullptr ||
       len != kProofBytes)
     throw WireError(WireErrorKind::kIo, "HMAC-SHA256 failed");
@@ -144,17 +146,11 @@ Frame ClientHandshake::on_reply(const Frame& f) {
   Json j = parse_json_payload(f);
   check_protocol(j);
   server_role_ = get_word(j, "role");
-  Nonce server_nonce = get_nonce(j);
-  std::string proof = get_hex(j, "proof", kProofBytes);
-  if (server_nonce == nonce_) bad("the server echoed our nonce");  // a reflection, never a peer
-  std::string expected = session_proof(token_, "server", role_, server_role_, purpose_, nonce_, server_nonce);
-  if (!proofs_equal(proof, expected))
-    throw WireError(WireErrorKind::kImpostor,
-                    "the " + server_role_ + " we connected to cannot prove the session token "
-                    "(another process on that address and port, or an agent of another session); "
-                    "nothing secret was sent to it");
+  server_nonce_ = get_nonce(j);
+  if (server_nonce_ == nonce_) bad("the server echoed our nonce");  // a reflection, never a peer
   replied_ = true;
-  std::string mine = session_proof(token_, "client", role_, server_role_, purpose_, nonce_, server_nonce);
+  std::string mine =
+      session_proof(token_, "client", role_, server_role_, purpose_, nonce_, server_nonce_);
   Json a = {{"proof", hex_encode(mine.data(), mine.size())}, {"info", info_}};
   return Frame{FrameType::kAuth, a.dump(-1, ' ', false, Json::error_handler_t::replace)};
 }
@@ -163,7 +159,22 @@ Json ClientHandshake::on_welcome(const Frame& f) const {
   if (!replied_) bad("a welcome before the handshake reply");
   if (f.type == FrameType::kError) throw_peer_error(f);
   expect(f, FrameType::kAuth);
-  return get_info(parse_json_payload(f));
+  Json j = parse_json_payload(f);
+  std::string expected =
+      session_proof(token_, "server", role_, server_role_, purpose_, nonce_, server_nonce_);
+  std::string proof;
+  try {
+    proof = get_hex(j, "proof", kProofBytes);
+  } catch (const WireError&) {
+    proof.clear();  // missing or malformed: no proof, which is what an impostor has
+  }
+  if (!proofs_equal(proof, expected))
+    throw WireError(
+        WireErrorKind::kImpostor,
+        "the " + server_role_ +
+            " we connected to accepted our proof but cannot prove the session "
+            "token itself (a relay or a process that pretends); the token was not sent");
+  return get_info(j);
 }
 
 ServerHandshake::ServerHandshake(std::string token, std::string role, const Nonce& nonce,
@@ -181,15 +192,17 @@ Frame ServerHandshake::on_challenge(const Frame& f) {
   client_nonce_ = get_nonce(j);
   if (client_nonce_ == nonce_) bad("the client sent our own nonce");
   challenged_ = true;
-  std::string proof = session_proof(token_, "server", claims_.role, role_, claims_.purpose, client_nonce_, nonce_);
-  Json r = {{"protocol", kProtocolVersion}, {"role", role_}, {"nonce", hex_encode(nonce_.data(), nonce_.size())},
-            {"proof", hex_encode(proof.data(), proof.size())}};
+  // Our nonce only: whoever connected has proved nothing yet, so it gets nothing it could test
+  // token guesses against. Our proof goes in the welcome, after theirs verified.
+  Json r = {{"protocol", kProtocolVersion},
+            {"role", role_},
+            {"nonce", hex_encode(nonce_.data(), nonce_.size())}};
   return Frame{FrameType::kHello, r.dump()};
 }
 
 PeerClaims ServerHandshake::on_proof(const Frame& f) {
   if (!challenged_) bad("a handshake proof before the hello");
-  if (f.type == FrameType::kError) throw_peer_error(f);  // the client could not verify our proof
+  if (f.type == FrameType::kError) throw_peer_error(f);
   expect(f, FrameType::kAuth);
   Json j = parse_json_payload(f);
   std::string proof = get_hex(j, "proof", kProofBytes);
@@ -198,29 +211,22 @@ PeerClaims ServerHandshake::on_proof(const Frame& f) {
     throw WireError(WireErrorKind::kBadToken, "wrong session token: the " + claims_.role + " could not prove it");
   challenged_ = false;  // one proof per handshake
   claims_.info = get_info(j);
+  claims_.server_proof =
+      session_proof(token_, "server", claims_.role, role_, claims_.purpose, client_nonce_, nonce_);
   return claims_;
 }
 
-Frame welcome_frame(const Json& info) {
-  return Frame{FrameType::kAuth, Json{{"info", info}}.dump(-1, ' ', false, Json::error_handler_t::replace)};
+Frame welcome_frame(const PeerClaims& claims, const Json& info) {
+  Json w = {{"proof", hex_encode(claims.server_proof.data(), claims.server_proof.size())},
+            {"info", info}};
+  return Frame{FrameType::kAuth, w.dump(-1, ' ', false, Json::error_handler_t::replace)};
 }
 
 Json client_handshake(int fd, const std::string& token, const std::string& role, const std::string& purpose,
                       const Json& info, Deadline deadline, std::string* server_role) {
   ClientHandshake h(token, role, purpose, info, random_nonce());
   write_frame(fd, h.challenge(), deadline);
-  Frame proof;
-  try {
-    proof = h.on_reply(read_frame(fd, deadline, kMaxHandshakeFrameBytes));
-  } catch (const WireError& e) {
-    // Tell a server whose proof failed why we leave: a peer of another session (or a test with a
-    // wrong token) then reports a wrong token instead of a bare close. It reveals nothing new.
-    if (e.kind() == WireErrorKind::kImpostor)
-      send_error_frame(fd, to_string(WireErrorKind::kBadToken),
-                       "wrong session token: your proof did not verify, the two sides hold different tokens");
-    throw;
-  }
-  write_frame(fd, proof, deadline);
+  write_frame(fd, h.on_reply(read_frame(fd, deadline, kMaxHandshakeFrameBytes)), deadline);
   Json welcome = h.on_welcome(read_frame(fd, deadline, kMaxHandshakeFrameBytes));
   if (server_role) *server_role = h.server_role();
   return welcome;

@@ -125,6 +125,12 @@ ProgressNote parse_progress(const Frame& f) {
   return p;
 }
 
+Heartbeat parse_heartbeat(const Frame& f) {
+  expect_type(f, FrameType::kHeartbeat);
+  Json j = parse_json_payload(f);
+  return {static_cast<uint64_t>(get_int(j, "id", 0, INT64_MAX))};
+}
+
 Frame make_frame(const Request& r) {
   return json_frame(FrameType::kRequest, {{"id", r.id}, {"op", r.op}, {"args", r.args}});
 }
@@ -145,6 +151,8 @@ Frame make_frame(const ErrorMessage& e) {
 Frame make_frame(const ProgressNote& p) {
   return json_frame(FrameType::kProgress, {{"id", p.id}, {"done", p.done}, {"total", p.total}});
 }
+
+Frame make_frame(const Heartbeat& h) { return json_frame(FrameType::kHeartbeat, {{"id", h.id}}); }
 
 Frame make_bye() { return json_frame(FrameType::kBye, Json::object()); }
 

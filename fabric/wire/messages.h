@@ -12,8 +12,10 @@
 namespace fabkit::wire {
 
 // Bumped on any incompatible change of the frames or messages below. 2: the challenge-response
-// handshake (handshake.h) replaced the token-bearing hello.
-inline constexpr int kProtocolVersion = 3;  // 3: store and NCCL-readiness exchanges as wire frames
+// handshake (handshake.h) replaced the token-bearing hello. 3: store and NCCL-readiness exchanges
+// as wire frames. 4: the client proves itself first (the server's proof moved into the welcome)
+// and agents send heartbeat frames while a request runs.
+inline constexpr int kProtocolVersion = 4;
 
 struct Request {
   uint64_t id = 0;
@@ -40,17 +42,28 @@ struct ProgressNote {
   uint64_t done = 0, total = 0;
 };
 
+// The agent is alive and still working on request `id` (FrameType::kHeartbeat), sent every
+// kHeartbeatIntervalMs while a request runs.
+struct Heartbeat {
+  uint64_t id = 0;
+};
+inline constexpr int kHeartbeatIntervalMs = 1000;
+// The most addresses one "set_peers" request carries (256 hosts with 16 addresses each).
+inline constexpr size_t kMaxPeerAddresses = 4096;
+
 Json parse_json_payload(const Frame& f);  // throws kMalformedJson / kBadMessage (not an object)
 
 Request parse_request(const Frame& f);
 Response parse_response(const Frame& f);
 ErrorMessage parse_error(const Frame& f);
 ProgressNote parse_progress(const Frame& f);  // done <= total <= 2^20
+Heartbeat parse_heartbeat(const Frame& f);
 
 Frame make_frame(const Request& r);
 Frame make_frame(const Response& r);
 Frame make_frame(const ErrorMessage& e);
 Frame make_frame(const ProgressNote& p);
+Frame make_frame(const Heartbeat& h);
 Frame make_bye();
 
 // Field accessors for request arguments: throw WireError kBadMessage naming the field and the

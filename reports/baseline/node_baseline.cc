@@ -121,6 +121,8 @@ NodeBaselineResult compare_node_baseline(const Json& old_doc, const Json& new_do
                               "nvidia-smi -L; dmesg | grep -i xid: a GPU fell off the bus or the "
                               "driver failed to bind it; drain the node"));
   r.gpu_health = compare_gpu_health(old_doc, new_doc, r.findings);
+  r.pcie = compare_pcie_baseline(old_doc, new_doc);
+  for (const auto& f : r.pcie.findings) r.findings.push_back(f);
   r.gpu_active = compare_gpu_active(old_doc, new_doc);
   for (const auto& f : r.gpu_active.findings) r.findings.push_back(f);
   return r;
@@ -156,7 +158,8 @@ Json node_baseline_to_json(const NodeBaselineResult& r, const std::string& old_p
             {"new", new_path},
             {"ports", ports},
             {"gpus", {{"old", count(r.old_gpus)}, {"new", count(r.new_gpus)}}},
-            {"gpu_health", health}};
+            {"gpu_health", health},
+            {"pcie", pcie_baseline_to_json(r.pcie)}};
   // Only when a report ran `fabcheck node --active`, so older baselines read as before.
   if (r.gpu_active.present) j["gpu_active"] = gpu_active_baseline_json(r.gpu_active);
   return j;
@@ -194,6 +197,7 @@ std::string node_baseline_table_text(const NodeBaselineResult& r) {
     g.render(table);
     out += table.str();
   }
+  out += pcie_baseline_table_text(r.pcie);
   out += gpu_active_baseline_text(r.gpu_active);
   return out;
 }

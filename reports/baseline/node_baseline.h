@@ -11,6 +11,7 @@
 #include "common/finding.h"
 #include "common/json.h"
 #include "reports/baseline/gpu_active_baseline.h"
+#include "reports/baseline/node_baseline_pcie.h"
 
 namespace fabkit::reports::baseline {
 
@@ -35,6 +36,7 @@ struct NodeBaselineResult {
   std::vector<PortRow> ports;
   std::optional<double> old_gpus, new_gpus;
   std::vector<GpuHealthRow> gpu_health;
+  PcieBaseline pcie;             // PCIe links, AER totals and Xids (node_baseline_pcie.h)
   GpuActiveBaseline gpu_active;  // the --active figures, when either report has them
   std::vector<Finding> findings;
 };

@@ -26,6 +26,8 @@ std::string findings_table(const Json& findings);
 std::string node_section(const Json& doc);
 // The node page's GPU health table (html_gpu.cc); empty without GPUs.
 std::string gpu_section(const Json& gpus);
+// A node report's PCIe links and kernel log events (html_pcie.cc; part of node_section).
+std::string pcie_and_kernel_log_section(const Json& doc);
 std::string pair_section(const Json& doc);
 std::string cluster_section(const Json& doc);
 // Round-trip histograms (html_latency.cc): a pair report's links[] (chosen first), a cluster

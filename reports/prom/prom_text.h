@@ -38,6 +38,12 @@ std::vector<Family> node_families(const Json& node_report);
 // temperature, NVLink state and error counters, PCIe generation/width (prom_gpu.cc); part of
 // node_families.
 std::vector<Family> gpu_health_families(const Json& node_report);
+// The node report's PCIe and kernel log families (prom_pcie.cc; part of node_families):
+// fabkit_node_pcie_link_generation / _width_lanes {bus_id,role,state=current|capable},
+// fabkit_node_pcie_link_degraded, fabkit_node_pcie_aer_errors_total {bus_id,role,severity},
+// fabkit_node_kernel_log_readable, fabkit_node_xid_events {xid,bus_id,class},
+// fabkit_node_kernel_log_events {kind,device}.
+std::vector<Family> pcie_families(const Json& node_report);
 // fabkit_node_check_timestamp_seconds: when the check ran, so an alert can fire on a stale file.
 Family check_timestamp(double unix_time_s);
 // fabkit_pair_busbw_bytes_per_second{transport,bytes}, peak, link rate, findings.

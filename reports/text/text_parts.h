@@ -35,5 +35,7 @@ void render_node_facts(const Report& node, std::ostream& out, const Style& style
 // (gpu_health_text.cc); nothing without GPUs.
 void render_gpu_health(const Json& gpus, const std::vector<Finding>& findings, std::ostream& out,
                        const Style& style);
+// A node report's PCIe links and kernel log events (pcie_text.cc), after the facts above.
+void render_pcie_and_kernel_log(const Report& node, std::ostream& out, const Style& style);
 
 }  // namespace fabkit::reports::text

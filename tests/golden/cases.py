@@ -106,6 +106,14 @@ CASES = [
      "args": ["node", "--json", "--sysroot", "root", "--nvml-replay",
               FIX + "/nvml/h100_remap_pending.json", "--slurm-health", "--dry-run",
               "--node-name", "gpu-07"]},
+    # Issue #18: a GPU at Gen4 x8 of Gen5 x16 and an Xid 79 after a fatal AER error
+    {"name": "node-sysroot-gpu-gen4x8-xid79", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_gpu_node_degraded},
+     "args": ["node", "--json", "--sysroot", "root"]},
+    {"name": "node-sysroot-gpu-gen4x8-xid79-slurm-health", "binary": "fabcheck",
+     "schema": "node.schema.json", "setup": {"root": sysroots.build_gpu_node_degraded},
+     "args": ["node", "--json", "--sysroot", "root", "--slurm-health", "--dry-run",
+              "--node-name", "gpu-07"]},
     # fabcheck cluster --plan-only: the schedule, nothing launched
     {"name": "cluster-plan-only-5-hosts", "binary": "fabcheck", "schema": "cluster-report.schema.json",
      "args": ["cluster", "--plan-only", "--json", "h0", "h1", "h2", "h3", "h4"]},

@@ -6,7 +6,7 @@ else (tests/golden/README.md lists the rules):
   - this machine's host name where a command reports it (`hostname`, `created_on`, the
     `host` of a `fabtrain control list` job registered here);
   - the profile's `created_at` and `fabcheck_version`;
-  - wall-clock timings (`locality.load_ms`, `gpus.query_ms`) and the runtime hwloc library
+  - wall-clock timings (`locality.load_ms`, `gpus.query_ms`, `kernel_log.read_ms`) and the runtime hwloc library
     version (`locality.hwloc_version`);
   - the source tree and the run's temp dir inside strings (`<src>`, `<tmp>`);
   - fabtrain eval's loss and perplexity, rounded to 6 significant digits (float sums of a
@@ -84,6 +84,9 @@ def normalise(doc, tmp):
     gpus = doc.get("gpus")
     if isinstance(gpus, dict) and "query_ms" in gpus:
         gpus["query_ms"] = "<query_ms>"
+    klog = doc.get("kernel_log")
+    if isinstance(klog, dict) and "read_ms" in klog:
+        klog["read_ms"] = "<read_ms>"
     if doc.get("kind") == "eval":
         for k in ("mean_loss", "perplexity"):
             if isinstance(doc.get(k), float):

@@ -85,6 +85,17 @@ def build_ib_roce_node_with_topo(root):
                 os.path.join(root, "opt/fabkit/topo.xml"))
 
 
+def build_gpu_node_degraded(root):
+    """Issue #18's case as a new user meets it: a GPU node's PCI tree (tests/fixtures/pcie) with
+    GPU 0000:02:00.0 trained at Gen4 x8 of its Gen5 x16, and a kernel log (dev/kmsg, dmesg text:
+    the real lines of wilicc/gpu-burn#1) where the root port above it reports a fatal AER error
+    and the GPU logs Xid 79."""
+    for name in ("sysfs_gpu_node.ttar", "pci_ids_excerpt.ttar", "overlay_gpu_gen4_x8.ttar"):
+        unpack_ttar(os.path.join(FIXTURES, "pcie", name), root)
+    with open(os.path.join(FIXTURES, "kernel_log", "dmesg_aer_fatal_xid79.txt")) as f:
+        write(os.path.join(root, "dev", "kmsg"), f.read())
+
+
 def build_empty_node(root):
     """A tree with nothing in it: every section says unknown rather than guessing."""
     os.makedirs(root, exist_ok=True)

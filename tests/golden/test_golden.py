@@ -104,10 +104,13 @@ class Catalogue(unittest.TestCase):
             "fabkit_version": "x", "cuda": False, "nccl": False, "verbs": False, "torch": False}
         doc["locality"]["load_ms"], doc["locality"]["hwloc_version"] = 1.0, "2.9.0"
         doc["gpus"]["query_ms"] = 0.1
+        doc["kernel_log"]["read_ms"] = 0.2
         golden_lib.validate(doc, "node.schema.json")
         for path, value in ((("rdma", "devices", 0, "ports", 0, "rate_gbps"), "fast"),
                             (("findings", 0, "severity"), "error"),
-                            (("net", "interfaces", 0, "kind"), "wifi")):
+                            (("net", "interfaces", 0, "kind"), "wifi"),
+                            (("pcie", "pci_bus_present"), "no"),
+                            (("kernel_log", "readable"), 1)):
             bad = json.loads(json.dumps(doc))
             target = bad
             for k in path[:-1]:

@@ -12,6 +12,10 @@
 namespace fabkit::fabric {
 namespace {
 
+// Tokens of the generated form (64 hex digits) are their own key: no scrypt in these deadlines.
+const std::string kToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+const std::string kOtherToken = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+
 using testing::NetnsPair;
 using testing::slurp;
 using testing::spawn_in_ns;
@@ -66,20 +70,20 @@ void expect_correct(const Json& run) {
 }
 
 TEST_F(NetnsAllreduce, FabkitSocketCorrectOnOddSizes) {
-  for (const auto& r : run_both("fabkit", kOddSizes, "tok-a1", "tok-a1")) expect_correct(r);
+  for (const auto& r : run_both("fabkit", kOddSizes, kToken, kToken)) expect_correct(r);
 }
 
 TEST_F(NetnsAllreduce, RawExchangeCorrectOnOddSizes) {
-  for (const auto& r : run_both("raw", kOddSizes, "tok-b2", "tok-b2")) expect_correct(r);
+  for (const auto& r : run_both("raw", kOddSizes, kToken, kToken)) expect_correct(r);
 }
 
 TEST_F(NetnsAllreduce, GlooTcpCorrectOnOddSizes) {
-  for (const auto& r : run_both("gloo-tcp", kOddSizes, "tok-c3", "tok-c3")) expect_correct(r);
+  for (const auto& r : run_both("gloo-tcp", kOddSizes, kToken, kToken)) expect_correct(r);
 }
 
 TEST_F(NetnsAllreduce, WrongTokenIsRejected) {
   auto t0 = std::chrono::steady_clock::now();
-  auto runs = run_both("fabkit", "64", "right-token", "wrong-token", 1500);
+  auto runs = run_both("fabkit", "64", kToken, kOtherToken, 1500);
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(runs[1]["extra"]["error"], "token_rejected") << runs[1].dump();
   EXPECT_EQ(runs[0]["extra"]["error"], "token_rejected") << runs[0].dump();
@@ -93,8 +97,10 @@ void NetnsAllreduce::kill_peer(const std::string& transport) {
   const int timeout_ms = 3000;
   std::string out0 = dir_ + "/k0.json", out1 = dir_ + "/k1.json";
   // 16 MiB x 100000 iterations: still running when rank 1 is killed.
-  pid_t p0 = spawn_in_ns(pair_->ns(0), rank_cmd(transport, 0, "16777216", 100000, timeout_ms), "tok-k", out0);
-  pid_t p1 = spawn_in_ns(pair_->ns(1), rank_cmd(transport, 1, "16777216", 100000, timeout_ms), "tok-k", out1);
+  pid_t p0 = spawn_in_ns(pair_->ns(0), rank_cmd(transport, 0, "16777216", 100000, timeout_ms),
+                         kToken, out0);
+  pid_t p1 = spawn_in_ns(pair_->ns(1), rank_cmd(transport, 1, "16777216", 100000, timeout_ms),
+                         kToken, out1);
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   kill(p1, SIGKILL);
   auto killed = std::chrono::steady_clock::now();

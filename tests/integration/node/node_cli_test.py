@@ -44,6 +44,56 @@ def test_live():
     check(soft == ("unlimited" if out == "unlimited" else int(out) * 1024),
           f"memlock soft {soft} vs ulimit -l {out}")
     check("nccl_env" in doc and isinstance(doc["nccl_env"]["variables"], list), "nccl_env section")
+    check_pcie(doc)
+    check_kernel_log(doc)
+
+
+def check_pcie(doc):
+    """Every GPU and NIC function in /sys/bus/pci/devices is in the pcie section (virtual
+    functions excepted), with the link attributes the files hold."""
+    base = "/sys/bus/pci/devices"
+    if not os.path.isdir(base):
+        check(doc["pcie"]["pci_bus_present"] is False, "no /sys/bus/pci but pci_bus_present")
+        return
+    ours = {d["bus_id"]: d for d in doc["pcie"]["devices"]}
+
+    def attr(bdf, name):
+        try:
+            with open(os.path.join(base, bdf, name)) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+    for bdf in os.listdir(base):
+        cls = int(attr(bdf, "class") or "0", 16)
+        vendor = attr(bdf, "vendor")
+        nic = (cls >> 16) == 0x02
+        gpu = ((vendor == "0x10de" and (cls >> 8) in (0x0300, 0x0302)) or
+               (vendor == "0x1002" and (cls >> 8) in (0x0300, 0x0302, 0x0380, 0x1200)))
+        if not (nic or gpu) or os.path.exists(os.path.join(base, bdf, "physfn")):
+            continue
+        if gpu and vendor == "0x1002" and attr(bdf, "device") == "0x515e":
+            continue  # the BMC's ES1000 VGA is not a GPU (topo::is_gpu_pci)
+        check(bdf in ours, f"{bdf} (class {cls:#08x}) missing from the pcie section")
+        for f, k in (("current_link_speed", "current_speed"), ("current_link_width", "current_width"),
+                     ("max_link_speed", "max_speed"), ("max_link_width", "max_width")):
+            check(ours[bdf]["link"][k] == attr(bdf, f), f"{bdf} {f}: {ours[bdf]['link'][k]} vs {attr(bdf, f)}")
+
+
+def check_kernel_log(doc):
+    """Read as root (or where dmesg_restrict is 0); otherwise an info saying why, never a fault."""
+    k = doc["kernel_log"]
+    restrict = open("/proc/sys/kernel/dmesg_restrict").read().strip() if os.path.exists(
+        "/proc/sys/kernel/dmesg_restrict") else "0"
+    if not os.path.exists("/dev/kmsg"):
+        check(not k["readable"], "no /dev/kmsg but readable")
+        return
+    if os.geteuid() == 0 or restrict == "0":
+        check(k["readable"] and k["format"] == "kmsg" and k["records"] > 0, f"kernel log not read: {k}")
+    else:
+        check(not k["readable"] and "dmesg_restrict" in k["unreadable_reason"], f"kernel log: {k}")
+        codes = [f for f in doc["findings"] if f["code"].startswith("kernel_log.")]
+        check([f["code"] for f in codes] == ["kernel_log.unreadable"] and codes[0]["severity"] == "info",
+              f"unreadable kernel log findings: {codes}")
 
 
 # Interfaces the other fabkit tests create and delete in this namespace while this one runs
@@ -148,6 +198,12 @@ def test_bad_flags():
     p = run([FABCHECK, "node", "--json", "--sysroot", "/nonexistent/fabkit"])
     check(p.returncode == 2 and "--sysroot" in json.loads(p.stdout)["error"]["message"],
           f"missing sysroot: exit {p.returncode} {p.stdout}")
+    p = run([FABCHECK, "node", "--json", "--since", "yesterday"])
+    check(p.returncode == 2 and "--since 'yesterday'" in json.loads(p.stdout)["error"]["message"],
+          f"bad --since: exit {p.returncode} {p.stdout}")
+    p = run([FABCHECK, "node", "--json", "--since", "1h"])
+    check(p.returncode in (0, 1) and json.loads(p.stdout)["kernel_log"]["since"] == "1h",
+          f"--since 1h: exit {p.returncode}")
     p = run([FABCHECK, "nccl-log", "--json", "/nonexistent/nccl.log"])
     check(p.returncode == 2 and json.loads(p.stdout)["error"]["exit_code"] == 2,
           f"missing log: exit {p.returncode}")

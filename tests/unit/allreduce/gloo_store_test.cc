@@ -11,6 +11,10 @@
 namespace fabkit::fabric {
 namespace {
 
+// Tokens of the generated form (64 hex digits) are their own key: no scrypt in these deadlines.
+const std::string kTok = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+const std::string kOtherTok = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+
 TokenStoreOptions opts(int rank, uint16_t port, const std::string& token, int timeout_ms = 10000) {  // generous: ctest -j2 runs it beside heavy tests
   TokenStoreOptions o;
   o.rank = rank;
@@ -27,14 +31,14 @@ TokenStoreOptions opts(int rank, uint16_t port, const std::string& token, int ti
 TEST(TokenStore, KeysCrossBetweenRanksAndGetWaits) {
   uint16_t port = testing::free_port();
   auto rank0 = std::async(std::launch::async, [&] {
-    TokenStore s(opts(0, port, "tok"));
+    TokenStore s(opts(0, port, kTok));
     s.set("0", {'a', 'b'});
     auto v = s.get("1");  // set by rank 1 later
     return std::string(v.begin(), v.end());
   });
   std::string from0;
   {
-    TokenStore s(opts(1, port, "tok"));
+    TokenStore s(opts(1, port, kTok));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     s.set("1", {'x', 'y', 'z'});
     auto v = s.get("0");
@@ -50,14 +54,14 @@ TEST(TokenStore, WrongTokenIsRejected) {
   uint16_t port = testing::free_port();
   auto rank0 = std::async(std::launch::async, [&] {
     try {
-      TokenStore s(opts(0, port, "right", 1500));  // reports token_rejected at its deadline
+      TokenStore s(opts(0, port, kTok, 1500));  // reports token_rejected at its deadline
       return std::string("accepted");
     } catch (const PeerError& e) {
       return e.kind();
     }
   });
   try {
-    TokenStore s(opts(1, port, "wrong", 1500));
+    TokenStore s(opts(1, port, kOtherTok, 1500));
     FAIL() << "wrong token accepted";
   } catch (const PeerError& e) {
     EXPECT_EQ(e.kind(), "token_rejected") << e.what();
@@ -67,8 +71,11 @@ TEST(TokenStore, WrongTokenIsRejected) {
 
 TEST(TokenStore, MissingKeyTimesOutNamed) {
   uint16_t port = testing::free_port();
-  auto rank1 = std::async(std::launch::async, [&] { TokenStore s(opts(1, port, "tok", 500)); std::this_thread::sleep_for(std::chrono::milliseconds(700)); });
-  TokenStore s(opts(0, port, "tok", 500));
+  auto rank1 = std::async(std::launch::async, [&] {
+    TokenStore s(opts(1, port, kTok, 500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  });
+  TokenStore s(opts(0, port, kTok, 500));
   try {
     s.wait({"never"}, std::chrono::milliseconds(300));
     FAIL() << "wait returned for a key nobody set";
@@ -84,7 +91,7 @@ TEST(TokenStore, MissingKeyTimesOutNamed) {
 TEST(TokenStore, AClientSendingBadFramesIsDroppedAndTheOthersAreServed) {
   uint16_t port = testing::free_port();
   auto rank0 = std::async(std::launch::async, [&] {
-    auto o = opts(0, port, "tok");
+    auto o = opts(0, port, kTok);
     o.world_size = 4;
     TokenStore s(o);
     s.set("from0", {'h', 'i'});
@@ -92,14 +99,15 @@ TEST(TokenStore, AClientSendingBadFramesIsDroppedAndTheOthersAreServed) {
     return std::string(v.begin(), v.end());
   });
   auto rogue = [&](uint32_t rank, const std::string& bytes) {
-    Fd fd = connect_peer("127.0.0.1", port, "127.0.0.1", "", "tok", HelloInfo{rank, 4, 42}, 10000, nullptr);
+    Fd fd = connect_peer("127.0.0.1", port, "127.0.0.1", "", kTok, HelloInfo{rank, 4, 42}, 10000,
+                         nullptr);
     send_all(fd.get(), bytes.data(), bytes.size(), 2000, "sending a bad store frame");
     return fd;
   };
   // A header announcing 64 MiB, refused before the payload; a frame with an unknown op.
   Fd oversized = rogue(2, std::string("\x04\x00\x00\x00\x02", 5));
   Fd unknown_op = rogue(3, wire::encode_frame({wire::FrameType::kRequest, R"({"op":"delete","key_hex":"6b"})"}));
-  auto o1 = opts(1, port, "tok");
+  auto o1 = opts(1, port, kTok);
   o1.world_size = 4;
   TokenStore s(o1);  // the last peer: rank 0 starts serving
   for (Fd* fd : {&oversized, &unknown_op}) {
@@ -120,8 +128,8 @@ TEST(TokenStore, AClientSendingBadFramesIsDroppedAndTheOthersAreServed) {
 
 TEST(TokenStore, OversizedValueIsRefusedBeforeSending) {
   uint16_t port = testing::free_port();
-  auto rank0 = std::async(std::launch::async, [&] { TokenStore s(opts(0, port, "tok", 3000)); });
-  TokenStore s(opts(1, port, "tok", 3000));
+  auto rank0 = std::async(std::launch::async, [&] { TokenStore s(opts(0, port, kTok, 3000)); });
+  TokenStore s(opts(1, port, kTok, 3000));
   try {
     s.set("k", std::vector<char>(TokenStore::kMaxValueBytes + 1, 'x'));
     FAIL() << "sent a value over the cap";

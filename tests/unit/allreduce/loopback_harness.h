@@ -33,7 +33,8 @@ inline AllreduceSpec loopback_spec(int rank, uint16_t port, std::vector<uint64_t
   s.local_addr = "127.0.0.1";
   s.peer_addr = "127.0.0.1";
   s.port = port;
-  s.token = "unit-test-token-0123456789";
+  s.token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";  // the generated
+                                                                                 // form: no scrypt
   s.sizes_bytes = std::move(sizes);
   s.iters = 3;
   s.warmup_iters = 1;

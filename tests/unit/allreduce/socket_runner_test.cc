@@ -117,7 +117,8 @@ TEST(SocketAllreduce, WrongTokenRejectedOnBothSides) {
   auto good = loopback_spec(0, port, {64});
   good.timeout_ms = 1500;
   auto bad = loopback_spec(1, port, {64});
-  bad.token = "not-the-session-token-000";
+  bad.token =
+      "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";  // another session's
   bad.timeout_ms = 1500;
   auto t0 = std::chrono::steady_clock::now();
   auto runs = run_ranks({good, bad}, run_fabkit_socket_allreduce);

@@ -3,11 +3,16 @@
 // connect classification. The netns integration tests (tests/integration/pair) cover real hosts.
 #include <gtest/gtest.h>
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cctype>
 #include <future>
 #include <thread>
 
 #include "fabric/agent/agent.h"
 #include "fabric/agent/agent_commands.h"
+#include "fabric/pair/agent_client.h"
 #include "fabric/tcp/tcp_socket.h"
 #include "fabric/tcp/tcp_test.h"
 #include "fabric/wire/handshake.h"
@@ -49,8 +54,8 @@ Json hello(int fd, const std::string& token) {
   return wire::client_handshake(fd, token, "controller", "control", Json::object(), wire::deadline_in_ms(2000));
 }
 
-// A client that does not know the token: it cannot check the agent's proof, so it skips that and
-// sends a made-up proof of its own. Returns the agent's answer to it.
+// A client that does not know the token: it sends a made-up proof after the agent's hello.
+// Returns the agent's answer to it.
 wire::Frame forged_proof(int fd, int protocol = wire::kProtocolVersion) {
   Json c = {{"protocol", protocol}, {"role", "controller"}, {"purpose", "control"}, {"nonce", std::string(64, '1')}};
   wire::write_frame(fd, wire::Frame{wire::FrameType::kHello, c.dump()}, wire::deadline_in_ms(2000));
@@ -79,7 +84,7 @@ TEST(Agent, WrongTokenIsRefusedByNameThenTheRightOneIsServed) {
     EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(wire::Clock::now() - t0).count(), 1000);
   }
   {
-    // A client with another token finds out first: the agent cannot prove the client's token.
+    // A client with another token proves first, and the agent refuses its proof by name.
     auto fd = dial(port);
     std::string wrong = a.token;
     wrong[0] = wrong[0] == 'a' ? 'b' : 'a';
@@ -87,7 +92,7 @@ TEST(Agent, WrongTokenIsRefusedByNameThenTheRightOneIsServed) {
       hello(fd.get(), wrong);
       ADD_FAILURE() << "the handshake with a wrong token succeeded";
     } catch (const wire::WireError& e) {
-      EXPECT_EQ(e.kind(), wire::WireErrorKind::kImpostor) << e.what();
+      EXPECT_EQ(e.kind(), wire::WireErrorKind::kBadToken) << e.what();
     }
   }
   {
@@ -131,6 +136,136 @@ TEST(Agent, ExitsWhenTheControllerDropsOrNobodyComes) {
   hello(fd.get(), idle.token);
   ASSERT_EQ(idle.exit.wait_for(3s), std::future_status::ready);
   EXPECT_EQ(idle.exit.get(), agent::AgentExit::kIdleTimeout);
+}
+
+// Every byte a real agent sends a client that does not hold the token: its hello (protocol, role,
+// a nonce) and, after a wrong proof, an error frame and the close. Nothing in them is derived
+// from the token, so there is nothing to test token guesses against offline (the agent used to
+// send HMAC(token, ...) in its first answer).
+TEST(Agent, AnUnauthenticatedClientReceivesNothingDerivedFromTheToken) {
+  RunningAgent a;
+  auto fd = dial(a.port.get_future().get());
+  Json h = {{"protocol", wire::kProtocolVersion},
+            {"role", "controller"},
+            {"purpose", "control"},
+            {"nonce", std::string(64, '1')}};
+  wire::write_frame(fd.get(), wire::Frame{wire::FrameType::kHello, h.dump()},
+                    wire::deadline_in_ms(2000));
+  Json a_proof = {{"proof", std::string(64, '0')}};
+  wire::write_frame(fd.get(), wire::Frame{wire::FrameType::kAuth, a_proof.dump()},
+                    wire::deadline_in_ms(2000));
+  std::string received;  // every byte until the agent closes
+  auto deadline = wire::deadline_in_ms(3000);
+  for (char buf[4096];;) {
+    wire::wait_fd(fd.get(), POLLIN, deadline, "the agent's answers");
+    ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
+    if (n <= 0) break;
+    received.append(buf, static_cast<size_t>(n));
+  }
+  wire::FrameDecoder d;
+  d.feed(received.data(), received.size());
+  std::vector<wire::Frame> frames;
+  while (auto f = d.next()) frames.push_back(*f);
+  EXPECT_EQ(d.buffered_bytes(), 0u);
+  ASSERT_EQ(frames.size(), 2u) << received;
+  ASSERT_EQ(frames[0].type, wire::FrameType::kHello);
+  Json hello_body = Json::parse(frames[0].payload);
+  EXPECT_EQ(hello_body, (Json{{"protocol", wire::kProtocolVersion},
+                              {"role", "agent"},
+                              {"nonce", hello_body["nonce"]}}));
+  ASSERT_EQ(frames[1].type, wire::FrameType::kError);
+  Json error_body = Json::parse(frames[1].payload);
+  EXPECT_EQ(error_body["code"], "wire.bad_token");
+  EXPECT_EQ(error_body.size(), 2u);  // code and message
+  // The only 32-byte value in all of it is the agent's fresh nonce; the message holds no hex run.
+  const std::string nonce = hello_body["nonce"].get<std::string>();
+  std::string rest = received;
+  rest.erase(rest.find(nonce), nonce.size());
+  size_t run = 0, longest = 0;
+  for (char ch : rest) {
+    run = std::isxdigit(static_cast<unsigned char>(ch)) ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  EXPECT_LT(longest, 16u) << rest;
+  EXPECT_EQ(received.find(a.token), std::string::npos);
+  EXPECT_EQ(received.find("proof"), std::string::npos);
+}
+
+// A request that takes seconds (rank 0 of an all-reduce waiting for a peer that never comes):
+// the agent sends a heartbeat every second until its answer, so the controller tells it from a
+// stopped agent.
+TEST(Agent, SendsHeartbeatsWhileARequestRuns) {
+  RunningAgent a;
+  auto fd = dial(a.port.get_future().get());
+  hello(fd.get(), a.token);
+  ASSERT_TRUE(call(fd.get(), "set_peers", {{"addresses", {"127.0.0.1"}}}).ok);
+  uint16_t port;
+  {
+    auto probe = tcp::listen_tcp("127.0.0.1", 0);
+    port = tcp::local_port(probe.get());
+  }
+  Json args = {{"transport", "raw-exchange"}, {"rank", 0},    {"local_addr", "127.0.0.1"},
+               {"peer_addr", "127.0.0.1"},    {"port", port}, {"sizes_bytes", {4096u}},
+               {"timeout_ms", 2600},          {"iters", 1},   {"warmup_iters", 0}};
+  wire::write_frame(fd.get(), wire::make_frame(wire::Request{77, "allreduce", args}),
+                    wire::deadline_in_ms(2000));
+  int beats = 0;
+  wire::Frame f;
+  for (;;) {
+    f = wire::read_frame(fd.get(), wire::deadline_in_ms(1500));  // never silent that long
+    if (f.type != wire::FrameType::kHeartbeat) break;
+    EXPECT_EQ(wire::parse_heartbeat(f).id, 77u);
+    ++beats;
+  }
+  EXPECT_GE(beats, 2);
+  auto r = wire::parse_response(f);
+  EXPECT_EQ(r.id, 77u);
+  wire::write_frame(fd.get(), wire::make_bye(), wire::deadline_in_ms(1000));
+  EXPECT_EQ(a.exit.get(), agent::AgentExit::kBye);
+}
+
+// The controller's side: an agent that goes silent mid-request (its process stopped) is named
+// pair.agent_unresponsive after the liveness bound, not after the request's own (300 s for a
+// transport by default). Heartbeats before the silence keep it alive until then.
+TEST(AgentClient, ASilentAgentIsUnresponsiveAfterTheLivenessBoundNotTheRequests) {
+  const std::string token = wire::generate_token();
+  wire::Fd listener = tcp::listen_tcp("127.0.0.1", 0);
+  const uint16_t port = tcp::local_port(listener.get());
+  std::thread fake([&] {
+    wire::Fd c = tcp::accept_until(listener.get(), wire::deadline_in_ms(5000));
+    auto claims = wire::server_handshake(
+        c.get(), token, "agent", [](const std::string&) { return true; },
+        wire::deadline_in_ms(3000));
+    wire::write_frame(c.get(), wire::welcome_frame(claims, {{"name", "fake"}}),
+                      wire::deadline_in_ms(1000));
+    wire::read_frame(c.get(), wire::deadline_in_ms(5000));  // the request
+    for (int i = 0; i < 3; ++i) {
+      wire::write_frame(c.get(), wire::make_frame(wire::Heartbeat{1}), wire::deadline_in_ms(1000));
+      std::this_thread::sleep_for(200ms);
+    }
+    try {  // then nothing, as a stopped process: until the controller hangs up
+      wire::read_frame(c.get(), wire::deadline_in_ms(8000));
+    } catch (const wire::WireError&) {
+    }
+  });
+  pair::AgentClient client("hostb", token);
+  client.set_hello({{"port", port}, {"addresses", {"127.0.0.1"}}});
+  client.connect(3000);
+  client.set_liveness_ms(500);
+  client.send("allreduce", Json::object());
+  auto t0 = wire::Clock::now();
+  try {
+    client.receive(30000);
+    ADD_FAILURE() << "an answer from a silent agent";
+  } catch (const pair::StepError& e) {
+    EXPECT_EQ(e.code(), "pair.agent_unresponsive") << e.what();
+    EXPECT_EQ(e.host(), "hostb");
+  }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wire::Clock::now() - t0).count();
+  EXPECT_GE(ms, 800);   // three heartbeats 200 ms apart, then 500 ms of silence
+  EXPECT_LT(ms, 3000);  // far below the request's 30 s
+  client.bye();
+  fake.join();
 }
 
 TEST(Agent, OversizedFrameFromTheControllerEndsTheSessionWithANamedError) {
@@ -179,11 +314,10 @@ TEST(TcpTest, LoopbackFiguresAreSelfConsistent) {
   auto w = tcp::measure_link(wrong);
   EXPECT_NE(w.status, tcp::ConnectStatus::kOpen);
   EXPECT_FALSE(w.error.empty());
-  // The client sees first that the server cannot prove its (other) token and leaves; the server
-  // counts the failed handshake when it reads that close.
+  // The client proves first; the server refuses its proof by name and counts the connection.
   for (int i = 0; i < 100 && server.rejected_connections() == 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_GE(server.rejected_connections(), 1u);
-  EXPECT_NE(w.error.find("wire.impostor"), std::string::npos) << w.error;
+  EXPECT_NE(w.error.find("wire.bad_token"), std::string::npos) << w.error;
 }
 
 TEST(TcpTest, PingStatsUseNearestRank) {

@@ -1,17 +1,22 @@
 // The session handshake as pure steps: the honest exchange, and every way it must refuse (wrong
 // token on either side, a tampered proof, a reflected nonce, a purpose the server does not serve,
-// another protocol, malformed fields), each with its named error; and the absolute deadline of the
-// socket layer against a peer that trickles bytes.
+// another protocol, malformed fields), each with its named error; that the server says nothing
+// derived from the token before the client proved it; the session key (a generated token as is,
+// a passphrase through scrypt) and the token floor; and the absolute deadline of the socket layer
+// against a peer that trickles bytes.
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
 
+#include <set>
 #include <thread>
 
+#include "common/hex.h"
 #include "fabric/allreduce/allreduce_types.h"
 #include "fabric/allreduce/session_socket.h"
 #include "fabric/wire/handshake.h"
 #include "fabric/wire/messages.h"
+#include "fabric/wire/session_key.h"
 #include "fabric/wire/socket_io.h"
 #include "fabric/wire/token.h"
 #include "fabric/wire/wire_error.h"
@@ -44,26 +49,79 @@ TEST(Handshake, HonestPeersAgreeAndNeitherFrameCarriesTheToken) {
   EXPECT_EQ(claims.role, "controller");
   EXPECT_EQ(claims.purpose, "control");
   EXPECT_EQ(claims.info["x"], 1);
-  EXPECT_EQ(c.on_welcome(welcome_frame({{"name", "b"}}))["name"], "b");
+  Frame welcome = welcome_frame(claims, {{"name", "b"}});
+  EXPECT_EQ(c.on_welcome(welcome)["name"], "b");
   EXPECT_EQ(c.server_role(), "agent");
-  for (const Frame* f : {&hello, &reply, &proof}) EXPECT_EQ(f->payload.find(kToken), std::string::npos);
+  for (const Frame* f : {&hello, &reply, &proof, &welcome})
+    EXPECT_EQ(f->payload.find(kToken), std::string::npos);
 }
 
-TEST(Handshake, AServerWithoutTheTokenIsAnImpostorAndGetsNoProof) {
+// The issue's attack: any client could connect and get the server's HMAC, then test token guesses
+// against it offline. Now the server's answers before the client's proof are the same bytes
+// whatever the token: a server holding another token, given the same nonce, says exactly the same.
+TEST(Handshake, TheServerRevealsNothingDerivedFromTheTokenToAnUnauthenticatedClient) {
+  Nonce server_nonce = random_nonce();
+  ClientHandshake guesser(std::string(64, 'b'), "controller", "control", Json::object(),
+                          random_nonce());
+  Frame hello = guesser.challenge();
+  ServerHandshake real(kToken, "agent", server_nonce, any_purpose);
+  ServerHandshake other(std::string(64, 'c'), "agent", server_nonce, any_purpose);
+  Frame reply = real.on_challenge(hello);
+  EXPECT_EQ(encode_frame(reply), encode_frame(other.on_challenge(hello)));
+  Json j = Json::parse(reply.payload);
+  std::set<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.insert(it.key());
+  EXPECT_EQ(keys, (std::set<std::string>{"nonce", "protocol", "role"})) << reply.payload;
+  // The guesser's (wrong) proof is refused with the same words by both.
+  Frame proof = guesser.on_reply(reply);
+  std::string refused_real, refused_other;
+  try {
+    real.on_proof(proof);
+  } catch (const WireError& e) {
+    EXPECT_EQ(e.kind(), WireErrorKind::kBadToken);
+    refused_real = e.what();
+  }
+  try {
+    other.on_proof(proof);
+  } catch (const WireError& e) {
+    refused_other = e.what();
+  }
+  EXPECT_FALSE(refused_real.empty());
+  EXPECT_EQ(refused_real, refused_other);
+}
+
+TEST(Handshake, AServerWithoutTheTokenRefusesOurProofAndCannotForgeAWelcome) {
   ClientHandshake c(kToken, "controller", "control", Json::object(), random_nonce());
   ServerHandshake impostor(std::string(64, 'b'), "agent", random_nonce(), any_purpose);
-  Frame reply = impostor.on_challenge(c.challenge());
-  EXPECT_EQ(kind_of([&] { c.on_reply(reply); }), WireErrorKind::kImpostor);
-  // Nothing else was produced: a welcome now is out of order.
-  EXPECT_EQ(kind_of([&] { c.on_welcome(welcome_frame({})); }), WireErrorKind::kBadMessage);
+  Frame proof = c.on_reply(impostor.on_challenge(c.challenge()));
+  EXPECT_EQ(kind_of([&] { impostor.on_proof(proof); }), WireErrorKind::kBadToken);
+  // A welcome it makes up (no proof, a made-up one, or a proof for another token) is an impostor's.
+  EXPECT_EQ(kind_of([&] {
+              c.on_welcome(Frame{FrameType::kAuth, R"({"info":{}})"});
+            }),
+            WireErrorKind::kImpostor);
+  Json made_up = {{"proof", std::string(64, '0')}, {"info", Json::object()}};
+  EXPECT_EQ(kind_of([&] {
+              c.on_welcome(Frame{FrameType::kAuth, made_up.dump()});
+            }),
+            WireErrorKind::kImpostor);
+  PeerClaims forged;
+  forged.server_proof = std::string(kProofBytes, 'x');
+  EXPECT_EQ(kind_of([&] { c.on_welcome(welcome_frame(forged, {})); }), WireErrorKind::kImpostor);
 }
 
 TEST(Handshake, AClientWithoutTheTokenIsRefusedAsBadToken) {
   ClientHandshake c(std::string(64, 'b'), "peer", "tcp_ping", Json::object(), random_nonce());
   ServerHandshake s(kToken, "agent", random_nonce(), any_purpose);
-  s.on_challenge(c.challenge());
+  Frame proof = c.on_reply(s.on_challenge(c.challenge()));
+  EXPECT_EQ(kind_of([&] { s.on_proof(proof); }), WireErrorKind::kBadToken);
+  ServerHandshake s2(kToken, "agent", random_nonce(), any_purpose);
+  s2.on_challenge(c.challenge());
   Json forged = {{"proof", std::string(64, '0')}};
-  EXPECT_EQ(kind_of([&] { s.on_proof(Frame{FrameType::kAuth, forged.dump()}); }), WireErrorKind::kBadToken);
+  EXPECT_EQ(kind_of([&] {
+              s2.on_proof(Frame{FrameType::kAuth, forged.dump()});
+            }),
+            WireErrorKind::kBadToken);
 }
 
 TEST(Handshake, ProofsAreBoundToDirectionRolesPurposeAndNonces) {
@@ -75,7 +133,9 @@ TEST(Handshake, ProofsAreBoundToDirectionRolesPurposeAndNonces) {
   EXPECT_NE(p, session_proof(kToken, "client", "controller", "agent", "tcp_ping", a, b));
   EXPECT_NE(p, session_proof(kToken, "client", "peer", "agent", "tcp_sink", a, b));
   EXPECT_NE(p, session_proof(kToken, "client", "peer", "agent", "tcp_ping", b, a));
-  EXPECT_NE(p, session_proof(kToken + "x", "client", "peer", "agent", "tcp_ping", a, b));
+  EXPECT_NE(p, session_proof(std::string(64, 'b'), "client", "peer", "agent", "tcp_ping", a, b));
+  EXPECT_NE(
+      p, session_proof(kToken + "x", "client", "peer", "agent", "tcp_ping", a, b));  // a passphrase
   EXPECT_TRUE(proofs_equal(p, p));
   EXPECT_FALSE(proofs_equal(p, p.substr(1)));
 }
@@ -124,7 +184,7 @@ TEST(Handshake, RunsOverASocketPair) {
   PeerClaims got;
   std::thread server([&] {
     got = server_handshake(b.get(), kToken, "agent", any_purpose, deadline_in_ms(2000));
-    write_frame(b.get(), welcome_frame({{"ok", true}}), deadline_in_ms(2000));
+    write_frame(b.get(), welcome_frame(got, {{"ok", true}}), deadline_in_ms(2000));
   });
   std::string role;
   Json w = client_handshake(a.get(), kToken, "peer", "tcp_sink", {{"n", 2}}, deadline_in_ms(2000), &role);
@@ -133,6 +193,55 @@ TEST(Handshake, RunsOverASocketPair) {
   EXPECT_EQ(role, "agent");
   EXPECT_EQ(got.purpose, "tcp_sink");
   EXPECT_EQ(got.info["n"], 2);
+}
+
+TEST(SessionKey, AGeneratedTokenIsItsOwnKeyAndAPassphraseGoesThroughScrypt) {
+  const std::string generated = generate_token();
+  EXPECT_TRUE(is_generated_token_form(generated));
+  auto t0 = Clock::now();
+  std::string k = session_key(generated);
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count(), 20);
+  ASSERT_EQ(k.size(), kSessionKeyBytes);
+  EXPECT_EQ(hex_encode(k.data(), k.size()), generated);
+  // A passphrase: the same key every time (both sides derive it alone), not the bytes themselves,
+  // and computed once per process.
+  const std::string passphrase = "this-is-a-long-enough-pass-phrase";
+  EXPECT_FALSE(is_generated_token_form(passphrase));
+  EXPECT_FALSE(is_generated_token_form(std::string(64, 'A')));  // upper case is not the form
+  std::string p1 = session_key(passphrase);
+  t0 = Clock::now();
+  std::string p2 = session_key(passphrase);
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count(), 20);
+  EXPECT_EQ(p1, p2);
+  EXPECT_EQ(p1.size(), kSessionKeyBytes);
+  EXPECT_NE(p1, session_key(passphrase + "!"));
+}
+
+// What one offline guess costs against a passphrase token: a whole scrypt derivation.
+TEST(SessionKey, EachPassphraseGuessCostsOneScrypt) {
+  auto t0 = Clock::now();
+  (void)session_key("guess-number-one-of-many-candidates");
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  EXPECT_GE(ms, 20) << "scrypt N=2^16 r=8 took " << ms << " ms";
+}
+
+TEST(Token, WeakTokensAreRefusedWithTheReason) {
+  EXPECT_EQ(token_problem(generate_token()), "");
+  EXPECT_EQ(token_problem("correct-Horse-battery-staple-42"), "");  // a passphrase above the floor
+  EXPECT_NE(token_problem("short").find("at least 16"), std::string::npos);
+  // A passphrase like the one that fell to three guesses: too short for one that is not 64 hex.
+  EXPECT_NE(token_problem("fabkit-cluster-secret").find("at least 24"), std::string::npos);
+  EXPECT_NE(token_problem("aaaaaaaaaabbbbbbbbbbcccccccccc").find("different characters"),
+            std::string::npos);
+  EXPECT_NE(token_problem("abcdefghijkabcdefghijkabcdefghijk").find("repeated"), std::string::npos);
+  // 64 hex digits that are visibly not random.
+  EXPECT_NE(token_problem(std::string(64, 'a')).find("not random"), std::string::npos);
+  EXPECT_NE(
+      token_problem(std::string("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))
+          .find("repeated"),
+      std::string::npos);
+  EXPECT_NE(token_problem("has a space in the token, which is not allowed").find("space"),
+            std::string::npos);
 }
 
 // A peer that sends one byte every 20 ms makes progress forever; an absolute deadline still ends

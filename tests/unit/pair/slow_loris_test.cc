@@ -2,7 +2,9 @@
 // is in wire_security_test.cc): the all-reduce / NCCL rendezvous (accept_peer), the Gloo store's
 // rank 0 (accept_peers) and the RDMA endpoint channel. Each listener used to handshake one
 // connection at a time, so every silent client in front of the real peer cost it a whole
-// handshake deadline (2 s, 5 s on the RDMA channel); now each gets a slot of its own.
+// handshake deadline (2 s, 5 s on the RDMA channel); then each got a thread, but only 16 (8 on
+// the RDMA channel) at once, the rest closed at accept. Now every connection is accepted and
+// handshakes beside the others, the oldest closed at the cap (wire/handshake_gate.h).
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
@@ -26,7 +28,8 @@ namespace fabkit {
 namespace {
 
 using namespace std::chrono_literals;
-const std::string kToken = "0123456789abcdef0123456789abcdef";
+// The generated form (64 hex digits): its own key, no scrypt in the tests' deadlines.
+const std::string kToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
 int64_t ms_since(wire::Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(wire::Clock::now() - t0).count();
@@ -85,6 +88,29 @@ TEST(SlowLoris, AllreduceListenerAdmitsTheRealPeerWithoutWaitingOutTheLorises) {
   EXPECT_TRUE(ok);
   EXPECT_EQ(rank, 1u);
   EXPECT_LT(ms_since(t0), 1000);  // one handshake deadline is 2000 ms
+}
+
+// Issue #19's flood shape on the all-reduce listener: 500 connections held open (it used to close
+// everything past 16 pending at accept, the real peer's connection included).
+TEST(SlowLoris, AllreduceListenerAdmitsTheRealPeerPastFiveHundredHeldConnections) {
+  wire::Fd listener = fabric::listen_on("127.0.0.1", 0, "");
+  uint16_t port = tcp::local_port(listener.get());
+  fabric::HelloInfo mine{0, 2, 42};
+  auto accepted = std::async(std::launch::async, [&] {
+    fabric::HelloInfo theirs;
+    wire::Fd fd = fabric::accept_peer(listener.get(), kToken, mine, 15000, &theirs);
+    return std::make_pair(fd.valid(), theirs.rank);
+  });
+  std::vector<wire::Fd> held;
+  for (int i = 0; i < 500; ++i) held.push_back(dial(port));
+  std::this_thread::sleep_for(300ms);  // all accepted and pending
+  auto t0 = wire::Clock::now();
+  wire::Fd fd =
+      fabric::connect_peer("127.0.0.1", port, "127.0.0.1", "", kToken, {1, 2, 42}, 5000, nullptr);
+  auto [ok, rank] = accepted.get();
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(rank, 1u);
+  EXPECT_LT(ms_since(t0), 1500);
 }
 
 TEST(SlowLoris, StoreRankZeroAdmitsEveryRankPastTheLorises) {

@@ -1,7 +1,9 @@
-// The agent's attack surface over loopback (issue #11, "The wire"): an impostor on another of the
-// agent's addresses learns nothing and the controller fails closed by name; a slow-loris client
-// does not delay the controller; the pending-handshake cap; probe and measure targets restricted
-// to the session's peers; out-of-range fields refused by name; no lifetime cap on a test server.
+// The agent's attack surface over loopback (issues #11 and #19, "The wire"): an impostor on
+// another of the agent's addresses gets no token and the controller fails closed by name; a
+// slow-loris client does not delay the controller, nor do hundreds of held connections on the
+// control port or on a TCP test server (at the pending cap the oldest is closed, never the new
+// arrival); probe, measure and all-reduce targets (every ring address) restricted to the session's
+// peers; out-of-range fields refused by name; no lifetime cap on a test server.
 #include <gtest/gtest.h>
 
 #include <poll.h>
@@ -36,7 +38,8 @@ struct Agent {
   std::string token = wire::generate_token();
   std::vector<std::string> log;
   std::mutex log_mu;
-  explicit Agent(int handshake_ms = 5000, int max_pending = 32) {
+  explicit Agent(int handshake_ms = 5000,
+                 int max_pending = agent::AgentOptions{}.max_pending_handshakes) {
     agent::AgentOptions o;
     o.bind_addr = "127.0.0.1";
     o.token = token;
@@ -53,6 +56,11 @@ struct Agent {
                               });
     });
     port = port_promise.get_future().get();
+  }
+  // The agent's thread logs into log/log_mu until run_agent returns: wait for it before they go
+  // (a test that fails by exception destroys the members while the agent still runs).
+  ~Agent() {
+    if (exit.valid()) exit.wait();
   }
   wire::Fd dial() {
     auto c = tcp::connect_tcp("127.0.0.1", port, "", 2000);
@@ -165,24 +173,110 @@ TEST(WireSecurity, ATricklingHandshakeIsCutOffAtItsDeadline) {
   a.exit.get();
 }
 
-TEST(WireSecurity, PendingHandshakesAreCappedAndTheRestClosedAtOnce) {
+// At the cap the oldest pending handshake is closed to make room, never the new arrival: held
+// connections cannot keep the controller out (they used to: the 3rd connection was closed at
+// accept, and so was the controller's).
+TEST(WireSecurity, AtThePendingCapTheOldestHandshakeMakesRoomForTheNewest) {
   Agent a(/*handshake_ms=*/3000, /*max_pending=*/2);
-  wire::Fd s1 = a.dial(), s2 = a.dial();
-  std::this_thread::sleep_for(100ms);  // both are in their handshakes
+  wire::Fd s1 = a.dial();
+  std::this_thread::sleep_for(50ms);
+  wire::Fd s2 = a.dial();
+  std::this_thread::sleep_for(50ms);  // both are in their handshakes, s1 the older
   wire::Fd s3 = a.dial();
   auto t0 = wire::Clock::now();
-  EXPECT_TRUE(closed_within(s3.get(), 1000));
+  EXPECT_TRUE(closed_within(s1.get(), 1000));  // the oldest went
   EXPECT_LT(ms_since(t0), 1000);
-  s1.reset();
-  s2.reset();
-  std::this_thread::sleep_for(100ms);  // their handshakes fail (closed) and free the slots
+  EXPECT_FALSE(closed_within(s3.get(), 100));  // the newest stays
+  // s2 and s3 still hold both slots: the controller gets in all the same, at once.
+  t0 = wire::Clock::now();
   auto fd = a.dial();
   a.controller_hello(fd.get());
+  EXPECT_LT(ms_since(t0), 1000);
   bye(fd.get());
   a.exit.get();
   bool logged = false;
   for (const auto& l : a.log) logged = logged || l.find("(the cap)") != std::string::npos;
   EXPECT_TRUE(logged);
+}
+
+// Holds n connections to port: silent ones, and every tenth trickling a valid-looking hello a
+// byte every 100 ms (both slow-loris shapes). The listener keeps every one of them open until it
+// closes them itself.
+struct HeldConnections {
+  std::vector<wire::Fd> fds;
+  std::atomic<bool> stop{false};
+  std::thread trickle;
+  HeldConnections(uint16_t port, int n, const std::string& purpose) {
+    for (int i = 0; i < n; ++i) {
+      auto c = tcp::connect_tcp("127.0.0.1", port, "", 2000);
+      if (c.status != tcp::ConnectStatus::kOpen) {
+        ADD_FAILURE() << "connection " << i << ": " << c.message;
+        break;
+      }
+      fds.push_back(std::move(c.fd));
+    }
+    Json h = {{"protocol", wire::kProtocolVersion},
+              {"role", "peer"},
+              {"purpose", purpose},
+              {"nonce", std::string(64, '7')}};
+    trickle = std::thread([this, bytes = wire::encode_frame({wire::FrameType::kHello, h.dump()})] {
+      for (size_t b = 0; b < bytes.size() && !stop; ++b) {
+        for (size_t i = 0; i < fds.size(); i += 10)
+          (void)!::send(fds[i].get(), &bytes[b], 1, MSG_NOSIGNAL);
+        std::this_thread::sleep_for(100ms);
+      }
+    });
+    std::this_thread::sleep_for(200ms);  // the listener has accepted them all
+  }
+  ~HeldConnections() {
+    stop = true;
+    trickle.join();
+  }
+};
+
+// Issue #19: ~32 held connections made the real controller fail with pair.agent_unreachable.
+TEST(WireSecurity, FiveHundredHeldConnectionsDoNotKeepTheControllerOut) {
+  Agent a;  // the defaults: 5 s handshakes, the default cap
+  HeldConnections held(a.port, 500, "control");
+  pair::AgentClient client("hostb", a.token);
+  client.set_hello({{"port", a.port}, {"addresses", {"127.0.0.1"}}});
+  auto t0 = wire::Clock::now();
+  client.connect(3000);
+  EXPECT_LT(ms_since(t0), 1500);
+  EXPECT_EQ(client.agent_info().value("name", ""), "loop");
+  EXPECT_EQ(client.control_addr(), "127.0.0.1");
+  client.bye();
+  EXPECT_EQ(a.exit.get(), agent::AgentExit::kBye);
+}
+
+// With a cap far below the flood, the newest arrival still gets in: the flood's oldest make room.
+TEST(WireSecurity, AFloodAboveTheCapStillAdmitsTheController) {
+  Agent a(/*handshake_ms=*/5000, /*max_pending=*/64);
+  HeldConnections held(a.port, 300, "control");
+  auto fd = a.dial();
+  auto t0 = wire::Clock::now();
+  a.controller_hello(fd.get());
+  EXPECT_LT(ms_since(t0), 1000);
+  bye(fd.get());
+  a.exit.get();
+}
+
+// Issue #19: ~128 held connections on a TCP test server gave a false pair.no_reachable_link.
+TEST(WireSecurity, FiveHundredHeldConnectionsDoNotBlockATestServer) {
+  std::string token = wire::generate_token();
+  tcp::TcpTestServer server("127.0.0.1", token, 5000);
+  HeldConnections held(server.port(), 500, "tcp_ping");
+  tcp::LinkTestSpec s;
+  s.peer_addr = s.local_addr = "127.0.0.1";
+  s.port = server.port();
+  s.token = token;
+  s.pings = 20;
+  s.streams = 4;
+  s.duration_ms = 50;
+  auto m = tcp::measure_link(s);
+  EXPECT_EQ(m.status, tcp::ConnectStatus::kOpen) << m.error;
+  EXPECT_EQ(m.rtt.count, 20);
+  EXPECT_GT(m.multi_stream_gbit_s, 0);
 }
 
 TEST(WireSecurity, ProbeAndMeasureTargetsMustBeTheSessionsPeers) {
@@ -208,6 +302,25 @@ TEST(WireSecurity, ProbeAndMeasureTargetsMustBeTheSessionsPeers) {
   r = call(fd.get(), "allreduce", {{"transport", "raw-exchange"}, {"rank", 1}, {"local_addr", "127.0.0.1"},
                                    {"peer_addr", "192.168.1.1"}, {"port", 5000}, {"sizes_bytes", {4096u}}});
   EXPECT_EQ(r.error_code, "agent.target_not_peer");
+  // A hostile ring: the right neighbour is a peer, but rank 0 (where Gloo's store makes every rank
+  // connect) is not. Every ring address is checked, not only peer_addr.
+  for (size_t outside : {0, 3}) {
+    Json ring = {"127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.1"};
+    ring[outside] = "10.9.9.9";
+    r = call(fd.get(), "allreduce",
+             {{"transport", "gloo-tcp"},
+              {"world_size", 4},
+              {"rank", 1},
+              {"local_addr", "127.0.0.1"},
+              {"peer_addr", "127.0.0.1"},
+              {"ring_addrs", ring},
+              {"port", 5000},
+              {"sizes_bytes", {4096u}},
+              {"timeout_ms", 300}});
+    EXPECT_EQ(r.error_code, "agent.target_not_peer")
+        << "ring_addrs[" << outside << "]: " << r.error_message;
+    EXPECT_NE(r.error_message.find("10.9.9.9"), std::string::npos) << r.error_message;
+  }
   bye(fd.get());
   a.exit.get();
 }

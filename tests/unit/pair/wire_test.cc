@@ -119,12 +119,16 @@ TEST(Messages, ProgressNoteRoundTripAndBounds) {
             WireErrorKind::kBadMessage);
   EXPECT_EQ(kind_of([&] { parse_progress(note("[]")); }), WireErrorKind::kBadMessage);
   EXPECT_EQ(kind_of([&] { parse_progress(make_frame(Response{})); }), WireErrorKind::kBadMessage);
-  // Type 7 is known to the decoder (a progress note), 8 is not.
+  // Types 7 and 8 are known to the decoder (a progress note, a heartbeat), 9 is not.
   FrameDecoder d;
-  std::string bytes = encode_frame(f);
+  std::string bytes = encode_frame(f) + encode_frame(make_frame(Heartbeat{7}));
   d.feed(bytes.data(), bytes.size());
   EXPECT_EQ(d.next()->type, FrameType::kProgress);
-  std::string bad("\x00\x00\x00\x00\x08", 5);
+  Frame beat = *d.next();
+  EXPECT_EQ(beat.type, FrameType::kHeartbeat);
+  EXPECT_EQ(parse_heartbeat(beat).id, 7u);
+  EXPECT_EQ(kind_of([&] { parse_heartbeat(f); }), WireErrorKind::kBadMessage);
+  std::string bad("\x00\x00\x00\x00\x09", 5);
   EXPECT_EQ(kind_of([&] { d.feed(bad.data(), bad.size()); }), WireErrorKind::kBadType);
 }
 

@@ -1,0 +1,104 @@
+// Probe 10, the kernel log: NVIDIA Xid lines, mlx5 firmware health and command timeouts, PCIe
+// AER reports and link-down lines, in one pass over the log since boot (or since --since).
+//
+// Live, it reads /dev/kmsg without blocking (O_NONBLOCK, one record per read, EAGAIN = the end,
+// EPIPE = records overwritten while reading). That needs CAP_SYSLOG when kernel.dmesg_restrict is
+// 1; a denied read is a fact ("unknown, here is why"), not a fault. Under --sysroot DIR it reads
+// the file DIR/dev/kmsg: records as /dev/kmsg gives them (`dd if=/dev/kmsg iflag=nonblock
+// bs=64k`), or `dmesg` text (`[  123.456789] message`, also with -T/--ctime, syslog or
+// journalctl prefixes), the format told line by line.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/finding.h"
+#include "common/json.h"
+#include "probes/kernel_log/xid_catalog.h"
+#include "probes/probe_context.h"
+
+namespace fabkit::probes {
+
+// One log record: what the kernel said, and when (seconds since boot; nullopt when the format
+// gives no such time, e.g. `dmesg -T` wall-clock stamps or journalctl lines without one).
+struct KernelLogRecord {
+  std::optional<double> time_s;
+  std::string message;  // continuation lines joined with '\n'
+};
+
+// Every Xid of one number on one GPU.
+struct XidGroup {
+  int xid = 0;
+  std::string bus_id;       // as sysfs names the GPU: "0000:18:00.0"; the log's text if unparsable
+  std::string device_name;  // "GPU 0000:18:00.0 (...)" from the PCIe facts, else ""
+  int count = 0;
+  std::optional<double> first_s, last_s;
+  std::vector<std::string> processes;     // name=… of the lines, distinct, at most 8
+  std::string sample;                     // the first line of the group (at most 300 characters)
+  XidClass cls = XidClass::kApplication;  // from the table, or what the lines said (144-150, 154)
+  std::string recovery_action;            // Xid 154: the last action named
+};
+
+// Other events of one kind on one device.
+struct LogEventGroup {
+  // "gpu_off_bus": "NVRM: ... fallen off the bus" without an Xid line (newer drivers print it
+  //   on its own); "aer_fatal", "aer_nonfatal", "aer_correctable": a "PCIe Bus Error:
+  //   severity=..." report; "aer_recovery_failed": "AER: device recovery failed";
+  //   "mlx5_health": the NIC firmware's health poll failed or reported a fatal syndrome;
+  //   "mlx5_cmd_timeout": a firmware command timed out; "link_down": a NIC, bond or PCIe slot
+  //   (pciehp) link went down.
+  std::string kind;
+  std::string device;       // the bus id or net device the line names
+  std::string device_name;  // from the PCIe facts when the device is there
+  int count = 0;
+  std::optional<double> first_s, last_s;
+  std::vector<std::string> details;  // AER error bits ("Surprise Down Error", "RxErr"), distinct
+  std::string sample;
+  int ups_after_last_down = 0;  // link_down: "Link up"/"Link ACTIVE" lines after the last down
+};
+
+struct KernelLogFacts {
+  std::string source;  // "/dev/kmsg" or the file read
+  bool readable = false;
+  std::string unreadable_reason;  // why not, with the fix
+  std::string format;             // "kmsg", "dmesg" or "" (nothing read)
+  uint64_t records = 0;           // records read
+  uint64_t records_in_window = 0;
+  uint64_t untimed_records = 0;           // records with no since-boot time (counted in any window)
+  uint64_t lost_records = 0;              // /dev/kmsg EPIPE: overwritten while reading
+  std::optional<uint64_t> first_seq;      // kmsg: > 0 when earlier records were already overwritten
+  std::optional<double> first_s, last_s;  // the span of the records read
+  std::optional<int64_t> boot_time_unix_s;  // <proc>/stat btime, for wall-clock times
+  std::string since;                        // --since as given; "" = since boot
+  std::optional<double> since_boot_s;       // the window's start in seconds after boot
+  std::string window_note;                  // why --since could not be applied, when it could not
+  std::vector<XidGroup> xids;
+  std::vector<LogEventGroup> events;
+  double read_ms = 0;
+};
+
+// device_names: bus id -> description from the PCIe probe, to name GPUs and NICs.
+KernelLogFacts gather_kernel_log(const ProbeContext& ctx,
+                                 const std::map<std::string, std::string>& device_names);
+// Pure.
+std::vector<Finding> judge_kernel_log(const KernelLogFacts& facts);
+Json to_json(const KernelLogFacts& facts);
+
+// The pure pieces, exposed for tests.
+// One /dev/kmsg record ("6,1234,5678901,-;message\n KEY=value\n"): time from the usec field,
+// message unescaped (\xNN). nullopt when it is not one.
+std::optional<KernelLogRecord> parse_kmsg_record(std::string_view raw, uint64_t* seq = nullptr);
+// A whole file: kmsg records or dmesg text, told per line; *format gets "kmsg" or "dmesg".
+std::vector<KernelLogRecord> parse_kernel_log_text(const std::string& text, std::string* format);
+// Filters by the window and groups what the records say into facts.xids and facts.events.
+void scan_kernel_log(const std::vector<KernelLogRecord>& records,
+                     const std::map<std::string, std::string>& device_names, KernelLogFacts& facts);
+// "2h", "90m", "1d12h", "45s" or an RFC 3339 time ("2026-11-26T08:00:00Z", "...+02:00").
+// Throws UsageError naming the text and the accepted forms.
+KernelLogSince parse_since(const std::string& text);
+
+}  // namespace fabkit::probes

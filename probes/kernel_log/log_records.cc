@@ -1,0 +1,299 @@
+// Kernel log records from /dev/kmsg's record format or from `dmesg` text, and --since. Pure.
+//
+// /dev/kmsg (Documentation/ABI/testing/dev-kmsg): one record per read, "prio,seq,usec,flags;" +
+// message + "\n", then optional " KEY=value" dictionary lines; non-printable bytes in the message
+// (a multi-line record's newlines among them) are escaped as \xNN.
+// dmesg text: "[  123.456789] message" (util-linux's default), "<6>[  123.456789] message"
+// (dmesg -r), "[Thu Oct 22 08:55:04 2020] message" (dmesg -T), "[  +0.000316] message" (dmesg
+// -d/-H), "[  36.764462][  T291] message" (CONFIG_PRINTK_CALLER); syslog/journal copies put
+// "Mon DD HH:MM:SS host kernel: " in front, pdsh "host: ". A multi-line record's later lines are
+// indented and carry no stamp: they belong to the record above.
+#include <time.h>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include "common/errors.h"
+#include "common/file_reader.h"
+#include "common/utf8_text.h"
+#include "probes/kernel_log/kernel_log_facts.h"
+
+namespace fabkit::probes {
+namespace {
+
+// A message as the report can carry it: drivers print bytes (a process name, a firmware string),
+// and /dev/kmsg's \xNN escapes turn back into those bytes; the JSON writer throws on any that
+// are not UTF-8. Most lines are ASCII, so they are kept as they are without a second copy.
+std::string as_utf8(std::string s) {
+  for (char c : s)
+    if (static_cast<unsigned char>(c) >= 0x80) return utf8_clean(s);
+  return s;
+}
+
+bool all_digits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string unescape_kmsg(std::string_view s) {
+  if (s.find('\\') == std::string_view::npos) return std::string(s);
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] == 'x') {
+      int hi = hex_value(s[i + 2]), lo = hex_value(s[i + 3]);
+      if (hi >= 0 && lo >= 0) {
+        out += static_cast<char>(hi * 16 + lo);
+        i += 3;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+// What a "[...]" stamp says: a time since boot, or a recognised stamp without one.
+enum class Stamp { kNone, kSinceBoot, kOther };
+
+Stamp read_stamp(std::string_view inner, double* seconds) {
+  std::string_view t = inner;
+  while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+  while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+  if (t.empty()) return Stamp::kNone;
+  // "123.456789": seconds since boot.
+  size_t dot = t.find('.');
+  if (dot != std::string_view::npos && all_digits(t.substr(0, dot)) &&
+      all_digits(t.substr(dot + 1))) {
+    *seconds = std::strtod(std::string(t).c_str(), nullptr);
+    return Stamp::kSinceBoot;
+  }
+  // "+0.000316" (dmesg -d/-H deltas).
+  if (t.front() == '+' && t.find('.') != std::string_view::npos) return Stamp::kOther;
+  auto alpha3 = [&](size_t at) {
+    return t.size() >= at + 3 && std::isalpha(static_cast<unsigned char>(t[at])) &&
+           std::isalpha(static_cast<unsigned char>(t[at + 1])) &&
+           std::isalpha(static_cast<unsigned char>(t[at + 2]));
+  };
+  // "Thu Oct 22 08:55:04 2020" (dmesg -T): exactly ctime's layout, so "[drm:foo]" is no stamp.
+  if (t.size() == 24 && alpha3(0) && alpha3(4) && t[3] == ' ' && t[7] == ' ' && t[13] == ':' &&
+      t[16] == ':' && all_digits(t.substr(20)))
+    return Stamp::kOther;
+  // "Oct22 08:55" (dmesg -H, the first record of a minute).
+  if ((t.size() == 11 || t.size() == 12) && alpha3(0) && t[t.size() - 3] == ':' &&
+      t[t.size() - 6] == ' ')
+    return Stamp::kOther;
+  return Stamp::kNone;
+}
+
+// A caller id after the stamp: "[  T291]" or "[    C3]".
+std::string_view skip_caller(std::string_view s) {
+  if (s.size() < 3 || s.front() != '[') return s;
+  size_t close = s.find(']');
+  if (close == std::string_view::npos || close > 12) return s;
+  std::string_view in = s.substr(1, close - 1);
+  while (!in.empty() && in.front() == ' ') in.remove_prefix(1);
+  if (in.size() < 2 || (in[0] != 'T' && in[0] != 'C') || !all_digits(in.substr(1))) return s;
+  s.remove_prefix(close + 1);
+  if (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  return s;
+}
+
+// One dmesg-style line: the record it starts (stamp found or a plain message), or nullopt for a
+// continuation line (indented, no stamp).
+struct TextLine {
+  bool continuation = false;
+  KernelLogRecord record;
+};
+
+TextLine parse_text_line(std::string_view line) {
+  TextLine out;
+  if (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
+    size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos || line[first] != '[') {
+      out.continuation = true;
+      out.record.message = std::string(line.substr(first == std::string_view::npos ? 0 : first));
+      return out;
+    }
+  }
+  // The first "[stamp]" in the line's head, after any prefix (syslog, pdsh, "<6>").
+  const size_t head = std::min<size_t>(line.size(), 100);
+  for (size_t open = line.find('['); open != std::string_view::npos && open < head;
+       open = line.find('[', open + 1)) {
+    size_t close = line.find(']', open);
+    if (close == std::string_view::npos) break;
+    double s = 0;
+    Stamp st = read_stamp(line.substr(open + 1, close - open - 1), &s);
+    if (st == Stamp::kNone) continue;
+    std::string_view rest = line.substr(close + 1);
+    if (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    rest = skip_caller(rest);
+    if (st == Stamp::kSinceBoot) out.record.time_s = s;
+    // journalctl -o short-monotonic: "[  123.456789] host kernel: message".
+    size_t k = rest.find(" kernel: ");
+    if (k != std::string_view::npos && rest.substr(0, k).find(' ') == std::string_view::npos)
+      rest.remove_prefix(k + 9);
+    out.record.message = std::string(rest);
+    return out;
+  }
+  // No stamp: a syslog or journal line ("Mar 27 15:37:34 cc1 kernel: mlx5_core ...") or a bare
+  // message.
+  size_t k = line.find("kernel: ");
+  out.record.message =
+      std::string(k != std::string_view::npos && k < 80 ? line.substr(k + 8) : line);
+  return out;
+}
+
+// The header of a kmsg record, "prio,seq,usec,flags[,...];": parsed without allocating (a node's
+// log has tens of thousands of records, and this runs on each).
+struct KmsgHeader {
+  uint64_t seq = 0, usec = 0;
+  size_t message_at = 0;  // after the ';'
+};
+
+std::optional<KmsgHeader> kmsg_header(std::string_view line) {
+  size_t semi = line.find(';');
+  if (semi == std::string_view::npos || semi > 64) return std::nullopt;
+  uint64_t fields[3] = {0, 0, 0};
+  size_t at = 0;
+  for (int i = 0; i < 3; ++i) {
+    size_t end = line.find(',', at);
+    if (end == std::string_view::npos || end > semi) return std::nullopt;
+    auto [p, ec] = std::from_chars(line.data() + at, line.data() + end, fields[i]);
+    if (ec != std::errc() || p != line.data() + end || end == at) return std::nullopt;
+    at = end + 1;
+  }
+  return KmsgHeader{fields[1], fields[2], semi + 1};
+}
+
+bool looks_like_kmsg(std::string_view line) { return kmsg_header(line).has_value(); }
+
+}  // namespace
+
+std::optional<KernelLogRecord> parse_kmsg_record(std::string_view raw, uint64_t* seq) {
+  std::string_view line = raw.substr(0, raw.find('\n'));
+  auto h = kmsg_header(line);
+  if (!h) return std::nullopt;
+  KernelLogRecord r;
+  r.time_s = static_cast<double>(h->usec) / 1e6;
+  if (seq) *seq = h->seq;
+  r.message = as_utf8(unescape_kmsg(line.substr(h->message_at)));
+  return r;
+}
+
+std::vector<KernelLogRecord> parse_kernel_log_text(const std::string& text, std::string* format) {
+  std::vector<KernelLogRecord> out;
+  int kmsg = 0, dmesg = 0;
+  bool in_kmsg_record = false;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    if (looks_like_kmsg(line)) {
+      if (auto r = parse_kmsg_record(line)) {
+        out.push_back(std::move(*r));
+        ++kmsg;
+        in_kmsg_record = true;
+        continue;
+      }
+    }
+    // " SUBSYSTEM=pci" after a kmsg record is its dictionary, not text.
+    if (in_kmsg_record && line.front() == ' ') continue;
+    in_kmsg_record = false;
+    TextLine t = parse_text_line(line);
+    t.record.message = as_utf8(std::move(t.record.message));
+    if (t.continuation && !out.empty()) {
+      out.back().message += "\n" + t.record.message;
+      continue;
+    }
+    out.push_back(std::move(t.record));
+    ++dmesg;
+  }
+  if (format) *format = kmsg == 0 && dmesg == 0 ? "" : kmsg >= dmesg ? "kmsg" : "dmesg";
+  return out;
+}
+
+KernelLogSince parse_since(const std::string& text) {
+  KernelLogSince s;
+  s.text = text;
+  const std::string bad =
+      "--since '" + text +
+      "': expected a duration before now (2h, 90m, 1d12h, 45s) or an RFC 3339 time "
+      "(2026-11-26T08:00:00Z, 2026-11-26T10:00:00+02:00)";
+  if (text.empty()) throw UsageError(bad);
+  // Durations: one or more <number><unit>.
+  if (std::isdigit(static_cast<unsigned char>(text[0])) && text.find('-') == std::string::npos &&
+      text.find(':') == std::string::npos) {
+    double total = 0;
+    size_t i = 0;
+    while (i < text.size()) {
+      size_t j = i;
+      while (j < text.size() &&
+             (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.'))
+        ++j;
+      if (j == i || j >= text.size()) throw UsageError(bad);
+      double n = std::strtod(text.substr(i, j - i).c_str(), nullptr);
+      const char unit = text[j];
+      const double mult = unit == 's'   ? 1
+                          : unit == 'm' ? 60
+                          : unit == 'h' ? 3600
+                          : unit == 'd' ? 86400
+                                        : 0;
+      if (mult == 0 || !std::isfinite(n)) throw UsageError(bad);
+      total += n * mult;
+      i = j + 1;
+    }
+    s.seconds_ago = total;
+    return s;
+  }
+  // RFC 3339: YYYY-MM-DD[T ]HH:MM:SS[.frac](Z|+HH:MM|-HH:MM)
+  struct tm tm {};
+  int y, mo, d, h, mi, sec, consumed = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec,
+                  &consumed) != 6 ||
+      consumed != 19)
+    throw UsageError(bad);
+  size_t i = 19;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  }
+  long offset_s = 0;
+  if (i < text.size() && (text[i] == 'Z' || text[i] == 'z')) {
+    ++i;
+  } else if (i + 6 == text.size() && (text[i] == '+' || text[i] == '-') && text[i + 3] == ':') {
+    int oh = std::atoi(text.substr(i + 1, 2).c_str()),
+        om = std::atoi(text.substr(i + 4, 2).c_str());
+    offset_s = (text[i] == '-' ? -1 : 1) * (oh * 3600L + om * 60L);
+    i += 6;
+  } else {
+    throw UsageError(bad);
+  }
+  if (i != text.size() || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+    throw UsageError(bad);
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  s.unix_time_s = static_cast<int64_t>(timegm(&tm)) - offset_s;
+  return s;
+}
+
+}  // namespace fabkit::probes
