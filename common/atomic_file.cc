@@ -28,6 +28,8 @@ struct TempFile {
   }
 };
 
+}  // namespace
+
 void fsync_directory(const std::filesystem::path& dir) {
   UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!d.valid()) fail("open", errno, dir.string());
@@ -35,8 +37,6 @@ void fsync_directory(const std::filesystem::path& dir) {
   // can be made there.
   if (::fsync(d.get()) != 0 && errno != EINVAL) fail("fsync", errno, dir.string());
 }
-
-}  // namespace
 
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& body,
                            mode_t mode) {

@@ -24,4 +24,9 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& body,
                            mode_t mode = 0644);
 
+// fsync(2) of a directory, so the renames and creations in it survive a crash. Filesystems that
+// refuse fsync on a directory (EINVAL) are left as durable as they can be made.
+// Throws SysErrorException {open|fsync, errno, dir}.
+void fsync_directory(const std::filesystem::path& dir);
+
 }  // namespace fabkit

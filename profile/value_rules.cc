@@ -89,6 +89,9 @@ RuleError check_hostname(const std::string& name) {
 }
 
 RuleError check_variable_value(const std::string& var, const std::string& v) {
+  if (v.size() > kMaxValueBytes)
+    return "is " + std::to_string(v.size()) + " bytes long, over the limit of " +
+           std::to_string(kMaxValueBytes) + " bytes for a value";
   if (auto e = check_safe_chars(v)) return e;
   if (var == "NCCL_SOCKET_IFNAME") return check_nccl_list(v, false);
   if (var == "NCCL_IB_HCA") return check_nccl_list(v, true);

@@ -13,6 +13,12 @@ namespace fabkit::profile {
 // nullopt when valid, else what is wrong with it ("contains the shell metacharacter ';'").
 using RuleError = std::optional<std::string>;
 
+// The longest value (and container path) a profile may hold: PATH_MAX, the longest path the
+// kernel resolves (NCCL_TOPO_FILE, binds), and far beyond any NCCL list. Without a limit, one
+// long value breaks every exec of a shell that sourced it: Linux refuses an environment string
+// over 128 KiB (MAX_ARG_STRLEN) with E2BIG.
+inline constexpr size_t kMaxValueBytes = 4096;
+
 // Characters allowed in any emitted value: letters, digits and _ @ % + = : , . / ^ -. None of
 // them is special to sh inside a word, to DeepSpeed's launcher (which strips and, in some
 // versions, pastes values unquoted into `export K=V;`), to sbatch or to dotenv readers.
@@ -21,7 +27,7 @@ RuleError check_safe_chars(const std::string& value);
 // refuse anything outside [A-Za-z0-9_.-] because the name ends up in shell and NCCL lists.
 RuleError check_interface_name(const std::string& name);
 RuleError check_hostname(const std::string& name);
-// The value of one known variable (profile_model.h known_variables()).
+// The value of one known variable (profile_model.h known_variables()); at most kMaxValueBytes.
 RuleError check_variable_value(const std::string& variable, const std::string& value);
 // A short, printable, quoted rendering of a value for error messages.
 std::string quote_for_message(const std::string& value);

@@ -8,6 +8,11 @@ namespace fabkit::reports::env {
 using namespace profile;  // the resolved settings' types
 
 std::string emit_apptainer(const EmitInput& in) {
+  // --bind SRC[:DST[:OPTS]][,SRC...]: a ',' starts another bind (a bind of "/etc,/srv" would
+  // become a read-write bind of /etc), a ':' ends the source.
+  // Devices need no flag: apptainer shares the host's /dev.
+  check_container_paths(in.container.binds, "bind", "apptainer",
+                        ",:", "apptainer's `--bind SRC:DST:OPTS,...`");
   std::string out = comment_header(in, "apptainer");
   out += "# Usage: source this file on the host, then: apptainer exec $FABKIT_APPTAINER_FLAGS "
          "IMAGE CMD\n";

@@ -10,6 +10,11 @@ namespace fabkit::reports::env {
 using namespace profile;  // the resolved settings' types
 
 std::string emit_docker(const EmitInput& in) {
+  // docker's -v SRC:DST:MODE and --device HOST:CONTAINER:PERMS split on ':' (a ',' only
+  // separates the mode's options, after the second ':').
+  check_container_paths(in.container.binds, "bind", "docker", ":", "docker's `-v SRC:DST:MODE`");
+  check_container_paths(in.container.devices, "device", "docker", ":",
+                        "docker's `--device HOST:CONTAINER:PERMS`");
   std::vector<std::string> words;
   const auto& c = in.container;
   if (c.network_host) words.insert(words.end(), {"--network", "host"});

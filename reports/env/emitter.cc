@@ -28,8 +28,9 @@ const char* to_string(Format f) {
 
 const char* kFormatList() { return "deepspeed|shell|dotenv|slurm|apptainer|docker|json"; }
 
-std::string emit(Format f, const EmitInput& in) {
-  check_values(in, to_string(f));
+namespace {
+
+std::string emit_format(Format f, const EmitInput& in) {
   switch (f) {
     case Format::kDeepspeed: return emit_deepspeed(in);
     case Format::kShell: return emit_shell(in);
@@ -40,6 +41,21 @@ std::string emit(Format f, const EmitInput& in) {
     case Format::kJson: return emit_json(in);
   }
   throw InternalError("emit: unhandled format");
+}
+
+}  // namespace
+
+std::string emit(Format f, const EmitInput& in) {
+  check_values(in, to_string(f));
+  std::string text = emit_format(f, in);
+  if (text.size() > kMaxEmitBytes)
+    throw UsageError(std::string("emit-env --format ") + to_string(f) + ": the output would be " +
+                     std::to_string(text.size()) + " bytes, over the limit of " +
+                     std::to_string(kMaxEmitBytes) +
+                     " bytes (every byte of it lands in the environment or command line of each "
+                     "process the launcher starts); shorten the profile's values (docs/profile.md, "
+                     "\"Limits\")");
+  return text;
 }
 
 std::string sh_quote(const std::string& word) {
@@ -74,6 +90,22 @@ void check_values(const EmitInput& in, const char* format) {
       if (auto e = check_variable_value("NCCL_TOPO_FILE", path))
         throw UsageError(std::string("emit-env --format ") + format + ": container path " +
                          quote_for_message(path) + " " + *e);
+}
+
+void check_container_paths(const std::vector<std::string>& paths, const char* kind,
+                           const char* format, const std::string& separators,
+                           const std::string& flag_syntax) {
+  for (const auto& path : paths) {
+    const size_t at = path.find_first_of(separators);
+    if (at == std::string::npos) continue;
+    throw UsageError(std::string("emit-env --format ") + format + ": container " + kind + " path " +
+                     quote_for_message(path) + " contains '" + path[at] + "', which " +
+                     flag_syntax +
+                     " reads as a separator, so the container would get other paths than this "
+                     "one; move it to a path without " +
+                     (separators.size() > 1 ? "',' or ':'" : "':'") +
+                     " and profile again (or fix container." + kind + "s in the profile)");
+  }
 }
 
 std::string comment_header(const EmitInput& in, const char* format) {

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "reports/text/table.h"
+#include "reports/text/terminal_safe.h"
 #include "reports/text/text_parts.h"
 
 namespace fabkit::reports::text {
@@ -23,7 +24,7 @@ std::string gpu_health_cell(const Json& g, const Style& style) {
   if (fails == 0 && warns == 0) return s + " ok";
   std::string codes;
   for (const auto& c : member(g, "codes"))
-    if (c.is_string()) codes += (codes.empty() ? "" : ",") + c.get<std::string>();
+    if (c.is_string()) codes += (codes.empty() ? "" : ",") + terminal_safe(c.get<std::string>());
   return s + ":" + (fails ? " " + style.bad(std::to_string(fails) + " FAIL") : "") +
          (warns ? " " + std::to_string(warns) + " warn" : "") + " (" + codes + ")";
 }

@@ -8,6 +8,7 @@
 #include "common/build_info.h"
 #include "reports/report_render.h"
 #include "reports/text/table.h"
+#include "reports/text/terminal_safe.h"
 #include "reports/text/text_parts.h"
 
 namespace fabkit::reports {
@@ -26,8 +27,11 @@ void render_findings(const std::vector<Finding>& findings, std::ostream& out,
       const std::string label = sev == Severity::kFail   ? style.bad("FAIL")
                                 : sev == Severity::kWarn ? style.warn("WARN")
                                                          : style.note("INFO");
-      t.add_row(
-          {label, f.code, f.subject + ": " + f.message + (f.fix.empty() ? "" : "; fix: " + f.fix)});
+      // Subjects and messages quote what was read (an NCCL log line, an interface name, a
+      // document given to `fabcheck report`): shown, never interpreted by the terminal.
+      t.add_row({label, text::terminal_safe(f.code),
+                 text::terminal_safe(f.subject + ": " + f.message +
+                                     (f.fix.empty() ? "" : "; fix: " + f.fix))});
     }
   if (t.empty()) {
     out << "\nno findings\n";
@@ -49,8 +53,8 @@ void render_text(const Report& r, std::ostream& out) { render_text(r, out, false
 
 void render_text(const Report& r, std::ostream& out, bool color, const std::string& tables) {
   const text::Style style{color};
-  out << "fabcheck " << r.kind << " — " << r.hostname << " — " << r.generated_at << " (fabkit "
-      << fabkit_version() << ")\n";
+  out << "fabcheck " << text::terminal_safe(r.kind) << " — " << text::terminal_safe(r.hostname)
+      << " — " << text::terminal_safe(r.generated_at) << " (fabkit " << fabkit_version() << ")\n";
   if (r.kind == "node") {
     out << "\n";
     text::render_node_facts(r, out, style);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "reports/text/table.h"
+#include "reports/text/terminal_safe.h"
 #include "reports/text/text_parts.h"
 
 namespace fabkit::reports::text {
@@ -40,7 +41,7 @@ std::string clocks(const Json& c) {
   if (!c.is_object()) return "-";
   std::string s;
   for (const auto& r : member(c, "reasons"))
-    if (r.is_string()) s += (s.empty() ? "" : ",") + r.get<std::string>();
+    if (r.is_string()) s += (s.empty() ? "" : ",") + terminal_safe(r.get<std::string>());
   return s.empty() ? "none" : s;
 }
 
@@ -100,7 +101,7 @@ void render_gpu_health(const Json& gpus, const std::vector<Finding>& findings, s
     for (const auto& f : findings) {
       if (f.subject != subject || f.severity == Severity::kInfo) continue;
       std::string& list = f.severity == Severity::kFail ? fails : warns;
-      list += (list.empty() ? "" : ", ") + f.code;
+      list += (list.empty() ? "" : ", ") + terminal_safe(f.code);  // a saved report's text
     }
     out << "GPU " << index << (bus.empty() ? "" : " (" + bus + ")") << ": ";
     if (fails.empty() && warns.empty()) out << "ok";

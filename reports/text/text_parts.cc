@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "reports/text/terminal_safe.h"
+
 namespace fabkit::reports::text {
 
 std::string fixed(const Json& j, int digits) {
@@ -12,7 +14,8 @@ std::string fixed(const Json& j, int digits) {
 }
 
 std::string str(const Json& j, const std::string& otherwise) {
-  return j.is_string() ? j.get<std::string>() : otherwise;
+  // Documents rendered here may come from anywhere (`fabcheck report FILE`): terminal-safe.
+  return j.is_string() ? terminal_safe(j.get<std::string>()) : otherwise;
 }
 
 }  // namespace fabkit::reports::text

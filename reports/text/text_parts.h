@@ -12,7 +12,8 @@ namespace fabkit::reports::text {
 
 // A figure with `digits` decimals, "-" when j is not a number (an absent measurement).
 std::string fixed(const Json& j, int digits);
-// j's string value, or `otherwise` when j is not a string (null where nothing was measured).
+// j's string value made terminal_safe (terminal_safe.h), or `otherwise` when j is not a string
+// (null where nothing was measured).
 std::string str(const Json& j, const std::string& otherwise = "-");
 
 // SGR colors for words that carry a verdict (FAIL, SLOW, FAILED…); plain when color is off.

@@ -60,6 +60,7 @@ int run_export(const ExportOptions& o) {
   }
   LlamaConfig config = load_llama_config(cfg_tmp);
   fs::remove(cfg_tmp);
+  check_model_fits_memory(config, physical_memory_bytes(), o.checkpoint + " (model_config)");
   LlamaModel model(config, torch::kFloat32, 0);
   std::map<std::string, const FullTensor*> by_name;
   for (const auto& [name, t] : g.params) by_name[name] = &t;

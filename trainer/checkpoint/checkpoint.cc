@@ -1,6 +1,8 @@
 #include "trainer/checkpoint/checkpoint.h"
 
+#include <fcntl.h>  // AT_FDCWD
 #include <openssl/evp.h>
+#include <stdio.h>  // renameat2, RENAME_EXCHANGE (glibc >= 2.28)
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +24,15 @@ std::string step_dir_name(int64_t step) {
   std::snprintf(buf, sizeof(buf), "checkpoint-%08lld", static_cast<long long>(step));
   return buf;
 }
+
+// A step is written under this name beside its final directory (same filesystem, so publishing
+// it is a rename), and only renamed into place once every file in it and its manifest are
+// durable: a save that fails (a full disk) leaves an existing checkpoint of the same step as it
+// was. The leading dot keeps list_checkpoints from ever counting it.
+std::string staging_dir_name(int64_t step) { return "." + step_dir_name(step) + ".saving"; }
+// Where an existing step waits while the new one is renamed into place, on filesystems without
+// an atomic exchange (publish_step_dir).
+std::string replaced_dir_name(int64_t step) { return "." + step_dir_name(step) + ".old"; }
 
 std::string shard_name(int rank, int world) {
   char buf[64];
@@ -145,6 +156,65 @@ void load_resharded(const fs::path& dir, const Json& manifest, std::vector<FlatS
   }
 }
 
+// Moves the durable `staging` to `dir` (inside output_dir), replacing a checkpoint of the same
+// step there, so that at every instant one complete checkpoint of the step is at `dir`: an
+// atomic exchange (renameat2 RENAME_EXCHANGE: ext4, xfs, btrfs, tmpfs), then the old one is
+// removed. Filesystems without it (NFS, some parallel filesystems: EINVAL) get two renames, old
+// aside then new into place; a crash between them leaves the old step at replaced_dir_name,
+// which recover_replaced_steps puts back.
+void publish_step_dir(const fs::path& output_dir, const fs::path& staging, const fs::path& dir,
+                      int64_t step) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir, ec))) {
+    if (::rename(staging.c_str(), dir.c_str()) != 0)
+      throw SysErrorException({"rename", errno, staging.string() + " -> " + dir.string()});
+    fsync_directory(output_dir);
+    return;
+  }
+  if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
+    fsync_directory(output_dir);
+    fs::remove_all(staging, ec);  // now the old step; a leftover is removed by the next save
+    return;
+  }
+  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+    throw SysErrorException({"renameat2", errno, staging.string() + " <-> " + dir.string()});
+  const fs::path old = output_dir / replaced_dir_name(step);
+  fs::remove_all(old, ec);
+  if (::rename(dir.c_str(), old.c_str()) != 0)
+    throw SysErrorException({"rename", errno, dir.string() + " -> " + old.string()});
+  if (::rename(staging.c_str(), dir.c_str()) != 0) {
+    const int e = errno;
+    ::rename(old.c_str(), dir.c_str());  // put the old one back
+    throw SysErrorException({"rename", e, staging.string() + " -> " + dir.string()});
+  }
+  fsync_directory(output_dir);
+  fs::remove_all(old, ec);
+}
+
+// After a crash between publish_step_dir's two renames: a step whose directory has no manifest
+// but whose replaced copy has one gets the copy back; a replaced copy whose step is complete
+// again is removed.
+void recover_replaced_steps(const fs::path& output_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(output_dir, ec)) return;
+  std::vector<fs::path> replaced;
+  for (const auto& e : fs::directory_iterator(output_dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(".checkpoint-", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ".old") == 0)
+      replaced.push_back(e.path());
+  }
+  for (const fs::path& old : replaced) {
+    const std::string n = old.filename().string();
+    const fs::path dir = output_dir / n.substr(1, n.size() - 5);
+    if (fs::exists(dir / "manifest.json", ec)) {
+      fs::remove_all(old, ec);
+    } else if (fs::exists(old / "manifest.json", ec)) {
+      fs::remove_all(dir, ec);  // no manifest: not a checkpoint
+      if (::rename(old.c_str(), dir.c_str()) == 0) fsync_directory(output_dir);
+    }
+  }
+}
+
 }  // namespace
 
 void broadcast_steps(Comm& comm, std::vector<int64_t>& steps, int root) {
@@ -180,15 +250,29 @@ std::string sha256_file(const fs::path& path) {
 fs::path save_checkpoint(Comm& comm, const SaveRequest& req, const std::vector<FlatShard>& shards,
                          const ShardOptimizer& optimizer, std::vector<std::string>* warnings) {
   const fs::path dir = req.output_dir / step_dir_name(req.state.step);
-  const fs::path manifest_path = dir / "manifest.json";
+  const fs::path staging = req.output_dir / staging_dir_name(req.state.step);
   const int rank = comm.rank(), world = comm.world_size();
   // Rank 0 writes the manifest on a shared file system; with save_on_each_node the first local
   // rank of every node writes the same manifest on its node's disk.
   const bool writes_manifest = req.save_on_each_node ? req.local_rank == 0 : rank == 0;
-  // A manifest left from an earlier run of the same step would vouch for shards being rewritten.
-  if (writes_manifest) fs::remove(manifest_path);
+  // Everything is written into `staging` and published whole (publish_step_dir): an existing
+  // checkpoint of this step (a re-save with --no-resume) stays usable until the new one is
+  // durable. A staging directory left by an earlier failed save holds shards no manifest vouches
+  // for: start it afresh.
+  if (writes_manifest) {
+    recover_replaced_steps(req.output_dir);
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    fs::create_directories(staging);
+  }
   comm.barrier();
-  fs::create_directories(dir);
+  // Every rank: on node-local disks without save_on_each_node no manifest writer made it here.
+  fs::create_directories(staging);
+  // A failed save (a full disk) frees what it wrote: the old checkpoint, if any, is untouched.
+  auto discard_staging = [&] {
+    std::error_code ec;
+    if (writes_manifest) fs::remove_all(staging, ec);
+  };
 
   std::vector<ShardFileUnit> units;
   for (size_t u = 0; u < shards.size(); ++u) {
@@ -197,14 +281,20 @@ fs::path save_checkpoint(Comm& comm, const SaveRequest& req, const std::vector<F
     units.push_back(std::move(su));
   }
   const std::string file = shard_name(rank, world);
-  write_shard_file(dir / file, {{"rank", rank}, {"world_size", world}, {"step", req.state.step}}, units);
+  try {
+    write_shard_file(staging / file,
+                     {{"rank", rank}, {"world_size", world}, {"step", req.state.step}}, units);
+  } catch (...) {
+    discard_staging();
+    throw;
+  }
 
   // Every rank's size and SHA-256 over the comm: the manifest writers need all of them, and on
   // node-local disks no rank can read another node's shard.
   ShardDigest mine{};
-  const std::string digest = sha256_file(dir / file);
+  const std::string digest = sha256_file(staging / file);
   std::copy(digest.begin(), digest.end(), mine.sha256_hex);
-  mine.bytes = fs::file_size(dir / file);
+  mine.bytes = fs::file_size(staging / file);
   std::vector<ShardDigest> all(static_cast<size_t>(world));
   comm.allgather_bytes(&mine, sizeof(mine), all.data());  // also: every shard is durable
 
@@ -226,7 +316,13 @@ fs::path save_checkpoint(Comm& comm, const SaveRequest& req, const std::vector<F
                                     {"bytes", d.bytes},
                                     {"sha256", std::string(d.sha256_hex, sizeof(d.sha256_hex))}});
     }
-    write_file_atomically(manifest_path, manifest.dump(1) + "\n");
+    try {
+      write_file_atomically(staging / "manifest.json", manifest.dump(1) + "\n");
+      publish_step_dir(req.output_dir, staging, dir, req.state.step);
+    } catch (...) {
+      discard_staging();
+      throw;
+    }
     if (req.save_total_limit > 0) {
       auto all_dirs = list_checkpoints(req.output_dir);
       for (size_t i = static_cast<size_t>(req.save_total_limit); i < all_dirs.size(); ++i) {
@@ -239,7 +335,14 @@ fs::path save_checkpoint(Comm& comm, const SaveRequest& req, const std::vector<F
       }
     }
   }
-  comm.barrier();  // nobody proceeds (or exits) before the manifest exists
+  comm.barrier();  // nobody proceeds (or exits) before the checkpoint is in place
+  // Where the staging directory is still there now, no manifest writer shares this disk
+  // (node-local disks without save_on_each_node): nothing will ever vouch for the shards in it.
+  // Elsewhere the writer renamed it into place before the barrier.
+  if (!writes_manifest) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+  }
   return dir;
 }
 
@@ -269,6 +372,7 @@ std::optional<TrainState> resume_latest(Comm& comm, const fs::path& output_dir, 
   // With node-local disks each rank reads its own node's copy of the same step.
   std::vector<int64_t> steps;
   if (comm.rank() == 0) {
+    recover_replaced_steps(output_dir);
     for (const auto& c : list_checkpoints(output_dir)) steps.push_back(std::stoll(c.filename().string().substr(11)));
   }
   broadcast_steps(comm, steps, 0);

@@ -12,12 +12,14 @@
 #include "common/errors.h"
 #include "fabric/wire/wire_error.h"
 #include "reports/text/control_text.h"
+#include "reports/text/terminal_safe.h"
 #include "trainer/control/endpoint.h"
 #include "trainer/control/protocol.h"
 #include "trainer/control/unix_socket.h"
 
 namespace fabkit::trainer::control {
 namespace fs = std::filesystem;
+using reports::text::terminal_safe;
 using wire::WireError;
 using wire::WireErrorKind;
 
@@ -44,6 +46,23 @@ namespace {
 
 bool pid_alive(long pid) {
   return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+// Every control directory to search, opened and checked: one that fails the check ends the
+// command with its UsageError (exit 2), before anything in any of them is read or removed.
+std::vector<PrivateDir> open_dirs(const std::vector<fs::path>& paths) {
+  std::vector<PrivateDir> dirs;
+  for (const fs::path& p : paths) dirs.push_back(open_control_dir(p, /*create=*/false));
+  return dirs;
+}
+
+// Registrations of one directory; the ones skipped are noted for stderr (they are not jobs, and
+// cleanup leaves them alone: a person should look at them).
+std::vector<Registration> registrations_of(const PrivateDir& d, std::string* err) {
+  std::vector<std::string> skipped;
+  std::vector<Registration> regs = read_registrations(d, &skipped);
+  for (const std::string& s : skipped) *err += "ignored " + terminal_safe(s) + "\n";
+  return regs;
 }
 
 std::string dirs_text(const std::vector<fs::path>& dirs) {
@@ -77,15 +96,15 @@ ControlOutcome do_list(const ControlArgs& a, const Environment& env) {
   ControlOutcome o;
   const auto dirs = control_dirs_to_search(env);
   Json jobs = Json::array();
-  for (const fs::path& d : dirs)
-    for (const Registration& r : read_registrations(d))
+  for (const PrivateDir& d : open_dirs(dirs))
+    for (const Registration& r : registrations_of(d, &o.err))
       jobs.push_back(probe_job(r, std::min(a.timeout_ms, 2000)));
   if (a.json) {
     Json doc{{"schema_version", 1}, {"searched", Json::array()}, {"jobs", jobs}};
     for (const fs::path& d : dirs) doc["searched"].push_back(d.string());
     o.out = doc.dump(2) + "\n";
   } else if (jobs.empty()) {
-    o.out = "no fabtrain jobs on this node (searched: " + dirs_text(dirs) + ")\n";
+    o.out = "no fabtrain jobs on this node (searched: " + terminal_safe(dirs_text(dirs)) + ")\n";
   } else {
     o.out = reports::text::render_job_list(jobs);
   }
@@ -100,8 +119,8 @@ ControlOutcome do_job(const ControlArgs& a, const Environment& env) {
   const auto dirs = control_dirs_to_search(env);
   std::vector<Registration> matches;
   std::set<std::string> names;
-  for (const fs::path& d : dirs)
-    for (const Registration& r : read_registrations(d)) {
+  for (const PrivateDir& d : open_dirs(dirs))
+    for (const Registration& r : registrations_of(d, &o.err)) {
       names.insert(r.job);
       if (r.job == a.job || std::to_string(r.pid) == a.job) matches.push_back(r);
     }
@@ -110,16 +129,17 @@ ControlOutcome do_job(const ControlArgs& a, const Environment& env) {
     std::string known;
     for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
     o.exit_code = 1;
-    o.err = "no job '" + a.job + "' on this node (searched: " + dirs_text(dirs) + "); " +
-            (known.empty() ? std::string("no jobs are registered") : "registered: " + known) + "\n";
+    o.err +=
+        "no job '" + a.job + "' on this node (searched: " + terminal_safe(dirs_text(dirs)) + "); " +
+        (known.empty() ? std::string("no jobs are registered") : "registered: " + known) + "\n";
     return o;
   }
   const Registration& r = matches.front();
   if (r.host != this_host()) {
     o.exit_code = 1;
-    o.err = "job '" + r.job + "' was registered by host " + r.host + ", not this one (" +
-            this_host() +
-            "): run `fabtrain control` there (is FABTRAIN_CONTROL_DIR on a shared filesystem?)\n";
+    o.err += "job '" + r.job + "' was registered by host " + terminal_safe(r.host) +
+             ", not this one (" + terminal_safe(this_host()) +
+             "): run `fabtrain control` there (is FABTRAIN_CONTROL_DIR on a shared filesystem?)\n";
     return o;
   }
   Json reply;
@@ -127,22 +147,26 @@ ControlOutcome do_job(const ControlArgs& a, const Environment& env) {
     reply = request(r.socket.string(), a.command, a.timeout_ms);
   } catch (const SysErrorException& e) {
     o.exit_code = 1;
-    o.err = "job '" + r.job + "' (pid " + std::to_string(r.pid) + ") is gone: its endpoint " +
-            r.socket.string() + " is stale (" + e.what() +
-            "); `fabtrain control cleanup` removes it\n";
+    o.err += "job '" + r.job + "' (pid " + std::to_string(r.pid) + ") is gone: its endpoint " +
+             terminal_safe(r.socket.string()) + " is stale (" + terminal_safe(e.what()) +
+             "); `fabtrain control cleanup` removes it\n";
     return o;
   } catch (const WireError& e) {
     o.exit_code = 1;
-    o.err = "job '" + r.job + "' (pid " + std::to_string(r.pid) + ") did not answer within " +
-            std::to_string(a.timeout_ms) + " ms: " + e.what() + "\n";
+    o.err += "job '" + r.job + "' (pid " + std::to_string(r.pid) + ") did not answer within " +
+             std::to_string(a.timeout_ms) + " ms: " + terminal_safe(e.what()) + "\n";
     return o;
   }
   if (a.json) o.out = reply.dump(2) + "\n";
   if (!reply.value("ok", false)) {
     o.exit_code = 1;
-    o.err = "job '" + r.job + "' refused '" + a.command +
-            "': " + reply.value("error", std::string("?")) + ": " +
-            reply.value("message", std::string()) + "\n";
+    const auto text = [&](const char* key, const char* otherwise) {
+      return reply.contains(key) && reply[key].is_string()
+                 ? terminal_safe(reply[key].get<std::string>())
+                 : std::string(otherwise);
+    };
+    o.err += "job '" + r.job + "' refused '" + a.command + "': " + text("error", "?") + ": " +
+             text("message", "") + "\n";
     return o;
   }
   if (a.json) return o;
@@ -150,7 +174,11 @@ ControlOutcome do_job(const ControlArgs& a, const Environment& env) {
     o.out = r.job + ": " +
             reports::text::control_status_line(reply.value("status", Json::object())) + "\n";
   else
-    o.out = r.job + ": " + a.command + " requested: " + reply.value("note", std::string()) + "\n";
+    o.out = r.job + ": " + a.command + " requested: " +
+            (reply.contains("note") && reply["note"].is_string()
+                 ? terminal_safe(reply["note"].get<std::string>())
+                 : std::string()) +
+            "\n";
   return o;
 }
 
@@ -158,10 +186,11 @@ ControlOutcome do_cleanup(const ControlArgs& a, const Environment& env) {
   ControlOutcome o;
   Json removed = Json::array(), kept = Json::array();
   const std::string host = this_host();
-  for (const fs::path& d : control_dirs_to_search(env)) {
-    std::set<fs::path> registered_sockets;
-    for (const Registration& r : read_registrations(d)) {
-      registered_sockets.insert(r.socket);
+  for (const PrivateDir& d : open_dirs(control_dirs_to_search(env))) {
+    std::set<std::string> registered_sockets;
+    for (const Registration& r : registrations_of(d, &o.err)) {
+      const std::string socket_name = r.job + ".sock";
+      registered_sockets.insert(socket_name);
       if (r.host != host) {
         kept.push_back(Json{{"job", r.job}, {"why", "registered by host " + r.host}});
         continue;
@@ -175,18 +204,24 @@ ControlOutcome do_cleanup(const ControlArgs& a, const Environment& env) {
         kept.push_back(Json{{"job", r.job}, {"why", "running"}});
         continue;
       }
-      std::error_code ec;
-      fs::remove(r.socket, ec);
-      fs::remove(r.file, ec);
+      // Only <dir>/<job>.sock, only if it is a socket, through the checked directory's
+      // descriptor: never a path the registration names.
+      std::string refused;
+      if (!remove_socket_at(d, socket_name, &refused) ||
+          !remove_file_at(d, r.job + ".json", &refused)) {
+        kept.push_back(Json{{"job", r.job}, {"why", refused}});
+        o.err += "kept job '" + r.job + "': " + terminal_safe(refused) + "\n";
+        continue;
+      }
       removed.push_back(Json{{"job", r.job}, {"why", why}});
     }
     // Sockets without a registration (a job killed between bind and registering).
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(d, ec)) {
-      if (e.path().extension() != ".sock" || registered_sockets.count(e.path())) continue;
-      if (probe_socket(e.path()) == Liveness::kAlive) continue;
-      fs::remove(e.path(), ec);
-      removed.push_back(Json{{"job", e.path().stem().string()},
+    for (const std::string& name : socket_names(d)) {
+      if (registered_sockets.count(name)) continue;
+      if (probe_socket(d.path / name) == Liveness::kAlive) continue;
+      std::string refused;
+      if (!remove_socket_at(d, name, &refused)) continue;
+      removed.push_back(Json{{"job", fs::path(name).stem().string()},
                              {"why", "unregistered socket refuses connections"}});
     }
   }
@@ -195,8 +230,8 @@ ControlOutcome do_cleanup(const ControlArgs& a, const Environment& env) {
     return o;
   }
   for (const Json& r : removed)
-    o.out += "removed the stale endpoint of job '" + r["job"].get<std::string>() + "' (" +
-             r["why"].get<std::string>() + ")\n";
+    o.out += "removed the stale endpoint of job '" + terminal_safe(r["job"].get<std::string>()) +
+             "' (" + terminal_safe(r["why"].get<std::string>()) + ")\n";
   if (removed.empty()) o.out = "nothing to clean: no stale endpoints\n";
   return o;
 }

@@ -3,7 +3,8 @@
 // directly and trainer/app/control_command.cc only binds flags.
 //
 // Exit codes: 0 done; 1 the job is not there, not responding, or refused the request (the error
-// name is printed); 2 usage (a job id that cannot be one); 3 internal.
+// name is printed); 2 usage (a job id that cannot be one; a control directory that fails the
+// ownership/permission check of common/private_dir.h); 3 internal.
 #pragma once
 
 #include <string>

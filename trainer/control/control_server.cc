@@ -60,13 +60,14 @@ ControlServer::ControlServer(const ControlServerOptions& options) : options_(opt
   check_job_id(options_.job);
   FABKIT_ENFORCE(options_.io_timeout_ms > 0 && options_.max_connections > 0,
                  "bad ControlServerOptions");
-  ensure_private_dir(options_.control_dir);
-  socket_path_ = options_.control_dir / (options_.job + ".sock");
-  registration_path_ = options_.control_dir / (options_.job + ".json");
+  dir_ = open_control_dir(options_.control_dir, /*create=*/true);
+  socket_path_ = dir_.path / (options_.job + ".sock");
+  registration_path_ = dir_.path / (options_.job + ".json");
   sockaddr_un addr = unix_address(socket_path_);
 
-  std::error_code ec;
-  if (fs::exists(fs::symlink_status(socket_path_, ec))) {
+  struct stat st {};
+  const std::string socket_name = options_.job + ".sock";
+  if (::fstatat(dir_.fd.get(), socket_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (probe_socket(socket_path_) == Liveness::kAlive)
       throw UsageError("a job named '" + options_.job +
                        "' is already running on this node (socket " + socket_path_.string() +
@@ -75,13 +76,16 @@ ControlServer::ControlServer(const ControlServerOptions& options) : options_(opt
                        options_.job + "`");
     // A socket whose listener is on another host refuses connections here too: in a control
     // directory shared between nodes, "refused" does not mean "dead".
-    for (const Registration& r : read_registrations(options_.control_dir))
+    for (const Registration& r : read_registrations(dir_))
       if (r.job == options_.job && r.host != this_host())
-        throw UsageError("job id '" + options_.job + "' is registered in " +
-                         options_.control_dir.string() + " by host " + r.host +
+        throw UsageError("job id '" + options_.job + "' is registered in " + dir_.path.string() +
+                         " by host " + r.host +
                          ": that directory is shared between nodes; set "
                          "FABTRAIN_CONTROL_DIR to a node-local directory");
-    fs::remove(socket_path_, ec);  // a dead job's leftover
+    std::string why;
+    if (!remove_socket_at(dir_, socket_name, &why))  // a dead job's leftover
+      throw UsageError("cannot replace " + socket_path_.string() + ": " + why +
+                       "; remove it, or give this run another job name");
   }
 
   listen_fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -89,21 +93,25 @@ ControlServer::ControlServer(const ControlServerOptions& options) : options_(opt
   if (::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     throw SysErrorException({"bind", errno, socket_path_.string()});
   // bind creates the file with the umask's bits; nobody else can reach it meanwhile because the
-  // directory is 0700 (ensure_private_dir), so chmod after bind leaves no window.
-  if (::chmod(socket_path_.c_str(), 0600) != 0) {
+  // directory is 0700 (open_control_dir), so chmod after bind leaves no window.
+  auto unbind = [&] {
+    std::string ignored_why;
+    remove_socket_at(dir_, socket_name, &ignored_why);
+  };
+  if (::fchmodat(dir_.fd.get(), socket_name.c_str(), 0600, 0) != 0) {
     int e = errno;
-    fs::remove(socket_path_, ec);
+    unbind();
     throw SysErrorException({"chmod", e, socket_path_.string()});
   }
   if (::listen(listen_fd_.get(), options_.max_connections) != 0) {
     int e = errno;
-    fs::remove(socket_path_, ec);
+    unbind();
     throw SysErrorException({"listen", e, socket_path_.string()});
   }
   int p[2];
   if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
     int e = errno;
-    fs::remove(socket_path_, ec);
+    unbind();
     throw SysErrorException({"pipe2", e, "control server wake-up pipe"});
   }
   wake_read_.reset(p[0]);
@@ -119,7 +127,7 @@ ControlServer::ControlServer(const ControlServerOptions& options) : options_(opt
   try {
     write_file_atomically(registration_path_, to_json(r).dump(2) + "\n", 0600);
   } catch (...) {
-    fs::remove(socket_path_, ec);
+    unbind();
     throw;
   }
   thread_ = std::thread([this] { serve(); });
@@ -130,9 +138,9 @@ ControlServer::~ControlServer() {
   ssize_t ignored = ::write(wake_write_.get(), &byte, 1);
   (void)ignored;
   if (thread_.joinable()) thread_.join();
-  std::error_code ec;
-  fs::remove(socket_path_, ec);
-  fs::remove(registration_path_, ec);
+  std::string ignored_why;
+  remove_socket_at(dir_, options_.job + ".sock", &ignored_why);
+  remove_file_at(dir_, options_.job + ".json", &ignored_why);
 }
 
 Action ControlServer::poll() { return static_cast<Action>(pending_.exchange(0)); }

@@ -46,9 +46,10 @@ struct ControlServerOptions {
 
 class ControlServer {
  public:
-  // Creates the private directory, binds <dir>/<job>.sock (0600), writes <dir>/<job>.json and
-  // starts the thread. A live job with the same id -> UsageError naming it; a dead one's leftover
-  // endpoint is replaced. A socket path past sun_path's 108 bytes -> UsageError with the fix.
+  // Creates the private directory (or checks it: open_control_dir), binds <dir>/<job>.sock (0600),
+  // writes <dir>/<job>.json and starts the thread. A live job with the same id -> UsageError naming
+  // it; a dead one's leftover endpoint is replaced. A socket path past sun_path's 108 bytes ->
+  // UsageError with the fix.
   explicit ControlServer(const ControlServerOptions& options);
   // Stops the thread, removes the socket and the registration.
   ~ControlServer();
@@ -71,6 +72,7 @@ class ControlServer {
   std::string status_reply();
 
   ControlServerOptions options_;
+  PrivateDir dir_;  // the checked control directory; the socket and registration live in it
   std::filesystem::path socket_path_;
   std::filesystem::path registration_path_;
   UniqueFd listen_fd_;

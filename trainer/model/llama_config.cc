@@ -1,6 +1,10 @@
 #include "trainer/model/llama_config.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "common/errors.h"
@@ -18,16 +22,28 @@ class Fields {
 
   bool has(const std::string& f) const { return doc_.contains(f) && !doc_.at(f).is_null(); }
 
-  int64_t integer(const std::string& f, std::optional<int64_t> def, int64_t min_value) const {
+  // max_value: one of the limits in llama_config.h; unsigned integers past int64 (1e19) and
+  // floats such as 1e7 are refused by type or by that limit, never wrapped.
+  int64_t integer(const std::string& f, std::optional<int64_t> def, int64_t min_value,
+                  int64_t max_value = std::numeric_limits<int64_t>::max()) const {
     if (!has(f)) {
       if (def) return *def;
       fail(f, "is missing; HF Llama/Mistral configs always carry it");
     }
     const Json& v = doc_.at(f);
     if (!v.is_number_integer()) fail(f, "must be an integer, found " + v.dump());
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(max_value))
+      over_limit(f, v, max_value);
     int64_t x = v.get<int64_t>();
     if (x < min_value) fail(f, "must be >= " + std::to_string(min_value) + ", found " + v.dump());
+    if (x > max_value) over_limit(f, v, max_value);
     return x;
+  }
+
+  [[noreturn]] void over_limit(const std::string& f, const Json& v, int64_t max_value) const {
+    fail(f, "is " + v.dump() + ", over fabtrain's limit of " + std::to_string(max_value) +
+                " for it (several times any published Llama/Mistral; docs/trainer-model.md, "
+                "\"Limits\"): fix the value");
   }
 
   double number(const std::string& f, double def, bool positive) const {
@@ -86,19 +102,20 @@ LlamaConfig parse_llama_config(const Json& doc, const std::string& source) {
   if (model_type != "llama" && model_type != "mistral")
     f.fail("model_type", "is \"" + model_type + "\"; expected \"llama\" or \"mistral\"");
 
-  c.hidden_size = f.integer("hidden_size", std::nullopt, 1);
-  c.intermediate_size = f.integer("intermediate_size", std::nullopt, 1);
-  c.num_hidden_layers = f.integer("num_hidden_layers", std::nullopt, 1);
-  c.num_attention_heads = f.integer("num_attention_heads", std::nullopt, 1);
-  c.num_key_value_heads = f.integer("num_key_value_heads", c.num_attention_heads, 1);
-  c.vocab_size = f.integer("vocab_size", std::nullopt, 1);
-  c.max_position_embeddings = f.integer("max_position_embeddings", 2048, 1);
+  c.hidden_size = f.integer("hidden_size", std::nullopt, 1, kMaxHiddenSize);
+  c.intermediate_size = f.integer("intermediate_size", std::nullopt, 1, kMaxIntermediateSize);
+  c.num_hidden_layers = f.integer("num_hidden_layers", std::nullopt, 1, kMaxHiddenLayers);
+  c.num_attention_heads = f.integer("num_attention_heads", std::nullopt, 1, kMaxAttentionHeads);
+  c.num_key_value_heads =
+      f.integer("num_key_value_heads", c.num_attention_heads, 1, kMaxAttentionHeads);
+  c.vocab_size = f.integer("vocab_size", std::nullopt, 1, kMaxVocabSize);
+  c.max_position_embeddings = f.integer("max_position_embeddings", 2048, 1, kMaxPositionEmbeddings);
   if (c.num_attention_heads % c.num_key_value_heads != 0)
     f.fail("num_key_value_heads", "(" + std::to_string(c.num_key_value_heads) +
                                       ") must divide num_attention_heads (" +
                                       std::to_string(c.num_attention_heads) + ")");
   if (f.has("head_dim")) {
-    c.head_dim = f.integer("head_dim", std::nullopt, 2);
+    c.head_dim = f.integer("head_dim", std::nullopt, 2, kMaxHeadDim);
   } else {
     if (c.hidden_size % c.num_attention_heads != 0)
       f.fail("hidden_size", "(" + std::to_string(c.hidden_size) +
@@ -118,7 +135,8 @@ LlamaConfig parse_llama_config(const Json& doc, const std::string& source) {
   c.bos_token_id = f.token_id("bos_token_id");
   c.eos_token_id = f.token_id("eos_token_id");
   c.pad_token_id = f.token_id("pad_token_id");
-  if (f.has("sliding_window")) c.sliding_window = f.integer("sliding_window", std::nullopt, 1);
+  if (f.has("sliding_window"))
+    c.sliding_window = f.integer("sliding_window", std::nullopt, 1, kMaxPositionEmbeddings);
 
   // Variants this implementation does not compute: refuse instead of training a different model.
   if (f.text("hidden_act", "silu") != "silu")
@@ -135,7 +153,48 @@ LlamaConfig parse_llama_config(const Json& doc, const std::string& source) {
     if (id && *id >= c.vocab_size)
       throw UsageError(source + ": a special token id (" + std::to_string(*id) +
                        ") is >= vocab_size (" + std::to_string(c.vocab_size) + ")");
+  // Each field within its limit can still multiply into more than any host holds.
+  if (const int64_t n = parameter_count(c); n > kMaxParameters)
+    throw UsageError(
+        source + ": the model would have " + std::to_string(n) + " parameters (from hidden_size " +
+        std::to_string(c.hidden_size) + ", intermediate_size " +
+        std::to_string(c.intermediate_size) + ", num_hidden_layers " +
+        std::to_string(c.num_hidden_layers) + ", num_attention_heads " +
+        std::to_string(c.num_attention_heads) + " x head_dim " + std::to_string(c.head_dim) +
+        ", vocab_size " + std::to_string(c.vocab_size) + "), over fabtrain's limit of " +
+        std::to_string(kMaxParameters) + " (docs/trainer-model.md, \"Limits\"): fix the sizes");
   return c;
+}
+
+int64_t parameter_count(const LlamaConfig& c) {
+  // Each factor is within its limit (parse_llama_config), so no product here nears 2^63.
+  const int64_t h = c.hidden_size, q = c.num_attention_heads * c.head_dim,
+                kv = c.num_key_value_heads * c.head_dim;
+  const int64_t layer = h * q + 2 * h * kv + q * h + 3 * h * c.intermediate_size + 2 * h;
+  return c.vocab_size * h * (c.tie_word_embeddings ? 1 : 2) + c.num_hidden_layers * layer + h;
+}
+
+void check_model_fits_memory(const LlamaConfig& c, uint64_t memory_bytes,
+                             const std::string& source) {
+  const uint64_t need = static_cast<uint64_t>(parameter_count(c)) * sizeof(float);
+  if (memory_bytes == 0 || need <= memory_bytes) return;  // 0: unknown, let the allocation say
+  auto gib = [](uint64_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1ull << 30));
+    return std::string(buf);
+  };
+  throw UsageError(source + ": the model has " + std::to_string(parameter_count(c)) +
+                   " parameters; fabtrain builds them in float32 on each rank's CPU first (" +
+                   gib(need) + "), more than this host's memory (" + gib(memory_bytes) +
+                   "): use a smaller config (num_hidden_layers " +
+                   std::to_string(c.num_hidden_layers) + ", hidden_size " +
+                   std::to_string(c.hidden_size) + ", vocab_size " + std::to_string(c.vocab_size) +
+                   ") or a host with more memory");
+}
+
+uint64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
 LlamaConfig load_llama_config(const std::filesystem::path& path) {

@@ -34,10 +34,40 @@ struct LlamaConfig {
   std::optional<int64_t> sliding_window;
 };
 
+// Limits on the size fields, checked before anything is allocated: a config.json is a file
+// people edit, and num_hidden_layers = 1e7 used to allocate for 20 s before dying of bad_alloc.
+// Each is several times the largest published Llama/Mistral (Llama 3.1 405B: 126 layers, hidden
+// 16384, 128 heads, head_dim 128, intermediate 53248, vocab 128256; Llama 4 Scout: 10M
+// positions), so no real model meets them.
+inline constexpr int64_t kMaxHiddenLayers = 1024;
+inline constexpr int64_t kMaxHiddenSize = 65536;
+inline constexpr int64_t kMaxAttentionHeads = 1024;  // and key/value heads
+inline constexpr int64_t kMaxHeadDim = 1024;
+inline constexpr int64_t kMaxIntermediateSize = 262144;
+inline constexpr int64_t kMaxVocabSize = 4194304;            // 2^22
+inline constexpr int64_t kMaxPositionEmbeddings = 16777216;  // 2^24; also sliding_window
+// The fields' product: the parameters the model would have (2.5x Llama 3.1 405B). Every rank
+// builds the whole model on the CPU in float32 first, so a model is also refused when that would
+// not fit this host's memory (check_model_fits_memory).
+inline constexpr int64_t kMaxParameters = 1000000000000;  // 1e12
+
 // Parses an HF config.json. Throws UsageError naming the file and the field (missing, wrong
-// type, out of range, unsupported value) and what to change.
+// type, out of range, over a limit above, unsupported value) and what to change.
 LlamaConfig load_llama_config(const std::filesystem::path& path);
 LlamaConfig parse_llama_config(const Json& doc, const std::string& source);
+
+// The parameters LlamaModel(c) allocates: embeddings, each layer's four attention projections,
+// three MLP projections and two norms, the final norm, and lm_head unless tied. Exact (the model
+// test compares it with the built model); at most kMaxParameters for a parsed config.
+int64_t parameter_count(const LlamaConfig& c);
+
+// Building the model holds every parameter in float32 on the CPU (then converts to the run's
+// dtype): refuses, with UsageError naming `source`, the parameter count, the bytes needed and the
+// host's, a model that would not fit memory_bytes (the host's physical memory).
+void check_model_fits_memory(const LlamaConfig& c, uint64_t memory_bytes,
+                             const std::string& source);
+// This host's physical memory (sysconf), for check_model_fits_memory.
+uint64_t physical_memory_bytes();
 
 // The config.json HF transformers reads back (save_pretrained's field names).
 Json to_hf_json(const LlamaConfig& c);

@@ -65,6 +65,7 @@ LoadedModel load_pretrained(const fs::path& dir, const LoadOptions& options) {
                                     "(config.json [+ model.safetensors])");
   LoadedModel out;
   out.config = load_llama_config(dir / "config.json");
+  check_model_fits_memory(out.config, physical_memory_bytes(), (dir / "config.json").string());
   out.model = LlamaModel(out.config, options.dtype, options.seed);
   if (!SafetensorsCheckpoint::present_in(dir)) {
     if (fs::exists(dir / "pytorch_model.bin") || fs::exists(dir / "pytorch_model.bin.index.json"))

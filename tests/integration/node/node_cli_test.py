@@ -285,6 +285,24 @@ def test_nccl_log():
              "--json", "--expect", "IB"])
     check(p.returncode == 0, f"clean IB log: exit {p.returncode}: {p.stdout}")
 
+    # A WARN line carrying escape sequences (set the window title, clear the screen, a C1 CSI):
+    # the text report shows them, and sends none to the terminal, from a file or from stdin.
+    evil = "\x1b]0;pwned\x07\x1b[2J\u009b31m"
+    line = f"gpu-a01:1:1 [0] misc/socket.cc:50 NCCL WARN bad peer {evil}\n"
+    with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+        f.write("gpu-a01:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.20.0.7<0>\n" + line)
+    try:
+        for args, stdin in (([f.name], None), (["-"], open(f.name, "rb").read())):
+            p = subprocess.run([FABCHECK, "nccl-log"] + args, input=stdin, capture_output=True,
+                               env=clean_env())
+            out = p.stdout.decode("utf-8", "replace")
+            check(b"\x1b" not in p.stdout and b"\x07" not in p.stdout
+                  and "\u009b" not in out, f"raw escapes reached the terminal: {out!r}")
+            check("bad peer \\x1b]0;pwned\\x07\\x1b[2J\\u009b31m" in out,
+                  f"escapes not shown: {out!r}")
+    finally:
+        os.unlink(f.name)
+
 
 def test_nvidia_container_env():
     """What NVIDIA's CUDA/NGC images export (NCCL_VERSION, NV_LIBNCCL_*) is no NCCL setting: no

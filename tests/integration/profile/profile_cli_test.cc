@@ -150,6 +150,41 @@ TEST_F(ProfileCli, BadProfileIsExit2NamesFieldAndWritesNothing) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << entry.path();
 }
 
+// Issue #19, item 8, end to end: a bind apptainer would split and a 1 MiB value are exit 2 with
+// the value, the format and the reason named, and --out is left as it was.
+TEST_F(ProfileCli, EmitEnvRefusesWhatItsConsumersWouldSplitOrCannotCarry) {
+  write_file(dir() / "existing.env", "KEEP=1\n");
+  const std::string out = " --host sr-node --out " + q((dir() / "existing.env").string());
+  Json p = Json::parse(slurp(profile()));
+  p["container"]["binds"] = {"/etc,/srv"};
+  write_file(dir() / "comma.json", p.dump());
+  CliRun a = fabcheck(
+      "emit-env --format apptainer --profile " + q((dir() / "comma.json").string()) + out, true);
+  EXPECT_EQ(a.code, 2) << a.out;
+  EXPECT_NE(
+      a.out.find("emit-env --format apptainer: container bind path \"/etc,/srv\" contains ','"),
+      std::string::npos)
+      << a.out;
+  EXPECT_EQ(slurp(dir() / "existing.env"), "KEEP=1\n");
+
+  p["container"]["binds"] = Json::array();
+  p["settings"]["NCCL_TOPO_FILE"] = p["settings"]["NCCL_IB_TIMEOUT"];  // a whole setting
+  p["settings"]["NCCL_TOPO_FILE"]["value"] = "/" + std::string((1 << 20) - 1, 'a');
+  write_file(dir() / "long.json", p.dump());
+  for (const char* format : {"deepspeed", "shell", "json"}) {
+    CliRun l = fabcheck(std::string("emit-env --format ") + format + " --profile " +
+                            q((dir() / "long.json").string()) + out,
+                        true);
+    EXPECT_EQ(l.code, 2) << format;
+    EXPECT_NE(l.out.find("settings.NCCL_TOPO_FILE.value"), std::string::npos)
+        << l.out.substr(0, 500);
+    EXPECT_NE(l.out.find("is 1048576 bytes long, over the limit of 4096 bytes"), std::string::npos)
+        << l.out.substr(0, 500);
+    EXPECT_LT(l.out.size(), 2000u);
+    EXPECT_EQ(slurp(dir() / "existing.env"), "KEEP=1\n");
+  }
+}
+
 TEST_F(ProfileCli, UnknownFormatAndUnknownHostAreUsageErrors) {
   EXPECT_EQ(fabcheck("emit-env --profile " + q(profile()) + " --host sr-node --format yaml").code, 2);
   // A single-node profile has no per-host settings, so it applies to other hosts; validate

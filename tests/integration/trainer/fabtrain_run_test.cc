@@ -257,6 +257,8 @@ TEST_F(Fabtrain, WithoutSaveOnEachNodeNodeLocalDisksDoNotResume) {
   ASSERT_TRUE(first.ok()) << first.output();
   EXPECT_TRUE(fs::exists(out("node0") / "checkpoint-00000003" / "manifest.json"));
   EXPECT_FALSE(fs::exists(out("node1") / "checkpoint-00000003" / "manifest.json"));
+  // node1's shards were written where no manifest will ever vouch for them: not left behind.
+  EXPECT_FALSE(fs::exists(out("node1") / ".checkpoint-00000003.saving"));
   auto second = run_two_nodes(*this, {});
   ASSERT_TRUE(second.ok()) << second.output();
   EXPECT_EQ(second.output().find("resumed from step"), std::string::npos) << second.output();

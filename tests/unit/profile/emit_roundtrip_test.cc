@@ -6,9 +6,10 @@
 
 #include "common/errors.h"
 #include "common/file_reader.h"
-#include "reports/env/emitter.h"
 #include "profile/profile.h"
 #include "profile/resolver.h"
+#include "profile/value_rules.h"
+#include "reports/env/emitter.h"
 #include "test_util.h"
 #include "tests/support/ttar.h"
 
@@ -201,6 +202,106 @@ TEST_F(EmitRoundTrip, EveryFormatRefusesAnInvalidValue) {
       EXPECT_NE(std::string(e.what()).find("=eno1;reboot"), std::string::npos);
     }
   }
+}
+
+// Issue #19, item 8: bind and device paths go into flags that split on ',' and ':'. A bind of
+// "/etc,/srv" would reach apptainer as `--bind /etc,/srv:/etc,/srv:ro`: a read-write bind of
+// /etc and another of /srv:/etc,... Each container format refuses what its flags would split,
+// naming the path, the format and the flag; the other formats do not write these paths at all.
+TEST_F(EmitRoundTrip, ContainerFormatsRefusePathsTheirFlagsWouldSplit) {
+  auto message = [&](Format f, const EmitInput& in) -> std::string {
+    try {
+      emit(f, in);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EmitInput comma = in_;
+  comma.container.binds = {"/etc,/srv"};
+  std::string e = message(Format::kApptainer, comma);
+  EXPECT_NE(e.find("emit-env --format apptainer: container bind path \"/etc,/srv\" contains ','"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("--bind SRC:DST:OPTS,..."), std::string::npos) << e;
+  // docker -v splits on ':' only (',' separates the mode's options, after the second ':').
+  EXPECT_EQ(message(Format::kDocker, comma), "");
+  EXPECT_NE(emit(Format::kDocker, comma).find("-v /etc,/srv:/etc,/srv:ro"), std::string::npos);
+
+  EmitInput colon = in_;
+  colon.container.binds = {"/opt/a:/etc"};
+  for (Format f : {Format::kApptainer, Format::kDocker}) {
+    e = message(f, colon);
+    EXPECT_NE(e.find(std::string("emit-env --format ") + to_string(f) +
+                     ": container bind path \"/opt/a:/etc\" contains ':'"),
+              std::string::npos)
+        << e;
+  }
+  EmitInput device = in_;
+  device.container.devices = {"/dev/infiniband:/dev/sda"};
+  e = message(Format::kDocker, device);
+  EXPECT_NE(e.find("container device path \"/dev/infiniband:/dev/sda\" contains ':'"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("--device HOST:CONTAINER:PERMS"), std::string::npos) << e;
+  EXPECT_EQ(message(Format::kApptainer, device), "");  // apptainer shares /dev: no flag for it
+  // Formats without container flags carry the paths (json lists them) or do not mention them.
+  for (Format f :
+       {Format::kDeepspeed, Format::kShell, Format::kDotenv, Format::kSlurm, Format::kJson})
+    for (const EmitInput* in : {&comma, &colon, &device})
+      EXPECT_EQ(message(f, *in), "") << to_string(f);
+}
+
+// Values have a length limit (PATH_MAX), and so has the whole output: a 1 MiB value would break
+// every exec once sourced (Linux refuses an environment string over 128 KiB), and so would many
+// values near the limit together. Refused before any byte is produced.
+TEST_F(EmitRoundTrip, ValueAndOutputLengthLimits) {
+  const std::string longest = "/" + std::string(kMaxValueBytes - 1, 'a');
+  EmitInput in = in_;
+  int found = 0;
+  for (auto& r : in.settings)
+    if (r.name == "NCCL_TOPO_FILE") r.setting.value = longest, ++found;
+  ASSERT_EQ(found, 1);
+  for (Format f : {Format::kDeepspeed, Format::kShell, Format::kDotenv, Format::kSlurm,
+                   Format::kApptainer, Format::kDocker, Format::kJson})
+    EXPECT_NO_THROW(emit(f, in)) << to_string(f);
+
+  for (const size_t bytes : {kMaxValueBytes + 1, size_t{1} << 20}) {
+    for (auto& r : in.settings)
+      if (r.name == "NCCL_TOPO_FILE") r.setting.value = "/" + std::string(bytes - 1, 'a');
+    for (Format f : {Format::kDeepspeed, Format::kShell, Format::kDotenv, Format::kSlurm,
+                     Format::kApptainer, Format::kDocker, Format::kJson}) {
+      try {
+        emit(f, in);
+        ADD_FAILURE() << to_string(f) << " accepted a " << bytes << "-byte value";
+      } catch (const UsageError& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("NCCL_TOPO_FILE="), std::string::npos) << m;
+        EXPECT_NE(m.find("is " + std::to_string(bytes) + " bytes long, over the limit of 4096"),
+                  std::string::npos)
+            << m;
+        EXPECT_LT(m.size(), 1000u) << "the message quotes a shortened value";
+      }
+    }
+  }
+
+  // Every path within the limit, the whole over it: 20 binds of 4000 bytes.
+  EmitInput many = in_;
+  for (int i = 0; i < 20; ++i)
+    many.container.binds.push_back("/" + std::to_string(i) + std::string(3990, 'b'));
+  for (Format f : {Format::kApptainer, Format::kDocker, Format::kJson}) {
+    try {
+      emit(f, many);
+      ADD_FAILURE() << to_string(f) << " wrote more than " << kMaxEmitBytes << " bytes";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("emit-env --format ") + to_string(f) +
+                                           ": the output would be "),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("over the limit of 65536 bytes"), std::string::npos);
+    }
+  }
+  EXPECT_LE(emit(Format::kDeepspeed, many).size(), kMaxEmitBytes);  // writes no binds
 }
 
 TEST(EmitFormats, NamesRoundTrip) {

@@ -95,6 +95,25 @@ TEST(GpuReport, TextHasAHealthTableAndALinePerGpu) {
       << t;
 }
 
+// A saved report given to `fabcheck report` is untrusted text: what the GPU table prints from it
+// reaches the terminal as characters.
+TEST(GpuReport, TextOfAnUntrustedReportIsTerminalSafe) {
+  Json doc = faults();
+  doc["gpus"]["devices"][0]["health"]["clocks_event_reasons"]["reasons"] =
+      Json::array({"gpu_idle\x1b]0;owned\x07"});
+  doc["findings"].push_back({{"severity", "warn"},
+                             {"code", "gpu.x\x1b[2J"},
+                             {"subject", "0000:18:00.0"},
+                             {"message", "m"},
+                             {"fix", "f"}});
+  std::ostringstream out;
+  render_text(report_from_json(doc), out);
+  EXPECT_EQ(out.str().find('\x1b'), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("gpu_idle\\x1b]0;owned\\x07"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("GPU 0 (0000:18:00.0): warn gpu.x\\x1b[2J"), std::string::npos)
+      << out.str();
+}
+
 TEST(GpuReport, HtmlNodePageHasTheGpuTable) {
   std::string h = html::node_section(faults());
   EXPECT_NE(h.find("<h3>GPU health (NVML)</h3>"), std::string::npos);

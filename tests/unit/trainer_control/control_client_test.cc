@@ -29,7 +29,7 @@ long dead_pid() {
 
 // What a job killed with SIGKILL leaves: its registration, and a socket file nobody listens on.
 void make_stale_endpoint(const fs::path& dir, const std::string& job, long pid) {
-  ensure_private_dir(dir);
+  open_control_dir(dir, /*create=*/true);
   const fs::path sock = dir / (job + ".sock");
   {
     UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM, 0));

@@ -212,7 +212,7 @@ TEST(ControlServer, LeftoverOfAnotherHostIsNotTakenOver) {
   // node2's job is not dead.
   testing::TempDir t("ctl_shared");
   const fs::path dir = t.path() / "ctl";
-  ensure_private_dir(dir);
+  open_control_dir(dir, /*create=*/true);
   {
     UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
     sockaddr_un a = unix_address(dir / "run1.sock");

@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -99,6 +105,126 @@ TEST(Checkpoint, SaveTotalLimitPrunesOldestAndGatherRebuildsTensors) {
   EXPECT_EQ(g.params[1].first, "b");
   EXPECT_EQ(g.params[1].second.values, (std::vector<float>{4.0f, 4.5f, 5.0f}));
   EXPECT_EQ(g.params[0].second.shape, (std::vector<int64_t>{3, 2}));
+}
+
+// A checkpoint large enough that a small filesystem holds one copy of it, not two.
+std::vector<FlatShard> big_shards(float value) {
+  std::vector<FlatShard> s;
+  s.push_back(make_flat_shard("u0", {{"w", {512, 512}, 0, 0}}, 0, 1));
+  for (auto& sh : s) std::fill(sh.param.begin(), sh.param.end(), value);
+  return s;
+}
+
+uintmax_t bytes_under(const fs::path& dir) {
+  uintmax_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) n += e.file_size();
+  return n;
+}
+
+std::vector<std::string> entries(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A re-save of an existing step replaces it whole: the new contents, nothing left beside it.
+TEST(Checkpoint, ResaveOfAStepReplacesItWhole) {
+  fabkit::testing::TempDir dir("ckpt_resave");
+  auto comm = make_local_comm();
+  SaveRequest req{dir.path(), {}, Json::object(), "", 0};
+  req.state.step = 7;
+  auto shards = big_shards(1.0f);
+  auto opt = make_adamw(shards, {});
+  save_checkpoint(*comm, req, shards, *opt, nullptr);
+  shards = big_shards(2.0f);
+  save_checkpoint(*comm, req, shards, *opt, nullptr);
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"checkpoint-00000007"});
+  EXPECT_EQ(entries(dir.path() / "checkpoint-00000007"),
+            (std::vector<std::string>{"manifest.json", "rank-00000-of-00001.bin"}));
+  auto g = gather_checkpoint(dir.path() / "checkpoint-00000007");
+  EXPECT_EQ(g.params[0].second.values[0], 2.0f);
+}
+
+// Issue #19, item 10: re-saving step N (--no-resume) on a full disk used to remove the old
+// manifest first and leave no usable checkpoint. On a real full filesystem (a tmpfs the size of
+// one checkpoint and a half, mounted in a mount namespace of this test process), the failed
+// re-save must leave the old step loadable and its disk space free again.
+TEST(Checkpoint, FailedResaveOnAFullDiskKeepsTheOldCheckpoint) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a small tmpfs needs root";
+  if (::unshare(CLONE_NEWNS) != 0)
+    GTEST_SKIP() << "no private mount namespace (unshare: " << std::strerror(errno) << ")";
+  ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0)
+      << std::strerror(errno);
+
+  fabkit::testing::TempDir probe("ckpt_size");
+  auto comm = make_local_comm();
+  SaveRequest req{probe.path(), {}, Json::object(), "", 0};
+  req.state.step = 5;
+  auto shards = big_shards(1.0f);
+  auto opt = make_adamw(shards, {});
+  save_checkpoint(*comm, req, shards, *opt, nullptr);
+  const uintmax_t one = bytes_under(probe.path());
+  ASSERT_GT(one, 2u << 20) << "the checkpoint should dwarf the filesystem's own overhead";
+
+  fabkit::testing::TempDir dir("ckpt_full");
+  const fs::path out = dir.path() / "out";
+  fs::create_directories(out);
+  const std::string size = "size=" + std::to_string(one + one / 2);
+  ASSERT_EQ(::mount("tmpfs", out.c_str(), "tmpfs", 0, size.c_str()), 0) << std::strerror(errno);
+  struct Unmount {
+    fs::path p;
+    ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+  } unmount{out};
+
+  req.output_dir = out;
+  save_checkpoint(*comm, req, shards, *opt, nullptr);  // fits
+  shards = big_shards(2.0f);
+  try {
+    save_checkpoint(*comm, req, shards, *opt, nullptr);  // a second copy does not
+    FAIL() << "the re-save fit: the filesystem is not full enough to test anything";
+  } catch (const SysErrorException& e) {
+    EXPECT_EQ(e.error().err, ENOSPC) << e.what();
+  }
+  // The old checkpoint is whole and is what a resume finds; the failed attempt left nothing.
+  EXPECT_EQ(entries(out), std::vector<std::string>{"checkpoint-00000005"});
+  auto fresh = big_shards(0.0f);
+  auto opt2 = make_adamw(fresh, {});
+  std::vector<std::string> warnings;
+  auto st = resume_latest(*comm, out, fresh, *opt2, &warnings);
+  ASSERT_TRUE(st.has_value()) << "no usable checkpoint left";
+  EXPECT_EQ(st->step, 5);
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+  EXPECT_EQ(fresh[0].param[0], 1.0f);
+
+  // With room again, the re-save goes through and replaces it.
+  const std::string bigger = "size=" + std::to_string(3 * one);
+  ASSERT_EQ(::mount("tmpfs", out.c_str(), "tmpfs", MS_REMOUNT, bigger.c_str()), 0)
+      << std::strerror(errno);
+  save_checkpoint(*comm, req, shards, *opt, nullptr);
+  EXPECT_EQ(entries(out), std::vector<std::string>{"checkpoint-00000005"});
+  EXPECT_EQ(gather_checkpoint(out / "checkpoint-00000005").params[0].second.values[0], 2.0f);
+}
+
+// A crash between the two renames of a filesystem without RENAME_EXCHANGE leaves the old step
+// under .checkpoint-N.old: resume puts it back.
+TEST(Checkpoint, ResumeRecoversAStepLeftAsideByAnInterruptedSwap) {
+  fabkit::testing::TempDir dir("ckpt_swap");
+  auto comm = make_local_comm();
+  SaveRequest req{dir.path(), {}, Json::object(), "", 0};
+  req.state.step = 3;
+  auto shards = tiny_shards();
+  auto opt = make_adamw(shards, {});
+  save_checkpoint(*comm, req, shards, *opt, nullptr);
+  fs::rename(dir.path() / "checkpoint-00000003", dir.path() / ".checkpoint-00000003.old");
+  ASSERT_TRUE(list_checkpoints(dir.path()).empty());
+  auto fresh = tiny_shards();
+  auto opt2 = make_adamw(fresh, {});
+  auto st = resume_latest(*comm, dir.path(), fresh, *opt2, nullptr);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->step, 3);
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"checkpoint-00000003"});
 }
 
 }  // namespace

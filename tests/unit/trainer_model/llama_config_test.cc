@@ -106,6 +106,83 @@ TEST(LlamaConfig, IllTypedAndInvalidValues) {
   }
 }
 
+// Issue #19: num_hidden_layers = 1e7 allocated for 20 s before bad_alloc (exit 3). Every size
+// field has a named limit, and so has their product, checked before anything is allocated.
+TEST(LlamaConfig, SizeFieldsOverTheirLimitsAreNamed) {
+  struct Case {
+    const char* field;
+    int64_t limit;
+  } cases[] = {{"num_hidden_layers", kMaxHiddenLayers},
+               {"hidden_size", kMaxHiddenSize},
+               {"num_attention_heads", kMaxAttentionHeads},
+               {"num_key_value_heads", kMaxAttentionHeads},
+               {"head_dim", kMaxHeadDim},
+               {"vocab_size", kMaxVocabSize},
+               {"intermediate_size", kMaxIntermediateSize},
+               {"max_position_embeddings", kMaxPositionEmbeddings},
+               {"sliding_window", kMaxPositionEmbeddings}};
+  for (const auto& c : cases) {
+    for (const Json& value : {Json(10000000), Json(c.limit + 1), Json(10000000000000000000ull)}) {
+      if (value.is_number_integer() && value.is_number_unsigned() == false &&
+          value.get<int64_t>() <= c.limit)
+        continue;
+      Json j = Json::parse(kTiny);
+      j[c.field] = value;
+      const std::string m = message_of(j.dump());
+      EXPECT_NE(m.find("cfg.json: field \"" + std::string(c.field) + "\" is " + value.dump() +
+                       ", over fabtrain's limit of " + std::to_string(c.limit)),
+                std::string::npos)
+          << m;
+    }
+    Json j = Json::parse(kTiny);
+    j[c.field] = c.limit;  // at the limit: the field itself is accepted (other checks may not be)
+    const std::string m = message_of(j.dump());
+    EXPECT_EQ(m.find("over fabtrain's limit"), std::string::npos) << c.field << ": " << m;
+  }
+  // 1e7 written as a float is not an integer at all.
+  Json j = Json::parse(kTiny);
+  j["num_hidden_layers"] = 1e7;
+  EXPECT_NE(message_of(j.dump()).find("must be an integer"), std::string::npos);
+}
+
+TEST(LlamaConfig, ParameterProductOverTheLimitIsNamed) {
+  Json j = Json::parse(kTiny);
+  j["hidden_size"] = kMaxHiddenSize;
+  j["intermediate_size"] = kMaxIntermediateSize;
+  j["num_hidden_layers"] = kMaxHiddenLayers;
+  j["num_attention_heads"] = 64;
+  j["num_key_value_heads"] = 8;
+  const std::string m = message_of(j.dump());
+  EXPECT_NE(m.find("cfg.json: the model would have "), std::string::npos) << m;
+  EXPECT_NE(m.find("over fabtrain's limit of 1000000000000"), std::string::npos) << m;
+  EXPECT_NE(m.find("num_hidden_layers 1024"), std::string::npos) << m;
+}
+
+TEST(LlamaConfig, ModelThatWouldNotFitMemoryIsNamed) {
+  Json j = Json::parse(kTiny);
+  j["hidden_size"] = 4096;
+  j["intermediate_size"] = 11008;
+  j["num_hidden_layers"] = 32;
+  j["num_attention_heads"] = 32;
+  j["num_key_value_heads"] = 32;
+  j["vocab_size"] = 32000;
+  // Llama 2 7B's sizes (with kTiny's tied embeddings): within every limit.
+  const LlamaConfig c = parse_llama_config(j, "cfg.json");
+  EXPECT_EQ(parameter_count(c), 6607343616);
+  EXPECT_NO_THROW(check_model_fits_memory(c, 64ull << 30, "cfg.json"));
+  try {
+    check_model_fits_memory(c, 16ull << 30, "cfg.json");
+    FAIL() << "a 26 GB float32 model fit in 16 GiB";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("cfg.json: the model has 6607343616 parameters"), std::string::npos) << m;
+    EXPECT_NE(m.find("(24.6 GiB), more than this host's memory (16.0 GiB)"), std::string::npos)
+        << m;
+  }
+  EXPECT_NO_THROW(check_model_fits_memory(c, 0, "cfg.json"));  // memory unknown
+  EXPECT_GT(physical_memory_bytes(), 0u);
+}
+
 TEST(LlamaConfig, FileErrors) {
   testing::TempDir dir("llama_config");
   EXPECT_THROW(load_llama_config(dir.path() / "config.json"), UsageError);

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include "common/errors.h"
@@ -37,6 +39,19 @@ TEST(LlamaModel, HfNamesOrderAndShapes) {
   EXPECT_EQ(p[7].second.sizes(), (std::vector<int64_t>{32, 48}));  // down_proj
   LlamaModel t(tiny(true));
   EXPECT_EQ(t->hf_named_parameters().back().first, "model.norm.weight");
+}
+
+// parameter_count (what the config limits and the memory check reason about) is what the model
+// really allocates.
+TEST(LlamaModel, ParameterCountIsWhatTheModelAllocates) {
+  for (bool tied : {false, true})
+    for (int64_t kv : {1, 2, 4}) {
+      const LlamaConfig c = tiny(tied, kv);
+      LlamaModel m(c);
+      int64_t numel = 0;
+      for (const auto& p : m->parameters()) numel += p.numel();
+      EXPECT_EQ(parameter_count(c), numel) << "tied " << tied << ", kv heads " << kv;
+    }
 }
 
 TEST(LlamaModel, SeededInitFollowsHf) {
@@ -129,6 +144,25 @@ TEST_F(PretrainedTest, ConfigOnlyDirectoryStartsFromSeededInit) {
   LoadedModel b = load_pretrained(dir.path(), {torch::kFloat32, 5});
   EXPECT_TRUE(a.random_init);
   EXPECT_TRUE(at::equal(a.model->hf_named_parameters()[1].second, b.model->hf_named_parameters()[1].second));
+}
+
+// The report's case end to end: a config with num_hidden_layers 10000000 is refused at once with
+// the field and the limit (exit 2), not after 20 s of allocation (bad_alloc, exit 3).
+TEST_F(PretrainedTest, HugeConfigIsRefusedBeforeAnyAllocation) {
+  Json j = to_hf_json(tiny());
+  j["num_hidden_layers"] = 10000000;
+  testing::write_file(dir.path() / "config.json", j.dump());
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    load_pretrained(dir.path());
+    FAIL() << "a 10000000-layer model was built";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("field \"num_hidden_layers\" is 10000000, over "
+                                         "fabtrain's limit of 1024"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
 }
 
 TEST_F(PretrainedTest, SaveLoadRoundTripSingleAndSharded) {
