@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "fabkit/config.h"
 #include "fabric/gpu_active/gpu_active_check.h"
+#include "probes/gpu/gpu_facts.h"
 #include "probes/kernel_log/kernel_log_facts.h"
 #include "probes/node_probe.h"
 #include "reports/html/html_report.h"
@@ -35,8 +36,10 @@ struct NodeArgs {
   int drain_timeout_ms = 10000;
   std::string html;              // also write the report as HTML (docs/reports.md)
   bool no_progress = false;
-  std::string since;  // kernel log window: "2h", an RFC 3339 time; "" = since boot
-  bool active = false;  // the active GPU check (docs/gpu-node.md), after the passive probes
+  std::string nvml_replay;  // NVML answers recorded with --nvml-record instead of the driver's
+  std::string nvml_record;  // write this machine's NVML answers as a replayable fixture
+  std::string since;        // kernel log window: "2h", an RFC 3339 time; "" = since boot
+  bool active = false;      // the active GPU check (docs/gpu-node.md), after the passive probes
   double active_budget_s = probes::GpuActiveSettings{}.budget_s;
 };
 
@@ -45,6 +48,12 @@ void check_active_args(const NodeArgs& a) {
   if (a.active && !a.sysroot.empty())
     throw UsageError("--active measures this machine's GPUs and cannot run on a --sysroot tree (" +
                      a.sysroot + "): drop one of the two");
+  // The replayed gpus section would describe another machine than the GPUs measured.
+  if (a.active && !a.nvml_replay.empty())
+    throw UsageError(
+        "--active measures this machine's GPUs and cannot be combined with "
+        "--nvml-replay " +
+        a.nvml_replay + " (another machine's NVML answers)");
 }
 
 fabric::GpuActiveOptions active_options(const NodeArgs& a) {
@@ -92,6 +101,23 @@ int health_and_prom(const NodeArgs& a, const Environment& env, const Report& r) 
   return d.drain ? kExitFindings : kExitClean;
 }
 
+// --nvml-record FILE: what this machine's NVML answers, in the fixture format --nvml-replay reads
+// (docs/gpu-node.md). Its own NVML pass before the node check, which then reads NVML again.
+void record_nvml(const NodeArgs& a, const ProbeContext& ctx) {
+  if (!ctx.roots.live || ctx.options.nvml_replay)
+    throw UsageError(
+        "--nvml-record records this machine's NVML: it cannot be combined with "
+        "--sysroot or --nvml-replay");
+  check_output_path("--nvml-record", a.nvml_record);
+  probes::GpuFacts facts = probes::gather_gpu(ctx);
+  if (!facts.driver_loaded)
+    throw UsageError("--nvml-record: NVML is not usable here (" +
+                     facts.nvml_error.value_or("unknown reason") +
+                     "); run it on a node where `nvidia-smi` works");
+  write_file_output("--nvml-record", a.nvml_record,
+                    probes::nvml_fixture_from_facts(facts).dump(2) + "\n");
+}
+
 int run_node(const NodeArgs& a) {
   if (!a.html.empty()) check_output_path("--html", a.html);
   check_active_args(a);
@@ -106,6 +132,8 @@ int run_node(const NodeArgs& a) {
   } else {
     ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
   }
+  if (!a.nvml_replay.empty()) ctx.options.nvml_replay = a.nvml_replay;
+  if (!a.nvml_record.empty()) record_nvml(a, ctx);
   if (!a.peer.empty()) ctx.options.peer = a.peer;
   if (!a.topo.empty()) ctx.options.topo_file = a.topo;
   ctx.options.rdma_counter_interval_ms = a.counter_interval_ms;
@@ -159,6 +187,13 @@ void register_node_command(CLI::App& app, int* exit_code) {
                   "the short hostname)");
   sub->add_option("--drain-timeout-ms", args->drain_timeout_ms, "Bound on the scontrol call")
       ->check(CLI::Range(100, 120000));
+  sub->add_option("--nvml-replay", args->nvml_replay,
+                  "Use NVML answers recorded with --nvml-record (FILE) instead of this machine's "
+                  "driver; with --sysroot, the GPUs of a captured node")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--nvml-record", args->nvml_record,
+                  "Also write what this machine's NVML answers to FILE (a fixture for "
+                  "--nvml-replay and the tests' NVML fake)");
   auto* active =
       sub->add_flag("--active", args->active,
                     "Also measure the GPUs (bf16 GEMM, memory and PCIe copies, intra-node NCCL "

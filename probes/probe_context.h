@@ -33,6 +33,9 @@ struct NodeOptions {
   // within its 100 ms budget on a GPU node (issue #11) while a link that is failing now shows.
   // The PCIe AER totals are read twice at least this far apart too, across the other probes.
   int rdma_counter_interval_ms = 50;
+  // --nvml-replay FILE: NVML answers recorded with --nvml-record (on a GPU node) replayed through
+  // the fixture-driven NVML table instead of this machine's driver (docs/gpu-node.md).
+  std::optional<std::filesystem::path> nvml_replay;
   // The kernel log window; nullopt: every record since boot that the ring buffer still holds.
   std::optional<KernelLogSince> kernel_log_since;
 };

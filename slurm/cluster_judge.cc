@@ -174,6 +174,7 @@ ClusterJudgement judge_cluster(const ClusterFacts& f, const MatrixOptions& mo) {
   ClusterJudgement j;
   // 1. Node checks: the ones that failed to run, then the nodes' own findings by code.
   j.node_reports.resize(f.nodes.size());
+  j.gpu_health.resize(f.nodes.size());
   std::vector<std::pair<std::string, const std::vector<Finding>*>> node_findings;
   for (size_t i = 0; i < f.nodes.size(); ++i) {
     const auto& n = f.nodes[i];
@@ -194,6 +195,7 @@ ClusterJudgement judge_cluster(const ClusterFacts& f, const MatrixOptions& mo) {
                                 "install the same fabcheck version on every node"));
       continue;
     }
+    j.gpu_health[i] = node_gpu_health(n.report, j.node_reports[i].findings);
     NodeDriftFacts d{n.host, drift_facts_from_node_report(n.report)};
     std::string nccl = nccl_version_of(f.pairs, n.host);
     if (!nccl.empty()) d.values["nccl_version"] = nccl;

@@ -4,6 +4,7 @@
 // reports/json/cluster_json.h renders the judgement as the "cluster" section.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "slurm/cluster_runner.h"
 #include "slurm/drift_judge.h"
 #include "slurm/matrix_judge.h"
+#include "slurm/node_gpu_health.h"
 
 namespace fabkit::slurm {
 
@@ -35,6 +37,7 @@ struct ClusterJudgement {
   std::vector<Finding> findings;
   std::vector<Report> node_reports;   // per node in host order; empty where the check failed
   std::vector<NodeDriftFacts> drift;  // the nodes whose report came back
+  std::vector<std::optional<NodeGpuHealth>> gpu_health;  // per node; nullopt where the check failed
   std::vector<PairMeasurement> measurements;  // per pair run, in run order
   MatrixVerdict matrix;
 };

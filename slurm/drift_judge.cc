@@ -45,6 +45,15 @@ const Kind kKinds[] = {
     {"gid_v2_index:", "cluster.drift_gid", "RoCE v2 GID index",
      "NCCL_IB_GID_INDEX is one value for the whole job: give every node the same GID layout (the "
      "same address families on the RoCE netdev, no extra IPv6/VLAN addresses on one node only)"},
+    {"gpu_driver", "cluster.drift_gpu_driver", "NVIDIA driver version",
+     "install the driver the other nodes run (one driver package/version across the cluster; "
+     "the fabric manager, where NVSwitch is used, at the same version), then reboot"},
+    {"gpu_vbios:", "cluster.drift_gpu_vbios", "GPU VBIOS",
+     "update the GPU firmware to the other nodes' version (the server vendor's or NVIDIA's "
+     "firmware update package for this board), then reboot; `nvidia-smi -q | grep -i vbios`"},
+    {"gpu_inforom:", "cluster.drift_gpu_inforom", "GPU InfoROM image",
+     "update the GPU firmware bundle (the InfoROM image comes with it) to the other nodes' "
+     "version; `nvidia-smi -q | grep -i -A4 inforom`"},
     {"gid_types:", "cluster.drift_gid", "GID table types",
      "give every node the same GID layout (the same addresses on the RoCE netdev, RoCE v2 "
      "enabled: `cma_roce_mode -d DEV -p PORT -m 2`)"},
@@ -80,6 +89,7 @@ std::map<std::string, std::string> drift_facts_from_node_report(const Json& r) {
         out["mtu:" + i["name"].get<std::string>()] = text_of(i["mtu"]);
     }
   }
+  add_gpu_drift_facts(r, out);
   if (const Json* rdma = section(r, "rdma")) {
     // The set of devices, so a node that lost one (driver not loaded, a dead card) stands out;
     // only when the section lists its devices (an empty list is "none", not "unknown").

@@ -21,15 +21,24 @@ namespace fabkit::slurm {
 //   mtu:<ifname>            -> cluster.drift_mtu
 //   gid_v2_index:<hca>:<p>  -> cluster.drift_gid   (NCCL_IB_GID_INDEX is one value per job)
 //   gid_types:<hca>:<p>     -> cluster.drift_gid
+//   gpu_driver              -> cluster.drift_gpu_driver   (the NVIDIA driver version)
+//   gpu_vbios:<model>       -> cluster.drift_gpu_vbios    (the VBIOS versions of that model's GPUs)
+//   gpu_inforom:<model>     -> cluster.drift_gpu_inforom  (their InfoROM image versions)
 struct NodeDriftFacts {
   std::string host;
   std::map<std::string, std::string> values;
 };
 
-// From one node report (kind "node"): memlock soft limit, the set of HCAs, every HCA's fw_ver, the
-// MTU of every running interface that is not loopback, per HCA port the RoCE v2 GID index and the
-// GID types by index. Absent or null fields give no key (unknown is not a difference).
+// From one node report (kind "node"): memlock soft limit, the set of HCAs, every HCA's fw_ver (the
+// NIC firmware), the MTU of every running interface that is not loopback, per HCA port the RoCE
+// v2 GID index and the GID types by index, and the GPU driver/VBIOS/InfoROM versions. Absent or
+// null fields give no key (unknown is not a difference).
 std::map<std::string, std::string> drift_facts_from_node_report(const Json& report);
+
+// The GPU keys (gpu_drift.cc) from the report's `gpus` section: the driver version, and per GPU
+// model the sorted distinct VBIOS and InfoROM image versions of its GPUs ("a, b" when one node
+// mixes two).
+void add_gpu_drift_facts(const Json& report, std::map<std::string, std::string>& out);
 
 std::vector<Finding> judge_drift(const std::vector<NodeDriftFacts>& nodes);
 

@@ -6,7 +6,10 @@ reads it) and `ibv_devinfo` (the RDMA devices). A reference tool that is absent 
 reason printed. Ratios are medians of per-round ratios. fabcheck's own GPU-probe time
 (gpus.query_ms) is reported beside, to separate NVML from the rest.
 Target: <= 100 ms per node check, also on a GPU node.
-usage: node_bench.py FABCHECK [N]"""
+Without a GPU, `--nvml-replay FILE` (extra arguments go to fabcheck node) runs the whole check with
+a recorded 8-GPU node's NVML answers, e.g. tests/fixtures/nvml/h100_sxm_8gpu_healthy.json: every
+probe and judge runs, only the NVML calls themselves are the fake's.
+usage: node_bench.py FABCHECK [N [FABCHECK NODE ARGS...]]"""
 import json
 import shutil
 import statistics
@@ -19,7 +22,10 @@ N = int(sys.argv[2]) if len(sys.argv) > 2 else 30
 TARGET_MS = 100.0
 FAB = "fabcheck node --json"
 
-contenders = {FAB: [FABCHECK, "node", "--json"], "/bin/true": ["/bin/true"]}
+EXTRA = sys.argv[3:]
+if EXTRA:
+    FAB = "fabcheck node --json " + " ".join(EXTRA)
+contenders = {FAB: [FABCHECK, "node", "--json"] + EXTRA, "/bin/true": ["/bin/true"]}
 skipped = {}
 for name, argv in (("ip -j addr", ["ip", "-j", "addr"]), ("nvidia-smi -L", ["nvidia-smi", "-L"]),
                    ("ibv_devinfo", ["ibv_devinfo"])):

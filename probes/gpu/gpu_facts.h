@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/finding.h"
 #include "common/json.h"
+#include "probes/gpu/gpu_health_facts.h"
 #include "probes/gpu/nvml_api.h"
 #include "probes/probe_context.h"
 
@@ -27,6 +29,8 @@ struct GpuDevice {
   std::optional<uint64_t> memory_bytes;
   std::optional<std::string> compute_capability;  // "9.0"
   std::vector<std::string> errors;     // NVML calls that failed for this GPU, each named
+  std::map<std::string, int> error_codes;  // the same by call: NVML's return code
+  GpuHealth health;                        // gpu_health_facts.h
 };
 
 struct GpuFacts {
@@ -43,15 +47,27 @@ struct GpuFacts {
   std::vector<std::string> errors;       // node-level NVML calls that failed, each named
   std::optional<std::string> cuda_visible_devices;  // from the environment snapshot
   double query_ms = 0;                   // wall time of load + init + queries + shutdown
+  std::optional<std::string> replay;     // --nvml-replay FILE: NVML answers recorded elsewhere
 };
 
-// Loads the real NVML (nvml::load_library) unless under --sysroot.
+// Loads the real NVML (nvml::load_library) unless under --sysroot; with --nvml-replay FILE
+// (ctx.options.nvml_replay) the recorded answers in FILE stand in for NVML, also under --sysroot.
+// Throws std::invalid_argument naming the file and field of a malformed replay file.
 GpuFacts gather_gpu(const ProbeContext& ctx);
 // The same through a given library (the fake in tests). Reads the sysfs numa_node under
-// ctx.roots when NVML cannot say.
-GpuFacts gather_gpu(const ProbeContext& ctx, const nvml::Library& lib);
+// ctx.roots when NVML cannot say, and names the processes on a GPU from ctx.roots.proc unless
+// name_processes is false (answers recorded on another machine: its PIDs are not ours).
+GpuFacts gather_gpu(const ProbeContext& ctx, const nvml::Library& lib, bool name_processes = true);
+// The health queries of one GPU (gpu_health_gather.cc), after its inventory.
+void gather_gpu_health(const ProbeContext& ctx, const nvml::Table& t, nvml::Device h,
+                       bool name_processes, GpuDevice& d);
+// The recorded answers of this machine's NVML in the fixture format nvml_fake.h reads
+// (`fabcheck node --nvml-record FILE`): the same facts, replayable with --nvml-replay.
+Json nvml_fixture_from_facts(const GpuFacts& facts);
 // Pure. nvidia_pci_gpus: NVIDIA GPUs the locality probe found by PCI identity (nullopt: unknown).
 std::vector<Finding> judge_gpu(const GpuFacts& facts, std::optional<int> nvidia_pci_gpus);
+// Pure: the health findings of every GPU (gpu_health_judge.cc); judge_gpu includes them.
+std::vector<Finding> judge_gpu_health(const GpuFacts& facts);
 Json to_json(const GpuFacts& facts);
 
 }  // namespace fabkit::probes

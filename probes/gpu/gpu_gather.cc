@@ -1,7 +1,15 @@
 #include <chrono>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
+#include <stdexcept>
+#include <string>
 
+#include "common/errors.h"
+#include "common/file_reader.h"
 #include "probes/gpu/gpu_facts.h"
+#include "probes/gpu/nvml_call.h"
+#include "probes/gpu/nvml_fake.h"
 #include "topo/pci_bus_id.h"
 
 namespace fabkit::probes {
@@ -11,10 +19,7 @@ std::string version_text(int v) {  // the CUDA driver API encodes 13.0 as 13000
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
-// "<call>: <nvmlErrorString> (NVML error N)"
-std::string named(const nvml::Table& t, const char* call, nvml::Return r) {
-  return std::string(call) + ": " + nvml::describe(t, r);
-}
+using gpu_detail::named;
 
 // sysfs numa_node of the PCI device: -1 means the device is not local to one node.
 std::optional<int> sysfs_numa_node(const ProbeContext& ctx, const std::string& bus_id) {
@@ -24,42 +29,48 @@ std::optional<int> sysfs_numa_node(const ProbeContext& ctx, const std::string& b
   return node;
 }
 
-GpuDevice query_device(const ProbeContext& ctx, const nvml::Table& t, unsigned index) {
+GpuDevice query_device(const ProbeContext& ctx, const nvml::Table& t, unsigned index,
+                       bool name_processes) {
   GpuDevice d;
   d.index = static_cast<int>(index);
   nvml::Device h = nullptr;
   nvml::Return r = t.device_handle(index, &h);
   if (r != nvml::kSuccess) {
     d.errors.push_back(named(t, "nvmlDeviceGetHandleByIndex_v2", r));
+    d.error_codes["nvmlDeviceGetHandleByIndex_v2"] = r;
     return d;
   }
   char text[nvml::kNameBufferSize] = {};
+  auto failed = [&](const char* call) {
+    d.errors.push_back(named(t, call, r));
+    d.error_codes[call] = r;
+  };
   if ((r = t.device_name(h, text, sizeof text)) == nvml::kSuccess)
     d.name = text;
   else
-    d.errors.push_back(named(t, "nvmlDeviceGetName", r));
+    failed("nvmlDeviceGetName");
   char uuid[nvml::kUuidBufferSize] = {};
   if ((r = t.device_uuid(h, uuid, sizeof uuid)) == nvml::kSuccess)
     d.uuid = uuid;
   else
-    d.errors.push_back(named(t, "nvmlDeviceGetUUID", r));
+    failed("nvmlDeviceGetUUID");
   nvml::PciInfo pci{};
   if ((r = t.device_pci_info(h, &pci)) == nvml::kSuccess) {
     pci.bus_id[sizeof pci.bus_id - 1] = '\0';
     d.bus_id = topo::normalize_bus_id(pci.bus_id).value_or(pci.bus_id);
   } else {
-    d.errors.push_back(named(t, "nvmlDeviceGetPciInfo_v3", r));
+    failed("nvmlDeviceGetPciInfo_v3");
   }
   nvml::Memory mem{};
   if ((r = t.device_memory(h, &mem)) == nvml::kSuccess)
     d.memory_bytes = mem.total;
   else
-    d.errors.push_back(named(t, "nvmlDeviceGetMemoryInfo", r));
+    failed("nvmlDeviceGetMemoryInfo");
   int major = 0, minor = 0;
   if ((r = t.device_compute_capability(h, &major, &minor)) == nvml::kSuccess)
     d.compute_capability = std::to_string(major) + "." + std::to_string(minor);
   else
-    d.errors.push_back(named(t, "nvmlDeviceGetCudaComputeCapability", r));
+    failed("nvmlDeviceGetCudaComputeCapability");
   // NVML's answer first; NOT_SUPPORTED (or an old driver without the call) falls back to the
   // kernel's view of the same PCI device, which is what NVML reads on most platforms anyway.
   if (t.device_numa_node) {
@@ -69,17 +80,21 @@ GpuDevice query_device(const ProbeContext& ctx, const nvml::Table& t, unsigned i
       d.numa_node = static_cast<int>(node);
       d.numa_source = "nvml";
     } else if (r != nvml::kErrorNotSupported) {
-      d.errors.push_back(named(t, "nvmlDeviceGetNumaNodeId", r));
+      failed("nvmlDeviceGetNumaNodeId");
     }
   }
   if (!d.numa_node && !d.bus_id.empty()) {
     d.numa_node = sysfs_numa_node(ctx, d.bus_id);
     if (d.numa_node) d.numa_source = "sysfs";
   }
+  // A GPU that fell off the bus answers nothing else; its inventory errors say so already.
+  bool lost = false;
+  for (const auto& [call, code] : d.error_codes) lost = lost || code == nvml::kErrorGpuIsLost;
+  if (!lost) gather_gpu_health(ctx, t, h, name_processes, d);
   return d;
 }
 
-void query(const ProbeContext& ctx, const nvml::Table& t, GpuFacts& f) {
+void query(const ProbeContext& ctx, const nvml::Table& t, bool name_processes, GpuFacts& f) {
   nvml::Return r = t.init();
   if (r != nvml::kSuccess) {
     f.nvml_init_code = r;
@@ -100,26 +115,50 @@ void query(const ProbeContext& ctx, const nvml::Table& t, GpuFacts& f) {
   unsigned count = 0;
   if ((r = t.device_count(&count)) == nvml::kSuccess) {
     f.count = static_cast<int>(count);
-    for (unsigned i = 0; i < count; ++i) f.devices.push_back(query_device(ctx, t, i));
+    for (unsigned i = 0; i < count; ++i)
+      f.devices.push_back(query_device(ctx, t, i, name_processes));
   } else {
     f.errors.push_back(named(t, "nvmlDeviceGetCount_v2", r));
   }
   if ((r = t.shutdown()) != nvml::kSuccess) f.errors.push_back(named(t, "nvmlShutdown", r));
 }
 
+// The fixture-driven NVML table over a file written by --nvml-record; UsageError naming the file
+// and what is wrong with it otherwise.
+nvml::Library replay_library(const std::string& path) {
+  const std::string fix = "; give a file written by `fabcheck node --nvml-record FILE`";
+  // Sized to the file: read_text zero-fills its whole cap first, and 16 MiB of page faults cost
+  // ~25 ms of the node check's 100 ms budget (measured with perf on a 5 KB fixture).
+  constexpr uintmax_t kMaxBytes = 16u << 20;  // a recorded 8-GPU node is ~25 KB
+  std::error_code ec;
+  uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxBytes)
+    throw UsageError("--nvml-replay " + path + ": " + std::to_string(size) +
+                     " bytes, larger than any recorded node (16 MiB)" + fix);
+  auto text = read_text(path, ec ? kMaxBytes : static_cast<size_t>(size) + 1);
+  if (!ok(text)) throw UsageError("--nvml-replay " + path + ": " + error(text).to_string() + fix);
+  Json fixture = Json::parse(value(text), nullptr, /*allow_exceptions=*/false);
+  if (fixture.is_discarded()) throw UsageError("--nvml-replay " + path + ": not valid JSON" + fix);
+  try {
+    return nvml::fake_library(fixture);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--nvml-replay " + path + ": " + e.what() + fix);
+  }
+}
+
 }  // namespace
 
-GpuFacts gather_gpu(const ProbeContext& ctx, const nvml::Library& lib) {
+GpuFacts gather_gpu(const ProbeContext& ctx, const nvml::Library& lib, bool name_processes) {
   GpuFacts f;
   f.cuda_visible_devices = ctx.env.get("CUDA_VISIBLE_DEVICES");
   auto start = std::chrono::steady_clock::now();
-  if (!ctx.roots.live) {
+  if (!ctx.roots.live && !ctx.options.nvml_replay) {
     f.skipped = true;  // NVML would describe this machine, not the captured tree
   } else if (!lib.loaded) {
     f.nvml_error = lib.error;
   } else {
     f.nvml_loaded = true;
-    query(ctx, lib.table, f);
+    query(ctx, lib.table, name_processes, f);
   }
   f.query_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -127,6 +166,14 @@ GpuFacts gather_gpu(const ProbeContext& ctx, const nvml::Library& lib) {
 }
 
 GpuFacts gather_gpu(const ProbeContext& ctx) {
+  if (ctx.options.nvml_replay) {
+    const std::string path = ctx.options.nvml_replay->string();
+    nvml::Library lib = replay_library(path);
+    // Recorded on another machine: its PIDs are ours only inside its own captured tree.
+    GpuFacts f = gather_gpu(ctx, lib, !ctx.roots.live);
+    f.replay = path;
+    return f;
+  }
   if (!ctx.roots.live) return gather_gpu(ctx, nvml::Library{});
   auto start = std::chrono::steady_clock::now();
   nvml::Library lib = nvml::load_library();

@@ -1,4 +1,5 @@
 #include "probes/gpu/gpu_facts.h"
+#include "probes/gpu/gpu_judge_detail.h"
 
 namespace fabkit::probes {
 namespace {
@@ -40,9 +41,10 @@ std::vector<Finding> judge_gpu(const GpuFacts& f, std::optional<int> nvidia_pci_
   out.push_back(info("gpu.found", "NVML",
                      std::to_string(f.count) + " NVIDIA GPU(s), driver " +
                          f.driver_version.value_or("unknown") + ", CUDA driver API " +
-                         f.cuda_driver_version.value_or("unknown")));
+                         f.cuda_driver_version.value_or("unknown") +
+                         (f.replay ? " (replayed from " + *f.replay + ")" : "")));
   for (const auto& d : f.devices) {
-    std::string subject = d.bus_id.empty() ? "GPU " + std::to_string(d.index) : d.bus_id;
+    std::string subject = gpu_detail::subject_of(d);
     out.push_back(info("gpu.device", subject,
                        "GPU " + std::to_string(d.index) + ": " +
                            (d.name.empty() ? "name unknown" : d.name) + ", " + numa_text(d) +
@@ -59,6 +61,7 @@ std::vector<Finding> judge_gpu(const GpuFacts& f, std::optional<int> nvidia_pci_
   }
   for (const auto& e : f.errors)
     out.push_back(warn("gpu.query_failed", "NVML", "NVML call failed: " + e, kDriverFix));
+  for (auto& h : judge_gpu_health(f)) out.push_back(std::move(h));
   if (nvidia_pci_gpus && f.count < on_bus)
     out.push_back(warn("gpu.count_mismatch", "NVML",
                        "the driver manages " + std::to_string(f.count) + " GPU(s) but " +
@@ -80,7 +83,8 @@ Json to_json(const GpuFacts& f) {
                        {"numa_source", d.numa_source.empty() ? Json(nullptr) : Json(d.numa_source)},
                        {"memory_bytes", opt(d.memory_bytes)},
                        {"compute_capability", opt(d.compute_capability)},
-                       {"errors", d.errors}});
+                       {"errors", d.errors},
+                       {"health", to_json(d.health)}});
   return {{"source", f.source},
           {"skipped", f.skipped},
           {"nvml_loaded", f.nvml_loaded},
@@ -92,7 +96,8 @@ Json to_json(const GpuFacts& f) {
           {"devices", devices},
           {"errors", f.errors},
           {"cuda_visible_devices", opt(f.cuda_visible_devices)},
-          {"query_ms", f.query_ms}};
+          {"query_ms", f.query_ms},
+          {"nvml_replay", opt(f.replay)}};
 }
 
 }  // namespace fabkit::probes

@@ -19,6 +19,47 @@ bool bind(void* handle, const char* name, F* out, std::string* error) {
   return true;
 }
 
+// An entry point a driver may predate: null, and its name in `missing`, when absent.
+template <typename F>
+void bind_optional(void* handle, const char* name, F* out, std::vector<std::string>* missing) {
+  std::string ignored;
+  if (!bind(handle, name, out, &ignored)) {
+    *out = nullptr;
+    missing->push_back(name);
+  }
+}
+
+// The health entry points, newest names first where NVML renamed or versioned a call.
+void bind_health(void* h, Table& t, std::vector<std::string>* m) {
+  bind_optional(h, "nvmlDeviceGetEccMode", &t.ecc_mode, m);
+  bind_optional(h, "nvmlDeviceGetTotalEccErrors", &t.total_ecc_errors, m);
+  bind_optional(h, "nvmlDeviceGetRetiredPages", &t.retired_pages, m);
+  bind_optional(h, "nvmlDeviceGetRetiredPagesPendingStatus", &t.retired_pages_pending, m);
+  bind_optional(h, "nvmlDeviceGetRemappedRows", &t.remapped_rows, m);
+  bind_optional(h, "nvmlDeviceGetCurrentClocksEventReasons", &t.clocks_event_reasons, m);
+  bind_optional(h, "nvmlDeviceGetCurrentClocksThrottleReasons", &t.clocks_throttle_reasons, m);
+  bind_optional(h, "nvmlDeviceGetTemperatureV", &t.temperature_v, m);
+  bind_optional(h, "nvmlDeviceGetTemperature", &t.temperature, m);
+  bind_optional(h, "nvmlDeviceGetTemperatureThreshold", &t.temperature_threshold, m);
+  bind_optional(h, "nvmlDeviceGetPersistenceMode", &t.persistence_mode, m);
+  bind_optional(h, "nvmlDeviceGetCurrPcieLinkGeneration", &t.curr_pcie_generation, m);
+  bind_optional(h, "nvmlDeviceGetCurrPcieLinkWidth", &t.curr_pcie_width, m);
+  bind_optional(h, "nvmlDeviceGetMaxPcieLinkGeneration", &t.max_pcie_generation, m);
+  bind_optional(h, "nvmlDeviceGetMaxPcieLinkWidth", &t.max_pcie_width, m);
+  bind_optional(h, "nvmlDeviceGetNvLinkState", &t.nvlink_state, m);
+  bind_optional(h, "nvmlDeviceGetNvLinkErrorCounter", &t.nvlink_error_counter, m);
+  bind_optional(h, "nvmlDeviceGetGpuFabricInfoV", &t.gpu_fabric_info_v, m);
+  bind_optional(h, "nvmlDeviceGetGpuFabricInfo", &t.gpu_fabric_info, m);
+  bind_optional(h, "nvmlDeviceGetComputeRunningProcesses_v3", &t.compute_processes_v3, m);
+  bind_optional(h, "nvmlDeviceGetComputeRunningProcesses_v2", &t.compute_processes_v2, m);
+  bind_optional(h, "nvmlDeviceGetMigMode", &t.mig_mode, m);
+  bind_optional(h, "nvmlDeviceGetComputeMode", &t.compute_mode, m);
+  bind_optional(h, "nvmlDeviceGetVbiosVersion", &t.vbios_version, m);
+  bind_optional(h, "nvmlDeviceGetInforomImageVersion", &t.inforom_image_version, m);
+  bind_optional(h, "nvmlDeviceGetSerial", &t.serial, m);
+  bind_optional(h, "nvmlDeviceGetBoardPartNumber", &t.board_part_number, m);
+}
+
 }  // namespace
 
 Library load_library(const std::string& soname) {
@@ -49,9 +90,8 @@ Library load_library(const std::string& soname) {
     lib.handle.reset();
     return lib;
   }
-  std::string optional_missing;
-  if (!bind(h, "nvmlDeviceGetNumaNodeId", &t.device_numa_node, &optional_missing))
-    t.device_numa_node = nullptr;
+  bind_optional(h, "nvmlDeviceGetNumaNodeId", &t.device_numa_node, &lib.missing);
+  bind_health(h, t, &lib.missing);
   lib.loaded = true;
   lib.error.clear();
   return lib;

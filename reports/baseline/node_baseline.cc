@@ -120,6 +120,7 @@ NodeBaselineResult compare_node_baseline(const Json& old_doc, const Json& new_do
                               fmt(*r.old_gpus) + " in the baseline, " + fmt(*r.new_gpus) + " now",
                               "nvidia-smi -L; dmesg | grep -i xid: a GPU fell off the bus or the "
                               "driver failed to bind it; drain the node"));
+  r.gpu_health = compare_gpu_health(old_doc, new_doc, r.findings);
   r.pcie = compare_pcie_baseline(old_doc, new_doc);
   for (const auto& f : r.pcie.findings) r.findings.push_back(f);
   r.gpu_active = compare_gpu_active(old_doc, new_doc);
@@ -143,11 +144,21 @@ Json node_baseline_to_json(const NodeBaselineResult& r, const std::string& old_p
   auto count = [](const std::optional<double>& v) {
     return v ? Json(static_cast<int64_t>(*v)) : Json(nullptr);
   };
+  Json health = Json::array();
+  for (const auto& g : r.gpu_health)
+    health.push_back({{"gpu", g.gpu},
+                      {"uuid", g.uuid},
+                      {"ecc_counter", g.ecc_counter.empty() ? Json() : Json(g.ecc_counter)},
+                      {"ecc_uncorrected_new", count(g.ecc_uncorrected_new)},
+                      {"ecc_corrected_new", count(g.ecc_corrected_new)},
+                      {"remapped_rows_new", count(g.remapped_rows_new)},
+                      {"nvlink_errors_new", count(g.nvlink_errors_new)}});
   Json j = {{"baseline_version", 1},
             {"old", old_path},
             {"new", new_path},
             {"ports", ports},
             {"gpus", {{"old", count(r.old_gpus)}, {"new", count(r.new_gpus)}}},
+            {"gpu_health", health},
             {"pcie", pcie_baseline_to_json(r.pcie)}};
   // Only when a report ran `fabcheck node --active`, so older baselines read as before.
   if (r.gpu_active.present) j["gpu_active"] = gpu_active_baseline_json(r.gpu_active);
@@ -170,6 +181,22 @@ std::string node_baseline_table_text(const NodeBaselineResult& r) {
   }
   if (r.ports.empty()) out += "  (no RDMA ports in either report)\n";
   out += "GPUs: " + rate(r.old_gpus) + " → " + rate(r.new_gpus) + "\n";
+  if (!r.gpu_health.empty()) {
+    out += "GPU errors new since the baseline (ECC uncorrected/corrected, remapped rows, NVLink)\n";
+    Table g({{"gpu"},
+             {"ecc_unc", Align::kRight},
+             {"ecc_corr", Align::kRight},
+             {"remapped", Align::kRight},
+             {"nvlink", Align::kRight},
+             {"ecc_counter"}});
+    for (const auto& h : r.gpu_health)
+      g.add_row({h.gpu, rate(h.ecc_uncorrected_new), rate(h.ecc_corrected_new),
+                 rate(h.remapped_rows_new), rate(h.nvlink_errors_new),
+                 h.ecc_counter.empty() ? "-" : h.ecc_counter});
+    std::ostringstream table;
+    g.render(table);
+    out += table.str();
+  }
   out += pcie_baseline_table_text(r.pcie);
   out += gpu_active_baseline_text(r.gpu_active);
   return out;

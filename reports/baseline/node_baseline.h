@@ -22,10 +22,21 @@ struct PortRow {
   std::optional<double> old_rate_gbps, new_rate_gbps;
 };
 
+// What one GPU's error counters gained since the baseline (node_baseline_gpu.cc); nullopt where
+// either report lacks the counter.
+struct GpuHealthRow {
+  std::string gpu;          // "GPU 3 (0000:9a:00.0)" in the new report
+  std::string uuid;         // the match key (UUID, else bus id)
+  std::string ecc_counter;  // "aggregate" or "volatile": which ECC counter was compared
+  std::optional<double> ecc_uncorrected_new, ecc_corrected_new, remapped_rows_new,
+      nvlink_errors_new;
+};
+
 struct NodeBaselineResult {
   std::vector<PortRow> ports;
   std::optional<double> old_gpus, new_gpus;
-  PcieBaseline pcie;  // PCIe links, AER totals and Xids (node_baseline_pcie.h)
+  std::vector<GpuHealthRow> gpu_health;
+  PcieBaseline pcie;             // PCIe links, AER totals and Xids (node_baseline_pcie.h)
   GpuActiveBaseline gpu_active;  // the --active figures, when either report has them
   std::vector<Finding> findings;
 };
@@ -36,6 +47,10 @@ NodeBaselineResult compare_node_baseline(const Json& old_doc, const Json& new_do
 // The expected figure alone (used by the comparison on the new report): ACTIVE ports slower than
 // the fastest ACTIVE port of the same link layer on this node.
 std::vector<Finding> judge_port_rates(const std::vector<PortRow>& ports);
+// Per GPU in both reports: new ECC errors (fail when uncorrectable), new remapped rows and NVLink
+// errors (warn), appended to findings. Throws std::invalid_argument naming a wrong-typed field.
+std::vector<GpuHealthRow> compare_gpu_health(const Json& old_doc, const Json& new_doc,
+                                             std::vector<Finding>& findings);
 
 Json node_baseline_to_json(const NodeBaselineResult& r, const std::string& old_path,
                            const std::string& new_path);

@@ -112,8 +112,11 @@ std::string node_section(const Json& doc) {
     o << "</tbody></table>\n";
   }
   o << "<h3>Limits and GPUs</h3>\n<table class=\"facts\"><tbody>\n";
-  if (doc.contains("limits") && doc["limits"].contains("memlock_bytes")) {
-    const Json& m = doc["limits"]["memlock_bytes"];
+  // memlock_bytes is null where the limit could not be read (an empty --sysroot tree).
+  if (doc.contains("limits") && doc["limits"].is_object() &&
+      doc["limits"].contains("memlock_bytes")) {
+    const Json& m = doc["limits"]["memlock_bytes"].is_object() ? doc["limits"]["memlock_bytes"]
+                                                               : Json::object();
     auto show = [](const Json& v) {
       return v.is_number()   ? iec_bytes(v.get<double>())
              : v.is_string() ? v.get<std::string>()
@@ -127,6 +130,7 @@ std::string node_section(const Json& doc) {
     o << "<tr><th>GPUs</th><td>" << (n ? chart::format_number(*n) : "unknown") << "</td></tr>\n";
   }
   o << "</tbody></table>\n";
+  if (doc.contains("gpus")) o << gpu_section(doc["gpus"]);
   o << pcie_and_kernel_log_section(doc);
   if (doc.contains("gpu_active")) o << gpu_active_section(doc["gpu_active"]);
   return o.str();

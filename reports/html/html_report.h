@@ -24,6 +24,8 @@ std::string render_html(const std::vector<InputDocument>& inputs, const std::str
 // Sections, each an HTML fragment (tested on their own).
 std::string findings_table(const Json& findings);
 std::string node_section(const Json& doc);
+// The node page's GPU health table (html_gpu.cc); empty without GPUs.
+std::string gpu_section(const Json& gpus);
 // A node report's PCIe links and kernel log events (html_pcie.cc; part of node_section).
 std::string pcie_and_kernel_log_section(const Json& doc);
 std::string pair_section(const Json& doc);

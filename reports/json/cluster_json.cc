@@ -75,6 +75,7 @@ Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOpt
                      {"exit", n.exit},
                      {"elapsed_ms", n.elapsed_ms},
                      {"findings", counts},
+                     {"gpu_health", j.gpu_health[i] ? to_json(*j.gpu_health[i]) : Json()},
                      {"score_gbit_s", opt(s.score_gbit_s)},
                      {"pairs_measured", s.measured},
                      {"pairs_low", s.low},

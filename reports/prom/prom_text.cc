@@ -175,6 +175,7 @@ std::vector<Family> node_families(const Json& r) {
   Family gpus{"fabkit_node_gpus", "GPUs the driver manages (gpus.count)", "gauge", {}};
   if (auto n = number(member(r, "gpus"), "count", "gpus")) gpus.samples.push_back({{}, *n});
   out.push_back(gpus);
+  for (auto& f : gpu_health_families(r)) out.push_back(std::move(f));
   for (auto& f : pcie_families(r)) out.push_back(std::move(f));
   for (auto& f : gpu_active_families(r)) out.push_back(std::move(f));
   return out;

@@ -34,6 +34,10 @@ std::string format_value(double v);
 // std::invalid_argument naming a field of the wrong type. The one node renderer: `fabcheck node
 // --prom` (the Slurm health check's textfile) and `fabcheck report --prom node.json` both use it.
 std::vector<Family> node_families(const Json& node_report);
+// fabkit_node_gpu_*: per GPU ECC counts, remapped rows, clock event reasons (0/1 per reason),
+// temperature, NVLink state and error counters, PCIe generation/width (prom_gpu.cc); part of
+// node_families.
+std::vector<Family> gpu_health_families(const Json& node_report);
 // The node report's PCIe and kernel log families (prom_pcie.cc; part of node_families):
 // fabkit_node_pcie_link_generation / _width_lanes {bus_id,role,state=current|capable},
 // fabkit_node_pcie_link_degraded, fabkit_node_pcie_aer_errors_total {bus_id,role,severity},

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "reports/text/table.h"
+#include "reports/text/terminal_safe.h"
 #include "reports/text/text_parts.h"
 
 namespace fabkit::reports::text {
@@ -12,20 +13,41 @@ std::string seconds(const Json& ms) {
   return ms.is_number() ? fixed(Json(ms.get<double>() / 1000), 1) : "-";
 }
 
+// "8 ok", "8: 1 FAIL (gpu.remap_pending)", "-" without a GPU section.
+std::string gpu_health_cell(const Json& g, const Style& style) {
+  if (!g.is_object() || !member(g, "gpus").is_number()) return "-";
+  std::string s = member(g, "gpus").dump();
+  const Json& failing = member(g, "gpus_failing");
+  const Json& warning = member(g, "gpus_warning");
+  int fails = failing.is_number() ? failing.get<int>() : 0;
+  int warns = warning.is_number() ? warning.get<int>() : 0;
+  if (fails == 0 && warns == 0) return s + " ok";
+  std::string codes;
+  for (const auto& c : member(g, "codes"))
+    if (c.is_string()) codes += (codes.empty() ? "" : ",") + terminal_safe(c.get<std::string>());
+  return s + ":" + (fails ? " " + style.bad(std::to_string(fails) + " FAIL") : "") +
+         (warns ? " " + std::to_string(warns) + " warn" : "") + " (" + codes + ")";
+}
+
 void render_nodes(const Json& s, std::ostream& out, const Style& style) {
   out << "nodes\n";
-  Table t({{"host"},
-           {"check"},
-           {"score_Gb/s", Align::kRight},
-           {"low/pairs", Align::kRight},
-           {"state"}});
+  // The gpus column only where a node report had GPUs to say something about.
+  bool gpus = false;
+  for (const auto& n : member(s, "nodes"))
+    gpus = gpus || member(member(n, "gpu_health"), "gpus").is_number();
+  std::vector<Column> columns{
+      {"host"}, {"check"}, {"score_Gb/s", Align::kRight}, {"low/pairs", Align::kRight}, {"state"}};
+  if (gpus) columns.push_back({"gpus"});
+  Table t(columns);
   for (const auto& n : member(s, "nodes")) {
     const std::string check = str(member(n, "check"));
-    t.add_row({str(member(n, "host")), check == "ok" ? check : style.bad(check),
-               fixed(member(n, "score_gbit_s"), 2),
-               std::to_string(member(n, "pairs_low").get<int>()) + "/" +
-                   std::to_string(member(n, "pairs_measured").get<int>()),
-               member(n, "slow").get<bool>() ? style.bad("SLOW") : "ok"});
+    std::vector<std::string> row{str(member(n, "host")), check == "ok" ? check : style.bad(check),
+                                 fixed(member(n, "score_gbit_s"), 2),
+                                 std::to_string(member(n, "pairs_low").get<int>()) + "/" +
+                                     std::to_string(member(n, "pairs_measured").get<int>()),
+                                 member(n, "slow").get<bool>() ? style.bad("SLOW") : "ok"};
+    if (gpus) row.push_back(gpu_health_cell(member(n, "gpu_health"), style));
+    t.add_row(row);
   }
   t.render(out);
 }

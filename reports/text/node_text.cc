@@ -112,6 +112,7 @@ void render_node_facts(const Report& r, std::ostream& out, const Style& style) {
   if (rdma) render_rdma(*rdma, out, style);
   if (net) render_interfaces(*net, out);
   render_limits_and_gpus(limits ? *limits : Json(), gpus ? *gpus : Json(), out);
+  if (gpus) render_gpu_health(*gpus, r.findings, out, style);
   render_pcie_and_kernel_log(r, out, style);
   if (gpu_active) render_gpu_active(*gpu_active, out, style);
 }

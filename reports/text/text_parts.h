@@ -32,6 +32,10 @@ void render_cluster_section(const Json& cluster, std::ostream& out, const Style&
 void render_plan_section(const Json& plan, std::ostream& out);
 // A node report's facts: RDMA ports, interfaces (NCCL's pick and fabcheck's), limits, GPUs.
 void render_node_facts(const Report& node, std::ostream& out, const Style& style);
+// The `gpus` section's health table and one line per GPU naming its warn/fail findings
+// (gpu_health_text.cc); nothing without GPUs.
+void render_gpu_health(const Json& gpus, const std::vector<Finding>& findings, std::ostream& out,
+                       const Style& style);
 // A node report's PCIe links and kernel log events (pcie_text.cc), after the facts above.
 void render_pcie_and_kernel_log(const Report& node, std::ostream& out, const Style& style);
 

@@ -45,6 +45,22 @@ def _node_degraded(doc):
     doc["gpus"]["devices"] = doc["gpus"]["devices"][:-1]
 
 
+def _node_gpu_errors(doc):
+    """Since the saved run: GPU 0 gained 3 correctable ECC errors, GPU 1 3 uncorrectable ones
+    (aggregate 2 -> 5), GPU 2 a remapped row, GPU 5 four NVLink replays."""
+    d = doc["gpus"]["devices"]
+    for counter in ("aggregate", "volatile"):
+        d[0]["health"]["ecc"][counter]["corrected"] += 3
+        d[1]["health"]["ecc"][counter]["uncorrected"] += 3
+    d[2]["health"]["remapped_rows"]["uncorrected"] += 1
+    d[5]["health"]["nvlinks"][3]["replay"] += 4
+
+
+def _bad_nvml_fixture(path):
+    """A recorded NVML file with a misspelt member: refused, naming it."""
+    with open(path, "w") as f:
+        json.dump({"devices": [{"name": "x", "uuid": "GPU-1", "bus_id": "00000000:18:00.0",
+                                "ecc_mod": {"current": True, "pending": True}}]}, f)
 def _gpu_active_dropped(doc):
     """GPU 1's GEMM 20% slower (throttled), GPU 0's h2d figure gone (its step failed)."""
     g1 = doc["gpu_active"]["gpus"][1]
@@ -71,6 +87,24 @@ CASES = [
     {"name": "node-sysroot-slurm-health-dry-run", "binary": "fabcheck", "schema": "node.schema.json",
      "setup": {"root": sysroots.build_ib_roce_node},
      "args": ["node", "--json", "--sysroot", "root", "--slurm-health", "--dry-run",
+              "--node-name", "gpu-07"]},
+    # fabcheck node with recorded NVML answers (tests/fixtures/nvml): the GPU health section
+    {"name": "node-nvml-h100-healthy", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_empty_node},
+     "args": ["node", "--json", "--sysroot", "root", "--nvml-replay",
+              FIX + "/nvml/h100_sxm_8gpu_healthy.json"]},
+    {"name": "node-nvml-h100-faults", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_empty_node},
+     "args": ["node", "--json", "--sysroot", "root", "--nvml-replay",
+              FIX + "/nvml/h100_faults.json"]},
+    {"name": "node-nvml-a100-old-driver", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_empty_node},
+     "args": ["node", "--json", "--sysroot", "root", "--nvml-replay",
+              FIX + "/nvml/a100_old_driver_r470.json"]},
+    {"name": "node-nvml-faults-slurm-health-dry-run", "binary": "fabcheck",
+     "schema": "node.schema.json", "setup": {"root": sysroots.build_empty_node},
+     "args": ["node", "--json", "--sysroot", "root", "--nvml-replay",
+              FIX + "/nvml/h100_remap_pending.json", "--slurm-health", "--dry-run",
               "--node-name", "gpu-07"]},
     # Issue #18: a GPU at Gen4 x8 of Gen5 x16 and an Xid 79 after a fatal AER error
     {"name": "node-sysroot-gpu-gen4x8-xid79", "binary": "fabcheck", "schema": "node.schema.json",
@@ -137,6 +171,11 @@ CASES = [
      "setup": {"node-degraded.json": _derive("profile/node-gpu-ib-01.json", _node_degraded)},
      "args": ["report", "--json", "--baseline", FIX + "/profile/node-gpu-ib-01.json",
               "node-degraded.json"]},
+    {"name": "report-baseline-node-gpu-errors", "binary": "fabcheck",
+     "schema": "baseline.schema.json",
+     "setup": {"node-gpu-errors.json": _derive("reports/node-h100-faults.json", _node_gpu_errors)},
+     "args": ["report", "--json", "--baseline", FIX + "/reports/node-h100-faults.json",
+              "node-gpu-errors.json"]},
     {"name": "report-baseline-node-gpu-active-dropped", "binary": "fabcheck",
      "schema": "baseline.schema.json",
      "setup": {"node-gpu-active-now.json": _derive("reports/node-gpu-active-h100.json", _gpu_active_dropped)},
@@ -150,6 +189,11 @@ CASES = [
      "args": ["node", "--json", "--no-such-flag"]},
     {"name": "error-node-missing-sysroot", "binary": "fabcheck", "schema": "error.schema.json",
      "args": ["node", "--json", "--sysroot", "/nonexistent/fabkit"]},
+    {"name": "error-node-nvml-replay-typo", "binary": "fabcheck", "schema": "error.schema.json",
+     "setup": {"root": sysroots.build_empty_node, "bad-nvml.json": _bad_nvml_fixture},
+     "args": ["node", "--json", "--sysroot", "root", "--nvml-replay", "bad-nvml.json"]},
+    {"name": "error-node-active-nvml-replay", "binary": "fabcheck", "schema": "error.schema.json",
+     "args": ["node", "--json", "--active", "--nvml-replay", FIX + "/nvml/a100_old_driver_r470.json"]},
     {"name": "error-node-active-sysroot", "binary": "fabcheck", "schema": "error.schema.json",
      "setup": {"root": sysroots.build_empty_node},
      "args": ["node", "--json", "--active", "--sysroot", "root"]},

@@ -74,7 +74,7 @@ class Catalogue(unittest.TestCase):
 
     def test_saved_report_fixtures_satisfy_their_schemas(self):
         """The inputs of `fabcheck report` (a real pair run, the hand-written cluster report, the
-        synthetic node report with a gpu_active section)."""
+        synthetic node report with a gpu_active section, a node report of the NVML fake)."""
         by_kind = {"pair": "pair.schema.json", "cluster": "cluster-report.schema.json", "node": "node.schema.json"}
         d = os.path.join(golden_lib.SOURCE_ROOT, "tests", "fixtures", "reports")
         seen = 0

@@ -349,6 +349,34 @@ class ReportTest(unittest.TestCase):
         states = {(s[0]["host_a"], s[0]["host_b"], s[0]["state"]) for s in fams["fabkit_cluster_pair_state"]["samples"]}
         self.assertEqual(states, {(p["a"], p["b"], p["state"]) for p in c["matrix"]["pairs"]})
 
+    def test_prom_and_html_of_a_gpu_node_report(self):
+        """The GPU health families of a node report (the NVML fake's 8x H100 with a fault on
+        GPUs 1-7) through the strict parser and promtool; the node page's GPU table."""
+        src = fixture("reports/node-h100-faults.json")
+        out, html = self.path("gpu-node.prom"), self.path("gpu-node.html")
+        run("report", "--prom", out, "--html", html, src, check_rc=0)
+        with open(out) as f:
+            fams = prom_parser.parse(f.read())
+        self.check_promtool(out)
+        with open(src) as f:
+            devices = json.load(f)["gpus"]["devices"]
+        reasons = {(s[0]["gpu"], s[0]["reason"]): s[1]
+                   for s in fams["fabkit_node_gpu_clocks_event_reason"]["samples"]}
+        for d in devices:
+            c = d["health"]["clocks_event_reasons"]
+            if c is None:
+                continue
+            for (gpu, reason), v in reasons.items():
+                if gpu == str(d["index"]):
+                    self.assertEqual(v, 1.0 if reason in c["reasons"] else 0.0, (gpu, reason))
+        links = {(s[0]["gpu"], s[0]["link"]): s[1] for s in fams["fabkit_node_gpu_nvlink_active"]["samples"]}
+        self.assertEqual(links[("5", "7")], 0.0)
+        self.assertEqual(sum(1 for v in links.values() if v == 0.0), 1)
+        with open(html) as f:
+            page = f.read()
+        self.assertIn("GPU health (NVML)", page)
+        self.assertIn("gpu.remap_pending", page)
+
     def test_strict_parser_rejects_what_it_should(self):
         for bad in ('x{a="b} 1\n', "x 1\nx 2\n", 'x{a="\\q"} 1\n', "x one\n", "x 1",
                     "# TYPE x gauge\nx 1\n# HELP x late\n", "x 1\ny 1\nx 2\n"):

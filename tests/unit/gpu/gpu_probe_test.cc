@@ -153,7 +153,10 @@ TEST(GpuProbe, InventoryFromNvmlWithSysfsNumaFallback) {
   EXPECT_EQ(nvml::fake_calls().shutdown, 1);  // every init is paired with a shutdown
 
   auto fs = judge_gpu(f, 2);
-  ASSERT_EQ(fs.size(), 3u);
+  // found, a device line per GPU, and the health calls this fixture (no health members) leaves
+  // unanswered, as one info line (gpu_health_test.cc covers the health facts).
+  ASSERT_EQ(fs.size(), 4u);
+  EXPECT_EQ(fs[3].code, "gpu.not_supported");
   EXPECT_EQ(fs[0].code, "gpu.found");
   EXPECT_EQ(fs[0].message, "2 NVIDIA GPU(s), driver 580.95.05, CUDA driver API 13.0");
   EXPECT_EQ(fs[2].code, "gpu.device");
@@ -229,11 +232,14 @@ TEST(GpuProbe, LostGpuAndFewerGpusThanTheBusWarn) {
   auto fs = judge_gpu(f, 8);
   std::vector<std::string> codes;
   for (const auto& x : fs) codes.push_back(x.code);
-  EXPECT_EQ(codes, (std::vector<std::string>{"gpu.found", "gpu.device", "gpu.device",
-                                             "gpu.query_failed", "gpu.count_mismatch"}));
+  // GPU is lost is also a fail of its own (gpu.lost: drain), beside the calls that failed.
+  EXPECT_EQ(codes,
+            (std::vector<std::string>{"gpu.found", "gpu.device", "gpu.device", "gpu.query_failed",
+                                      "gpu.lost", "gpu.not_supported", "gpu.count_mismatch"}));
   EXPECT_EQ(fs[3].subject, "0000:9a:00.0");
-  EXPECT_NE(fs[4].message.find("2 GPU(s) but 8 NVIDIA GPU(s)"), std::string::npos)
-      << fs[4].message;
+  EXPECT_EQ(fs[4].subject, "0000:9a:00.0");
+  EXPECT_EQ(fs[4].severity, Severity::kFail);
+  EXPECT_NE(fs[6].message.find("2 GPU(s) but 8 NVIDIA GPU(s)"), std::string::npos) << fs[6].message;
 
   fx = two_h100s();
   fx["count_error"] = nvml::kErrorUnknown;
