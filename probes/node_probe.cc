@@ -36,6 +36,26 @@ void append(std::vector<Finding>& to, std::vector<Finding> from) {
   for (auto& f : from) to.push_back(std::move(f));
 }
 
+// One judge per PCIe link. Where sysfs shows a GPU's link (trained and capable, speed and width),
+// the pcie probe judges it, with the port above it and the bandwidth lost; NVML reads the same
+// link status register, so its gpu.pcie_* findings would only repeat those. NVML's figures stay in
+// the gpus section as facts, and judge the link where sysfs cannot (a container's partial /sys).
+bool sysfs_shows_link(const probes::PcieFacts& pcie, const std::string& bus_id) {
+  for (const auto& d : pcie.devices)
+    if (d.bus_id == bus_id)
+      return d.current.generation && d.current.width && d.max.generation && d.max.width;
+  return false;
+}
+
+void drop_links_judged_by_sysfs(std::vector<Finding>& findings, const probes::PcieFacts& pcie) {
+  std::vector<Finding> kept;
+  for (auto& f : findings) {
+    bool nvml_link = f.code.rfind("gpu.pcie_", 0) == 0;
+    if (!(nvml_link && sysfs_shows_link(pcie, f.subject))) kept.push_back(std::move(f));
+  }
+  findings = std::move(kept);
+}
+
 }  // namespace
 
 Report run_node_probe(const ProbeContext& ctx) {
@@ -70,8 +90,8 @@ Report run_node_probe(const ProbeContext& ctx) {
   auto gpu = probes::gather_gpu(ctx);
   // GPUs and the bridges between them and the NICs come from the locality model.
   progress.advance(1, "node: gpudirect");
-  auto gpudirect = probes::gather_gpudirect(
-      ctx, locality.topology ? &*locality.topology : nullptr, probes::device_count(rdma));
+  auto gpudirect = probes::gather_gpudirect(ctx, locality.topology ? &*locality.topology : nullptr,
+                                            probes::device_count(rdma));
   probes::reread_pcie_aer(ctx, pcie, ctx.options.rdma_counter_interval_ms);
   progress.advance(1);
 
@@ -98,7 +118,9 @@ Report run_node_probe(const ProbeContext& ctx) {
     pci_gpus = 0;
     for (const auto& g : locality.topology->gpus) *pci_gpus += g.vendor_id == 0x10de ? 1 : 0;
   }
-  append(r.findings, probes::judge_gpu(gpu, pci_gpus));
+  std::vector<Finding> gpu_findings = probes::judge_gpu(gpu, pci_gpus);
+  drop_links_judged_by_sysfs(gpu_findings, pcie);
+  append(r.findings, std::move(gpu_findings));
   append(r.findings, probes::judge_gpudirect(gpudirect));
   append(r.findings, probes::judge_pcie(pcie));
   append(r.findings, probes::judge_kernel_log(kernel_log));

@@ -142,14 +142,18 @@ void judge_link(const PcieFacts& f, const PcieDevice& d, const PcieLinkState& st
   const std::string idle =
       "A GPU lowers its link speed when idle to save power (nvidia-smi: the current generation "
       "'may be reduced when the GPU is not in use')";
+  // A degraded link warns and never drains (issue #18's severities: fail is for a part that is
+  // broken or about to be, warn for one that still works slower): the node runs every job, at less
+  // bandwidth on this path. The fix says to drain it for the repair, which needs a power cycle.
   if (width_low) {
     if (speed_low && gpu_link) msg += ". The speed may be idle power saving; the width is not";
-    out.push_back(fail("pcie.link_width_degraded", d.bus_id, msg,
+    out.push_back(warn("pcie.link_width_degraded", d.bus_id, msg,
                        "the link trained " + std::to_string(*t.width) + " of " +
                            std::to_string(*c.width) +
                            " lanes: a card, riser or cable not seated, a damaged lane, or a "
-                           "BIOS slot/bifurcation setting; drain the node, reseat the card and "
-                           "its riser or cable, check the slot setting in the BIOS, and "
+                           "BIOS slot/bifurcation setting; at the next maintenance (drain the node "
+                           "first), reseat the card and its riser or cable, check the slot setting "
+                           "in the BIOS, and "
                            "power-cycle to retrain; " +
                            lspci_check(d.bus_id) + " shows '(downgraded)'"));
   } else if (status == "speed_low_gpu") {
@@ -160,11 +164,12 @@ void judge_link(const PcieFacts& f, const PcieDevice& d, const PcieLinkState& st
                            std::to_string(*c.generation) +
                            " under load, reseat the card and check the BIOS PCIe speed setting"));
   } else {
-    out.push_back(fail("pcie.link_speed_degraded", d.bus_id, msg,
+    out.push_back(warn("pcie.link_speed_degraded", d.bus_id, msg,
                        "the link trained at Gen" + std::to_string(*t.generation) + " of Gen" +
                            std::to_string(*c.generation) +
-                           ": a marginal riser, cable or retimer, or a BIOS speed limit; drain "
-                           "the node, reseat the card and riser, check the BIOS PCIe speed "
+                           ": a marginal riser, cable or retimer, or a BIOS speed limit; at the "
+                           "next maintenance (drain the node first), reseat the card and riser, "
+                           "check the BIOS PCIe speed "
                            "setting, and power-cycle to retrain; " +
                            lspci_check(d.bus_id)));
   }
