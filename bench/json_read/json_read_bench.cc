@@ -2,8 +2,9 @@
 // real document: parse_json against nlohmann's plain parse of the same text, alternated run by
 // run because this machine is noisy; prints the medians and the median of the per-run ratios.
 //
-//   fabkit-json-read-bench FILE [--jsonl] [--runs N]
-//   (--jsonl: one parse per line, as fabtrain reads its data)
+//   fabkit-json-read-bench FILE [--jsonl] [--sorted] [--runs N]
+//   (--jsonl: one parse per line, as fabtrain reads its data; --sorted: nlohmann::json, as the
+//   HF tokenizer reader uses, whose objects are maps: ordered_json's member lookup is linear)
 //
 // The plain parse is the reference this bench measures against, so this file is the one place
 // besides the helper allowed to call it (tests/integration/source/check_json_reads.py).
@@ -36,14 +37,15 @@ double ms(F&& f) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s FILE [--jsonl] [--runs N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s FILE [--jsonl] [--sorted] [--runs N]\n", argv[0]);
     return 2;
   }
-  bool jsonl = false;
+  bool jsonl = false, sorted = false;
   int runs = 11;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--jsonl") jsonl = true;
+    if (a == "--sorted") sorted = true;
     if (a == "--runs" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
   }
   std::ifstream in(argv[1], std::ios::binary);
@@ -64,10 +66,13 @@ int main(int argc, char** argv) {
   }
   size_t sink = 0;
   auto plain = [&] {
-    for (const auto& d : docs) sink += fabkit::Json::parse(d).size();
+    for (const auto& d : docs)
+      sink += sorted ? nlohmann::json::parse(d).size() : fabkit::Json::parse(d).size();
   };
   auto limited = [&] {
-    for (const auto& d : docs) sink += fabkit::parse_json(d, "bench").size();
+    for (const auto& d : docs)
+      sink += sorted ? fabkit::parse_json_sorted(d, "bench").size()
+                     : fabkit::parse_json(d, "bench").size();
   };
   plain();  // warm the allocator and the page cache
   limited();
@@ -78,7 +83,8 @@ int main(int argc, char** argv) {
     t_limited.push_back(b);
     ratio.push_back(b / a);
   }
-  std::printf("%s: %zu bytes, %zu document(s), %d runs\n", argv[1], text.size(), docs.size(), runs);
+  std::printf("%s: %zu bytes, %zu document(s), %s, %d runs\n", argv[1], text.size(), docs.size(),
+              sorted ? "nlohmann::json" : "ordered_json", runs);
   std::printf("  nlohmann parse      %9.1f ms (median)\n", median(t_plain));
   std::printf("  parse_json (limit)  %9.1f ms (median)\n", median(t_limited));
   std::printf("  ratio parse_json / parse: %.3f (median of per-run ratios)\n", median(ratio));
