@@ -10,8 +10,8 @@ namespace fabkit::topo {
 namespace {
 
 TEST(LineIndex, AgreesWithTheScanAtEveryOffset) {
-  for (const std::string text : {std::string(), std::string("\n"), std::string("abc"),
-                                 std::string("a\nb\n\nccc\n"), std::string("\n\nx")}) {
+  for (const std::string& text : {std::string(), std::string("\n"), std::string("abc"),
+                                  std::string("a\nb\n\nccc\n"), std::string("\n\nx")}) {
     LineIndex index(text);
     for (ptrdiff_t off = -2; off <= static_cast<ptrdiff_t>(text.size()) + 2; ++off)
       EXPECT_EQ(index.line_of(off), line_of_offset(text, off))
