@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include "cli/command.h"
 #include "common/errors.h"
+#include "common/file_reader.h"
 #include "common/report.h"
 #include "fabric/nccl_log/nccl_log.h"
 #include "reports/report_render.h"
@@ -21,30 +21,42 @@ struct NcclLogArgs {
   std::string expect;
 };
 
-std::string read_log(const std::string& path) {
+// One limit for a file and for standard input, enforced while reading: a pipe that never ends
+// (or a file still growing) is refused at the limit, never slurped whole first.
+std::string too_large(const std::string& name) {
+  return "nccl-log " + name + ": more than " + std::to_string(kMaxLogBytes >> 20) +
+         " MiB; cut the part around NCCL's initialisation (grep -n 'NCCL INFO' LOG | head -n 2000 "
+         "> part.log) and give that";
+}
+
+std::string read_log(std::istream& in, const std::string& name) {
+  std::string text;
+  try {
+    if (!read_stream_capped(in, kMaxLogBytes, &text, name)) throw UsageError(too_large(name));
+  } catch (const SysErrorException& e) {
+    throw UsageError("nccl-log " + name + ": " + e.what());
+  }
+  return text;
+}
+
+std::string read_log_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw UsageError("nccl-log " + path + ": not a readable file; give the log a job wrote with "
                      "NCCL_DEBUG=INFO (or '-' for standard input)");
-  if (std::filesystem::file_size(path, ec) > kMaxLogBytes)
-    throw UsageError("nccl-log " + path + ": larger than 512 MiB; cut the part around NCCL's "
-                     "initialisation (grep -n 'NCCL INFO' ...)");
+  // Refused without reading when the size already says so; read_log enforces it for the rest.
+  if (std::filesystem::file_size(path, ec) > kMaxLogBytes) throw UsageError(too_large(path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("nccl-log " + path + ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_log(in, path);
 }
 
 int run_nccl_log(const NcclLogArgs& a) {
   std::string text;
-  if (a.file == "-") {
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    text = ss.str();
-  } else {
-    text = read_log(a.file);
-  }
+  if (a.file == "-")
+    text = read_log(std::cin, "standard input");
+  else
+    text = read_log_file(a.file);
   std::optional<std::string> expect;
   if (!a.expect.empty()) expect = a.expect;
   nccl_log::NcclLogSummary s = nccl_log::parse_nccl_log(text);

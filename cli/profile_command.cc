@@ -3,14 +3,15 @@
 
 #include "cli/command.h"
 #include "common/errors.h"
-#include "fabkit/config.h"
 #include "common/file_reader.h"
+#include "common/json_read.h"
+#include "fabkit/config.h"
 #include "probes/node_probe.h"
 #include "profile/atomic_write.h"
 #include "profile/builder.h"
 #include "profile/local_host.h"
-#include "reports/json/profile_json.h"
 #include "profile/profile_reader.h"
+#include "reports/json/profile_json.h"
 #include "reports/report_render.h"
 
 namespace fabkit::cli {
@@ -29,10 +30,10 @@ profile::BuildInput read_report(const std::string& path) {
   if (!ok(text)) throw UsageError(path + ": cannot read the report: " + error(text).to_string());
   Json j;
   try {
-    j = Json::parse(value(text));
-  } catch (const Json::exception& e) {  // parse_error, out_of_range (number overflow)
-    throw UsageError(path + ": malformed JSON (" + e.what() +
-                     "); give the output of `fabcheck node --json` or `fabcheck pair --json`");
+    j = parse_json(value(text), path);
+  } catch (const JsonReadError& e) {
+    throw UsageError(std::string(e.what()) +
+                     "; give the output of `fabcheck node --json` or `fabcheck pair --json`");
   }
   try {
     return {reports::report_from_json(j), path, false};

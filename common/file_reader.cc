@@ -25,6 +25,25 @@ Expected<std::string> read_text(const std::filesystem::path& p, size_t max_bytes
   return out;
 }
 
+bool read_stream_capped(std::istream& in, size_t max_bytes, std::string* out,
+                        const std::string& name) {
+  constexpr size_t kChunk = 1 << 20;
+  out->clear();
+  while (in && out->size() < max_bytes) {
+    // Grow by doubling but never past max_bytes: what is resident stays near what was read.
+    if (out->capacity() - out->size() < kChunk)
+      out->reserve(std::min(std::max(out->capacity() * 2, kChunk), max_bytes));
+    const size_t room = std::min(kChunk, max_bytes - out->size());
+    const size_t old = out->size();
+    out->resize(old + room);
+    in.read(out->data() + old, static_cast<std::streamsize>(room));
+    out->resize(old + static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) throw SysErrorException({"read", errno ? errno : EIO, name});
+  // One byte past the limit is enough to refuse; it is not kept.
+  return !(out->size() == max_bytes && in && in.peek() != std::char_traits<char>::eof());
+}
+
 std::string trim(const std::string& s) {
   const char* ws = " \t\r\n";
   auto b = s.find_first_not_of(ws);

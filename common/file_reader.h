@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <istream>
 #include <optional>
 #include <string>
 #include <variant>
@@ -26,6 +27,12 @@ const SysError& error(const Expected<T>& e) { return std::get<SysError>(e); }
 
 // Whole file (capped at max_bytes; sysfs attributes are one page at most).
 Expected<std::string> read_text(const std::filesystem::path& p, size_t max_bytes = 1 << 20);
+// The whole of a stream (a pipe, standard input) into *out, reading no further than max_bytes and
+// one byte more: false when the stream holds more than max_bytes, so input without end never
+// fills memory.
+// Throws SysErrorException when the stream fails (its errno).
+bool read_stream_capped(std::istream& in, size_t max_bytes, std::string* out,
+                        const std::string& name);
 // First line without trailing whitespace/newline; nullopt when the file is absent or unreadable.
 std::optional<std::string> read_line(const std::filesystem::path& p);
 std::optional<int64_t> read_int(const std::filesystem::path& p);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "common/json_read.h"
 #include "fabric/wire/frame.h"
 #include "fabric/wire/handshake.h"
 #include "fabric/wire/messages.h"
@@ -88,7 +89,12 @@ void tamper_in_transit(const uint8_t* data, size_t size) {
   for (size_t i = 0; i + 1 < size; i += 2)
     if (!changed.payload.empty()) changed.payload[data[i] % changed.payload.size()] ^= static_cast<char>(data[i + 1]);
   auto field = [](const Frame& f) {
-    fabkit::Json j = fabkit::Json::parse(f.payload, nullptr, false);
+    fabkit::Json j;
+    try {
+      j = fabkit::parse_json(f.payload, "proof frame");
+    } catch (const fabkit::JsonReadError&) {
+      return std::string();
+    }
     return j.is_object() && j.contains("proof") && j["proof"].is_string() ? j["proof"].get<std::string>() : "";
   };
   try {

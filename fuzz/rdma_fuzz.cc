@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/json_read.h"
 #include "fabric/rdma/rc_types.h"
 #include "probes/rdma/rdma_facts.h"
 #include "verbs/fake_verbs_api.h"
@@ -13,8 +14,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fabkit::probes::parse_sysfs_coded(text);
   fabkit::probes::parse_sysfs_rate_gbps(text);
   fabkit::verbs::parse_gid(text);
-  fabkit::Json j = fabkit::Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return 0;
+  fabkit::Json j;
+  try {
+    j = fabkit::parse_json(text, "fuzz input");
+  } catch (const fabkit::JsonReadError&) {
+    return 0;
+  }
   try {
     fabkit::fabric::rdma::endpoint_from_json(j);
   } catch (const std::invalid_argument&) {

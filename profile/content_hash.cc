@@ -8,8 +8,8 @@ namespace fabkit::profile {
 
 std::string content_hash(const Json& document) {
   // nlohmann::json (not ordered_json) keeps object members in a std::map: sorted keys, so the
-  // hash does not depend on member order in the file.
-  nlohmann::json canonical = nlohmann::json::parse(document.dump());
+  // hash does not depend on member order in the file. Converted value by value, not through text.
+  nlohmann::json canonical(document);
   if (canonical.is_object()) canonical.erase("provenance");
   std::string bytes = canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   unsigned char digest[EVP_MAX_MD_SIZE];

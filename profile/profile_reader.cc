@@ -6,6 +6,7 @@
 #include "common/errors.h"
 #include "common/file_reader.h"
 #include "common/json.h"
+#include "common/json_read.h"
 #include "profile/content_hash.h"
 #include "profile/value_rules.h"
 
@@ -249,12 +250,10 @@ Profile parse_profile(const std::string& text, const std::string& source) {
   Reader r(source);
   Json doc;
   try {
-    doc = Json::parse(text);
-  } catch (const Json::exception& e) {
-    // parse_error, and out_of_range for numbers past double's range ("6e892"): found by the
-    // profile_reader fuzzer.
-    throw UsageError(source + ": malformed JSON (" + e.what() +
-                     "); regenerate it with `fabcheck profile --out " + source + "`");
+    doc = parse_json(text, source);
+  } catch (const JsonReadError& e) {
+    throw UsageError(std::string(e.what()) + "; regenerate it with `fabcheck profile --out " +
+                     source + "`");
   }
   if (!doc.is_object()) r.fail("(document)", doc, "is not a JSON object");
   // schema_version first: a newer document may use fields this reader does not know.

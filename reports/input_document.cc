@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/errors.h"
+#include "common/json_read.h"
 
 namespace fabkit::reports {
 namespace {
@@ -42,9 +43,15 @@ const char* to_string(InputKind k) {
 InputKind detect_kind(const Json& doc) {
   if (is_metrics_record(doc)) return InputKind::kMetrics;
   if (!doc.is_object()) throw std::invalid_argument("the top level is not a JSON object");
-  if (doc.contains("error") && doc.contains("kind"))
-    throw std::invalid_argument("this is an error document (a failed run), not a report: " +
-                                doc["error"].value("message", std::string("?")));
+  if (doc.contains("error") && doc.contains("kind")) {
+    // The message is quoted when it has the documented shape (error.message, a string); any
+    // other shape is still an error document, not an internal error.
+    const Json& e = doc["error"];
+    const Json message = e.is_object() ? e.value("message", Json()) : e;
+    throw std::invalid_argument(
+        "this is an error document (a failed run), not a report: " +
+        (message.is_string() ? message.get<std::string>() : message.dump().substr(0, 200)));
+  }
   if (!doc.contains("kind") || !doc["kind"].is_string())
     throw std::invalid_argument("no string field 'kind' and no integer 'step'");
   std::string kind = doc["kind"].get<std::string>();
@@ -70,9 +77,14 @@ std::vector<Json> parse_jsonl(const std::string& text) {
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    Json j = Json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-      throw std::invalid_argument("line " + std::to_string(n) + " is not a JSON object");
+    const std::string where = "line " + std::to_string(n);
+    Json j;
+    try {
+      j = parse_json(line, where);
+    } catch (const JsonReadError& e) {
+      throw std::invalid_argument(e.too_deep() ? e.what() : where + " is not a JSON object");
+    }
+    if (!j.is_object()) throw std::invalid_argument(where + " is not a JSON object");
     out.push_back(std::move(j));
   }
   return out;
@@ -88,9 +100,16 @@ InputDocument load_input(const std::string& path) {
     throw UsageError(path + ": empty file; " + kAccepted);
   InputDocument d;
   d.path = path;
-  Json j = Json::parse(text, nullptr, false);
+  Json j;
+  bool one_document = true;
   try {
-    if (!j.is_discarded()) {
+    j = parse_json(text, path);
+  } catch (const JsonReadError& e) {
+    if (e.too_deep()) throw UsageError(std::string(e.what()) + "; " + kAccepted);
+    one_document = false;
+  }
+  try {
+    if (one_document) {
       d.kind = detect_kind(j);
       if (d.kind == InputKind::kMetrics)
         d.records.push_back(std::move(j));

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "common/errors.h"
+#include "common/json_read.h"
 #include "fabric/launch/child_process.h"
 #include "fabric/wire/wire_error.h"
 #include "slurm/cluster_judge.h"
@@ -47,10 +48,16 @@ NodeRun run_node(const ClusterOptions& o, const std::string& host) {
                      : "") +
                 (tail.empty() ? "" : "; stderr: " + tail);
     } else {
-      Json j = Json::parse(child.log(), nullptr, false);
-      if (!j.is_object() || j.value("kind", "") != "node") {
+      Json j;
+      std::string why;
+      try {
+        j = parse_json(child.log(), "its output");
+      } catch (const JsonReadError& e) {
+        why = std::string(": ") + e.what();
+      }
+      if (!j.is_object() || !j.contains("kind") || j["kind"] != "node") {
         r.error = "`fabcheck node --json` on " + host + " printed no node report (" +
-                  std::to_string(child.log().size()) + " bytes of output)";
+                  std::to_string(child.log().size()) + " bytes of output)" + why;
       } else {
         r.ok = true;
         r.report = std::move(j);

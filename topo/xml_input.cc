@@ -85,9 +85,19 @@ int line_of_offset(const std::string& text, ptrdiff_t offset) {
   return 1 + static_cast<int>(std::count(text.begin(), end, '\n'));
 }
 
-int XmlDocument::line_of(const pugi::xml_node& n) const {
-  return line_of_offset(text, n.offset_debug());
+LineIndex::LineIndex(const std::string& text) {
+  for (size_t p = text.find('\n'); p != std::string::npos; p = text.find('\n', p + 1))
+    newlines_.push_back(p);
 }
+
+int LineIndex::line_of(ptrdiff_t offset) const {
+  if (offset < 0) return 1;
+  // Newlines before the offset, as line_of_offset counts them.
+  auto before = std::lower_bound(newlines_.begin(), newlines_.end(), static_cast<size_t>(offset));
+  return 1 + static_cast<int>(before - newlines_.begin());
+}
+
+int XmlDocument::line_of(const pugi::xml_node& n) const { return lines.line_of(n.offset_debug()); }
 
 std::string read_topo_file(const std::filesystem::path& path) {
   std::error_code ec;
@@ -132,6 +142,7 @@ void parse_xml(const std::string& file, std::string text, XmlDocument& out) {
                          "XML syntax error at offset " + std::to_string(res.offset) + ": " + why);
   }
   if (!out.doc.document_element()) throw TopoParseError(file, 0, "", "no XML element in the file");
+  out.lines = LineIndex(t);
 }
 
 }  // namespace fabkit::topo

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <pugixml.hpp>
 
@@ -33,8 +34,21 @@ inline constexpr size_t kMaxTopoFileBytes = 16u << 20;
 // Deeper than any PCI tree (NCCL_TOPO_MAX_HOPS-sized paths are far shorter); bounds our recursion.
 inline constexpr int kMaxXmlDepth = 64;
 
-// 1-based line of a byte offset.
+// 1-based line of a byte offset (scans the text: for one-off use, such as an error).
 int line_of_offset(const std::string& text, ptrdiff_t offset);
+
+// 1-based lines of many offsets in one text: the newline offsets are found once, then each
+// lookup is a binary search. Rescanning from the start for each element made a 60k-element file
+// take minutes (quadratic), which through NCCL_TOPO_FILE hung the Slurm health check.
+class LineIndex {
+ public:
+  LineIndex() = default;
+  explicit LineIndex(const std::string& text);
+  int line_of(ptrdiff_t offset) const;
+
+ private:
+  std::vector<size_t> newlines_;  // offsets of every '\n', ascending
+};
 // Reads path (capped); throws TopoParseError when unreadable or too large.
 std::string read_topo_file(const std::filesystem::path& path);
 
@@ -42,6 +56,7 @@ std::string read_topo_file(const std::filesystem::path& path);
 struct XmlDocument {
   std::string file;
   std::string text;
+  LineIndex lines;  // of text, built by parse_xml
   pugi::xml_document doc;
   int line_of(const pugi::xml_node& n) const;
 };

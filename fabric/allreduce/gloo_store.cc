@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/hex.h"
+#include "common/json_read.h"
 #include "fabric/allreduce/allreduce_types.h"
 #include "fabric/wire/frame.h"
 #include "fabric/wire/wire_error.h"
@@ -30,7 +31,12 @@ std::vector<char> unhex_field(const Json& j, const char* field, size_t cap, cons
 }
 
 Json parse_payload(const wire::Frame& f, FrameType expected, const std::string& what) {
-  Json j = Json::parse(f.payload, nullptr, false);
+  Json j;
+  try {
+    j = parse_json(f.payload, what);
+  } catch (const JsonReadError& e) {
+    throw PeerError("io_error", e.what());
+  }
   if (f.type != expected || !j.is_object())
     throw PeerError("io_error", what + ": expected a " + wire::to_string(expected) + " frame holding a JSON object, got a " +
                                     wire::to_string(f.type) + " frame");

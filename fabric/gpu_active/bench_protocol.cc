@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "common/json.h"
+#include "common/json_read.h"
 #include "probes/gpu_active/gpu_active_facts.h"
 
 namespace fabkit::fabric {
@@ -159,8 +160,15 @@ BenchLine parse_bench_line(const std::string& raw) {
     return l;
   }
   if (head == "HELLO" || head == "STEP" || head == "FIGURE") {
-    Json j = Json::parse(rest, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
+    Json j;
+    try {
+      j = parse_json(rest, head + " line");
+    } catch (const JsonReadError& e) {
+      return invalid(e.too_deep()
+                         ? e.what()
+                         : head + " needs a JSON object, got '" + rest.substr(0, 60) + "'");
+    }
+    if (!j.is_object())
       return invalid(head + " needs a JSON object, got '" + rest.substr(0, 60) + "'");
     return head == "HELLO" ? parse_hello(j) : parse_step_or_figure(head, j);
   }

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "common/environment.h"
+#include "common/json_read.h"
 #include "fabric/nccl_runner/child_protocol.h"
 #include "fabric/nccl_runner/nccl_env.h"
 #include "fabric/nccl_runner/nccl_runner.h"
@@ -235,8 +236,13 @@ TransportRun run_local_allreduce(const LocalAllreduceSpec& spec) {
     if (l.kind != ChildLineKind::kResult)
       return finish(make(spec, "failed", "child_protocol", who + "expected RESULT, got: " + l.text),
                     culprit);
-    Json result = Json::parse(l.text, nullptr, false);
-    if (result.is_discarded() || !result.contains("sizes") || !result["sizes"].is_array() ||
+    Json result;
+    try {
+      result = parse_json(l.text, who + "RESULT");
+    } catch (const JsonReadError& e) {
+      return finish(make(spec, "failed", "child_protocol", e.what()), culprit);
+    }
+    if (!result.is_object() || !result.contains("sizes") || !result["sizes"].is_array() ||
         result["sizes"].size() != 1 || !result["sizes"][0].is_object())
       return finish(
           make(spec, "failed", "child_protocol", who + "RESULT is not {\"sizes\":[one size]}"),

@@ -8,6 +8,7 @@
 
 #include "common/environment.h"
 #include "common/errors.h"
+#include "common/json_read.h"
 #include "fabric/allreduce/session_socket.h"
 #include "fabric/allreduce/sweep.h"
 #include "fabric/nccl_log/nccl_log.h"
@@ -41,7 +42,12 @@ void send_readiness(int fd, std::string line, int timeout_ms) {
 
 std::string recv_readiness(int fd, int timeout_ms) {
   wire::Frame f = recv_frame(fd, kMaxFrameBytes, wire::deadline_in_ms(timeout_ms), "waiting for the peer agent's NCCL readiness");
-  Json j = Json::parse(f.payload, nullptr, false);
+  Json j;
+  try {
+    j = parse_json(f.payload, "the peer agent's NCCL readiness");
+  } catch (const JsonReadError& e) {
+    throw PeerError("io_error", e.what());
+  }
   if (f.type != wire::FrameType::kRequest || !j.is_object() || j.value("op", "") != kReadyOp || !j.contains("line") ||
       !j["line"].is_string())
     throw PeerError("io_error", std::string("peer agent sent a ") + wire::to_string(f.type) +
@@ -215,8 +221,13 @@ TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportCh
         return r;
       }
       if (l.kind == ChildLineKind::kResult) {
-        Json result = Json::parse(l.text, nullptr, false);
-        if (result.is_discarded() || !result.contains("sizes") || !result["sizes"].is_array())
+        Json result;
+        try {
+          result = parse_json(l.text, "the NCCL runner child's RESULT");
+        } catch (const JsonReadError& e) {
+          throw PeerError("child_protocol", e.what());
+        }
+        if (!result.is_object() || !result.contains("sizes") || !result["sizes"].is_array())
           throw PeerError("child_protocol", "the NCCL runner child's RESULT is not {\"sizes\":[...]}");
         bool ok = true;
         for (const auto& s : result["sizes"]) {

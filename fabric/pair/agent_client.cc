@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "common/errors.h"
+#include "common/json_read.h"
 #include "fabric/tcp/tcp_socket.h"
 #include "fabric/wire/handshake.h"
 #include "fabric/wire/messages.h"
@@ -43,7 +44,12 @@ Json AgentClient::await_hello(int timeout_ms) {
     // "fabkit_agent".
     for (int lines = 0; lines < 100; ++lines) {
       std::string line = child_->read_line(launch::ChildProcess::Stream::kStdout, deadline);
-      Json j = Json::parse(line, nullptr, false);
+      Json j;
+      try {
+        j = parse_json(line, "agent output line");
+      } catch (const JsonReadError&) {
+        continue;  // an ssh banner, a login message
+      }
       if (j.is_object() && j.contains("fabkit_agent")) {
         if (j["fabkit_agent"] != wire::kProtocolVersion)
           throw StepError(host_, "pair.launch_failed", "the agent speaks protocol " + j["fabkit_agent"].dump() +
@@ -66,7 +72,13 @@ Json AgentClient::await_hello(int timeout_ms) {
 
 void AgentClient::connect(int timeout_ms) {
   auto deadline = wire::deadline_in_ms(timeout_ms);
-  uint16_t port = hello_.value("port", 0);
+  const Json port_field = hello_.value("port", Json());
+  if (!port_field.is_number_unsigned() || port_field.get<uint64_t>() == 0 ||
+      port_field.get<uint64_t>() > 65535)
+    throw StepError(host_, "pair.launch_failed",
+                    "the agent's hello has no TCP port 1..65535 in field 'port' (got " +
+                        port_field.dump().substr(0, 64) + ")");
+  const auto port = static_cast<uint16_t>(port_field.get<uint64_t>());
   std::vector<std::string> addrs;
   if (hello_.contains("bind_addr") && hello_["bind_addr"].is_string())
     addrs.push_back(hello_["bind_addr"].get<std::string>());

@@ -101,7 +101,7 @@ TransportResult run_ring_transport(GroupFacts& f, Agents& ag, const PairOptions&
   for (int attempt = 0; attempt < 3; ++attempt) {
     Json port = ag[order[0]]->call("free_port", {{"addr", f.addrs[order[0]]}}, o.timeout_ms);
     Json args = {{"transport", name},
-                 {"port", port.value("port", 0)},
+                 {"port", answer_port(f.hosts[order[0]], "free_port", port)},
                  {"sizes_bytes", o.sizes_bytes},
                  {"iters", o.iters},
                  {"warmup_iters", o.warmup_iters},
@@ -197,7 +197,7 @@ GroupFacts run_group(const GroupOptions& o) {
     for (size_t i = 0; ok && i < n; ++i) ok = step(f.steps, name, o.hosts[i], [&] { fn(i); });
     return ok;
   };
-  std::vector<Json> hello(n), facts(n);
+  std::vector<Json> hello(n);
   std::optional<ProgressScope> starting;
   starting.emplace(o.pair.progress, "group: starting the agents on " + std::to_string(n) + " hosts");
   bool ok = each("launch", [&](size_t i) {
@@ -211,10 +211,11 @@ GroupFacts run_group(const GroupOptions& o) {
        });
   ok = ok && step(f.steps, "facts", "", [&] {
          for (auto& a : ag) a->send("facts", Json::object());
-         for (size_t i = 0; i < n; ++i) facts[i] = ag[i]->receive(o.pair.timeout_ms);
+         std::vector<AgentFacts> got;  // a wrong-typed answer fails this step
+         for (size_t i = 0; i < n; ++i)
+           got.push_back(agent_facts(o.hosts[i], hello[i], ag[i]->receive(o.pair.timeout_ms)));
+         f.agents = std::move(got);
        });
-  if (ok)
-    for (size_t i = 0; i < n; ++i) f.agents.push_back(agent_facts(o.hosts[i], hello[i], facts[i]));
   SessionPeers peers;
   ok = ok && step(f.steps, "peers", "", [&] {
          std::vector<AgentClient*> agents;

@@ -27,14 +27,14 @@ void check_port(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptions&
   p.from_addr = l.b.addr;
   p.timeout_ms = std::min(o.timeout_ms, 3000);
   Json lr = A.call("port_listen", {{"addr", p.listen_addr}, {"port", o.port}}, o.timeout_ms);
-  p.listen_status = lr.value("status", "");
+  p.listen_status = step_answer_field(o.host_a, "port_listen", lr, "status", std::string());
   if (p.listen_status != "listening") {
-    p.error = lr.value("error", "");
+    p.error = step_answer_field(o.host_a, "port_listen", lr, "error", std::string());
     return;
   }
   Json pr = B.call("port_probe", {{"addr", p.listen_addr}, {"port", o.port}, {"local_addr", p.from_addr},
                                   {"timeout_ms", p.timeout_ms}}, o.timeout_ms + p.timeout_ms);
-  p.status = pr.value("status", "error");
+  p.status = step_answer_field(o.host_b, "port_probe", pr, "status", std::string("error"));
   if (pr["connect_time_us"].is_number()) p.connect_time_us = pr["connect_time_us"].get<double>();
   if (pr["error"].is_string()) p.error = pr["error"].get<std::string>();
   A.call("port_close", Json::object(), o.timeout_ms);
@@ -52,8 +52,12 @@ void run_transport(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
     return;
   }
   Json port = A.call("free_port", {{"addr", l.a.addr}}, o.timeout_ms);
-  Json args = {{"transport", name}, {"port", port.value("port", 0)}, {"sizes_bytes", o.sizes_bytes},
-               {"iters", o.iters}, {"warmup_iters", o.warmup_iters}, {"timeout_ms", o.timeout_ms}};
+  Json args = {{"transport", name},
+               {"port", answer_port(o.host_a, "free_port", port)},
+               {"sizes_bytes", o.sizes_bytes},
+               {"iters", o.iters},
+               {"warmup_iters", o.warmup_iters},
+               {"timeout_ms", o.timeout_ms}};
   Json a0 = args, a1 = args;
   a0.update({{"rank", 0}, {"local_addr", l.a.addr}, {"peer_addr", l.b.addr}, {"ifname", l.a.ifname},
              {"extra", plan.extra_a}});
@@ -84,7 +88,7 @@ void run_transport(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
 RankAnswers run_rc_mode(const RcPortPair& p, const std::string& mode, AgentClient& A,
                         AgentClient& B, const LinkResult& l, const PairOptions& o) {
   Json port = B.call("free_port", {{"addr", l.b.addr}}, o.timeout_ms);
-  uint16_t pn = static_cast<uint16_t>(port.value("port", 0));
+  const uint16_t pn = answer_port(B.host(), "free_port", port);
   B.send("rdma_rc", rc_request_args(p, false, mode, l.b.addr, "", pn, o.timeout_ms));
   A.send("rdma_rc", rc_request_args(p, true, mode, l.a.addr, l.b.addr, pn, o.timeout_ms));
   return receive_ranks({&A, &B}, rc_answer_bound_ms(mode, o.timeout_ms));
@@ -151,17 +155,16 @@ PairFacts run_pair(const PairOptions& o) {
          c.connect(o.timeout_ms);
          c.set_liveness_ms(liveness_bound_ms(o));
        });
-  Json facts_a, facts_b;
   ok = ok && step(f, "facts", "", [&] {
          A.send("facts", Json::object());
          B.send("facts", Json::object());
-         facts_a = A.receive(o.timeout_ms);
-         facts_b = B.receive(o.timeout_ms);
+         const Json facts_a = A.receive(o.timeout_ms);
+         const Json facts_b = B.receive(o.timeout_ms);
+         // A wrong-typed answer fails this step (the report is still written).
+         AgentFacts a = agent_facts(o.host_a, hello_a, facts_a);
+         f.b = agent_facts(o.host_b, hello_b, facts_b);
+         f.a = std::move(a);
        });
-  if (ok) {
-    f.a = agent_facts(o.host_a, hello_a, facts_a);
-    f.b = agent_facts(o.host_b, hello_b, facts_b);
-  }
   SessionPeers peers;
   ok = ok && step(f, "peers", "", [&] {
          peers = send_session_peers({&A, &B}, {f.a, f.b}, o);

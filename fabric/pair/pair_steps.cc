@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <set>
 #include <stdexcept>
-#include <type_traits>
 
+#include "fabric/pair/answer_field.h"
 #include "fabric/pair/verdict.h"
 #include "fabric/wire/messages.h"
 
@@ -32,16 +32,47 @@ std::vector<std::string> agent_argv(const PairOptions& o, const std::string& hos
           std::to_string(idle_ms)};
 }
 
+uint16_t answer_port(const std::string& host, const std::string& op, const Json& m) {
+  const auto port = step_answer_field(host, op, m, "port", uint64_t{0});
+  if (port == 0 || port > 65535)
+    throw StepError(host, "pair.agent_error",
+                    "unusable " + op + " answer: field 'port' = " + std::to_string(port) +
+                        " is not a TCP port 1..65535");
+  return static_cast<uint16_t>(port);
+}
+
 AgentFacts agent_facts(const std::string& host, const Json& hello, const Json& facts) {
   AgentFacts a;
   a.host = host;
   a.hello = hello;
-  a.report = facts.value("report", Json());
-  Json ifs = facts.value("interfaces", Json::object());
-  a.interfaces_source = ifs.value("source", "");
-  a.candidates = candidates_from_interfaces(ifs.value("interfaces", Json::array()));
-  for (const auto& t : facts.value("transports", Json::array()))
-    if (t.is_string()) a.transports.push_back(t.get<std::string>());
+  try {
+    a.report = answer_field(facts, "report", Json());
+    if (!a.report.is_null() && !a.report.is_object())
+      throw std::invalid_argument("field 'report' is " + a.report.dump().substr(0, 64) +
+                                  ", not a node report object");
+    const Json ifs = answer_field(facts, "interfaces", Json::object());
+    if (!ifs.is_object())
+      throw std::invalid_argument("field 'interfaces' is " + ifs.dump().substr(0, 64) +
+                                  ", not an object");
+    try {
+      a.interfaces_source = answer_field(ifs, "source", std::string());
+      a.candidates = candidates_from_interfaces(answer_field(ifs, "interfaces", Json::array()));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("interfaces: ") + e.what());
+    }
+    const Json transports = answer_field(facts, "transports", Json::array());
+    if (!transports.is_array())
+      throw std::invalid_argument("field 'transports' is " + transports.dump().substr(0, 64) +
+                                  ", not a list of names");
+    for (size_t i = 0; i < transports.size(); ++i) {
+      if (!transports[i].is_string())
+        throw std::invalid_argument("transports[" + std::to_string(i) + "] is " +
+                                    transports[i].dump().substr(0, 64) + ", not a name");
+      a.transports.push_back(transports[i].get<std::string>());
+    }
+  } catch (const std::invalid_argument& e) {
+    throw StepError(host, "pair.agent_error", std::string("unusable facts answer: ") + e.what());
+  }
   return a;
 }
 
@@ -68,34 +99,6 @@ void read_rtt(const Json& m, int pings_asked, LinkResult& l) {
   l.pings = pings_asked;
   if (rtt.contains("histogram"))
     l.rtt_histogram = histogram_from_json(rtt["histogram"], "rtt.histogram", pings_asked);
-}
-
-// A field of an agent's answer: absent or null gives `otherwise`; present with another type
-// throws std::invalid_argument naming it. The agent may be hostile or broken, and nlohmann's own
-// type_error would end the controller (exit 3) instead of failing that one measurement.
-template <typename T>
-T answer_field(const Json& m, const char* key, T otherwise) {
-  if (!m.is_object()) throw std::invalid_argument("the answer is not a JSON object");
-  auto it = m.find(key);
-  if (it == m.end() || it->is_null()) return otherwise;
-  bool ok;
-  if constexpr (std::is_same_v<T, Json>)
-    ok = true;  // the caller checks the shape
-  else if constexpr (std::is_same_v<T, std::string>)
-    ok = it->is_string();
-  else if constexpr (std::is_same_v<T, bool>)
-    ok = it->is_boolean();
-  else if constexpr (std::is_unsigned_v<T>)
-    ok = it->is_number_unsigned() || (it->is_number_integer() && it->template get<int64_t>() >= 0);
-  else if constexpr (std::is_integral_v<T>)
-    ok = it->is_number_integer() && it->template get<int64_t>() >= INT32_MIN &&
-         it->template get<int64_t>() <= INT32_MAX;
-  else
-    ok = it->is_number();
-  if (!ok)
-    throw std::invalid_argument(std::string("field '") + key + "' is " + it->dump().substr(0, 64) +
-                                ", of the wrong type");
-  return it->template get<T>();
 }
 
 // The sizes of rank 0's answer, each checked against the other ranks' correctness flags.
@@ -244,7 +247,8 @@ void measure_links(PairFacts& f, AgentClient& A, AgentClient& B, const PairOptio
   for (const auto& cb : bs) {
     try {
       Json r = B.call("tcp_serve", {{"addr", cb.addr}, {"ifname", cb.ifname}}, o.timeout_ms);
-      servers.emplace_back(r.value("server_id", 0), r.value("port", 0));
+      servers.emplace_back(step_answer_field(B.host(), "tcp_serve", r, "server_id", 0),
+                           answer_port(B.host(), "tcp_serve", r));
     } catch (const StepError& e) {
       if (fatal(e)) throw;
       servers.emplace_back(0, 0);

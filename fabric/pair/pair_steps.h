@@ -4,14 +4,17 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common/json.h"
 #include "fabric/pair/agent_client.h"
+#include "fabric/pair/answer_field.h"
 #include "fabric/pair/pair_controller.h"
 #include "fabric/pair/pair_facts.h"
 #include "fabric/pair/session_peers.h"
@@ -43,6 +46,20 @@ template <typename F>
 bool step(PairFacts& f, const std::string& name, const std::string& host, F&& fn) {
   return step(f.steps, name, host, std::forward<F>(fn));
 }
+
+// answer_field (answer_field.h) for an answer a step cannot go on without: a field of the wrong
+// type fails the step on `host` (pair.agent_error), naming the request and the field.
+template <typename T>
+T step_answer_field(const std::string& host, const std::string& op, const Json& m, const char* key,
+                    T otherwise) {
+  try {
+    return answer_field(m, key, otherwise);
+  } catch (const std::invalid_argument& e) {
+    throw StepError(host, "pair.agent_error", "unusable " + op + " answer: " + e.what());
+  }
+}
+// The TCP port a free_port or tcp_serve answer names: 1..65535, else a StepError as above.
+uint16_t answer_port(const std::string& host, const std::string& op, const Json& m);
 
 // pair.agent_error is an answer from a live agent; anything else means the session is gone.
 bool fatal(const StepError& e);

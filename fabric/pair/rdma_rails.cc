@@ -29,6 +29,13 @@ std::map<std::string, int> hca_numa(const Json& report) {
   return out;
 }
 
+// A string member of a node report an agent sent, or "" when absent or of another type: the
+// agent may be hostile or broken, and a port whose link layer is unreadable is not planned on.
+std::string text_of(const Json& o, const char* key) {
+  const Json v = o.value(key, Json());
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
 std::string hex2(unsigned char b) {
   static const char* d = "0123456789abcdef";
   return {d[b >> 4], d[b & 15]};
@@ -37,7 +44,7 @@ std::string hex2(unsigned char b) {
 // The GID text of entry `index` in the port's gids[], or "".
 std::string gid_at(const Json& port, int index) {
   for (const auto& g : port.value("gids", Json::array()))
-    if (g.is_object() && g.value("index", -1) == index && g.value("gid", Json()).is_string())
+    if (g.is_object() && g.value("index", Json()) == index && g.value("gid", Json()).is_string())
       return g["gid"].get<std::string>();
   return "";
 }
@@ -49,11 +56,11 @@ std::vector<Port> active_ports(const Json& report) {
   for (const auto& d : report["rdma"].value("devices", Json::array())) {
     if (!d.is_object() || !d.value("name", Json()).is_string()) continue;
     for (const auto& p : d.value("ports", Json::array())) {
-      if (!p.is_object() || p.value("state", "") != "ACTIVE") continue;
+      if (!p.is_object() || p.value("state", Json()) != "ACTIVE") continue;
       Port a;
       a.half.hca_a = d["name"].get<std::string>();
       a.half.port_a = p.value("port", Json(1)).is_number_integer() ? p["port"].get<int>() : 1;
-      a.half.link_layer = p.value("link_layer", "");
+      a.half.link_layer = text_of(p, "link_layer");
       // RoCE uses the probe's RoCE v2 GID; InfiniBand addresses by LID (no GRH, -1).
       const Json gid = p.value("roce_v2_gid_index", Json());
       if (a.half.link_layer == "Ethernet" && gid.is_number_integer()) a.half.gid_index_a = gid.get<int>();
@@ -105,7 +112,7 @@ bool subnets_discriminate(const std::vector<Port>& a, const std::vector<Port>& b
 }  // namespace
 
 std::string rail_subnet(const Json& port) {
-  const std::string ll = port.value("link_layer", "");
+  const std::string ll = text_of(port, "link_layer");
   std::string text;
   if (ll == "InfiniBand") {
     text = gid_at(port, 0);

@@ -17,7 +17,8 @@ std::optional<double> opt_num(const Json& j, const char* key) {
 Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(); }
 
 std::string side_reason(const Json& doc, const char* who) {
-  std::string r = doc.is_object() ? doc.value("reason", "") : "no answer";
+  const Json reason = doc.is_object() ? doc.value("reason", Json()) : Json("no answer");
+  std::string r = reason.is_string() ? reason.get<std::string>() : "";
   return r.empty() ? "" : std::string(who) + ": " + r;
 }
 
@@ -54,7 +55,7 @@ RcPairResult combine_rc(const RcPortPair& p, const Json& write_bw, const Json& s
   for (const Json* mode : {&write_bw, &send_lat})
     for (size_t i = 0; i < 2; ++i) {
       const Json doc = mode->is_array() && mode->size() > i ? (*mode)[i] : Json();
-      if (!doc.is_object() || doc.value("status", "") != "ok") {
+      if (!doc.is_object() || doc.value("status", Json()) != "ok") {
         all_ok = false;
         std::string why = side_reason(doc, i == 0 ? "A (client)" : "B (server)");
         if (!why.empty())
@@ -64,8 +65,8 @@ RcPairResult combine_rc(const RcPortPair& p, const Json& write_bw, const Json& s
   r.status = all_ok ? "ok" : "failed";
   const Json wc = write_bw.is_array() && !write_bw.empty() ? write_bw[0] : Json();
   const Json lc = send_lat.is_array() && !send_lat.empty() ? send_lat[0] : Json();
-  if (wc.is_object() && wc.value("status", "") == "ok") r.bw_gbps = opt_num(wc, "bw_gbps");
-  if (lc.is_object() && lc.value("status", "") == "ok") {
+  if (wc.is_object() && wc.value("status", Json()) == "ok") r.bw_gbps = opt_num(wc, "bw_gbps");
+  if (lc.is_object() && lc.value("status", Json()) == "ok") {
     r.lat_us_median = opt_num(lc, "lat_us_median");
     r.lat_us_p99 = opt_num(lc, "lat_us_p99");
     if (lc.contains("lat_histogram") && !lc["lat_histogram"].is_null()) {
@@ -80,7 +81,8 @@ RcPairResult combine_rc(const RcPortPair& p, const Json& write_bw, const Json& s
     }
   }
   for (const Json* d : {&wc, &lc})
-    if (d->is_object() && (*d).value("path_mtu", 0) > 0) r.path_mtu = (*d)["path_mtu"].get<int>();
+    if (d->is_object() && opt_num(*d, "path_mtu").value_or(0) > 0)
+      r.path_mtu = (*d)["path_mtu"].get<int>();
   return r;
 }
 

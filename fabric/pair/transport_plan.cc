@@ -19,7 +19,8 @@ namespace {
 std::optional<probes::NcclList> ib_hca_of(const Json& report) {
   if (!report.is_object() || !report.contains("nccl_env") || !report["nccl_env"].is_object()) return std::nullopt;
   for (const auto& v : report["nccl_env"].value("variables", Json::array()))
-    if (v.is_object() && v.value("name", "") == "NCCL_IB_HCA" && v.value("value", Json()).is_string())
+    if (v.is_object() && v.value("name", Json()) == "NCCL_IB_HCA" &&
+        v.value("value", Json()).is_string())
       return probes::parse_nccl_list(v["value"].get<std::string>(), probes::kNcclMaxHcaEntries);
   return std::nullopt;
 }

@@ -1,11 +1,13 @@
 #include "fabric/pair/verdict.h"
 
+#include "fabric/pair/answer_field.h"
 #include "fabric/pair/rdma_rc_plan.h"
 #include "fabric/pair/transport_plan.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 
 namespace fabkit::pair {
 namespace {
@@ -31,22 +33,36 @@ std::string link_name(const LinkResult& l) {
 
 std::vector<Candidate> candidates_from_interfaces(const Json& interfaces) {
   std::vector<Candidate> out;
-  if (!interfaces.is_array()) return out;
-  for (const auto& i : interfaces) {
-    if (!i.is_object()) continue;
-    if (!i.value("up", false) || !i.value("running", false)) continue;
-    std::string kind = i.value("kind", "other");
-    if (kind == "loopback") continue;
-    for (const auto& a : i.value("addresses", Json::array())) {
-      if (a.value("family", "") != "ipv4") continue;
-      Candidate c;
-      c.ifname = i.value("name", "");
-      c.addr = a.value("address", "");
-      c.prefix_len = static_cast<int>(opt_int(a, "prefix_len").value_or(0));
-      c.mtu = opt_int(i, "mtu");
-      c.speed_mbps = opt_int(i, "speed_mbps");
-      c.kind = kind;
-      if (!c.ifname.empty() && !c.addr.empty()) out.push_back(c);
+  if (!interfaces.is_array())
+    throw std::invalid_argument("field 'interfaces' is " + interfaces.dump().substr(0, 64) +
+                                ", not a list");
+  for (size_t n = 0; n < interfaces.size(); ++n) {
+    const Json& i = interfaces[n];
+    const std::string at = "interfaces[" + std::to_string(n) + "]";
+    try {
+      if (!answer_field(i, "up", false) || !answer_field(i, "running", false)) continue;
+      std::string kind = answer_field(i, "kind", std::string("other"));
+      if (kind == "loopback") continue;
+      const Json addresses = answer_field(i, "addresses", Json::array());
+      if (!addresses.is_array()) throw std::invalid_argument("field 'addresses' is not a list");
+      for (size_t k = 0; k < addresses.size(); ++k) {
+        const Json& a = addresses[k];
+        try {
+          if (answer_field(a, "family", std::string()) != "ipv4") continue;
+          Candidate c;
+          c.ifname = answer_field(i, "name", std::string());
+          c.addr = answer_field(a, "address", std::string());
+          c.prefix_len = static_cast<int>(opt_int(a, "prefix_len").value_or(0));
+          c.mtu = opt_int(i, "mtu");
+          c.speed_mbps = opt_int(i, "speed_mbps");
+          c.kind = kind;
+          if (!c.ifname.empty() && !c.addr.empty()) out.push_back(c);
+        } catch (const std::invalid_argument& e) {
+          throw std::invalid_argument("addresses[" + std::to_string(k) + "]: " + e.what());
+        }
+      }
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(at + ": " + e.what());
     }
   }
   return out;

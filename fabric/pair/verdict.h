@@ -13,7 +13,8 @@ namespace fabkit::pair {
 
 // Candidates from an agent's interfaces[] (net section shape): up, running, IPv4, not loopback.
 // Decoys are kept on purpose: they are measured and reported as unreachable or slower (those on a
-// subnet no peer shares are refused before that: session_peers.h).
+// subnet no peer shares are refused before that: session_peers.h). A list or field of the wrong
+// type throws std::invalid_argument naming it ("interfaces[2]: field 'up' ...").
 std::vector<Candidate> candidates_from_interfaces(const Json& interfaces);
 
 // The best reachable link: highest single-stream bandwidth, then lowest median RTT. nullopt when

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include "common/json_read.h"
 #include "fabric/wire/wire_error.h"
 
 namespace fabkit::wire {
@@ -22,10 +23,12 @@ Frame json_frame(FrameType t, const Json& j) {
 }  // namespace
 
 Json parse_json_payload(const Frame& f) {
-  Json j = Json::parse(f.payload, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
-    throw WireError(WireErrorKind::kMalformedJson,
-                    std::string(to_string(f.type)) + " frame payload is not valid JSON");
+  Json j;
+  try {
+    j = parse_json(f.payload, std::string(to_string(f.type)) + " frame payload");
+  } catch (const JsonReadError& e) {
+    throw WireError(WireErrorKind::kMalformedJson, e.what());
+  }
   if (!j.is_object()) bad(std::string(to_string(f.type)) + " frame payload is not a JSON object");
   return j;
 }

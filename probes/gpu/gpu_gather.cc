@@ -7,6 +7,7 @@
 
 #include "common/errors.h"
 #include "common/file_reader.h"
+#include "common/json_read.h"
 #include "probes/gpu/gpu_facts.h"
 #include "probes/gpu/nvml_call.h"
 #include "probes/gpu/nvml_fake.h"
@@ -137,8 +138,12 @@ nvml::Library replay_library(const std::string& path) {
                      " bytes, larger than any recorded node (16 MiB)" + fix);
   auto text = read_text(path, ec ? kMaxBytes : static_cast<size_t>(size) + 1);
   if (!ok(text)) throw UsageError("--nvml-replay " + path + ": " + error(text).to_string() + fix);
-  Json fixture = Json::parse(value(text), nullptr, /*allow_exceptions=*/false);
-  if (fixture.is_discarded()) throw UsageError("--nvml-replay " + path + ": not valid JSON" + fix);
+  Json fixture;
+  try {
+    fixture = parse_json(value(text), "--nvml-replay " + path);
+  } catch (const JsonReadError& e) {
+    throw UsageError(e.what() + fix);
+  }
   try {
     return nvml::fake_library(fixture);
   } catch (const std::invalid_argument& e) {

@@ -71,6 +71,24 @@ def _gpu_active_dropped(doc):
     g0["figures"] = [f for f in g0["figures"] if f["name"] != "h2d"]
 
 
+def _error_document_of(golden):
+    """The error document a command printed (an error golden's output), as a file to read back."""
+    def build(path):
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected",
+                               golden + ".json")) as f:
+            doc = json.load(f)["output"]
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=2)
+    return build
+
+
+def _write_json(doc):
+    def build(path):
+        with open(path, "w") as f:
+            json.dump(doc, f)
+    return build
+
+
 NCCL_LOGS = ["nccl_2.18_errors", "nccl_2.18_ib_gdr", "nccl_2.21_socket_fallback", "nccl_2.21_roce",
              "nccl_2.21_aws_ofi", "nccl_2.4.7_ib_bootstrap_net_socket", "nccl_2.23_plugin_init_failed"]
 
@@ -203,6 +221,17 @@ CASES = [
      "args": ["nccl-log", "--json", "{tmp}/no-such.log"]},
     {"name": "error-validate-not-a-profile", "binary": "fabcheck", "schema": "error.schema.json",
      "args": ["validate", FIX + "/reports/pair-netns-veth.json", "--json"]},
+    # fabcheck report given an error document (a failed run saved as if it were a report): a
+    # usage error naming it, also when its `error` has another shape (was an internal error, exit 3)
+    {"name": "error-report-given-an-error-document", "binary": "fabcheck",
+     "schema": "error.schema.json",
+     "setup": {"failed-node.json": _error_document_of("error-node-missing-sysroot")},
+     "args": ["report", "--json", "failed-node.json"]},
+    {"name": "error-report-given-an-odd-error-document", "binary": "fabcheck",
+     "schema": "error.schema.json",
+     "setup": {"odd-error.json": _write_json({"schema_version": 1, "kind": "node",
+                                              "error": "the probe was killed"})},
+     "args": ["report", "--json", "odd-error.json"]},
     {"name": "error-report-baseline-kinds-differ", "binary": "fabcheck",
      "schema": "error.schema.json",
      "args": ["report", "--json", "--baseline", FIX + "/reports/pair-netns-veth.json",

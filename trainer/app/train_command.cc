@@ -200,6 +200,12 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   // 5. Data: the same global order on every rank; each takes its slice (sampler.h).
   auto tokenizer = load_tokenizer(o.model_dir);
   LoadedData data = load_dataset(o.data, *tokenizer, data_options(o, loaded.config.vocab_size));
+  if (data.train_stats.lines_skipped > 0) {  // --skip-bad-lines: say what was dropped, and why
+    std::string first;
+    for (const auto& why : data.train_stats.skip_reasons) first += "; " + why;
+    log.warn("data " + o.data + ": skipped " + std::to_string(data.train_stats.lines_skipped) +
+             " bad lines (--skip-bad-lines)" + first);
+  }
   // --pp > 1: the stages run their own loop (app/pipeline_train.cc).
   if (o.pp > 1) {
     return run_pipeline_train(o, {launch, co, *comm, device, tensor_step, std::move(loaded), std::move(data), nccl_log,

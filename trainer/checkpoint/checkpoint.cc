@@ -12,6 +12,7 @@
 
 #include "common/errors.h"
 #include "common/atomic_file.h"
+#include "common/json_read.h"
 #include "trainer/checkpoint/shard_file.h"
 
 namespace fs = std::filesystem;
@@ -381,7 +382,7 @@ std::optional<TrainState> resume_latest(Comm& comm, const fs::path& output_dir, 
     std::string why;
     Json manifest;
     try {
-      manifest = Json::parse(read_text(dir / "manifest.json"));
+      manifest = parse_json(read_text(dir / "manifest.json"), "manifest.json");
       why = check_for_rank(dir, manifest, shards, optimizer.name(), comm.rank(), comm.world_size());
     } catch (const std::exception& e) {
       why = std::string("manifest unreadable: ") + e.what();
@@ -425,9 +426,9 @@ GatheredCheckpoint gather_checkpoint(const fs::path& dir) {
   const fs::path mpath = dir / "manifest.json";
   if (!fs::exists(mpath)) throw UsageError("checkpoint " + dir.string() + " has no manifest.json: it is incomplete");
   try {
-    g.manifest = Json::parse(read_text(mpath));
-  } catch (const std::exception& e) {
-    throw UsageError(mpath.string() + ": " + e.what());
+    g.manifest = parse_json(read_text(mpath), mpath.string());
+  } catch (const JsonReadError& e) {
+    throw UsageError(e.what());
   }
   try {
     const Json& units = g.manifest.at("units");

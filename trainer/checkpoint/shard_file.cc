@@ -8,6 +8,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "common/json_read.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -58,9 +59,9 @@ ShardFileContents read_shard_file(const std::filesystem::path& path) {
   in.read(text.data(), static_cast<std::streamsize>(len));
   ShardFileContents c;
   try {
-    c.header = Json::parse(text);
-  } catch (const std::exception& e) {
-    throw UsageError("checkpoint shard " + path.string() + ": header JSON at offset 16: " + e.what());
+    c.header = parse_json(text, "checkpoint shard " + path.string() + ": header JSON at offset 16");
+  } catch (const JsonReadError& e) {
+    throw UsageError(e.what());
   }
   uint64_t offset = 16 + len;
   try {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "common/json_read.h"
 #include "fabric/wire/wire_error.h"
 #include "reports/text/control_text.h"
 #include "reports/text/terminal_safe.h"
@@ -36,9 +37,9 @@ Json request(const std::string& socket_path, const std::string& command, int tim
   wire::write_all(fd.get(), line.data(), line.size(), deadline, "control request");
   const std::string reply = read_line(fd.get(), 1 << 20, deadline, "control reply");
   try {
-    return Json::parse(reply);
-  } catch (const Json::parse_error& e) {
-    throw WireError(WireErrorKind::kMalformedJson, std::string("control reply: ") + e.what());
+    return parse_json(reply, "control reply");
+  } catch (const JsonReadError& e) {
+    throw WireError(WireErrorKind::kMalformedJson, e.what());
   }
 }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common/errors.h"
+#include "common/json_read.h"
 
 namespace fabkit::trainer::control {
 namespace fs = std::filesystem;
@@ -179,7 +180,7 @@ std::vector<Registration> read_registrations(const PrivateDir& dir,
       continue;
     }
     try {
-      Json j = Json::parse(*text);
+      Json j = parse_json(*text, file.string());
       Registration r;
       r.job = j.at("job").get<std::string>();
       r.pid = j.at("pid").get<long>();

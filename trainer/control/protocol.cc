@@ -1,5 +1,6 @@
 #include "trainer/control/protocol.h"
 
+#include "common/json_read.h"
 #include "trainer/control/endpoint.h"
 
 namespace fabkit::trainer::control {
@@ -7,11 +8,10 @@ namespace fabkit::trainer::control {
 std::string parse_request(const std::string& line) {
   Json j;
   try {
-    j = Json::parse(line);
-  } catch (const Json::parse_error& e) {
+    j = parse_json(line, "the request");
+  } catch (const JsonReadError& e) {
     throw ProtocolError(errc::kMalformedJson,
-                        std::string("the request is not JSON (") + e.what() +
-                            "): send one line like {\"command\": \"status\"}");
+                        std::string(e.what()) + "; send one line like {\"command\": \"status\"}");
   }
   if (!j.is_object() || !j.contains("command") || !j["command"].is_string())
     throw ProtocolError(

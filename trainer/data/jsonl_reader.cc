@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "common/errors.h"
+#include "common/json_read.h"
 
 namespace fabkit::trainer {
 
@@ -32,9 +33,9 @@ JsonlContents read_jsonl(const std::filesystem::path& file, bool skip_bad_lines)
     }
     Json v;
     try {
-      v = Json::parse(text);
-    } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers like 6e892
-      reject_line(c, skip_bad_lines, where + ": not valid JSON (" + e.what() + ")");
+      v = parse_json(text, where);
+    } catch (const JsonReadError& e) {
+      reject_line(c, skip_bad_lines, e.what());
       continue;
     }
     if (!v.is_object()) {

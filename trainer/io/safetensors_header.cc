@@ -5,6 +5,7 @@
 
 #include "common/errors.h"
 #include "common/json.h"
+#include "common/json_read.h"
 
 namespace fabkit::trainer {
 
@@ -50,10 +51,10 @@ SafetensorsHeader parse_safetensors_header(const std::string& json_text, uint64_
   h.data_bytes = file_size - h.data_start;
   Json doc;
   try {
-    doc = Json::parse(json_text);
-  } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers like 6e892
-    throw UsageError(file + ": safetensors header (bytes 8.." + std::to_string(h.data_start) +
-                     ") is not valid JSON: " + e.what());
+    doc =
+        parse_json(json_text, "safetensors header (bytes 8.." + std::to_string(h.data_start) + ")");
+  } catch (const JsonReadError& e) {
+    throw UsageError(file + ": " + e.what());
   }
   if (!doc.is_object())
     throw UsageError(file + ": safetensors header must be a JSON object, found " +

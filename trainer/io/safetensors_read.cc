@@ -11,6 +11,7 @@
 
 #include "common/errors.h"
 #include "common/json.h"
+#include "common/json_read.h"
 #include "trainer/io/safetensors.h"
 
 namespace fabkit::trainer {
@@ -125,9 +126,9 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& p) {
   ss << in.rdbuf();
   Json doc;
   try {
-    doc = Json::parse(ss.str());
-  } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers like 6e892
-    throw UsageError(source_ + ": not valid JSON (" + e.what() + ")");
+    doc = parse_json(ss.str(), source_);
+  } catch (const JsonReadError& e) {
+    throw UsageError(e.what());
   }
   if (!doc.is_object() || !doc.contains("weight_map") || !doc.at("weight_map").is_object())
     throw UsageError(source_ + ": field \"weight_map\" (an object tensor -> shard file) is missing");

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/json_read.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -206,9 +207,9 @@ LlamaConfig load_llama_config(const std::filesystem::path& path) {
   ss << in.rdbuf();
   Json doc;
   try {
-    doc = Json::parse(ss.str());
-  } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers like 6e892
-    throw UsageError(path.string() + ": not valid JSON (" + e.what() + ")");
+    doc = parse_json(ss.str(), path.string());
+  } catch (const JsonReadError& e) {
+    throw UsageError(e.what());
   }
   return parse_llama_config(doc, path.string());
 }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/json_read.h"
 #include "trainer/tokenizer/byte_level.h"
 
 namespace fabkit::trainer {
@@ -214,9 +215,9 @@ std::unique_ptr<HfTokenizer> load_hf_tokenizer(const std::filesystem::path& file
   ss << in.rdbuf();
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError(file.string() + ": not valid JSON (" + e.what() + ")");
+    doc = parse_json_sorted(ss.str(), file.string());
+  } catch (const JsonReadError& e) {
+    throw UsageError(e.what());
   }
   return std::make_unique<HfTokenizer>(parse_tokenizer_json(doc, file.string()), file.string(), hints);
 }

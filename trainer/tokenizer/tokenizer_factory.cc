@@ -4,6 +4,7 @@
 
 #include "common/errors.h"
 #include "common/json.h"
+#include "common/json_read.h"
 #include "trainer/tokenizer/hf_tokenizer.h"
 #include "trainer/tokenizer/tokenizer.h"
 
@@ -18,9 +19,9 @@ Json read_json_object(const fs::path& file) {
   ss << in.rdbuf();
   Json j;
   try {
-    j = Json::parse(ss.str());
-  } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers like 6e892
-    throw UsageError(file.string() + ": not valid JSON (" + e.what() + ")");
+    j = parse_json(ss.str(), file.string());
+  } catch (const JsonReadError& e) {
+    throw UsageError(e.what());
   }
   if (!j.is_object()) throw UsageError(file.string() + ": expected a JSON object");
   return j;

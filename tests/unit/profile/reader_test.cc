@@ -103,7 +103,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(ProfileReader, MalformedJsonNamesTheFile) {
   std::string msg = error_for("{\"schema_version\": 1,");
-  EXPECT_NE(msg.find("cluster.json: malformed JSON"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cluster.json: not valid JSON"), std::string::npos) << msg;
 }
 
 TEST(ProfileReader, MissingFieldIsNamed) {
@@ -169,7 +169,8 @@ TEST(ProfileReader, NumberOverflowIsAUsageError) {
     parse_profile("{\"schema_version\": 6e892}", "cluster.json");
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("cluster.json: malformed JSON"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cluster.json: not valid JSON"), std::string::npos)
+        << e.what();
   }
 }
 
