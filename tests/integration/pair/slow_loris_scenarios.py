@@ -173,18 +173,24 @@ def test_server(fabcheck, n):
                 "elapsed_s": round(elapsed, 1)}
 
 
-def stop_when_allreduce_runs(w, host, timeout_s):
-    """SIGSTOPs every process of host's namespace once its agent has an all-reduce connection open
-    to host 0 (an established connection it opened: not to a port it listens on, not to the
-    rendezvous port 29400). Returns the pids stopped, or [] at the timeout."""
+def stop_when_allreduce_runs(w, host, timeout_s, min_age_s=1.0):
+    """SIGSTOPs every process of host's namespace once its agent has held an all-reduce connection
+    to host 0 open for min_age_s (an established connection it opened: not to a port it listens
+    on, not to the rendezvous port 29400). The age tells the all-reduce's long-lived connection
+    from the TCP tests' (each lives --bandwidth-ms; keep that well under min_age_s): on a loaded
+    machine a stop timed from the first connection seen landed in the TCP tests instead. Returns
+    the pids stopped, or [] at the timeout."""
     deadline = time.monotonic() + timeout_s
     pid = agent_pid(w, host, deadline)
+    first_seen = {}
     while pid and time.monotonic() < deadline:
         socks = sockets(pid)
         listening = {s[1] for s in socks if s[4] == LISTEN}
-        if any(s[4] == ESTABLISHED and s[2] == w.addr(0) and s[3] != 29400 and s[1] not in listening
-               for s in socks):
-            time.sleep(0.5)  # well into the sweep
+        now = time.monotonic()
+        open_now = {(s[1], s[3]) for s in socks
+                    if s[4] == ESTABLISHED and s[2] == w.addr(0) and s[3] != 29400 and s[1] not in listening}
+        first_seen = {c: first_seen.get(c, now) for c in open_now}
+        if any(now - t >= min_age_s for t in first_seen.values()):
             pids = w.pids(host)
             for p in pids:
                 os.kill(p, signal.SIGSTOP)

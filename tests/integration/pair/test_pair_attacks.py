@@ -78,10 +78,11 @@ class NetnsAttacks(unittest.TestCase):
 
     def test_a_stopped_agent_is_named_unresponsive_within_seconds_with_the_peers_failure_kept(self):
         with netns.NetnsWorld(hosts=2, decoys=True, controller=True) as w:
-            # A long all-reduce (64 MiB x 200 over the veth) under the default 300 s transport bound.
+            # A long all-reduce (64 MiB x 200 over the veth) under the default 300 s transport bound,
+            # after short TCP tests (their connections must not pass for the all-reduce's).
             p, t0 = scenarios.start_pair(FABCHECK, w, scenarios.LAUNCHER, w.hosts, "--transports", "raw-exchange",
                                          "--sizes", "64M", "--iters", "200", "--timeout-ms", "4000",
-                                         defaults=False)
+                                         "--bandwidth-ms", "100", "--pings", "100", defaults=False)
             stopped = scenarios.stop_when_allreduce_runs(w, 1, timeout_s=60)
             self.assertTrue(stopped, "the all-reduce never started")
             t_stop = time.monotonic()
@@ -100,7 +101,9 @@ class NetnsAttacks(unittest.TestCase):
             print("\n  stopped agent named after %.1f s" % after_stop, file=sys.stderr)
             doc = json.loads(out)
             self.assertLess(after_stop, 20)  # liveness 4 s + the peer's own 4 s bound, not 300 s
-            step = [s for s in doc["pair"]["steps"] if s["step"] == "allreduce:raw-exchange"][0]
+            steps = [s for s in doc["pair"]["steps"] if s["step"] == "allreduce:raw-exchange"]
+            self.assertEqual(1, len(steps), doc["pair"]["steps"])
+            step = steps[0]
             self.assertEqual("failed", step["status"])
             self.assertEqual("pair.agent_unresponsive", step["code"], step)
             self.assertEqual(w.hosts[1], step["host"])
