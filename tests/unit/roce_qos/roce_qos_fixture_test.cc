@@ -1,0 +1,183 @@
+// One fixture per misconfiguration (tests/fixtures/roce_qos/README.md has their provenance): each
+// runs the whole gather on the RoCE port of the sysfs capture (mlx5_2 / ens1f0np0) with the
+// fixture's sysfs files laid over it and its DCB and ethtool answers replayed through the netlink
+// and ioctl parsers, then the judge. The healthy node has no finding at warn.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "common/file_reader.h"
+#include "common/json_read.h"
+#include "probes/nccl_env/nccl_env_facts.h"
+#include "probes/rdma/rdma_facts.h"
+#include "probes/roce_qos/roce_qos_facts.h"
+#include "tests/support/ttar.h"
+
+namespace fabkit::probes {
+namespace {
+
+using fabkit::testing::TempDir;
+
+struct Gathered {
+  RoceQosFacts facts;
+  std::vector<Finding> findings;
+};
+
+Gathered run_fixture(const std::string& name, const TempDir& dir) {
+  const auto file = fabkit::testing::project_fixtures() / "roce_qos" / (name + ".json");
+  auto text = read_text(file);
+  EXPECT_TRUE(ok(text)) << file;
+  Json fx = parse_json(value(text), file.string());
+  fabkit::testing::unpack_ttar(fabkit::testing::project_fixtures() / "rdma" / "sysfs_ib_hdr_roce_v2.ttar",
+                               dir.path(), "");
+  for (const auto& [path, content] : fx["sysfs"].items())
+    fabkit::testing::write_file(dir.path() / "sys" / path, content.get<std::string>());
+  ProbeContext ctx;
+  ctx.roots = SystemRoots::under(dir.path());
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : fx["env"].items()) env[k] = v.get<std::string>();
+  ctx.env = Environment(env);
+  ctx.options.qos_replay = file;
+  RdmaFacts rdma = gather_rdma_sysfs(ctx.roots.sys);
+  Gathered g;
+  g.facts = gather_roce_qos(ctx, rdma, gather_nccl_env(ctx));
+  reread_roce_qos(g.facts, 50);
+  g.findings = judge_roce_qos(g.facts);
+  return g;
+}
+
+// The codes at warn or worse, and the one info code that names a problem.
+std::set<std::string> problems(const std::vector<Finding>& findings) {
+  std::set<std::string> out;
+  for (const auto& f : findings)
+    if (f.severity >= Severity::kWarn || f.code == "roce_qos.dcb_unavailable") out.insert(f.code);
+  return out;
+}
+
+const Finding* find(const std::vector<Finding>& fs, const std::string& code) {
+  for (const auto& f : fs)
+    if (f.code == code) return &f;
+  return nullptr;
+}
+
+TEST(RoceQosFixtures, HealthyNodeHasNoWarning) {
+  TempDir dir("roce-healthy");
+  auto g = run_fixture("healthy", dir);
+  ASSERT_EQ(g.facts.ports.size(), 1u);
+  const auto& p = g.facts.ports[0];
+  EXPECT_EQ(p.device, "mlx5_2");
+  EXPECT_EQ(p.netdev, "ens1f0np0");
+  EXPECT_EQ(p.dcb.status, "ok");
+  EXPECT_EQ(p.dcb.pfc_enabled, 0x08);
+  EXPECT_EQ(p.dcb.apps.size(), 64u);  // DOC-2792's dscp2prio table, one APP entry per DSCP
+  EXPECT_EQ(p.ethtool.status, "ok");
+  EXPECT_EQ(p.ethtool.values.at("tx_global_pause_duration"), 555665182u);
+  EXPECT_EQ(g.facts.counter_interval_ms, 1000);
+  auto t = nccl_traffic_path(g.facts, p);
+  EXPECT_EQ(t.traffic_class, 106);
+  EXPECT_EQ(t.dscp, 26);
+  EXPECT_EQ(t.trust, "dscp");
+  EXPECT_EQ(t.priority, 3);
+  EXPECT_TRUE(problems(g.findings).empty()) << g.findings[0].code;
+  ASSERT_NE(find(g.findings, "roce_qos.nccl_path"), nullptr);
+}
+
+TEST(RoceQosFixtures, PfcOffOnNcclPriority) {
+  TempDir dir("roce-pfc");
+  auto g = run_fixture("pfc_off_nccl_priority", dir);
+  EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.nccl_priority_lossy"});
+  const Finding* f = find(g.findings, "roce_qos.nccl_priority_lossy");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("priority 3, which has no PFC; PFC is on priorities 0,2,6,7"), std::string::npos)
+      << f->message;
+  EXPECT_NE(f->fix.find("mlnx_qos -i ens1f0np0 --pfc 1,0,1,1,0,0,1,1"), std::string::npos) << f->fix;
+  EXPECT_NE(f->fix.find("NCCL_IB_TC=66"), std::string::npos) << f->fix;  // DSCP 16, priority 2
+  EXPECT_NE(f->fix.find("switch"), std::string::npos);
+}
+
+TEST(RoceQosFixtures, TrustPcpWithDscpTrafficClassAndNoPfc) {
+  TempDir dir("roce-pcp");
+  auto g = run_fixture("trust_pcp_pfc_off", dir);
+  EXPECT_EQ(problems(g.findings),
+            (std::set<std::string>{"roce_qos.trust_mismatch", "roce_qos.pfc_disabled"}));
+  auto t = nccl_traffic_path(g.facts, g.facts.ports[0]);
+  EXPECT_EQ(t.trust, "pcp");
+  EXPECT_EQ(t.priority, 0);  // SL 0: untagged, priority 0
+  EXPECT_NE(find(g.findings, "roce_qos.trust_mismatch")->fix.find("--trust dscp"), std::string::npos);
+}
+
+TEST(RoceQosFixtures, EcnOffOnNcclPriority) {
+  TempDir dir("roce-ecn");
+  auto g = run_fixture("ecn_off", dir);
+  EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.ecn_disabled"});
+  EXPECT_NE(find(g.findings, "roce_qos.ecn_disabled")->fix.find("echo 1 > /sys/class/net/ens1f0np0/ecn/roce_np/enable/3"),
+            std::string::npos);
+}
+
+TEST(RoceQosFixtures, NcclTcOnALossyPriority) {
+  TempDir dir("roce-tc");
+  auto g = run_fixture("nccl_tc_lossy", dir);
+  EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.nccl_priority_lossy"});
+  auto t = nccl_traffic_path(g.facts, g.facts.ports[0]);
+  EXPECT_EQ(t.dscp, 8);
+  EXPECT_EQ(t.priority, 1);
+  EXPECT_NE(find(g.findings, "roce_qos.nccl_priority_lossy")->fix.find("NCCL_IB_TC=106"), std::string::npos);
+}
+
+TEST(RoceQosFixtures, SmallNetdevMtu) {
+  TempDir dir("roce-mtu");
+  auto g = run_fixture("mtu_1500", dir);
+  EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.mtu_small"});
+  EXPECT_NE(find(g.findings, "roce_qos.mtu_small")->message.find("at most 1024 bytes"), std::string::npos);
+}
+
+TEST(RoceQosFixtures, PauseStormFails) {
+  TempDir dir("roce-storm");
+  auto g = run_fixture("pause_storm", dir);
+  EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.pause_storm"});
+  const Finding* f = find(g.findings, "roce_qos.pause_storm");
+  EXPECT_EQ(f->severity, Severity::kFail);  // the storm error watermark fired
+  EXPECT_NE(f->message.find("tx_prio3_pause_duration +910000 us"), std::string::npos) << f->message;
+}
+
+TEST(RoceQosFixtures, DiscardsRising) {
+  TempDir dir("roce-discards");
+  auto g = run_fixture("discards_rising", dir);
+  EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.discards_rising"});
+  const std::string& m = find(g.findings, "roce_qos.discards_rising")->message;
+  EXPECT_NE(m.find("rx_discards_phy +5210, rx_out_of_buffer +17"), std::string::npos) << m;
+  EXPECT_NE(find(g.findings, "roce_qos.discards_rising")->message.find("rx_prio3_discards +5210"),
+            std::string::npos);
+}
+
+TEST(RoceQosFixtures, DcbNotSupportedIsAFactNotAnError) {
+  TempDir dir("roce-nodcb");
+  auto g = run_fixture("dcb_not_supported", dir);
+  const auto& p = g.facts.ports[0];
+  EXPECT_EQ(p.dcb.status, "not_supported");
+  EXPECT_NE(p.dcb.detail.find("errno 95"), std::string::npos) << p.dcb.detail;
+  EXPECT_EQ(p.ethtool.status, "not_supported");
+  EXPECT_TRUE(g.facts.errors.empty());
+  EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.dcb_unavailable"});
+  EXPECT_EQ(worst_severity(g.findings), Severity::kInfo);
+}
+
+TEST(RoceQosFixtures, SysrootWithoutReplayReadsSysfsOnly) {
+  TempDir dir("roce-sysroot");
+  fabkit::testing::unpack_ttar(fabkit::testing::project_fixtures() / "rdma" / "sysfs_ib_hdr_roce_v2.ttar",
+                               dir.path(), "");
+  fabkit::testing::write_file(dir.path() / "sys/class/net/ens1f0np0/mtu", "9000\n");
+  ProbeContext ctx;
+  ctx.roots = SystemRoots::under(dir.path());
+  auto f = gather_roce_qos(ctx, gather_rdma_sysfs(ctx.roots.sys), gather_nccl_env(ctx));
+  reread_roce_qos(f, 50);
+  EXPECT_EQ(f.source, "sysroot");
+  ASSERT_EQ(f.ports.size(), 1u);
+  EXPECT_EQ(f.ports[0].dcb.status, "not_read");
+  EXPECT_EQ(f.ports[0].netdev_mtu, 9000);
+  EXPECT_EQ(f.counter_interval_ms, 0);
+}
+
+}  // namespace
+}  // namespace fabkit::probes
