@@ -12,6 +12,7 @@
 #include "probes/nccl_env/nccl_env_facts.h"
 #include "probes/rdma/rdma_facts.h"
 #include "probes/roce_qos/roce_qos_facts.h"
+#include "slurm/drift_judge.h"
 #include "tests/support/ttar.h"
 
 namespace fabkit::probes {
@@ -177,6 +178,36 @@ TEST(RoceQosFixtures, SysrootWithoutReplayReadsSysfsOnly) {
   EXPECT_EQ(f.ports[0].dcb.status, "not_read");
   EXPECT_EQ(f.ports[0].netdev_mtu, 9000);
   EXPECT_EQ(f.counter_interval_ms, 0);
+}
+
+// Cluster drift over the node reports' roce_qos sections: two nodes with PFC on priority 3 and
+// one where it is on 0,2,6,7 (DOC-2792's first printout): that node's PFC priorities are named.
+TEST(RoceQosFixtures, ClusterDriftNamesTheNodeWithOtherPfc) {
+  std::vector<slurm::NodeDriftFacts> nodes;
+  for (const auto& [host, fixture] : std::vector<std::pair<std::string, std::string>>{
+           {"n1", "healthy"}, {"n2", "healthy"}, {"n3", "pfc_off_nccl_priority"}}) {
+    TempDir dir("roce-drift-" + host);
+    Json report = {{"kind", "node"}, {"roce_qos", to_json(run_fixture(fixture, dir).facts)}};
+    nodes.push_back({host, slurm::drift_facts_from_node_report(report)});
+  }
+  auto findings = slurm::judge_drift(nodes);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].code, "cluster.drift_roce_qos");
+  EXPECT_EQ(findings[0].subject, "n3:roce_pfc:mlx5_2:1");
+  EXPECT_NE(findings[0].message.find("is 0,2,6,7 on n3; 2 of 3 nodes have 3"), std::string::npos)
+      << findings[0].message;
+}
+
+TEST(RoceQosFixtures, NoDriftWhenOneNodeWasNotRead) {
+  // A --sysroot node (DCB not read) has no PFC key: unknown is not a difference.
+  std::vector<slurm::NodeDriftFacts> nodes;
+  TempDir d1("roce-drift-a"), d2("roce-drift-b");
+  nodes.push_back({"n1", slurm::drift_facts_from_node_report(
+                             {{"roce_qos", to_json(run_fixture("healthy", d1).facts)}})});
+  RoceQosFacts unread = run_fixture("healthy", d2).facts;
+  unread.ports[0].dcb = DcbState{};
+  nodes.push_back({"n2", slurm::drift_facts_from_node_report({{"roce_qos", to_json(unread)}})});
+  EXPECT_TRUE(slurm::judge_drift(nodes).empty());
 }
 
 }  // namespace
