@@ -193,10 +193,11 @@ void register_node_command(CLI::App& app, int* exit_code) {
                   "Use NVML answers recorded with --nvml-record (FILE) instead of this machine's "
                   "driver; with --sysroot, the GPUs of a captured node")
       ->check(CLI::ExistingFile);
-  sub->add_option("--qos-replay", args->qos_replay,
-                  "Use recorded DCB (PFC, trust, APP table) and ethtool statistics answers for the "
-                  "RoCE netdevs (FILE, tests/fixtures/roce_qos/README.md) instead of this kernel's; "
-                  "with --sysroot, the QoS of a captured node")
+  sub->add_option(
+         "--qos-replay", args->qos_replay,
+         "Use recorded DCB (PFC, trust, APP table) and ethtool statistics answers for the "
+         "RoCE netdevs (FILE, tests/fixtures/roce_qos/README.md) instead of this kernel's; "
+         "with --sysroot, the QoS of a captured node")
       ->check(CLI::ExistingFile);
   sub->add_option("--nvml-record", args->nvml_record,
                   "Also write what this machine's NVML answers to FILE (a fixture for "

@@ -25,10 +25,12 @@ void add_roce_qos_drift_facts(const Json& r, std::map<std::string, std::string>&
     if (str(dcb, "status") == "ok" && dcb.contains("pfc_enabled_priorities") &&
         dcb["pfc_enabled_priorities"].is_array()) {
       std::string list;
-      for (const auto& x : dcb["pfc_enabled_priorities"]) list += (list.empty() ? "" : ",") + x.dump();
+      for (const auto& x : dcb["pfc_enabled_priorities"])
+        list += (list.empty() ? "" : ",") + x.dump();
       out["roce_pfc:" + obj] = list.empty() ? "none" : list;
     }
-    if (std::string t = str(path, "trust"); !t.empty() && t != "unknown") out["roce_trust:" + obj] = t;
+    if (std::string t = str(path, "trust"); !t.empty() && t != "unknown")
+      out["roce_trust:" + obj] = t;
     if (path.contains("priority") && path["priority"].is_number_integer()) {
       const std::string prio = path["priority"].dump();
       out["roce_nccl_priority:" + obj] = prio;

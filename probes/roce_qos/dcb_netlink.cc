@@ -4,9 +4,9 @@
 #include "probes/roce_qos/dcb_netlink.h"
 
 #include <linux/dcbnl.h>
-#include <sys/socket.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
@@ -35,7 +35,8 @@ class Writer {
     nlattr a{};
     a.nla_len = static_cast<uint16_t>(sizeof a + n);
     a.nla_type = type;
-    buf_.insert(buf_.end(), reinterpret_cast<uint8_t*>(&a), reinterpret_cast<uint8_t*>(&a) + sizeof a);
+    buf_.insert(buf_.end(), reinterpret_cast<uint8_t*>(&a),
+                reinterpret_cast<uint8_t*>(&a) + sizeof a);
     put(p, n);
   }
   void attr_u8(uint16_t type, uint8_t v) { attr(type, &v, 1); }
@@ -170,8 +171,8 @@ DcbReplyStatus parse_dcb_reply(const std::vector<uint8_t>& bytes, uint8_t cmd, u
       dcbmsg d;
       std::memcpy(&d, body, sizeof d);
       if (d.cmd != cmd) {
-        st.malformed = "reply to DCB command " + std::to_string(d.cmd) + ", expected " +
-                       std::to_string(cmd);
+        st.malformed =
+            "reply to DCB command " + std::to_string(d.cmd) + ", expected " + std::to_string(cmd);
         return st;
       }
       bool ok = true;
@@ -269,12 +270,14 @@ bool parse_dcb_request(const std::vector<uint8_t>& bytes, uint8_t& cmd, std::str
   cmd = d.cmd;
   size_t at = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(dcbmsg));
   bool found = false;
-  for_each_attr(bytes.data() + at, h.nlmsg_len - at, [&](uint16_t type, const uint8_t* q, size_t len) {
-    if (type == DCB_ATTR_IFNAME && len > 0) {
-      ifname.assign(reinterpret_cast<const char*>(q), strnlen(reinterpret_cast<const char*>(q), len));
-      found = true;
-    }
-  });
+  for_each_attr(bytes.data() + at, h.nlmsg_len - at,
+                [&](uint16_t type, const uint8_t* q, size_t len) {
+                  if (type == DCB_ATTR_IFNAME && len > 0) {
+                    ifname.assign(reinterpret_cast<const char*>(q),
+                                  strnlen(reinterpret_cast<const char*>(q), len));
+                    found = true;
+                  }
+                });
   return found;
 }
 

@@ -30,7 +30,8 @@ EthtoolStatsRead read_ethtool_stats(QosKernel& kernel, const std::string& ifname
     return r;
   }
   uint32_t count = 0;
-  if (info->sset_mask & (1ULL << ETH_SS_STATS)) std::memcpy(&count, info_buf.data() + sizeof(ethtool_sset_info), sizeof count);
+  if (info->sset_mask & (1ULL << ETH_SS_STATS))
+    std::memcpy(&count, info_buf.data() + sizeof(ethtool_sset_info), sizeof count);
   if (!(info->sset_mask & (1ULL << ETH_SS_STATS)) || count == 0) {
     r.err = EOPNOTSUPP;  // the kernel clears the bit of a set the driver does not have
     r.call = "ETHTOOL_GSSET_INFO";
@@ -41,7 +42,8 @@ EthtoolStatsRead read_ethtool_stats(QosKernel& kernel, const std::string& ifname
     r.call = "ETHTOOL_GSSET_INFO";
     return r;
   }
-  std::vector<uint8_t> str_buf(sizeof(ethtool_gstrings) + static_cast<size_t>(count) * ETH_GSTRING_LEN, 0);
+  std::vector<uint8_t> str_buf(
+      sizeof(ethtool_gstrings) + static_cast<size_t>(count) * ETH_GSTRING_LEN, 0);
   auto* strings = reinterpret_cast<ethtool_gstrings*>(str_buf.data());
   strings->cmd = ETHTOOL_GSTRINGS;
   strings->string_set = ETH_SS_STATS;
@@ -51,7 +53,8 @@ EthtoolStatsRead read_ethtool_stats(QosKernel& kernel, const std::string& ifname
     r.call = "ETHTOOL_GSTRINGS";
     return r;
   }
-  std::vector<uint8_t> stat_buf(sizeof(ethtool_stats) + static_cast<size_t>(count) * sizeof(uint64_t), 0);
+  std::vector<uint8_t> stat_buf(
+      sizeof(ethtool_stats) + static_cast<size_t>(count) * sizeof(uint64_t), 0);
   auto* stats = reinterpret_cast<ethtool_stats*>(stat_buf.data());
   stats->cmd = ETHTOOL_GSTATS;
   stats->n_stats = count;

@@ -1,11 +1,11 @@
 // This machine's kernel: an rtnetlink socket for DCB and an AF_INET datagram socket for
 // SIOCETHTOOL, both in the caller's network namespace.
 #include <linux/netlink.h>
+#include <linux/sockios.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <linux/sockios.h>
 
 #include <cerrno>
 #include <chrono>
@@ -35,7 +35,8 @@ class LiveQosKernel : public QosKernel {
     std::vector<uint8_t> buf(64 * 1024);
     for (;;) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      deadline - std::chrono::steady_clock::now()).count();
+                      deadline - std::chrono::steady_clock::now())
+                      .count();
       if (left <= 0) return SysError{"poll", ETIMEDOUT, "netlink RTM_GETDCB reply"};
       pollfd p{fd.get(), POLLIN, 0};
       int pr = ::poll(&p, 1, static_cast<int>(left));
@@ -45,7 +46,8 @@ class LiveQosKernel : public QosKernel {
       ssize_t n = ::recv(fd.get(), buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n < 0) return SysError{"recv", errno, "netlink RTM_GETDCB reply"};
-      if (static_cast<size_t>(n) > buf.size()) return SysError{"recv", EMSGSIZE, "netlink RTM_GETDCB reply"};
+      if (static_cast<size_t>(n) > buf.size())
+        return SysError{"recv", EMSGSIZE, "netlink RTM_GETDCB reply"};
       // Keep only a datagram that answers this request (the socket is ours alone, but be exact).
       if (static_cast<size_t>(n) >= sizeof(nlmsghdr)) {
         nlmsghdr h;

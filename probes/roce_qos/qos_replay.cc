@@ -74,14 +74,18 @@ DcbState parse_dcb(const Json& j, const std::string& where) {
     const std::string w = where + ".pfc";
     if (!p.is_object() || !p.contains("enabled")) bad(w, "expected an object with \"enabled\"");
     auto enabled = int_list(p["enabled"], w + ".enabled", 1);
-    if (enabled.size() != 8) bad(w + ".enabled", "expected 8 flags (priorities 0..7), as mlnx_qos prints them");
+    if (enabled.size() != 8)
+      bad(w + ".enabled", "expected 8 flags (priorities 0..7), as mlnx_qos prints them");
     s.pfc_enabled = bits_of(enabled);
     s.pfc_source = p.value("source", std::string("ieee"));
-    if (s.pfc_source != "ieee" && s.pfc_source != "cee") bad(w + ".source", "expected \"ieee\" or \"cee\"");
+    if (s.pfc_source != "ieee" && s.pfc_source != "cee")
+      bad(w + ".source", "expected \"ieee\" or \"cee\"");
     if (p.contains("cap")) s.pfc_cap = int_list(Json::array({p["cap"]}), w + ".cap", 8)[0];
-    if (p.contains("delay")) s.pfc_delay = int_list(Json::array({p["delay"]}), w + ".delay", 65535)[0];
+    if (p.contains("delay"))
+      s.pfc_delay = int_list(Json::array({p["delay"]}), w + ".delay", 65535)[0];
     if (p.contains("requests")) s.pfc_requests = u64_list(p["requests"], w + ".requests");
-    if (p.contains("indications")) s.pfc_indications = u64_list(p["indications"], w + ".indications");
+    if (p.contains("indications"))
+      s.pfc_indications = u64_list(p["indications"], w + ".indications");
   }
   if (j.contains("ets")) {
     const Json& e = j["ets"];
@@ -96,7 +100,8 @@ DcbState parse_dcb(const Json& j, const std::string& where) {
     if (!m.is_object()) bad(where + ".dscp2prio", "expected {\"<prio>\": [dscp, ...]}");
     for (const auto& [prio, dscps] : m.items()) {
       int p = int_list(Json::array({std::atoi(prio.c_str())}), where + ".dscp2prio", 7)[0];
-      if (prio != std::to_string(p)) bad(where + ".dscp2prio", "key '" + prio + "' is not a priority 0..7");
+      if (prio != std::to_string(p))
+        bad(where + ".dscp2prio", "key '" + prio + "' is not a priority 0..7");
       for (int d : int_list(dscps, where + ".dscp2prio." + prio, 63))
         s.apps.push_back({IEEE_8021QAZ_APP_SEL_DSCP, d, p});
     }
@@ -104,9 +109,10 @@ DcbState parse_dcb(const Json& j, const std::string& where) {
   if (j.contains("app")) {
     for (const auto& a : j["app"]) {
       if (!a.is_object()) bad(where + ".app", "expected objects {selector, protocol, priority}");
-      s.apps.push_back({int_list(Json::array({a.value("selector", -1)}), where + ".app.selector", 255)[0],
-                        int_list(Json::array({a.value("protocol", -1)}), where + ".app.protocol", 65535)[0],
-                        int_list(Json::array({a.value("priority", -1)}), where + ".app.priority", 7)[0]});
+      s.apps.push_back(
+          {int_list(Json::array({a.value("selector", -1)}), where + ".app.selector", 255)[0],
+           int_list(Json::array({a.value("protocol", -1)}), where + ".app.protocol", 65535)[0],
+           int_list(Json::array({a.value("priority", -1)}), where + ".app.priority", 7)[0]});
     }
   }
   return s;
@@ -128,7 +134,8 @@ class ReplayQosKernel : public QosKernel {
     if (it->second.dcb_errno) return build_netlink_error(it->second.dcb_errno, seq);
     const DcbState& s = it->second.dcb;
     // A driver without ieee_getpfc answers IEEE_GET without PFC; one without CEE ops, EOPNOTSUPP.
-    if (cmd == DCB_CMD_PFC_GCFG && s.pfc_source != "cee") return build_netlink_error(EOPNOTSUPP, seq);
+    if (cmd == DCB_CMD_PFC_GCFG && s.pfc_source != "cee")
+      return build_netlink_error(EOPNOTSUPP, seq);
     if (cmd == DCB_CMD_IEEE_GET && s.pfc_source == "cee") {
       DcbState ieee = s;
       ieee.pfc_source.clear();
@@ -199,20 +206,23 @@ std::unique_ptr<QosKernel> make_replay_qos_kernel(const Json& fixture, const std
         r.ethtool_errno = errno_for(w + ".ethtool", eth.get<std::string>());
       } else {
         if (!eth.is_array() || eth.empty())
-          bad(w + ".ethtool", "expected a list of reads ({\"counter\": value, ...}), first and second");
+          bad(w + ".ethtool",
+              "expected a list of reads ({\"counter\": value, ...}), first and second");
         for (size_t i = 0; i < eth.size(); ++i) {
           const std::string wi = w + ".ethtool[" + std::to_string(i) + "]";
           if (!eth[i].is_object()) bad(wi, "expected {\"counter\": value, ...}");
           std::vector<std::pair<std::string, uint64_t>> read;
           for (const auto& [k, v] : eth[i].items()) {
-            if (k.empty() || k.size() >= ETH_GSTRING_LEN) bad(wi, "counter name '" + k + "' is not 1..31 characters");
+            if (k.empty() || k.size() >= ETH_GSTRING_LEN)
+              bad(wi, "counter name '" + k + "' is not 1..31 characters");
             if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0))
               bad(wi + "." + k, "expected a non-negative integer, got " + v.dump());
             read.emplace_back(k, v.get<uint64_t>());
           }
           // The driver's string table does not change between reads: later reads in its order.
           if (i > 0) {
-            if (read.size() != r.reads[0].size()) bad(wi, "counter names differ from the first read");
+            if (read.size() != r.reads[0].size())
+              bad(wi, "counter names differ from the first read");
             std::vector<std::pair<std::string, uint64_t>> ordered;
             for (const auto& [k, unused] : r.reads[0]) {
               if (!eth[i].contains(k)) bad(wi, "counter '" + k + "' of the first read is missing");
@@ -227,10 +237,12 @@ std::unique_ptr<QosKernel> make_replay_qos_kernel(const Json& fixture, const std
     }
     const Json iv = fixture.value("interval_ms", Json(0));
     if (!iv.is_number_integer() || iv.get<int64_t>() < 0 || iv.get<int64_t>() > 3600000)
-      bad("interval_ms", "expected the milliseconds between the two ethtool reads, got " + iv.dump());
+      bad("interval_ms",
+          "expected the milliseconds between the two ethtool reads, got " + iv.dump());
     if (iv.get<int>() == 0)
       for (const auto& [name, r] : netdevs)
-        if (r.reads.size() > 1) bad("interval_ms", "netdevs." + name + " has two reads: say how far apart");
+        if (r.reads.size() > 1)
+          bad("interval_ms", "netdevs." + name + " has two reads: say how far apart");
     return std::make_unique<ReplayQosKernel>(std::move(netdevs), iv.get<int>());
   } catch (const std::invalid_argument& e) {
     throw UsageError(what + ": " + e.what());

@@ -11,8 +11,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,21 +43,22 @@ struct DcbState {
   // --sysroot run without --qos-replay: this machine's kernel would not describe the capture).
   std::string status = "not_read";
   std::string detail;
-  std::optional<int> dcbx;          // DCB_ATTR_DCBX bits (DCB_CAP_DCBX_*): who manages DCB
-  std::string pfc_source;           // "ieee" | "cee" | "" (no PFC answer)
-  std::optional<int> pfc_enabled;   // bit p: PFC on priority p
-  std::optional<int> pfc_cap;       // how many priorities can be lossless at once
-  std::optional<int> pfc_delay;     // ieee_pfc.delay (bit times of allowed cable delay)
+  std::optional<int> dcbx;                // DCB_ATTR_DCBX bits (DCB_CAP_DCBX_*): who manages DCB
+  std::string pfc_source;                 // "ieee" | "cee" | "" (no PFC answer)
+  std::optional<int> pfc_enabled;         // bit p: PFC on priority p
+  std::optional<int> pfc_cap;             // how many priorities can be lossless at once
+  std::optional<int> pfc_delay;           // ieee_pfc.delay (bit times of allowed cable delay)
   std::vector<uint64_t> pfc_requests;     // pause frames sent per priority (8, IEEE only)
   std::vector<uint64_t> pfc_indications;  // pause frames received per priority (8, IEEE only)
-  std::vector<int> prio_tc;   // ETS: priority -> hardware traffic class (8 when known)
-  std::vector<int> tc_tx_bw;  // ETS: percent per traffic class
-  std::vector<int> tc_tsa;    // ETS: IEEE_8021QAZ_TSA_* per traffic class
+  std::vector<int> prio_tc;               // ETS: priority -> hardware traffic class (8 when known)
+  std::vector<int> tc_tx_bw;              // ETS: percent per traffic class
+  std::vector<int> tc_tsa;                // ETS: IEEE_8021QAZ_TSA_* per traffic class
   std::vector<DcbApp> apps;
 };
 
 // The NIC's ethtool statistics that show loss or congestion (names with pause, discard, drop,
-// out_of_buffer, ecn, cnp, marked or storm in them), from the first read and the rise at the second.
+// out_of_buffer, ecn, cnp, marked or storm in them), from the first read and the rise at the
+// second.
 struct EthtoolCounters {
   std::string status = "not_read";  // "ok" | "not_supported" | "no_device" | "error" | "not_read"
   std::string detail;
@@ -107,12 +108,12 @@ struct RoceQosFacts {
 // Where NCCL's RoCE packets land, derived from the facts (pure): the traffic class byte the QPs
 // carry, how the NIC classifies them (trust), and the priority that results.
 struct NcclTrafficPath {
-  int traffic_class = 0;    // the IP TOS / traffic class byte: DSCP << 2 | ECN bits
-  std::string tc_source;    // "port traffic_class" | "NCCL_IB_TC" | "NCCL default (0)"
-  int dscp = 0;             // traffic_class >> 2
-  std::string trust;        // "dscp" | "pcp" | "unknown"
-  std::string trust_source; // "qos/trust" | "DCB APP table" | "no DSCP APP entries" | ...
-  int sl = 0;               // NCCL_IB_SL (default 0)
+  int traffic_class = 0;        // the IP TOS / traffic class byte: DSCP << 2 | ECN bits
+  std::string tc_source;        // "port traffic_class" | "NCCL_IB_TC" | "NCCL default (0)"
+  int dscp = 0;                 // traffic_class >> 2
+  std::string trust;            // "dscp" | "pcp" | "unknown"
+  std::string trust_source;     // "qos/trust" | "DCB APP table" | "no DSCP APP entries" | ...
+  int sl = 0;                   // NCCL_IB_SL (default 0)
   std::optional<int> priority;  // the 802.1p priority; nullopt when trust is unknown
   std::string priority_source;  // "DSCP 26 -> 3 (APP table)" ...
 };
@@ -121,7 +122,8 @@ NcclTrafficPath nccl_traffic_path(const RoceQosFacts& facts, const RoceQosPort& 
 // The live kernel (netlink + ioctl) unless ctx.options.qos_replay names a fixture; under
 // --sysroot without a replay DCB and ethtool stay "not_read" (sysfs still comes from the tree).
 // Takes the first ethtool read; reread_roce_qos takes the second.
-RoceQosFacts gather_roce_qos(const ProbeContext& ctx, const RdmaFacts& rdma, const NcclEnvFacts& nccl);
+RoceQosFacts gather_roce_qos(const ProbeContext& ctx, const RdmaFacts& rdma,
+                             const NcclEnvFacts& nccl);
 // The second ethtool read, at least min_interval_ms after the first (the node probe calls it after
 // the other probes, so their time is the interval); a replay uses its recorded interval.
 void reread_roce_qos(RoceQosFacts& facts, int min_interval_ms);
@@ -134,7 +136,8 @@ DcbState read_dcb(QosKernel& kernel, const std::string& netdev);
 EthtoolCounters read_ethtool_counters(QosKernel& kernel, const std::string& netdev);
 // The second read: deltas against `counters`' values (a counter that went down was reset: its new
 // value is the rise).
-void reread_ethtool_counters(QosKernel& kernel, const std::string& netdev, EthtoolCounters& counters);
+void reread_ethtool_counters(QosKernel& kernel, const std::string& netdev,
+                             EthtoolCounters& counters);
 // Whether an ethtool counter name is one the probe keeps (loss and congestion signals).
 bool is_qos_counter(const std::string& name);
 

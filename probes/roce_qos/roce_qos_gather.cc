@@ -29,7 +29,8 @@ std::map<int, bool> read_enable_dir(const fs::path& dir, std::vector<SysError>& 
     if (!fs::exists(f)) continue;
     auto v = read_int(f);
     if (!v || (*v != 0 && *v != 1)) {
-      errors.push_back({"parse", EINVAL, f.string() + ": '" + read_line(f).value_or("") + "', expected 0 or 1"});
+      errors.push_back(
+          {"parse", EINVAL, f.string() + ": '" + read_line(f).value_or("") + "', expected 0 or 1"});
       continue;
     }
     out[p] = *v == 1;
@@ -48,10 +49,13 @@ std::map<std::string, int64_t> read_params(const fs::path& dir) {
   return out;
 }
 
-std::string errno_text(int e) { return std::string(strerror(e)) + " (errno " + std::to_string(e) + ")"; }
+std::string errno_text(int e) {
+  return std::string(strerror(e)) + " (errno " + std::to_string(e) + ")";
+}
 
 // One DCB command; false with `out` filled in when the exchange itself failed or was refused.
-bool dcb_command(QosKernel& kernel, const std::string& netdev, uint8_t cmd, DcbState& out, int& refused) {
+bool dcb_command(QosKernel& kernel, const std::string& netdev, uint8_t cmd, DcbState& out,
+                 int& refused) {
   const uint32_t seq = g_seq++;
   auto reply = kernel.netlink_exchange(build_dcb_request(cmd, netdev, seq));
   if (!ok(reply)) {
@@ -72,7 +76,8 @@ bool dcb_command(QosKernel& kernel, const std::string& netdev, uint8_t cmd, DcbS
 }  // namespace
 
 bool is_qos_counter(const std::string& n) {
-  for (const char* key : {"pause", "discard", "drop", "out_of_buffer", "ecn", "cnp", "marked", "storm"})
+  for (const char* key :
+       {"pause", "discard", "drop", "out_of_buffer", "ecn", "cnp", "marked", "storm"})
     if (n.find(key) != std::string::npos) return true;
   return false;
 }
@@ -85,10 +90,12 @@ DcbState read_dcb(QosKernel& kernel, const std::string& netdev) {
     if (refused == EOPNOTSUPP) {
       // dcb_doit: a netdev without dcbnl_ops (veth, most virtual and many non-RDMA NICs).
       s.status = "not_supported";
-      s.detail = "the driver has no DCB netlink operations (RTM_GETDCB: " + errno_text(refused) + ")";
+      s.detail =
+          "the driver has no DCB netlink operations (RTM_GETDCB: " + errno_text(refused) + ")";
     } else if (refused == ENODEV) {
       s.status = "no_device";
-      s.detail = "no netdev " + netdev + " in this network namespace (RTM_GETDCB: " + errno_text(refused) + ")";
+      s.detail = "no netdev " + netdev +
+                 " in this network namespace (RTM_GETDCB: " + errno_text(refused) + ")";
     } else {
       s.status = "error";
       s.detail = "RTM_GETDCB DCB_CMD_IEEE_GET " + netdev + ": " + errno_text(refused);
@@ -99,7 +106,8 @@ DcbState read_dcb(QosKernel& kernel, const std::string& netdev) {
   // Drivers with only CEE operations answer IEEE_GET without PFC: ask the CEE way.
   if (s.pfc_source.empty()) {
     DcbState cee = s;
-    if (dcb_command(kernel, netdev, DCB_CMD_PFC_GCFG, cee, refused) && !cee.pfc_source.empty()) s = cee;
+    if (dcb_command(kernel, netdev, DCB_CMD_PFC_GCFG, cee, refused) && !cee.pfc_source.empty())
+      s = cee;
   }
   if (!s.dcbx) {
     DcbState dx = s;
@@ -139,7 +147,8 @@ std::optional<int> parse_traffic_class(const std::string& text) {
   std::string t = trim(text);
   auto eq = t.rfind('=');
   if (eq != std::string::npos) t = trim(t.substr(eq + 1));
-  if (t.empty() || t.size() > 3 || t.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  if (t.empty() || t.size() > 3 || t.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
   int v = std::stoi(t);
   if (v > 255) return std::nullopt;
   return v;
@@ -149,15 +158,17 @@ void read_port_sysfs(const fs::path& sys, RoceQosPort& p, std::vector<SysError>&
   const fs::path net = sys / "class" / "net" / p.netdev;
   if (auto m = read_int(net / "mtu")) p.netdev_mtu = static_cast<int>(*m);
   if (auto t = read_line(net / "qos" / "trust")) p.trust_file = trim(*t);
-  const fs::path tc = sys / "class" / "infiniband" / p.device / "tc" / std::to_string(p.port) / "traffic_class";
+  const fs::path tc =
+      sys / "class" / "infiniband" / p.device / "tc" / std::to_string(p.port) / "traffic_class";
   if (auto t = read_text(tc, 4096); ok(t)) {
     p.traffic_class_text = trim(value(t));
     p.traffic_class = parse_traffic_class(*p.traffic_class_text);
     // MLNX_OFED writes "Global tclass=N" when set and nothing (or -1) when unset.
     if (!p.traffic_class && !p.traffic_class_text->empty() && *p.traffic_class_text != "-1" &&
         p.traffic_class_text->find("tclass=-1") == std::string::npos)
-      errors.push_back({"parse", EINVAL, tc.string() + ": '" + *p.traffic_class_text +
-                                             "', expected 'Global tclass=<0..255>' or a number"});
+      errors.push_back({"parse", EINVAL,
+                        tc.string() + ": '" + *p.traffic_class_text +
+                            "', expected 'Global tclass=<0..255>' or a number"});
   }
   p.ecn_np = read_enable_dir(net / "ecn" / "roce_np" / "enable", errors);
   p.ecn_rp = read_enable_dir(net / "ecn" / "roce_rp" / "enable", errors);
@@ -165,7 +176,8 @@ void read_port_sysfs(const fs::path& sys, RoceQosPort& p, std::vector<SysError>&
   p.dcqcn_rp = read_params(net / "ecn" / "roce_rp");
 }
 
-RoceQosFacts gather_roce_qos(const ProbeContext& ctx, const RdmaFacts& rdma, const NcclEnvFacts& nccl) {
+RoceQosFacts gather_roce_qos(const ProbeContext& ctx, const RdmaFacts& rdma,
+                             const NcclEnvFacts& nccl) {
   RoceQosFacts f;
   if (const auto* v = find_variable(nccl, "NCCL_IB_TC")) {
     f.nccl_ib_tc = v->value;

@@ -52,7 +52,8 @@ Json to_json(const RoceQosFacts& f) {
          {"active", p.active},
          {"netdev_mtu", or_null(p.netdev_mtu)},
          {"active_mtu", or_null(p.active_mtu)},
-         {"roce_mtu_allowed", p.netdev_mtu ? Json(roce_mtu_for_netdev_mtu(*p.netdev_mtu)) : Json(nullptr)},
+         {"roce_mtu_allowed",
+          p.netdev_mtu ? Json(roce_mtu_for_netdev_mtu(*p.netdev_mtu)) : Json(nullptr)},
          {"trust_file", or_null(p.trust_file)},
          {"traffic_class_file", or_null(p.traffic_class_text)},
          {"traffic_class", or_null(p.traffic_class)},
@@ -79,14 +80,17 @@ Json to_json(const RoceQosFacts& f) {
   }
   Json errors = Json::array();
   for (const auto& e : f.errors)
-    errors.push_back({{"call", e.call}, {"errno", e.err}, {"object", e.object}, {"message", e.to_string()}});
+    errors.push_back(
+        {{"call", e.call}, {"errno", e.err}, {"object", e.object}, {"message", e.to_string()}});
   return {{"source", f.source},
           {"replay_file", f.replay_file.empty() ? Json(nullptr) : Json(f.replay_file)},
           {"counter_interval_ms", f.counter_interval_ms},
           {"nccl_ib_tc", or_null(f.nccl_ib_tc)},
-          {"nccl_ib_tc_source", f.nccl_ib_tc_source.empty() ? Json(nullptr) : Json(f.nccl_ib_tc_source)},
+          {"nccl_ib_tc_source",
+           f.nccl_ib_tc_source.empty() ? Json(nullptr) : Json(f.nccl_ib_tc_source)},
           {"nccl_ib_sl", or_null(f.nccl_ib_sl)},
-          {"nccl_ib_sl_source", f.nccl_ib_sl_source.empty() ? Json(nullptr) : Json(f.nccl_ib_sl_source)},
+          {"nccl_ib_sl_source",
+           f.nccl_ib_sl_source.empty() ? Json(nullptr) : Json(f.nccl_ib_sl_source)},
           {"ports", ports},
           {"errors", errors}};
 }

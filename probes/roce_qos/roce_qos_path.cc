@@ -35,8 +35,8 @@ NcclTrafficPath nccl_traffic_path(const RoceQosFacts& f, const RoceQosPort& p) {
     t.tc_source = "NCCL_IB_TC";
   } else {
     t.traffic_class = 0;
-    t.tc_source = f.nccl_ib_tc ? "NCCL default (0; NCCL_IB_TC is not a number 0..255)"
-                               : "NCCL default (0)";
+    t.tc_source =
+        f.nccl_ib_tc ? "NCCL default (0; NCCL_IB_TC is not a number 0..255)" : "NCCL default (0)";
   }
   t.dscp = t.traffic_class >> 2;
   t.sl = parse_small_int(f.nccl_ib_sl, 15).value_or(0);
@@ -61,14 +61,16 @@ NcclTrafficPath nccl_traffic_path(const RoceQosFacts& f, const RoceQosPort& p) {
     std::optional<int> default_prio;
     for (const auto& a : p.dcb.apps) {
       if (a.selector == IEEE_8021QAZ_APP_SEL_DSCP && a.protocol == t.dscp) t.priority = a.priority;
-      if (a.selector == IEEE_8021QAZ_APP_SEL_ETHERTYPE && a.protocol == 0) default_prio = a.priority;
+      if (a.selector == IEEE_8021QAZ_APP_SEL_ETHERTYPE && a.protocol == 0)
+        default_prio = a.priority;
     }
     if (t.priority) {
-      t.priority_source = "DSCP " + std::to_string(t.dscp) + " -> " + std::to_string(*t.priority) + " (APP table)";
+      t.priority_source =
+          "DSCP " + std::to_string(t.dscp) + " -> " + std::to_string(*t.priority) + " (APP table)";
     } else {
       t.priority = default_prio.value_or(0);
-      t.priority_source = "DSCP " + std::to_string(t.dscp) + " has no APP entry: default priority " +
-                          std::to_string(*t.priority);
+      t.priority_source = "DSCP " + std::to_string(t.dscp) +
+                          " has no APP entry: default priority " + std::to_string(*t.priority);
     }
   } else {
     t.priority_source = "unknown (" + t.trust_source + ")";

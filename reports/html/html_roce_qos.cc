@@ -42,12 +42,13 @@ std::string roce_qos_section(const Json& doc) {
     }
     o << "<tr" << (on == "no" ? " class=\"sev-warn\"" : "") << "><td>"
       << escape(opt_string(p, "device", w) + ":" + cell(p.value("port", Json()))) << "</td><td>"
-      << escape(opt_string(p, "netdev", w)) << "</td><td>" << escape(cell(path.value("traffic_class", Json())))
-      << "</td><td>" << escape(cell(path.value("dscp", Json()))) << "</td><td>"
-      << escape(cell(path.value("trust", Json()))) << "</td><td>" << escape(cell(prio)) << "</td><td>"
-      << escape(list) << "</td><td class=\"sev\">" << escape(on) << "</td><td>"
-      << escape(cell(p.value("netdev_mtu", Json()))) << "</td><td>" << escape(cell(dcb.value("status", Json())))
-      << "</td></tr>\n";
+      << escape(opt_string(p, "netdev", w)) << "</td><td>"
+      << escape(cell(path.value("traffic_class", Json()))) << "</td><td>"
+      << escape(cell(path.value("dscp", Json()))) << "</td><td>"
+      << escape(cell(path.value("trust", Json()))) << "</td><td>" << escape(cell(prio))
+      << "</td><td>" << escape(list) << "</td><td class=\"sev\">" << escape(on) << "</td><td>"
+      << escape(cell(p.value("netdev_mtu", Json()))) << "</td><td>"
+      << escape(cell(dcb.value("status", Json()))) << "</td></tr>\n";
   }
   o << "</tbody></table>\n";
   return o.str();

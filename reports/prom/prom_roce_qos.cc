@@ -7,12 +7,15 @@
 namespace fabkit::reports::prom {
 
 std::vector<Family> roce_qos_families(const Json& r) {
-  Family prio{"fabkit_node_roce_nccl_priority",
-              "The 802.1p priority NCCL's RoCE traffic lands on (roce_qos.ports[].nccl_path.priority)",
-              "gauge",
-              {}};
+  Family prio{
+      "fabkit_node_roce_nccl_priority",
+      "The 802.1p priority NCCL's RoCE traffic lands on (roce_qos.ports[].nccl_path.priority)",
+      "gauge",
+      {}};
   Family pfc{"fabkit_node_roce_pfc_on_nccl_priority",
-             "1 when PFC is enabled on the priority NCCL's RoCE traffic lands on, else 0", "gauge", {}};
+             "1 when PFC is enabled on the priority NCCL's RoCE traffic lands on, else 0",
+             "gauge",
+             {}};
   Family ecn{"fabkit_node_roce_ecn_on_nccl_priority",
              "1 when ECN is enabled for NCCL's priority (point=np|rp), else 0; absent when the "
              "driver does not expose it",
@@ -24,7 +27,8 @@ std::vector<Family> roce_qos_families(const Json& r) {
                   "counter",
                   {}};
   const Json& ports = member(member(r, "roce_qos"), "ports");
-  if (!ports.is_null() && !ports.is_array()) throw std::invalid_argument("roce_qos.ports must be an array");
+  if (!ports.is_null() && !ports.is_array())
+    throw std::invalid_argument("roce_qos.ports must be an array");
   for (size_t i = 0; ports.is_array() && i < ports.size(); ++i) {
     const Json& p = ports[i];
     const std::string w = "roce_qos.ports[" + std::to_string(i) + "]";
@@ -41,15 +45,17 @@ std::vector<Family> roce_qos_families(const Json& r) {
     }
     for (const char* point : {"np", "rp"}) {
       if (!pr) break;
-      const Json& v = member(member(p, point == std::string("np") ? "ecn_np_enabled" : "ecn_rp_enabled"),
-                             std::to_string(static_cast<int>(*pr)).c_str());
+      const Json& v =
+          member(member(p, point == std::string("np") ? "ecn_np_enabled" : "ecn_rp_enabled"),
+                 std::to_string(static_cast<int>(*pr)).c_str());
       if (!v.is_boolean()) continue;
       Labels ls = l;
       ls.push_back({"point", point});
       ecn.samples.push_back({ls, v.get<bool>() ? 1.0 : 0.0});
     }
     const Json& c = member(member(p, "ethtool"), "counters");
-    for (auto it = c.is_object() ? c.begin() : Json::const_iterator(); c.is_object() && it != c.end(); ++it) {
+    for (auto it = c.is_object() ? c.begin() : Json::const_iterator();
+         c.is_object() && it != c.end(); ++it) {
       if (!it.value().is_number()) continue;
       Labels ls = l;
       ls.push_back({"counter", it.key()});

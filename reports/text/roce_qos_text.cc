@@ -39,8 +39,16 @@ void render_roce_qos(const Report& r, std::ostream& out, const Style& style) {
         << (source == "sysroot" ? "DCB and statistics not read under --sysroot"
                                 : "DCB and statistics: " + source)
         << ")\n";
-    Table t({{"port"}, {"netdev"}, {"TC", Align::kRight}, {"DSCP", Align::kRight}, {"trust"},
-             {"prio", Align::kRight}, {"PFC on"}, {"PFC prios"}, {"ECN np/rp"}, {"MTU net/roce"},
+    Table t({{"port"},
+             {"netdev"},
+             {"TC", Align::kRight},
+             {"DSCP", Align::kRight},
+             {"trust"},
+             {"prio", Align::kRight},
+             {"PFC on"},
+             {"PFC prios"},
+             {"ECN np/rp"},
+             {"MTU net/roce"},
              {"DCB"}});
     for (const auto& p : ports) {
       const Json& path = member(p, "nccl_path");
@@ -53,11 +61,12 @@ void render_roce_qos(const Report& r, std::ostream& out, const Style& style) {
         for (const auto& x : pfc) on = on || x == prio;
         pfc_on = on ? "yes" : style.bad("NO");
       }
-      t.add_row({str(member(p, "device")) + ":" + or_dash(member(p, "port")), str(member(p, "netdev")),
-                 or_dash(member(path, "traffic_class")), or_dash(member(path, "dscp")),
-                 str(member(path, "trust")), or_dash(prio), pfc_on,
+      t.add_row({str(member(p, "device")) + ":" + or_dash(member(p, "port")),
+                 str(member(p, "netdev")), or_dash(member(path, "traffic_class")),
+                 or_dash(member(path, "dscp")), str(member(path, "trust")), or_dash(prio), pfc_on,
                  pfc.is_array() ? priorities(pfc) : "-",
-                 ecn_at(member(p, "ecn_np_enabled"), prio) + "/" + ecn_at(member(p, "ecn_rp_enabled"), prio),
+                 ecn_at(member(p, "ecn_np_enabled"), prio) + "/" +
+                     ecn_at(member(p, "ecn_rp_enabled"), prio),
                  or_dash(member(p, "netdev_mtu")) + "/" +
                      or_dash(member(p, "active_mtu").is_null() ? member(p, "roce_mtu_allowed")
                                                                : member(p, "active_mtu")),

@@ -72,7 +72,8 @@ TEST(DcbNetlink, CeePfcReply) {
   in.pfc_source = "cee";
   in.pfc_enabled = 0x09;
   DcbState out;
-  auto st = parse_dcb_reply(build_dcb_reply(DCB_CMD_PFC_GCFG, "eth0", 9, in), DCB_CMD_PFC_GCFG, 9, out);
+  auto st =
+      parse_dcb_reply(build_dcb_reply(DCB_CMD_PFC_GCFG, "eth0", 9, in), DCB_CMD_PFC_GCFG, 9, out);
   ASSERT_TRUE(st.malformed.empty()) << st.malformed;
   EXPECT_EQ(out.pfc_source, "cee");
   EXPECT_EQ(out.pfc_enabled, 0x09);
@@ -135,8 +136,11 @@ TEST(EthtoolStats, ReplayedIoctlsReadBothReads) {
   ASSERT_EQ(first.err, 0);
   ASSERT_EQ(first.names.size(), 2u);
   auto second = read_ethtool_stats(*k, "eth9");
-  for (size_t i = 0; i < second.names.size(); ++i)
-    if (second.names[i] == "rx_discards_phy") EXPECT_EQ(second.values[i], 4u);
+  for (size_t i = 0; i < second.names.size(); ++i) {
+    if (second.names[i] == "rx_discards_phy") {
+      EXPECT_EQ(second.values[i], 4u);
+    }
+  }
   EXPECT_EQ(read_ethtool_stats(*k, "eth7").err, ENODEV);
   EXPECT_EQ(k->recorded_interval_ms(), 500);
 }
@@ -153,8 +157,10 @@ TEST(QosReplay, BadFixturesNameTheField) {
   expect_usage(Json::object(), "top level");
   expect_usage({{"netdevs", {{"e", {{"dcb", "maybe"}}}}}}, "netdevs.e.dcb");
   expect_usage({{"netdevs", {{"e", {{"dcb", {{"pfc", {{"enabled", {1, 0}}}}}}}}}}}, "8 flags");
-  expect_usage({{"netdevs", {{"e", {{"ethtool", Json::array({{{"x", -1}}})}}}}}}, "netdevs.e.ethtool[0].x");
-  expect_usage({{"netdevs", {{"e", {{"ethtool", Json::array({{{"x", 1}}, {{"x", 2}}})}}}}}}, "interval_ms");
+  expect_usage({{"netdevs", {{"e", {{"ethtool", Json::array({{{"x", -1}}})}}}}}},
+               "netdevs.e.ethtool[0].x");
+  expect_usage({{"netdevs", {{"e", {{"ethtool", Json::array({{{"x", 1}}, {{"x", 2}}})}}}}}},
+               "interval_ms");
   expect_usage({{"netdevs", {{"e", {{"dcb", {{"dscp2prio", {{"9", {1}}}}}}}}}}}, "dscp2prio");
 }
 

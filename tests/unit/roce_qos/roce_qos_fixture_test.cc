@@ -12,41 +12,15 @@
 #include "probes/nccl_env/nccl_env_facts.h"
 #include "probes/rdma/rdma_facts.h"
 #include "probes/roce_qos/roce_qos_facts.h"
+#include "reports/baseline/node_baseline_roce_qos.h"
 #include "slurm/drift_judge.h"
 #include "tests/support/ttar.h"
+#include "tests/unit/roce_qos/fixture_run.h"
 
 namespace fabkit::probes {
 namespace {
 
 using fabkit::testing::TempDir;
-
-struct Gathered {
-  RoceQosFacts facts;
-  std::vector<Finding> findings;
-};
-
-Gathered run_fixture(const std::string& name, const TempDir& dir) {
-  const auto file = fabkit::testing::project_fixtures() / "roce_qos" / (name + ".json");
-  auto text = read_text(file);
-  EXPECT_TRUE(ok(text)) << file;
-  Json fx = parse_json(value(text), file.string());
-  fabkit::testing::unpack_ttar(fabkit::testing::project_fixtures() / "rdma" / "sysfs_ib_hdr_roce_v2.ttar",
-                               dir.path(), "");
-  for (const auto& [path, content] : fx["sysfs"].items())
-    fabkit::testing::write_file(dir.path() / "sys" / path, content.get<std::string>());
-  ProbeContext ctx;
-  ctx.roots = SystemRoots::under(dir.path());
-  std::map<std::string, std::string> env;
-  for (const auto& [k, v] : fx["env"].items()) env[k] = v.get<std::string>();
-  ctx.env = Environment(env);
-  ctx.options.qos_replay = file;
-  RdmaFacts rdma = gather_rdma_sysfs(ctx.roots.sys);
-  Gathered g;
-  g.facts = gather_roce_qos(ctx, rdma, gather_nccl_env(ctx));
-  reread_roce_qos(g.facts, 50);
-  g.findings = judge_roce_qos(g.facts);
-  return g;
-}
 
 // The codes at warn or worse, and the one info code that names a problem.
 std::set<std::string> problems(const std::vector<Finding>& findings) {
@@ -90,9 +64,11 @@ TEST(RoceQosFixtures, PfcOffOnNcclPriority) {
   EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.nccl_priority_lossy"});
   const Finding* f = find(g.findings, "roce_qos.nccl_priority_lossy");
   ASSERT_NE(f, nullptr);
-  EXPECT_NE(f->message.find("priority 3, which has no PFC; PFC is on priorities 0,2,6,7"), std::string::npos)
+  EXPECT_NE(f->message.find("priority 3, which has no PFC; PFC is on priorities 0,2,6,7"),
+            std::string::npos)
       << f->message;
-  EXPECT_NE(f->fix.find("mlnx_qos -i ens1f0np0 --pfc 1,0,1,1,0,0,1,1"), std::string::npos) << f->fix;
+  EXPECT_NE(f->fix.find("mlnx_qos -i ens1f0np0 --pfc 1,0,1,1,0,0,1,1"), std::string::npos)
+      << f->fix;
   EXPECT_NE(f->fix.find("NCCL_IB_TC=66"), std::string::npos) << f->fix;  // DSCP 16, priority 2
   EXPECT_NE(f->fix.find("switch"), std::string::npos);
 }
@@ -105,14 +81,16 @@ TEST(RoceQosFixtures, TrustPcpWithDscpTrafficClassAndNoPfc) {
   auto t = nccl_traffic_path(g.facts, g.facts.ports[0]);
   EXPECT_EQ(t.trust, "pcp");
   EXPECT_EQ(t.priority, 0);  // SL 0: untagged, priority 0
-  EXPECT_NE(find(g.findings, "roce_qos.trust_mismatch")->fix.find("--trust dscp"), std::string::npos);
+  EXPECT_NE(find(g.findings, "roce_qos.trust_mismatch")->fix.find("--trust dscp"),
+            std::string::npos);
 }
 
 TEST(RoceQosFixtures, EcnOffOnNcclPriority) {
   TempDir dir("roce-ecn");
   auto g = run_fixture("ecn_off", dir);
   EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.ecn_disabled"});
-  EXPECT_NE(find(g.findings, "roce_qos.ecn_disabled")->fix.find("echo 1 > /sys/class/net/ens1f0np0/ecn/roce_np/enable/3"),
+  EXPECT_NE(find(g.findings, "roce_qos.ecn_disabled")
+                ->fix.find("echo 1 > /sys/class/net/ens1f0np0/ecn/roce_np/enable/3"),
             std::string::npos);
 }
 
@@ -123,14 +101,16 @@ TEST(RoceQosFixtures, NcclTcOnALossyPriority) {
   auto t = nccl_traffic_path(g.facts, g.facts.ports[0]);
   EXPECT_EQ(t.dscp, 8);
   EXPECT_EQ(t.priority, 1);
-  EXPECT_NE(find(g.findings, "roce_qos.nccl_priority_lossy")->fix.find("NCCL_IB_TC=106"), std::string::npos);
+  EXPECT_NE(find(g.findings, "roce_qos.nccl_priority_lossy")->fix.find("NCCL_IB_TC=106"),
+            std::string::npos);
 }
 
 TEST(RoceQosFixtures, SmallNetdevMtu) {
   TempDir dir("roce-mtu");
   auto g = run_fixture("mtu_1500", dir);
   EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.mtu_small"});
-  EXPECT_NE(find(g.findings, "roce_qos.mtu_small")->message.find("at most 1024 bytes"), std::string::npos);
+  EXPECT_NE(find(g.findings, "roce_qos.mtu_small")->message.find("at most 1024 bytes"),
+            std::string::npos);
 }
 
 TEST(RoceQosFixtures, PauseStormFails) {
@@ -166,8 +146,8 @@ TEST(RoceQosFixtures, DcbNotSupportedIsAFactNotAnError) {
 
 TEST(RoceQosFixtures, SysrootWithoutReplayReadsSysfsOnly) {
   TempDir dir("roce-sysroot");
-  fabkit::testing::unpack_ttar(fabkit::testing::project_fixtures() / "rdma" / "sysfs_ib_hdr_roce_v2.ttar",
-                               dir.path(), "");
+  fabkit::testing::unpack_ttar(
+      fabkit::testing::project_fixtures() / "rdma" / "sysfs_ib_hdr_roce_v2.ttar", dir.path(), "");
   fabkit::testing::write_file(dir.path() / "sys/class/net/ens1f0np0/mtu", "9000\n");
   ProbeContext ctx;
   ctx.roots = SystemRoots::under(dir.path());
@@ -196,6 +176,22 @@ TEST(RoceQosFixtures, ClusterDriftNamesTheNodeWithOtherPfc) {
   EXPECT_EQ(findings[0].subject, "n3:roce_pfc:mlx5_2:1");
   EXPECT_NE(findings[0].message.find("is 0,2,6,7 on n3; 2 of 3 nodes have 3"), std::string::npos)
       << findings[0].message;
+}
+
+// `fabcheck report --baseline` on two node reports of one RoCE node: PFC moved off priority 3.
+TEST(RoceQosFixtures, BaselineNamesTheChangedSetting) {
+  TempDir d1("roce-base-old"), d2("roce-base-new");
+  Json old_doc = {{"kind", "node"}, {"roce_qos", to_json(run_fixture("healthy", d1).facts)}};
+  Json new_doc = {{"kind", "node"}, {"roce_qos", to_json(run_fixture("pfc_off_nccl_priority", d2).facts)}};
+  auto b = reports::baseline::compare_roce_qos_baseline(old_doc, new_doc);
+  EXPECT_TRUE(b.present);
+  ASSERT_EQ(b.changes.size(), 1u);
+  EXPECT_EQ(b.changes[0].field, "pfc_priorities");
+  EXPECT_EQ(b.changes[0].old_value, "3");
+  EXPECT_EQ(b.changes[0].new_value, "0,2,6,7");
+  ASSERT_EQ(b.findings.size(), 1u);
+  EXPECT_EQ(b.findings[0].code, "baseline.roce_qos_changed");
+  EXPECT_TRUE(reports::baseline::compare_roce_qos_baseline(old_doc, old_doc).findings.empty());
 }
 
 TEST(RoceQosFixtures, NoDriftWhenOneNodeWasNotRead) {
