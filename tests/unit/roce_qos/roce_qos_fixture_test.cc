@@ -36,6 +36,13 @@ const Finding* find(const std::vector<Finding>& fs, const std::string& code) {
   return nullptr;
 }
 
+// The finding with `code`; an empty one (and a test failure) when there is none.
+Finding get(const std::vector<Finding>& fs, const std::string& code) {
+  if (const Finding* f = find(fs, code)) return *f;
+  ADD_FAILURE() << "no finding " << code;
+  return Finding{};
+}
+
 TEST(RoceQosFixtures, HealthyNodeHasNoWarning) {
   TempDir dir("roce-healthy");
   auto g = run_fixture("healthy", dir);
@@ -81,16 +88,15 @@ TEST(RoceQosFixtures, TrustPcpWithDscpTrafficClassAndNoPfc) {
   auto t = nccl_traffic_path(g.facts, g.facts.ports[0]);
   EXPECT_EQ(t.trust, "pcp");
   EXPECT_EQ(t.priority, 0);  // SL 0: untagged, priority 0
-  EXPECT_NE(find(g.findings, "roce_qos.trust_mismatch")->fix.find("--trust dscp"),
-            std::string::npos);
+  EXPECT_NE(get(g.findings, "roce_qos.trust_mismatch").fix.find("--trust dscp"), std::string::npos);
 }
 
 TEST(RoceQosFixtures, EcnOffOnNcclPriority) {
   TempDir dir("roce-ecn");
   auto g = run_fixture("ecn_off", dir);
   EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.ecn_disabled"});
-  EXPECT_NE(find(g.findings, "roce_qos.ecn_disabled")
-                ->fix.find("echo 1 > /sys/class/net/ens1f0np0/ecn/roce_np/enable/3"),
+  EXPECT_NE(get(g.findings, "roce_qos.ecn_disabled")
+                .fix.find("echo 1 > /sys/class/net/ens1f0np0/ecn/roce_np/enable/3"),
             std::string::npos);
 }
 
@@ -101,7 +107,7 @@ TEST(RoceQosFixtures, NcclTcOnALossyPriority) {
   auto t = nccl_traffic_path(g.facts, g.facts.ports[0]);
   EXPECT_EQ(t.dscp, 8);
   EXPECT_EQ(t.priority, 1);
-  EXPECT_NE(find(g.findings, "roce_qos.nccl_priority_lossy")->fix.find("NCCL_IB_TC=106"),
+  EXPECT_NE(get(g.findings, "roce_qos.nccl_priority_lossy").fix.find("NCCL_IB_TC=106"),
             std::string::npos);
 }
 
@@ -109,7 +115,7 @@ TEST(RoceQosFixtures, SmallNetdevMtu) {
   TempDir dir("roce-mtu");
   auto g = run_fixture("mtu_1500", dir);
   EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.mtu_small"});
-  EXPECT_NE(find(g.findings, "roce_qos.mtu_small")->message.find("at most 1024 bytes"),
+  EXPECT_NE(get(g.findings, "roce_qos.mtu_small").message.find("at most 1024 bytes"),
             std::string::npos);
 }
 
@@ -117,18 +123,18 @@ TEST(RoceQosFixtures, PauseStormFails) {
   TempDir dir("roce-storm");
   auto g = run_fixture("pause_storm", dir);
   EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.pause_storm"});
-  const Finding* f = find(g.findings, "roce_qos.pause_storm");
-  EXPECT_EQ(f->severity, Severity::kFail);  // the storm error watermark fired
-  EXPECT_NE(f->message.find("tx_prio3_pause_duration +910000 us"), std::string::npos) << f->message;
+  const Finding f = get(g.findings, "roce_qos.pause_storm");
+  EXPECT_EQ(f.severity, Severity::kFail);  // the storm error watermark fired
+  EXPECT_NE(f.message.find("tx_prio3_pause_duration +910000 us"), std::string::npos) << f.message;
 }
 
 TEST(RoceQosFixtures, DiscardsRising) {
   TempDir dir("roce-discards");
   auto g = run_fixture("discards_rising", dir);
   EXPECT_EQ(problems(g.findings), std::set<std::string>{"roce_qos.discards_rising"});
-  const std::string& m = find(g.findings, "roce_qos.discards_rising")->message;
+  const std::string& m = get(g.findings, "roce_qos.discards_rising").message;
   EXPECT_NE(m.find("rx_discards_phy +5210, rx_out_of_buffer +17"), std::string::npos) << m;
-  EXPECT_NE(find(g.findings, "roce_qos.discards_rising")->message.find("rx_prio3_discards +5210"),
+  EXPECT_NE(get(g.findings, "roce_qos.discards_rising").message.find("rx_prio3_discards +5210"),
             std::string::npos);
 }
 
@@ -182,7 +188,8 @@ TEST(RoceQosFixtures, ClusterDriftNamesTheNodeWithOtherPfc) {
 TEST(RoceQosFixtures, BaselineNamesTheChangedSetting) {
   TempDir d1("roce-base-old"), d2("roce-base-new");
   Json old_doc = {{"kind", "node"}, {"roce_qos", to_json(run_fixture("healthy", d1).facts)}};
-  Json new_doc = {{"kind", "node"}, {"roce_qos", to_json(run_fixture("pfc_off_nccl_priority", d2).facts)}};
+  Json new_doc = {{"kind", "node"},
+                  {"roce_qos", to_json(run_fixture("pfc_off_nccl_priority", d2).facts)}};
   auto b = reports::baseline::compare_roce_qos_baseline(old_doc, new_doc);
   EXPECT_TRUE(b.present);
   ASSERT_EQ(b.changes.size(), 1u);
