@@ -4,6 +4,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/command.h"
@@ -12,12 +13,12 @@
 #include "common/errors.h"
 #include "common/hostlist.h"
 #include "profile/local_host.h"
+#include "profile/profile_document.h"
 #include "reports/baseline/cluster_baseline.h"
 #include "reports/input_document.h"
-#include "reports/json/cluster_json.h"
-#include "reports/json/profile_json.h"
 #include "reports/prom/prom_text.h"
 #include "reports/report_render.h"
+#include "slurm/cluster_document.h"
 #include "slurm/cluster_profile.h"
 
 namespace fabkit::cli {
@@ -69,19 +70,12 @@ Json load_cluster_baseline(const std::string& path) {
 // returns the side-by-side table for the text output.
 std::string judge_against_baseline(const ClusterArgs& a, const Json& old_doc, Report& r) {
   namespace bl = reports::baseline;
-  auto res = bl::compare_cluster_baseline(old_doc, reports::report_to_json(r), a.baseline_opts);
+  auto res = bl::compare_cluster_baseline(old_doc, report_to_json(r), a.baseline_opts);
   r.findings.insert(r.findings.end(), res.findings.begin(), res.findings.end());
   r.sections.push_back({"cluster_baseline", bl::cluster_baseline_to_json(
                                                 res, a.baseline_opts, a.baseline,
                                                 a.json_out.empty() ? "(this run)" : a.json_out)});
   return bl::cluster_baseline_table_text(res, a.baseline_opts);
-}
-
-std::string self_path() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) throw UsageError("cannot find this binary's path (/proc/self/exe): pass --agent-path");
-  return p.string();
 }
 
 int run_cluster_cmd(const ClusterArgs& a) {
@@ -114,8 +108,12 @@ int run_cluster_cmd(const ClusterArgs& a) {
         "--baseline compares a run with a saved one; --plan-only runs nothing: "
         "give one of them");
   Json baseline_doc = a.baseline.empty() ? Json() : load_cluster_baseline(a.baseline);
+  // Every output path before minutes of measuring (and before --plan-only prints).
+  check_stdout_or_path("--json-out", a.json_out);
+  check_stdout_or_path("--profile-out", a.profile_out);
+  if (!a.prom.empty()) check_output_path("--prom", a.prom);
   if (a.plan_only) {
-    Report r = reports::json::build_plan_report(o.hosts, o.plan, o.max_parallel, a.per_pair_s);
+    Report r = slurm::build_plan_report(o.hosts, o.plan, o.max_parallel, a.per_pair_s);
     r.hostname = profile::local_hostname();
     return reports::render_report(r, a.json, std::cout);
   }
@@ -144,38 +142,40 @@ int run_cluster_cmd(const ClusterArgs& a) {
   p.iters = 5;
   p.warmup_iters = 1;
 
-  if (!a.prom.empty()) check_output_path("--prom", a.prom);  // before minutes of measuring
   auto progress = make_progress(a.no_progress);
   o.progress = progress.get();
   slurm::ClusterFacts facts = slurm::run_cluster(o);
   progress.reset();  // its line is gone before anything else is printed
-  Report r = reports::json::build_cluster_report(facts, o.matrix);
+  Report r = slurm::build_cluster_report(facts, o.matrix);
   r.hostname = profile::local_hostname();
   if (!a.profile_out.empty()) {
-    // The profile needs at least one node report; without one the report says why.
+    // The profile needs at least one node report; without one the report says why. Writing it
+    // is not guarded here: its path was checked before the run, and a write that still fails
+    // (a full disk) is a usage error naming --profile-out.
+    std::optional<std::string> text;
     try {
-      write_output(a.profile_out,
-                   reports::json::serialize_profile(slurm::cluster_profile(facts, r.hostname)));
+      text = profile::serialize_profile(slurm::cluster_profile(facts, r.hostname));
     } catch (const UsageError& e) {
       r.findings.push_back(
           fail("cluster.profile_not_written", a.profile_out, e.what(),
                "fix the node checks that failed (cluster.node_check_failed) and re-run"));
     }
+    if (text) write_output("--profile-out", a.profile_out, *text);
   }
   std::string baseline_table;
   if (!a.baseline.empty()) baseline_table = judge_against_baseline(a, baseline_doc, r);
   if (!a.json_out.empty()) {
     std::ostringstream doc;
     reports::render_json(r, doc);
-    write_output(a.json_out, doc.str());
+    write_output("--json-out", a.json_out, doc.str());
   }
   if (!a.prom.empty()) {
     // Rendered from the JSON the report prints, so it reads the same as `report --prom`.
     std::vector<reports::prom::Family> families =
-        reports::prom::cluster_families(reports::report_to_json(r));
+        reports::prom::cluster_families(report_to_json(r));
     families.push_back(
         reports::prom::cluster_check_timestamp(static_cast<double>(std::time(nullptr))));
-    write_file_output("--prom", a.prom, reports::prom::render(families));
+    write_output_file("--prom", a.prom, reports::prom::render(families));
   }
   // The baseline's side-by-side figures after the run's own tables (--json: its section).
   return reports::render_report(r, a.json, std::cout, baseline_table);

@@ -3,11 +3,9 @@
 #include <filesystem>
 #include <iostream>
 
-#include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/file_reader.h"
 #include "common/report.h"
-#include "profile/atomic_write.h"
 #include "reports/report_render.h"
 
 namespace fabkit::cli {
@@ -33,25 +31,37 @@ int run_command(const std::string& kind, bool json, const std::function<int()>& 
   }
 }
 
-void write_output(const std::string& out, const std::string& text) {
+void write_output(const std::string& flag, const std::string& out, const std::string& text) {
   if (out.empty() || out == "-")
     std::cout << text;
   else
-    profile::write_file_atomically(out, text);
+    write_output_file(flag, out, text);
 }
 
-void check_output_path(const std::string& flag, const std::string& path) {
-  std::filesystem::path p(path);
+void check_stdout_or_path(const std::string& flag, const std::string& out) {
+  if (!out.empty() && out != "-") check_output_path(flag, out);
+}
+
+ProbeContext node_probe_context(const std::string& sysroot) {
+  ProbeContext ctx;
+  ctx.env = Environment::from_process();
+  if (sysroot.empty()) {
+    ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
+    return ctx;
+  }
   std::error_code ec;
-  auto dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
-  if (path.empty() || p.filename().empty() || !std::filesystem::is_directory(dir, ec))
-    throw UsageError(flag + " " + path + ": the directory " + dir.string() +
-                     " does not exist; create it or give another path");
+  if (!std::filesystem::is_directory(sysroot, ec))
+    throw UsageError("--sysroot " + sysroot +
+                     ": not a directory; give the root of a copied tree holding sys/, proc/, etc/");
+  ctx.roots = SystemRoots::under(sysroot);
+  return ctx;
 }
 
-void write_file_output(const std::string& flag, const std::string& path, const std::string& text) {
-  check_output_path(flag, path);
-  write_file_atomically(path, text);
+std::string self_path() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw UsageError("cannot find this binary's path (/proc/self/exe): pass --agent-path");
+  return p.string();
 }
 
 std::vector<std::string> comma_list(const std::string& text) {

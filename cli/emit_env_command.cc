@@ -5,7 +5,6 @@
 #include "common/errors.h"
 #include "fabkit/config.h"
 #include "probes/node_probe.h"
-#include "profile/atomic_write.h"
 #include "profile/builder.h"
 #include "profile/local_host.h"
 #include "profile/profile_reader.h"
@@ -31,6 +30,7 @@ int run_emit_env(const EmitArgs& a) {
   if (!a.host.empty())
     if (auto e = profile::check_hostname(a.host))
       throw UsageError("--host " + profile::quote_for_message(a.host) + " " + *e);
+  check_stdout_or_path("--out", a.out);
   profile::Profile p;
   std::string source, host = a.host;
   if (!a.profile.empty()) {
@@ -40,15 +40,9 @@ int run_emit_env(const EmitArgs& a) {
     if (host.empty()) host = profile::local_hostname();
   } else {
     // No profile: this node alone, every choice unmeasured (no pair measurement backs it).
-    ProbeContext ctx;
-    ctx.env = Environment::from_process();
-    if (!a.sysroot.empty()) {
-      if (a.host.empty()) throw UsageError("--sysroot needs --host NAME (the tree has no host name)");
-      ctx.roots = SystemRoots::under(a.sysroot);
-    } else {
-      ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
-    }
-    Report r = probe_this_node(ctx);
+    if (!a.sysroot.empty() && a.host.empty())
+      throw UsageError("--sysroot needs --host NAME (the tree has no host name)");
+    Report r = probe_this_node(node_probe_context(a.sysroot));
     if (host.empty()) host = profile::local_hostname();
     r.hostname = host;
     profile::BuildOptions o;
@@ -64,7 +58,7 @@ int run_emit_env(const EmitArgs& a) {
   in.container = p.container;
   in.profile_has_per_host = !p.hosts.empty();
   std::string text = reports::env::emit(*format, in);
-  write_output(a.out, text);
+  write_output("--out", a.out, text);
   return kExitClean;
 }
 

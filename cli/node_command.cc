@@ -79,9 +79,9 @@ int health_and_prom(const NodeArgs& a, const Environment& env, const Report& r) 
   if (!a.prom.empty()) {
     double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    auto families = reports::prom::node_families(reports::report_to_json(r));
+    auto families = reports::prom::node_families(report_to_json(r));
     families.push_back(reports::prom::check_timestamp(now));
-    write_file_atomically(a.prom, reports::prom::render(families));
+    write_output_file("--prom", a.prom, reports::prom::render(families));
   }
   if (!a.slurm_health) return reports::render_report(r, a.json, std::cout);
   auto d = slurm::decide_health(r, slurm_node_name(a, env));
@@ -109,30 +109,21 @@ void record_nvml(const NodeArgs& a, const ProbeContext& ctx) {
     throw UsageError(
         "--nvml-record records this machine's NVML: it cannot be combined with "
         "--sysroot or --nvml-replay");
-  check_output_path("--nvml-record", a.nvml_record);
   probes::GpuFacts facts = probes::gather_gpu(ctx);
   if (!facts.driver_loaded)
     throw UsageError("--nvml-record: NVML is not usable here (" +
                      facts.nvml_error.value_or("unknown reason") +
                      "); run it on a node where `nvidia-smi` works");
-  write_file_output("--nvml-record", a.nvml_record,
+  write_output_file("--nvml-record", a.nvml_record,
                     probes::nvml_fixture_from_facts(facts).dump(2) + "\n");
 }
 
 int run_node(const NodeArgs& a) {
   if (!a.html.empty()) check_output_path("--html", a.html);
+  if (!a.prom.empty()) check_output_path("--prom", a.prom);
+  if (!a.nvml_record.empty()) check_output_path("--nvml-record", a.nvml_record);
   check_active_args(a);
-  ProbeContext ctx;
-  ctx.env = Environment::from_process();
-  if (!a.sysroot.empty()) {
-    if (!std::filesystem::is_directory(a.sysroot))
-      throw UsageError(
-          "--sysroot " + a.sysroot +
-          ": not a directory; give the root of a copied tree holding sys/, proc/, etc/");
-    ctx.roots = SystemRoots::under(a.sysroot);
-  } else {
-    ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
-  }
+  ProbeContext ctx = node_probe_context(a.sysroot);
   if (!a.nvml_replay.empty()) ctx.options.nvml_replay = a.nvml_replay;
   if (!a.qos_replay.empty()) ctx.options.qos_replay = a.qos_replay;
   if (!a.nvml_record.empty()) record_nvml(a, ctx);
@@ -147,10 +138,10 @@ int run_node(const NodeArgs& a) {
   progress.reset();  // its line is gone before anything else is printed
   // From the JSON document, as `fabcheck report` does, so both render the same thing.
   if (!a.html.empty())
-    write_file_output(
+    write_output_file(
         "--html", a.html,
         reports::html::render_html(
-            {{"fabcheck node", reports::InputKind::kNodeReport, reports::report_to_json(r), {}}},
+            {{"fabcheck node", reports::InputKind::kNodeReport, report_to_json(r), {}}},
             r.generated_at));
   if (a.slurm_health || !a.prom.empty()) return health_and_prom(a, ctx.env, r);
   return reports::render_report(r, a.json, std::cout);

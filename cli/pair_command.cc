@@ -12,8 +12,8 @@
 #include "common/errors.h"
 #include "fabric/pair/group_controller.h"
 #include "fabric/pair/pair_controller.h"
+#include "fabric/pair/pair_document.h"
 #include "reports/html/html_report.h"
-#include "reports/json/pair_json.h"
 #include "reports/report_render.h"
 
 namespace fabkit::cli {
@@ -34,13 +34,6 @@ struct PairArgs {
   bool no_progress = false;
   std::string html;  // also write the report as HTML (docs/reports.md)
 };
-
-std::string self_path() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) throw UsageError("cannot find this binary's path (/proc/self/exe): pass --agent-path");
-  return p.string();
-}
 
 pair::PairOptions pair_options(const PairArgs& a) {
   pair::PairOptions o;
@@ -78,19 +71,20 @@ int run_pair_cmd(const PairArgs& a) {
   auto progress = make_progress(a.no_progress);
   o.progress = progress.get();
   if (a.hosts.size() == 2) {
-    r = reports::json::build_pair_report(pair::run_pair(o));
+    r = pair::build_pair_report(pair::run_pair(o));
   } else {
     pair::GroupOptions g;
     g.hosts = a.hosts;
     g.pair = o;
-    r = reports::json::build_group_report(pair::run_group(g));
+    r = pair::build_group_report(pair::run_group(g));
   }
   progress.reset();  // its line is gone before the report is printed
   if (!a.html.empty())
-    write_file_output("--html", a.html,
-                      reports::html::render_html({{"fabcheck pair", reports::InputKind::kPairReport,
-                                                   reports::report_to_json(r), {}}},
-                                                 r.generated_at));
+    write_output_file(
+        "--html", a.html,
+        reports::html::render_html(
+            {{"fabcheck pair", reports::InputKind::kPairReport, report_to_json(r), {}}},
+            r.generated_at));
   return reports::render_report(r, a.json, std::cout);
 }
 

@@ -7,11 +7,10 @@
 #include "common/json_read.h"
 #include "fabkit/config.h"
 #include "probes/node_probe.h"
-#include "profile/atomic_write.h"
 #include "profile/builder.h"
 #include "profile/local_host.h"
+#include "profile/profile_document.h"
 #include "profile/profile_reader.h"
-#include "reports/json/profile_json.h"
 #include "reports/report_render.h"
 
 namespace fabkit::cli {
@@ -36,34 +35,32 @@ profile::BuildInput read_report(const std::string& path) {
                      "; give the output of `fabcheck node --json` or `fabcheck pair --json`");
   }
   try {
-    return {reports::report_from_json(j), path, false};
+    return {report_from_json(j), path, false};
   } catch (const std::invalid_argument& e) {
     throw UsageError(path + ": " + e.what());
   }
 }
 
 int run_profile(const ProfileArgs& a) {
+  check_stdout_or_path("--out", a.out);
   std::vector<profile::BuildInput> inputs;
   for (const auto& path : a.inputs) inputs.push_back(read_report(path));
   if (a.live || a.inputs.empty()) {
-    ProbeContext ctx;
-    ctx.env = Environment::from_process();
-    ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
-    Report r = probe_this_node(ctx);
+    Report r = probe_this_node(node_probe_context(""));
     inputs.push_back({r, "live probe", true});
   }
   profile::BuildOptions o;
   if (!a.nccl_version.empty()) o.nccl_version = a.nccl_version;
   if (a.master_port != 0) o.master_port = a.master_port;
   o.created_on = profile::local_hostname();
-  std::string text = reports::json::serialize_profile(profile::build_profile(inputs, o));
+  std::string text = profile::serialize_profile(profile::build_profile(inputs, o));
   // Never write what our own reader would refuse.
   try {
     profile::parse_profile(text, "generated profile");
   } catch (const UsageError& e) {
     throw InternalError(std::string("built a profile the reader refuses: ") + e.what());
   }
-  write_output(a.out, text);
+  write_output("--out", a.out, text);
   return kExitClean;
 }
 

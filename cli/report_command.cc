@@ -90,7 +90,7 @@ int print_saved_reports(const std::vector<reports::InputDocument>& docs) {
                        "; text rendering reads saved reports (node, pair, cluster, topo, "
                        "nccl-log, validate): give --html FILE for this one");
     try {
-      parsed.push_back(reports::report_from_json(d.doc));
+      parsed.push_back(report_from_json(d.doc));
     } catch (const std::invalid_argument& e) {
       throw UsageError(d.path + ": " + e.what());
     }
@@ -161,8 +161,8 @@ int run_report(const ReportArgs& a) {
   // Both paths checked before either file is written: all or nothing.
   if (!a.html.empty()) check_output_path("--html", a.html);
   if (!a.prom.empty()) check_output_path("--prom", a.prom);
-  if (!a.html.empty()) write_file_output("--html", a.html, html);
-  if (!a.prom.empty()) write_file_output("--prom", a.prom, prom);
+  if (!a.html.empty()) write_output_file("--html", a.html, html);
+  if (!a.prom.empty()) write_output_file("--prom", a.prom, prom);
   if (a.json)
     std::cout << Json{{"schema_version", kReportSchemaVersion},
                       {"kind", "report"},

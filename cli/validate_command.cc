@@ -27,16 +27,9 @@ int run_validate(const ValidateArgs& a) {
     if (auto e = profile::check_hostname(a.host))
       throw UsageError("--host " + profile::quote_for_message(a.host) + " " + *e);
   Profile p = load_profile(a.profile);
-  ProbeContext ctx;
-  ctx.env = Environment::from_process();
-  if (!a.sysroot.empty()) {
-    if (!std::filesystem::is_directory(a.sysroot))
-      throw UsageError("--sysroot " + a.sysroot + ": not a directory");
-    if (a.host.empty()) throw UsageError("--sysroot needs --host NAME (the tree has no host name)");
-    ctx.roots = SystemRoots::under(a.sysroot);
-  } else {
-    ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
-  }
+  if (!a.sysroot.empty() && a.host.empty())
+    throw UsageError("--sysroot needs --host NAME (the tree has no host name)");
+  ProbeContext ctx = node_probe_context(a.sysroot);
   std::string host = a.host.empty() ? profile::local_hostname() : a.host;
   auto name = profile::match_host(p, host);
   std::map<std::string, std::string> env;

@@ -1,4 +1,4 @@
-// Three different things go wrong, and they stay apart (STYLE.md §3):
+// Three different things go wrong, and they stay apart (docs/architecture.md, "Exit codes"):
 //  - the tool failed: a syscall or verbs call failed -> SysError (call, errno, object);
 //  - the fabric is unhealthy -> Findings, never exceptions;
 //  - a programmer invariant broke -> FABKIT_ENFORCE -> InternalError (exit 3).

@@ -26,7 +26,7 @@ struct Report {
   std::vector<Section> sections;
 };
 
-// 0 clean (info only), 1 warn or fail findings, 2 usage error, 3 internal error (STYLE.md §3).
+// 0 clean (info only), 1 warn or fail findings, 2 usage error, 3 internal error (docs/architecture.md).
 enum ExitCode : int { kExitClean = 0, kExitFindings = 1, kExitUsage = 2, kExitInternal = 3 };
 int exit_code_for(const std::vector<Finding>& findings);
 

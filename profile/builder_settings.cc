@@ -8,7 +8,8 @@
 namespace fabkit::profile {
 namespace {
 
-// NCCL selects the RoCE GID itself from 2.21 on (DESIGN.md, "Facts that took time to find").
+// NCCL selects the RoCE GID itself from 2.21 on (docs/architecture.md, "Facts that shaped the
+// code").
 constexpr const char* kGidAutoVersion = "2.21";
 // 4.096 us * 2^22 ~= 17 s per attempt: survives a subnet-manager re-sweep or a RoCE PFC storm
 // that NCCL's default (20 since 2.14, ~4.3 s; 18 before) turns into "NET/IB: Got completion

@@ -1,5 +1,5 @@
 // The profile's content hash (docs/profile.md, "Content hash"): what the reader checks and the
-// writer (reports/json/profile_json.h) stamps.
+// writer (profile/profile_document.h) stamps.
 #pragma once
 
 #include <string>

@@ -24,7 +24,7 @@ RuleError check_int_range(const std::string& v, long lo, long hi) {
   return std::nullopt;
 }
 
-// NCCL's list grammar (DESIGN.md): optional leading '^' (exclude), then optional '=' (exact),
+// NCCL's list grammar (docs/architecture.md, "Facts that shaped the code"): optional leading '^' (exclude), then optional '=' (exact),
 // then a comma list. `=^` is not valid NCCL syntax.
 RuleError check_nccl_list(const std::string& v, bool hca_entries) {
   size_t i = 0;

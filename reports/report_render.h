@@ -5,13 +5,11 @@
 
 #include "common/json.h"
 #include "common/report.h"
+#include "common/report_json.h"
 
 namespace fabkit::reports {
 
-// {"schema_version": N, "kind", "hostname", "generated_at", "build", "summary", "findings": [...],
-//  "<section>": {...}, ...}. schema_version is always the first key.
-Json report_to_json(const Report& r);
-Report report_from_json(const Json& j);  // throws std::invalid_argument naming the field
+// The report's JSON document (common/report_json.h), indented.
 void render_json(const Report& r, std::ostream& out);
 // A header line, the kind's own tables (node facts, pair, group, cluster, plan), then one line
 // per finding with its fix, worst first, and the exit code they imply.

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <map>
 
+#include "common/report_json.h"
 #include "fabric/pair/verdict.h"
-#include "reports/report_render.h"
 #include "slurm/drift_judge.h"
 #include "slurm/link_search.h"
 
@@ -187,7 +187,7 @@ ClusterJudgement judge_cluster(const ClusterFacts& f, const MatrixOptions& mo) {
       continue;
     }
     try {
-      j.node_reports[i] = reports::report_from_json(n.report);
+      j.node_reports[i] = report_from_json(n.report);
       node_findings.push_back({n.host, &j.node_reports[i].findings});
     } catch (const std::invalid_argument& e) {
       j.findings.push_back(fail("cluster.node_check_failed", n.host,

@@ -1,7 +1,7 @@
 // `fabcheck cluster`: from the gathered runs to findings. Pure: the pair figures become the
 // matrix (matrix_judge), the node reports the drift facts (drift_judge), and the runs' own
 // findings are folded in by code, so a fault seen on 40 pairs is one finding naming them.
-// reports/json/cluster_json.h renders the judgement as the "cluster" section.
+// slurm/cluster_document.h makes the judgement the report with its "cluster" section.
 #pragma once
 
 #include <optional>

@@ -1,8 +1,8 @@
 #include "slurm/cluster_profile.h"
 
+#include "common/report_json.h"
+#include "fabric/pair/pair_document.h"
 #include "profile/builder.h"
-#include "reports/json/pair_json.h"
-#include "reports/report_render.h"
 
 namespace fabkit::slurm {
 
@@ -12,12 +12,12 @@ profile::Profile cluster_profile(const ClusterFacts& f, const std::string& creat
   std::vector<profile::BuildInput> inputs;
   for (const auto& n : f.nodes) {
     if (!n.ok) continue;
-    Report rep = reports::report_from_json(n.report);
+    Report rep = report_from_json(n.report);
     rep.hostname = n.host;
     inputs.push_back({rep, "fabcheck node on " + n.host, false});
   }
   for (const auto& p : f.pairs)
-    inputs.push_back({reports::json::build_pair_report(p.facts),
+    inputs.push_back({pair::build_pair_report(p.facts),
                       "fabcheck pair " + f.hosts[p.a] + " " + f.hosts[p.b], false});
   profile::BuildOptions o;
   o.created_on = created_on;

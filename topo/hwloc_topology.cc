@@ -11,7 +11,6 @@
 #include <map>
 #include <memory>
 
-#include "common/file_reader.h"
 #include "topo/pci_bus_id.h"
 #include "topo/xml_input.h"
 
@@ -208,14 +207,6 @@ Topology load_live_hwloc_topology() {
   TopologyPtr t = init_topology();
   if (hwloc_topology_load(t.get()) != 0) hwloc_fail("hwloc_topology_load", "this machine");
   return Converter(t.get()).run("hwloc-live");
-}
-
-Topology load_hwloc_xml_topology(const std::filesystem::path& xml) {
-  auto text = read_text(xml, kMaxTopoFileBytes + 1);
-  if (!ok(text)) throw HwlocError("cannot read " + error(text).to_string());
-  if (value(text).size() > kMaxTopoFileBytes)
-    throw HwlocError(xml.string() + ": too large for an hwloc export");
-  return load_hwloc_xml_buffer(value(text), xml.string());
 }
 
 Topology load_hwloc_xml_buffer(const std::string& xml_text, const std::string& label) {

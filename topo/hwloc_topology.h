@@ -22,10 +22,8 @@ extern const char* const kHwlocSkippedComponents[6];
 // This machine, with PCI bridges/devices and OS devices (netdevs, RDMA devices). source
 // "hwloc-live". Throws HwlocError naming the failing hwloc call.
 Topology load_live_hwloc_topology();
-// An hwloc XML export (lstopo --of xml). source "hwloc-xml". A version 3.x export throws
-// HwlocError saying this hwloc (2.x) cannot import it.
-Topology load_hwloc_xml_topology(const std::filesystem::path& xml);
-// The same from an export already in memory; label names it in errors.
+// An hwloc XML export (lstopo --of xml) already in memory; source "hwloc-xml", label names it in
+// errors. A version 3.x export throws HwlocError saying this hwloc (2.x) cannot import it.
 Topology load_hwloc_xml_buffer(const std::string& xml_text, const std::string& label);
 // The runtime hwloc library version, "2.9.0".
 std::string hwloc_runtime_version();

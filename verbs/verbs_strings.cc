@@ -150,18 +150,6 @@ std::optional<LinkLayer> link_layer_from_name(const std::string& n) {
   return std::nullopt;
 }
 
-std::optional<Speed> speed_from_name(const std::string& n) {
-  for (const auto& r : kSpeeds)
-    if (n == r.name) return r.speed;
-  return std::nullopt;
-}
-
-std::optional<Width> width_from_name(const std::string& n) {
-  for (int bit = 1; bit <= 16; bit <<= 1)
-    if (to_string(static_cast<Width>(bit)) == n) return static_cast<Width>(bit);
-  return std::nullopt;
-}
-
 std::optional<GidType> gid_type_from_name(const std::string& n) {
   for (int c = 0; c <= 2; ++c)
     if (to_string(static_cast<GidType>(c)) == n) return static_cast<GidType>(c);

@@ -45,8 +45,6 @@ std::string rate_string(Speed s, Width w);
 std::optional<PortState> port_state_from_name(const std::string& name);  // "ACTIVE"
 std::optional<PhysState> phys_state_from_name(const std::string& name);  // "LinkUp"
 std::optional<LinkLayer> link_layer_from_name(const std::string& name);  // "Ethernet"
-std::optional<Speed> speed_from_name(const std::string& name);           // "EDR"
-std::optional<Width> width_from_name(const std::string& name);           // "4X"
 std::optional<GidType> gid_type_from_name(const std::string& name);      // "RoCE v2"
 
 }  // namespace fabkit::verbs

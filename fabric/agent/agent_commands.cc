@@ -1,12 +1,12 @@
 #include "fabric/agent/agent_commands.h"
 
+#include "common/report_json.h"
 #include "fabric/agent/agent_rdma.h"
 #include "fabric/agent/agent_requests.h"
 #include "fabric/agent/agent_transports.h"
 #include "fabric/agent/local_interfaces.h"
 #include "fabric/wire/wire_error.h"
 #include "probes/node_probe.h"
-#include "reports/report_render.h"
 
 namespace fabkit::agent {
 namespace {
@@ -82,7 +82,7 @@ Json AgentSession::facts() {
   ctx.env = Environment::from_process();
   ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
   Report r = probe_this_node(ctx);  // the same probe path as `fabcheck node`
-  Json report = reports::report_to_json(r);
+  Json report = report_to_json(r);
   Json ifs = interfaces_for_report(report, ctx.roots);
   return {{"report", report}, {"interfaces", ifs}, {"transports", agent_transport_names()}};
 }

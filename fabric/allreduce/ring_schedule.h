@@ -1,4 +1,5 @@
-// The ring all-reduce as a list of pipeline ops (pure, unit-tested on its own).
+// The ring all-reduce as a list of send/receive ops for the engine in send_recv_engine.h (pure,
+// unit-tested on its own).
 //
 // Reduce-scatter then all-gather over n segments, 2(n-1) steps; at step s a rank sends one segment
 // to its right neighbour and receives one from its left. For 2 ranks this is "send the half the
@@ -14,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "fabric/allreduce/pipeline.h"
+#include "fabric/allreduce/send_recv_engine.h"
 
 namespace fabkit::fabric {
 

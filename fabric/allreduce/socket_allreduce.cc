@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "common/errors.h"
-#include "fabric/allreduce/pipeline.h"
 #include "fabric/allreduce/ring_schedule.h"
 #include "fabric/allreduce/runners.h"
+#include "fabric/allreduce/send_recv_engine.h"
 #include "fabric/allreduce/session_socket.h"
 #include "fabric/allreduce/sweep.h"
 
@@ -96,7 +96,7 @@ TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
     Links links = connect_ring(spec, plan_digest(transport, spec, sizes));
     std::unique_ptr<char, FreeChar> bounce(static_cast<char*>(std::aligned_alloc(4096, kChunkBytes)));
     if (!bounce) throw std::bad_alloc();
-    PipelineConfig cfg;
+    SendRecvConfig cfg;
     cfg.send_fd = links.send_fd();
     cfg.recv_fd = links.recv_fd();
     cfg.chunk_bytes = kChunkBytes;
@@ -106,13 +106,13 @@ TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
       cfg.context = transport + ", size " + std::to_string(count * sizeof(float)) + " B, call " + std::to_string(++iteration);
       if (what == Collective::kAllreduce) {
         RingOps ops = allreduce_ops(in, out, count, spec.rank, spec.world_size);
-        run_pipeline(cfg, ops.sends, ops.recvs, bounce.get());
+        run_send_recv(cfg, ops.sends, ops.recvs, bounce.get());
       } else {
         // Same bytes each way as the all-reduce puts on the wire, received straight into the
         // output: the ceiling of what this connection moves with no arithmetic.
         std::vector<SendOp> sends{{reinterpret_cast<const char*>(in), count * sizeof(float), -1}};
         std::vector<RecvOp> recvs{{reinterpret_cast<char*>(out), count * sizeof(float), nullptr}};
-        run_pipeline(cfg, sends, recvs, bounce.get());
+        run_send_recv(cfg, sends, recvs, bounce.get());
       }
     };
     SweepOptions opt;

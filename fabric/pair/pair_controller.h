@@ -35,8 +35,8 @@ struct PairOptions {
 
 PairFacts run_pair(const PairOptions& o);
 
-// The report (the verdict's findings and the "pair" section) is reports::json::build_pair_report
-// (reports/json/pair_json.h).
+// The report (the verdict's findings and the "pair" section) is pair::build_pair_report
+// (fabric/pair/pair_document.h).
 
 // nccl-tests style sweep: 8 B .. 128 MiB x4 per step, then the end point 256 MiB (-e 256M).
 std::vector<uint64_t> default_pair_sizes();

@@ -1,5 +1,6 @@
 // What `fabcheck pair` gathered between two hosts: plain structs filled by the controller
-// (pair_controller.cc), judged by pure functions (verdict.h), rendered by reports/json/pair_json.cc.
+// (pair_controller.cc), judged by pure functions (verdict.h), made a report by pair_document.h and
+// rendered by reports/.
 #pragma once
 
 #include <cstdint>

@@ -22,7 +22,8 @@ std::vector<Candidate> candidates_from_interfaces(const Json& interfaces);
 std::optional<size_t> choose_link(const std::vector<LinkResult>& links);
 
 // Link rate in Gbit/s from both ends' speed_mbps (the slower end bounds the link); nullopt when
-// either is unknown — never a silent default (STYLE.md: NCCL's "defaulting to 10 Gbps").
+// either is unknown — never a silent default (NCCL's own "defaulting to 10 Gbps" for a link it
+// cannot read is the kind of guess that hides a slow link).
 std::optional<double> link_rate_gbit_s(const Candidate& a, const Candidate& b);
 // busbw (GB/s) as a fraction of a link rate (Gbit/s): busbw * 8 / rate.
 double link_fraction(double busbw_gbps, double rate_gbit_s);

@@ -1,6 +1,6 @@
 // Blocking-with-deadline socket I/O. Every read and write waits in poll() with the time left
-// until an absolute deadline, so no network wait in fabkit can hang (DESIGN.md: every wait has a
-// timeout). Errors are WireError with a name: kTimeout, kClosed, kTruncated, kIo.
+// until an absolute deadline, so no network wait in fabkit can hang (every network wait has a
+// timeout: docs/architecture.md). Errors are WireError with a name: kTimeout, kClosed, kTruncated, kIo.
 #pragma once
 
 #include "common/unique_fd.h"

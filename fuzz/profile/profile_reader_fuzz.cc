@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/errors.h"
-#include "reports/json/profile_json.h"
+#include "profile/profile_document.h"
 #include "profile/profile_reader.h"
 #include "profile/resolver.h"
 
@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // Accepted: resolution works for every listed host and the profile survives a round trip.
   for (const auto& n : p.nodes) (void)fabkit::profile::resolve_settings(p, n.hostname);
-  std::string again = fabkit::reports::json::serialize_profile(p);
+  std::string again = fabkit::profile::serialize_profile(p);
   fabkit::profile::parse_profile(again, "fuzz-roundtrip.json");  // throws -> the fuzzer reports it
   return 0;
 }

@@ -48,7 +48,6 @@ struct NetSettings {
   std::optional<std::string> socket_family;  // NCCL_SOCKET_FAMILY: AF_INET | AF_INET6
   std::optional<std::string> gloo_socket_ifname;
 };
-NetSettings net_settings_from_env(const Environment& env);
 
 struct PeerFacts {
   std::string given;  // as typed

@@ -53,16 +53,6 @@ int rank_for_recommendation(const NetInterface& i) {
 
 }  // namespace
 
-NetSettings net_settings_from_env(const Environment& env) {
-  NetSettings s;
-  s.socket_ifname = env.get("NCCL_SOCKET_IFNAME");
-  if (s.socket_ifname) s.socket_ifname_source = "environment";
-  s.comm_id = env.get("NCCL_COMM_ID");
-  s.socket_family = env.get("NCCL_SOCKET_FAMILY");
-  s.gloo_socket_ifname = env.get("GLOO_SOCKET_IFNAME");
-  return s;
-}
-
 bool address_in_subnet(const IfAddress& local, const std::string& remote) {
   unsigned char a[16], b[16];
   int af = local.family == "ipv4" ? AF_INET : AF_INET6;

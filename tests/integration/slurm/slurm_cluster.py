@@ -1,7 +1,8 @@
 """A real Slurm cluster on this machine for tests: munged + slurmctld + slurmd from Debian's
 slurm-wlm, configured in a temp dir, stopped by PID. nodes=1 runs one slurmd on this host;
-nodes=2..4 puts each slurmd in its own network namespace on a bridge (DESIGN.md: slurmd entered
-with nsenter, since `ip netns exec` remounts /sys and slurmd then fails on cgroups).
+nodes=2..4 puts each slurmd in its own network namespace on a bridge (slurmd entered with
+nsenter, since `ip netns exec` remounts /sys and slurmd then fails on cgroups: docs/architecture.md,
+"Facts that shaped the code").
 
 Usage:
     with SlurmCluster(nodes=2) as c:

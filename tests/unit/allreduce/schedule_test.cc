@@ -6,8 +6,8 @@
 
 #include "common/errors.h"
 #include "fabric/allreduce/allreduce_types.h"
-#include "fabric/allreduce/pipeline.h"
 #include "fabric/allreduce/ring_schedule.h"
+#include "fabric/allreduce/send_recv_engine.h"
 #include "fabric/allreduce/sweep.h"
 
 namespace fabkit::fabric {

@@ -43,15 +43,15 @@ TEST(Report, JsonHasSchemaVersionFirstAndSectionsAfterFindings) {
   r.generated_at = "2026-01-01T00:00:00Z";
   r.findings.push_back(info("rdma.none", "node", "no RDMA devices"));
   r.sections.push_back({"limits", Json{{"source", "getrlimit"}}});
-  Json j = reports::report_to_json(r);
+  Json j = report_to_json(r);
   EXPECT_EQ(j.begin().key(), "schema_version");
   EXPECT_EQ(j["findings"].size(), 1u);
   EXPECT_EQ(j["limits"]["source"], "getrlimit");
-  Report back = reports::report_from_json(j);
+  Report back = report_from_json(j);
   ASSERT_EQ(back.sections.size(), 1u);
   EXPECT_EQ(back.sections[0].name, "limits");
   j["schema_version"] = kReportSchemaVersion + 1;
-  EXPECT_THROW(reports::report_from_json(j), std::invalid_argument);
+  EXPECT_THROW(report_from_json(j), std::invalid_argument);
 }
 
 }  // namespace fabkit

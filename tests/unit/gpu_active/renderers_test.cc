@@ -59,11 +59,11 @@ Json node_doc(const probes::GpuActiveFacts& f) {
   r.findings = probes::judge_gpu_active(f);
   r.sections.push_back({"gpus", {{"count", 2}}});
   r.sections.push_back({"gpu_active", probes::to_json(f)});
-  return reports::report_to_json(r);
+  return report_to_json(r);
 }
 
 TEST(GpuActiveRender, TextHasATablePerGpuWithMeasuredExpectedAndFraction) {
-  Report r = reports::report_from_json(node_doc(two_h100(400)));
+  Report r = report_from_json(node_doc(two_h100(400)));
   std::ostringstream out;
   reports::render_text(r, out, false);
   std::string t = out.str();
@@ -115,9 +115,9 @@ TEST(GpuActiveRender, PrometheusInBaseUnits) {
             std::string::npos);
   // Without the section: none of these families.
   Report plain = new_report("node");
-  EXPECT_EQ(reports::prom::render(reports::prom::node_families(reports::report_to_json(plain)))
-                .find("gpu_active"),
-            std::string::npos);
+  EXPECT_EQ(
+      reports::prom::render(reports::prom::node_families(report_to_json(plain))).find("gpu_active"),
+      std::string::npos);
   // A wrong type is named.
   Json bad = node_doc(two_h100());
   bad["gpu_active"]["gpus"][0]["figures"][0]["measured"] = "fast";
@@ -172,7 +172,7 @@ TEST(GpuActiveRender, BaselineFailsADropAndWarnsAMissingFigure) {
       << table;
   // Two reports without the section: no key, no table (older baselines read as before).
   Report plain = new_report("node");
-  Json p = reports::report_to_json(plain);
+  Json p = report_to_json(plain);
   auto none = reports::baseline::compare_node_baseline(p, p);
   EXPECT_FALSE(reports::baseline::node_baseline_to_json(none, "a", "b").contains("gpu_active"));
   EXPECT_EQ(reports::baseline::node_baseline_table_text(none).find("Active GPU"),

@@ -3,7 +3,7 @@
 // the link "error" with the field named, and never reaches the report as figures.
 #include <gtest/gtest.h>
 
-#include "reports/json/pair_json.h"
+#include "fabric/pair/pair_document.h"
 #include "fabric/pair/pair_steps.h"
 #include "fabric/tcp/tcp_test.h"
 
@@ -39,7 +39,7 @@ TEST(LinkAnswer, HistogramCarriedIntoThePairLinkJson) {
   ASSERT_EQ(l.status, "open") << l.error;
   ASSERT_TRUE(l.rtt_histogram);
   EXPECT_EQ(l.rtt_histogram->total(), 100u);
-  Json j = reports::json::to_json(l, true);
+  Json j = pair::to_json(l, true);
   const Json& h = j["rtt_histogram"];
   EXPECT_EQ(h["unit"], "us");
   uint64_t sum = h["overflow"].get<uint64_t>();
@@ -55,14 +55,14 @@ TEST(LinkAnswer, ClosedLinkHasNoHistogram) {
   Json m = {{"status", "closed"}, {"error", "connection refused"}};
   LinkResult l = link_from_json(cand("eth0", "10.0.0.1"), cand("eth1", "10.0.1.2"), m, 100);
   EXPECT_EQ(l.status, "closed");
-  EXPECT_TRUE(reports::json::to_json(l, false)["rtt_histogram"].is_null());
+  EXPECT_TRUE(pair::to_json(l, false)["rtt_histogram"].is_null());
 }
 
 std::string error_for(const Json& m, int pings = 100) {
   LinkResult l = link_from_json(cand("eth0", "10.0.0.1"), cand("eth0", "10.0.0.2"), m, pings);
   EXPECT_EQ(l.status, "error");
   EXPECT_FALSE(l.rtt_histogram);
-  EXPECT_TRUE(reports::json::to_json(l, false)["rtt_histogram"].is_null());
+  EXPECT_TRUE(pair::to_json(l, false)["rtt_histogram"].is_null());
   return l.error;
 }
 

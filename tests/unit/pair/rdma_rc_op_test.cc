@@ -14,8 +14,8 @@
 #include "fabric/agent/agent_commands.h"
 #include "fabric/agent/agent_rdma.h"
 #include "fabric/pair/pair_controller.h"
+#include "fabric/pair/pair_document.h"
 #include "fabric/pair/rdma_rails.h"
-#include "reports/json/pair_json.h"
 #include "fabric/pair/rdma_rc_plan.h"
 #include "fabric/tcp/tcp_socket.h"
 #include "fabric/wire/wire_error.h"
@@ -424,7 +424,7 @@ TEST(RdmaRcPlan, NoPortPairIsReportedUnavailable) {
   f.host_b = "n2";
   f.rdma_rc.status = "unavailable";
   f.rdma_rc.reason = "no active RDMA port pair";
-  Report r = reports::json::build_pair_report(f);
+  Report r = pair::build_pair_report(f);
   const Json& s = r.sections.at(0).facts;
   EXPECT_EQ(s["rdma_rc"]["status"], "unavailable");
   EXPECT_EQ(s["rdma_rc"]["reason"], "no active RDMA port pair");

@@ -44,7 +44,7 @@ Json node_report(const std::vector<std::string>& overlays, const std::string& lo
   for (auto& f : probes::judge_kernel_log(klog)) r.findings.push_back(f);
   r.sections.push_back({"pcie", probes::to_json(pcie)});
   r.sections.push_back({"kernel_log", probes::to_json(klog)});
-  return reports::report_to_json(r);
+  return report_to_json(r);
 }
 
 bool has_line(const std::string& text, const std::string& line) {
@@ -54,7 +54,7 @@ bool has_line(const std::string& text, const std::string& line) {
 TEST(PcieReports, TextShowsTheLinksAndTheLogBeforeTheFindings) {
   Json doc = node_report({"overlay_gpu_gen4_x8.ttar"}, "dmesg_aer_fatal_xid79.txt");
   std::ostringstream out;
-  reports::render_text(reports::report_from_json(doc), out);
+  reports::render_text(report_from_json(doc), out);
   const std::string t = out.str();
   const size_t links = t.find("PCIe links (trained vs what both ends can");
   const size_t log = t.find("kernel log: 13 records from");

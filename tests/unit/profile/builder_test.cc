@@ -2,7 +2,7 @@
 
 #include "common/errors.h"
 #include "profile/builder.h"
-#include "reports/json/profile_json.h"
+#include "profile/profile_document.h"
 #include "profile/profile_reader.h"
 #include "test_util.h"
 
@@ -141,14 +141,14 @@ TEST(ProfileBuilder, HostileReportFieldsNeverReachTheProfile) {
   EXPECT_EQ(p.settings.count("NCCL_SOCKET_IFNAME"), 0u);
   EXPECT_EQ(p.settings.count("NCCL_IB_HCA"), 0u);
   // And what is written reads back.
-  EXPECT_NO_THROW(parse_profile(reports::json::serialize_profile(p), "generated"));
+  EXPECT_NO_THROW(parse_profile(profile::serialize_profile(p), "generated"));
 }
 
 TEST(ProfileBuilder, SerializedProfileReadsBackIdentically) {
   Profile p = build({"node-roce-a.json", "node-roce-b.json", "pair-roce-a-roce-b.json"});
-  std::string text = reports::json::serialize_profile(p);
+  std::string text = profile::serialize_profile(p);
   Profile back = parse_profile(text, "generated");
-  EXPECT_EQ(reports::json::serialize_profile(back), text);
+  EXPECT_EQ(profile::serialize_profile(back), text);
   EXPECT_EQ(back.computed_hash, back.provenance.content_hash);
   EXPECT_EQ(text.rfind("{\n  \"schema_version\": 1,", 0), 0u) << "schema_version must come first";
 }

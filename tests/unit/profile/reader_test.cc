@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
-#include "reports/json/profile_json.h"
+#include "profile/profile_document.h"
 #include "profile/profile_reader.h"
 #include "test_util.h"
 #include "tests/support/ttar.h"
@@ -11,7 +11,7 @@ namespace {
 
 Json valid_profile() {
   Profile p = testing::build({"node-roce-a.json", "node-roce-b.json"});
-  return Json::parse(reports::json::serialize_profile(p));
+  return Json::parse(profile::serialize_profile(p));
 }
 
 std::string error_for(const std::string& text) {

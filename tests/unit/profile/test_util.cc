@@ -19,7 +19,7 @@ Json fixture_json(const std::string& name) {
   return Json::parse(in);
 }
 
-Report report_from(const Json& j) { return reports::report_from_json(j); }
+Report report_from(const Json& j) { return report_from_json(j); }
 
 BuildInput input(const std::string& fixture_name) {
   return {report_from(fixture_json(fixture_name)), fixture_name, false};

@@ -1,7 +1,7 @@
 // The cluster report from synthetic runs: which figure a pair contributes, failed steps named,
 // the runs' own findings folded by code, NCCL versions taken from the pair runs, drift, and the
 // profile keyed by the names given.
-#include "reports/json/cluster_json.h"
+#include "slurm/cluster_document.h"
 #include "slurm/cluster_judge.h"
 #include "slurm/cluster_profile.h"
 
@@ -114,7 +114,7 @@ TEST(ClusterReport, RdmaFigureIsTheSlowestRailAndAllRailsFailedIsAFailure) {
 
 TEST(ClusterReport, FindingsFoldedJudgedAndDrift) {
   auto f = three_nodes();
-  Report r = reports::json::build_cluster_report(f, MatrixOptions{0.5});
+  Report r = slurm::build_cluster_report(f, MatrixOptions{0.5});
   EXPECT_EQ(r.kind, "cluster");
   std::vector<std::string> got;
   for (const auto& x : r.findings) got.push_back(x.code + " | " + x.subject);
@@ -141,7 +141,7 @@ TEST(ClusterReport, ReTestsAreMatchedToTheirPair) {
   PairRun again = tcp_pair(0, 1, f.hosts, 10.5);
   again.round = -1;
   f.retests = {again};
-  Report r = reports::json::build_cluster_report(f, MatrixOptions{0.5});
+  Report r = slurm::build_cluster_report(f, MatrixOptions{0.5});
   bool flaky = false;
   for (const auto& x : r.findings)
     flaky = flaky || (x.code == "cluster.link_flaky" && x.subject == "n0<->n1");
@@ -159,7 +159,7 @@ TEST(ClusterReport, ChosenLinkRttHistogramPerPair) {
   for (double us : {28.0, 30.0, 31.0, 95.0}) h.add(us);
   f.pairs[1].facts.links[0].rtt_histogram = h;
   f.pairs[2].facts.chosen_link.reset();
-  Report r = reports::json::build_cluster_report(f, MatrixOptions{0.5});
+  Report r = slurm::build_cluster_report(f, MatrixOptions{0.5});
   const Json& pairs = r.sections.at(0).facts["matrix"]["pairs"];
   EXPECT_TRUE(pairs.at(0).at("rtt_histogram").is_null());  // its agent sent none
   EXPECT_EQ(pairs.at(1).at("rtt_histogram"), to_json(h));
@@ -182,7 +182,7 @@ TEST(ClusterReport, FailedNodeCheckAndNcclVersionFromPairs) {
   EXPECT_EQ(nccl_version_of(f.pairs, "n0"), "2.21.5");
   EXPECT_EQ(nccl_version_of(f.pairs, "n2"), "21803");
   EXPECT_EQ(nccl_version_of(f.pairs, "n1"), "");
-  Report r = reports::json::build_cluster_report(f, MatrixOptions{0.5});
+  Report r = slurm::build_cluster_report(f, MatrixOptions{0.5});
   ASSERT_FALSE(r.findings.empty());
   EXPECT_EQ(r.findings[0].code, "cluster.node_check_failed");
   EXPECT_EQ(r.findings[0].subject, "n1");
@@ -210,7 +210,7 @@ namespace fabkit::slurm {
 namespace {
 
 TEST(ClusterReport, PlanNamesTheRoundsAndTheEstimate) {
-  Report r = reports::json::build_plan_report({"a", "b", "c", "d"}, PairPlan::kRing, 1, 10.0);
+  Report r = slurm::build_plan_report({"a", "b", "c", "d"}, PairPlan::kRing, 1, 10.0);
   const Json& p = r.sections.at(0).facts;
   EXPECT_EQ(r.sections[0].name, "plan");
   EXPECT_EQ(p["rounds"], 2);
@@ -225,7 +225,7 @@ TEST(ClusterReport, PlanNamesTheRoundsAndTheEstimate) {
 TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   auto f = three_nodes();
   // Not considered: no finding, search is null.
-  Report quiet = reports::json::build_cluster_report(f, MatrixOptions{});
+  Report quiet = slurm::build_cluster_report(f, MatrixOptions{});
   EXPECT_TRUE(quiet.sections[0].facts["search"].is_null());
   f.search.trigger = "n0<->n1 slow after its re-test";
   f.search.ran = true;
@@ -245,7 +245,7 @@ TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   f.search.result.group_tests = 4;
   f.search.result.outcome = "found";
   f.search.result.link = NodePair{0, 1};
-  Report r = reports::json::build_cluster_report(f, MatrixOptions{});
+  Report r = slurm::build_cluster_report(f, MatrixOptions{});
   const Finding* found = nullptr;
   for (const auto& x : r.findings)
     if (x.code == "cluster.link_search_found") found = &x;
@@ -267,7 +267,7 @@ TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   // A pair that hid when tested alone is a warning, never a named link.
   f.search.result.outcome = "not_reproduced";
   f.search.result.link.reset();
-  Report r2 = reports::json::build_cluster_report(f, MatrixOptions{});
+  Report r2 = slurm::build_cluster_report(f, MatrixOptions{});
   bool warned = false;
   for (const auto& x : r2.findings) {
     EXPECT_NE(x.code, "cluster.link_search_found");

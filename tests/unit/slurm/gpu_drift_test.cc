@@ -4,8 +4,8 @@
 
 #include <sstream>
 
-#include "reports/json/cluster_json.h"
 #include "reports/text/text_parts.h"
+#include "slurm/cluster_document.h"
 #include "slurm/cluster_judge.h"
 #include "slurm/drift_judge.h"
 #include "slurm/node_gpu_health.h"
@@ -121,7 +121,7 @@ TEST(NodeGpuHealth, ClusterReportCarriesEachNodesGpuHealth) {
                                            {"fix", "nvidia-smi -r -i 2"}}});
     f.nodes.push_back(n);
   }
-  Report r = reports::json::build_cluster_report(f, MatrixOptions{0.5});
+  Report r = slurm::build_cluster_report(f, MatrixOptions{0.5});
   std::vector<std::string> got = codes(r.findings);
   EXPECT_EQ(got, (std::vector<std::string>{"gpu.remap_pending g2: 0000:12:00.0",
                                            "cluster.drift_gpu_driver g3:gpu_driver"}));

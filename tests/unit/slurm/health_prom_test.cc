@@ -79,7 +79,7 @@ TEST(Prom, FamiliesGroupedAndValuesFromTheReport) {
               {{"name", "ib0"}, {"kind", "ipoib"}, {"running", true}, {"speed_mbps", 200000}},
               {{"name", "weird\"if"}, {"kind", "other"}, {"running", false}}})}}});
   // What `fabcheck node --prom` writes: reports/prom's node families from the report's JSON.
-  auto families = reports::prom::node_families(reports::report_to_json(r));
+  auto families = reports::prom::node_families(report_to_json(r));
   families.push_back(reports::prom::check_timestamp(1700000000.5));
   std::string t = reports::prom::render(families);
   EXPECT_NE(t.find("fabkit_node_check_timestamp_seconds 1700000000.5\n"), std::string::npos) << t;

@@ -10,7 +10,7 @@
 #include "slurm/matrix_judge.h"
 #include "slurm/schedule.h"
 
-namespace fabkit::reports::json {
+namespace fabkit::slurm {
 
 Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOptions& options);
 
@@ -19,4 +19,4 @@ Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOpt
 Report build_plan_report(const std::vector<std::string>& hosts, slurm::PairPlan plan,
                          int max_parallel, double per_pair_s);
 
-}  // namespace fabkit::reports::json
+}  // namespace fabkit::slurm

@@ -1,8 +1,8 @@
-#include "reports/json/profile_json.h"
+#include "profile/profile_document.h"
 
 #include "profile/content_hash.h"
 
-namespace fabkit::reports::json {
+namespace fabkit::profile {
 using namespace profile;  // the model's types: this file renders nothing else
 namespace {
 
@@ -95,4 +95,4 @@ std::string serialize_profile(Profile p) {
   return j.dump(2) + "\n";
 }
 
-}  // namespace fabkit::reports::json
+}  // namespace fabkit::profile

@@ -1,11 +1,11 @@
 // The "cluster" section of a Report{kind "cluster"} (docs/json/cluster.md) from the gathered
 // runs and their judgement, and the "plan" section of --plan-only.
-#include "reports/json/cluster_json.h"
+#include "slurm/cluster_document.h"
 
 #include "slurm/cluster_judge.h"
 #include "slurm/link_search.h"
 
-namespace fabkit::reports::json {
+namespace fabkit::slurm {
 using namespace slurm;  // the facts' types: this file renders nothing else
 namespace {
 
@@ -175,4 +175,4 @@ Report build_plan_report(const std::vector<std::string>& hosts, slurm::PairPlan 
   return r;
 }
 
-}  // namespace fabkit::reports::json
+}  // namespace fabkit::slurm

@@ -18,7 +18,8 @@ TEST(Launcher, SshIsTheDefaultWithBatchModeAndConnectTimeout) {
   auto s = parse_launcher("", 7);
   EXPECT_EQ(s.kind, LauncherKind::kSsh);
   EXPECT_EQ(launcher_argv(s, "node01", {"/opt/fabcheck", "agent"}),
-            (V{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=7", "--", "node01", "/opt/fabcheck", "agent"}));
+            (V{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=7", "--", "node01",
+               "/opt/fabcheck", "agent"}));
 }
 
 TEST(Launcher, SrunRunsOneTaskOnTheNamedNode) {
@@ -32,7 +33,8 @@ TEST(Launcher, TemplateSubstitutesHostInEveryWordAndSplitsOnBlanks) {
   EXPECT_EQ(launcher_argv(s, "fk-a", {"/bin/fabcheck", "agent"}),
             (V{"ip", "netns", "exec", "fk-a", "/bin/fabcheck", "agent"}));
   auto d = parse_launcher("docker exec -i --user=u {host}", 10);
-  EXPECT_EQ(launcher_argv(d, "c1", {"fabcheck"}), (V{"docker", "exec", "-i", "--user=u", "c1", "fabcheck"}));
+  EXPECT_EQ(launcher_argv(d, "c1", {"fabcheck"}),
+            (V{"docker", "exec", "-i", "--user=u", "c1", "fabcheck"}));
   auto n = parse_launcher("nsenter --net=/var/run/netns/{host} --", 10);
   EXPECT_EQ(launcher_argv(n, "h", {"x"})[1], "--net=/var/run/netns/h");
 }
@@ -48,8 +50,8 @@ TEST(Launcher, TemplatesThatNeedAShellAreRejectedNamingTheCharacter) {
       EXPECT_NE(std::string(e.what()).find("needs a shell"), std::string::npos) << e.what();
     }
   }
-  EXPECT_THROW(parse_launcher("ip netns exec", 10), UsageError);            // no {host}
-  EXPECT_THROW(parse_launcher("exec {hostname} {host}", 10), UsageError);   // unknown placeholder
+  EXPECT_THROW(parse_launcher("ip netns exec", 10), UsageError);           // no {host}
+  EXPECT_THROW(parse_launcher("exec {hostname} {host}", 10), UsageError);  // unknown placeholder
 }
 
 TEST(Launcher, HostNamesCannotBeOptionsOrShellWords) {
@@ -85,7 +87,8 @@ TEST(ChildProcess, TokenArrivesOnStdinAndStdoutIsReadWithADeadline) {
   } catch (const wire::WireError& e) {
     EXPECT_EQ(e.kind(), wire::WireErrorKind::kTimeout) << e.what();
   }
-  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(wire::Clock::now() - t0).count();
+  auto waited =
+      std::chrono::duration_cast<std::chrono::milliseconds>(wire::Clock::now() - t0).count();
   EXPECT_GE(waited, 200);
   EXPECT_LT(waited, 1500);
   c.stop(500);
@@ -100,7 +103,8 @@ TEST(ChildProcess, StdinIsClosedAfterTheTokenUnlessKeptOpen) {
 }
 
 TEST(ChildProcess, StderrOfAFailedLauncherIsKept) {
-  ChildProcess c(agent_like({"sh", "-c", "echo 'ssh: connect to host x port 22: No route to host' >&2; exit 255"}, "t"));
+  ChildProcess c(agent_like(
+      {"sh", "-c", "echo 'ssh: connect to host x port 22: No route to host' >&2; exit 255"}, "t"));
   try {
     c.read_line(Stream::kStdout, wire::deadline_in_ms(3000));
     ADD_FAILURE() << "a line from a child that printed none";
@@ -112,7 +116,8 @@ TEST(ChildProcess, StderrOfAFailedLauncherIsKept) {
 }
 
 TEST(ChildProcess, MissingLauncherBinaryIsASysError) {
-  EXPECT_THROW(ChildProcess(agent_like({"/nonexistent/launcher-xyz", "a"}, "t")), SysErrorException);
+  EXPECT_THROW(ChildProcess(agent_like({"/nonexistent/launcher-xyz", "a"}, "t")),
+               SysErrorException);
   ChildOptions o;
   o.argv = {"no-such-program-on-path-xyz"};
   o.search_path = true;
@@ -120,7 +125,8 @@ TEST(ChildProcess, MissingLauncherBinaryIsASysError) {
     ChildProcess c(o);
     FAIL() << "started a program that does not exist";
   } catch (const SysErrorException& e) {
-    EXPECT_NE(std::string(e.what()).find("no-such-program-on-path-xyz"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no-such-program-on-path-xyz"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -140,12 +146,14 @@ ChildOptions runner_like(const std::string& script) {
 
 TEST(ChildProcess, ControlLinesOnFd3WhileALargeLogIsDrained) {
   // 256 KiB of log before the first protocol line: 4x a pipe's capacity.
-  ChildProcess c(runner_like("head -c 262144 /dev/zero | tr '\\0' x; echo; echo err-line >&2; "
-                             "echo \"READY $ONLY_THIS\" >&3; read cmd; echo \"GOT $cmd\" >&3; exit 3"));
+  ChildProcess c(
+      runner_like("head -c 262144 /dev/zero | tr '\\0' x; echo; echo err-line >&2; "
+                  "echo \"READY $ONLY_THIS\" >&3; read cmd; echo \"GOT $cmd\" >&3; exit 3"));
   EXPECT_EQ(c.read_line(Stream::kControl, wire::deadline_in_ms(5000)), "READY 1");
   c.write_stdin("GO abc\n", wire::deadline_in_ms(1000));
   EXPECT_EQ(c.read_line(Stream::kControl, wire::deadline_in_ms(5000)), "GOT GO abc");
-  EXPECT_THROW(c.read_line(Stream::kControl, wire::deadline_in_ms(5000)), wire::WireError);  // fd 3 closed
+  EXPECT_THROW(c.read_line(Stream::kControl, wire::deadline_in_ms(5000)),
+               wire::WireError);  // fd 3 closed
   EXPECT_EQ(c.wait_exit(wire::deadline_in_ms(3000)), "exit status 3");
   EXPECT_EQ(c.log().size(), 262144u + 1 + 9);
   EXPECT_NE(c.log().find("err-line"), std::string::npos);
@@ -167,7 +175,8 @@ TEST(ChildProcess, ASilentChildIsKilledAtTheExitDeadline) {
   ChildProcess c(runner_like("exec sleep 30"));
   auto t0 = wire::Clock::now();
   EXPECT_EQ(c.wait_exit(wire::deadline_in_ms(300)), "killed by signal 9");
-  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(wire::Clock::now() - t0).count(), 2000);
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(wire::Clock::now() - t0).count(),
+            2000);
 }
 
 TEST(ChildProcess, AnOverlongControlLineIsRefusedByName) {

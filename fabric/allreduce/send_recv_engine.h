@@ -1,4 +1,4 @@
-// A single-threaded, non-blocking send/receive pipeline: the engine under the fabkit socket
+// A single-threaded, non-blocking send/receive engine: the engine under the fabkit socket
 // all-reduce and the raw exchange (same sockets, same tuning, so their ratio measures only the
 // reduction's cost).
 //
@@ -30,12 +30,12 @@ struct RecvOp {
   const float* addend = nullptr;
 };
 
-struct PipelineConfig {
+struct SendRecvConfig {
   int send_fd = -1;
-  int recv_fd = -1;  // may equal send_fd (2 ranks: one full-duplex connection)
+  int recv_fd = -1;              // may equal send_fd (2 ranks: one full-duplex connection)
   size_t chunk_bytes = 1 << 20;  // bounce buffer size = the most one recv() takes for a reduce op
-  int timeout_ms = 10000;        // one absolute deadline for the whole run_pipeline call
-  std::string context;  // "size 67108864 B iteration 3": lands in error messages
+  int timeout_ms = 10000;        // one absolute deadline for the whole run_send_recv call
+  std::string context;           // "size 67108864 B iteration 3": lands in error messages
 };
 
 // Runs all ops to completion by cfg.timeout_ms after the call starts; throws PeerError
@@ -43,10 +43,11 @@ struct PipelineConfig {
 // `bounce` must hold chunk_bytes and be float aligned. Sizes of reduce ops: multiples of 4.
 // Reduce ops may receive any byte split (TCP keeps no element boundaries); a split float waits
 // at the front of the bounce buffer for its remaining bytes.
-void run_pipeline(const PipelineConfig& cfg, const std::vector<SendOp>& sends, const std::vector<RecvOp>& recvs,
-                  char* bounce);
+void run_send_recv(const SendRecvConfig& cfg, const std::vector<SendOp>& sends,
+                   const std::vector<RecvOp>& recvs, char* bounce);
 
 // dst[i] = a[i] + b[i]; separate so the compiler vectorises it with no aliasing doubts.
-void add_floats(float* __restrict dst, const float* __restrict a, const float* __restrict b, size_t n);
+void add_floats(float* __restrict dst, const float* __restrict a, const float* __restrict b,
+                size_t n);
 
 }  // namespace fabkit::fabric

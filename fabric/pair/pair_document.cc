@@ -1,9 +1,9 @@
 // The "pair" section of a Report (kind "pair"); docs/json/pair.md describes every field.
-#include "reports/json/pair_json.h"
+#include "fabric/pair/pair_document.h"
 
 #include "fabric/pair/rdma_rc_plan.h"
 
-namespace fabkit::reports::json {
+namespace fabkit::pair {
 using namespace pair;  // the facts' types: this file renders nothing else
 namespace {
 
@@ -157,4 +157,4 @@ Report build_pair_report(const PairFacts& f) {
   return r;
 }
 
-}  // namespace fabkit::reports::json
+}  // namespace fabkit::pair

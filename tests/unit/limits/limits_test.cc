@@ -32,11 +32,13 @@ TEST(Limits, ParsesProcLimitsRows) {
   ASSERT_TRUE(s);
   EXPECT_TRUE(s->hard_unlimited);
   EXPECT_FALSE(parse_proc_limits_line(kProcLimits, "Max nonsense"));
-  EXPECT_FALSE(parse_proc_limits_line("Max locked memory  lots  more  bytes\n", "Max locked memory"));
+  EXPECT_FALSE(
+      parse_proc_limits_line("Max locked memory  lots  more  bytes\n", "Max locked memory"));
 }
 
 TEST(Limits, ParsesShmSizeFromMounts) {
-  EXPECT_EQ(parse_shm_size_from_mounts("shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=65536k 0 0\n"),
+  EXPECT_EQ(parse_shm_size_from_mounts(
+                "shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=65536k 0 0\n"),
             64ull << 20);
   EXPECT_EQ(parse_shm_size_from_mounts("tmpfs /dev/shm tmpfs rw,size=8G 0 0\n"), 8ull << 30);
   EXPECT_FALSE(parse_shm_size_from_mounts("proc /proc proc rw 0 0\n"));

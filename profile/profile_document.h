@@ -7,11 +7,11 @@
 #include "common/json.h"
 #include "profile/profile_model.h"
 
-namespace fabkit::reports::json {
+namespace fabkit::profile {
 
 // The document, schema_version first, provenance.content_hash included as it stands in p.
 Json to_json(const profile::Profile& p);
 // to_json with provenance.content_hash recomputed: what `fabcheck profile` writes.
 std::string serialize_profile(profile::Profile p);
 
-}  // namespace fabkit::reports::json
+}  // namespace fabkit::profile

@@ -9,7 +9,7 @@
 #include "fabric/pair/pair_facts.h"
 #include "fabric/pair/verdict.h"
 
-namespace fabkit::reports::json {
+namespace fabkit::pair {
 
 // A controller step: null host, code and error where empty.
 Json to_json(const pair::StepRecord& s);
@@ -26,4 +26,4 @@ Report build_pair_report(const pair::PairFacts& f);
 // section.
 Report build_group_report(const pair::GroupFacts& f);
 
-}  // namespace fabkit::reports::json
+}  // namespace fabkit::pair

@@ -1,7 +1,7 @@
 // The "pair_group" section of a Report (kind "pair", 3 or more hosts; docs/json/pair.md).
-#include "reports/json/pair_json.h"
+#include "fabric/pair/pair_document.h"
 
-namespace fabkit::reports::json {
+namespace fabkit::pair {
 using namespace pair;  // the facts' types: this file renders nothing else
 namespace {
 
@@ -60,4 +60,4 @@ Report build_group_report(const GroupFacts& f) {
   return r;
 }
 
-}  // namespace fabkit::reports::json
+}  // namespace fabkit::pair

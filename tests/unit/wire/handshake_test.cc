@@ -129,7 +129,8 @@ TEST(Handshake, ProofsAreBoundToDirectionRolesPurposeAndNonces) {
   std::string p = session_proof(kToken, "client", "peer", "agent", "tcp_ping", a, b);
   EXPECT_EQ(p.size(), kProofBytes);
   EXPECT_EQ(p, session_proof(kToken, "client", "peer", "agent", "tcp_ping", a, b));
-  EXPECT_NE(p, session_proof(kToken, "server", "peer", "agent", "tcp_ping", a, b));  // no reflection
+  EXPECT_NE(p,
+            session_proof(kToken, "server", "peer", "agent", "tcp_ping", a, b));  // no reflection
   EXPECT_NE(p, session_proof(kToken, "client", "controller", "agent", "tcp_ping", a, b));
   EXPECT_NE(p, session_proof(kToken, "client", "peer", "agent", "tcp_sink", a, b));
   EXPECT_NE(p, session_proof(kToken, "client", "peer", "agent", "tcp_ping", b, a));
@@ -145,7 +146,8 @@ TEST(Handshake, ReflectedNoncesAndUnservedPurposesAreRefused) {
   ServerHandshake s(kToken, "agent", n, [](const std::string& p) { return p == "control"; });
   ClientHandshake echo(kToken, "controller", "control", Json::object(), n);
   EXPECT_EQ(kind_of([&] { s.on_challenge(echo.challenge()); }), WireErrorKind::kBadMessage);
-  ServerHandshake s2(kToken, "agent", random_nonce(), [](const std::string& p) { return p == "control"; });
+  ServerHandshake s2(kToken, "agent", random_nonce(),
+                     [](const std::string& p) { return p == "control"; });
   ClientHandshake other(kToken, "peer", "tcp_sink", Json::object(), random_nonce());
   EXPECT_EQ(kind_of([&] { s2.on_challenge(other.challenge()); }), WireErrorKind::kBadMessage);
 }
@@ -153,10 +155,22 @@ TEST(Handshake, ReflectedNoncesAndUnservedPurposesAreRefused) {
 TEST(Handshake, MalformedAndOutOfOrderFramesHaveNamedErrors) {
   ServerHandshake s(kToken, "agent", random_nonce(), any_purpose);
   auto hello = [](const Json& j) { return Frame{FrameType::kHello, j.dump()}; };
-  Json good = {{"protocol", kProtocolVersion}, {"role", "peer"}, {"purpose", "x"}, {"nonce", std::string(64, 'c')}};
-  EXPECT_EQ(kind_of([&] { s.on_proof(Frame{FrameType::kAuth, "{}"}); }), WireErrorKind::kBadMessage);
-  EXPECT_EQ(kind_of([&] { s.on_challenge(Frame{FrameType::kRequest, good.dump()}); }), WireErrorKind::kBadMessage);
-  EXPECT_EQ(kind_of([&] { s.on_challenge(Frame{FrameType::kHello, "not json"}); }), WireErrorKind::kMalformedJson);
+  Json good = {{"protocol", kProtocolVersion},
+               {"role", "peer"},
+               {"purpose", "x"},
+               {"nonce", std::string(64, 'c')}};
+  EXPECT_EQ(kind_of([&] {
+              s.on_proof(Frame{FrameType::kAuth, "{}"});
+            }),
+            WireErrorKind::kBadMessage);
+  EXPECT_EQ(kind_of([&] {
+              s.on_challenge(Frame{FrameType::kRequest, good.dump()});
+            }),
+            WireErrorKind::kBadMessage);
+  EXPECT_EQ(kind_of([&] {
+              s.on_challenge(Frame{FrameType::kHello, "not json"});
+            }),
+            WireErrorKind::kMalformedJson);
   Json j = good;
   j["protocol"] = kProtocolVersion - 1;
   EXPECT_EQ(kind_of([&] { s.on_challenge(hello(j)); }), WireErrorKind::kVersionMismatch);
@@ -173,8 +187,14 @@ TEST(Handshake, MalformedAndOutOfOrderFramesHaveNamedErrors) {
   EXPECT_EQ(kind_of([&] { s.on_challenge(hello(j)); }), WireErrorKind::kBadMessage);
   // A client hearing an error frame instead of a reply gets the error it names.
   ClientHandshake c(kToken, "peer", "x", Json::object(), random_nonce());
-  EXPECT_EQ(kind_of([&] { c.on_reply(make_frame(ErrorMessage{"wire.bad_token", "no"})); }), WireErrorKind::kBadToken);
-  EXPECT_EQ(kind_of([&] { c.on_reply(make_frame(ErrorMessage{"plan_mismatch", "no"})); }), WireErrorKind::kRejected);
+  EXPECT_EQ(kind_of([&] {
+              c.on_reply(make_frame(ErrorMessage{"wire.bad_token", "no"}));
+            }),
+            WireErrorKind::kBadToken);
+  EXPECT_EQ(kind_of([&] {
+              c.on_reply(make_frame(ErrorMessage{"plan_mismatch", "no"}));
+            }),
+            WireErrorKind::kRejected);
 }
 
 TEST(Handshake, RunsOverASocketPair) {
@@ -187,7 +207,8 @@ TEST(Handshake, RunsOverASocketPair) {
     write_frame(b.get(), welcome_frame(got, {{"ok", true}}), deadline_in_ms(2000));
   });
   std::string role;
-  Json w = client_handshake(a.get(), kToken, "peer", "tcp_sink", {{"n", 2}}, deadline_in_ms(2000), &role);
+  Json w = client_handshake(a.get(), kToken, "peer", "tcp_sink", {{"n", 2}}, deadline_in_ms(2000),
+                            &role);
   server.join();
   EXPECT_EQ(w["ok"], true);
   EXPECT_EQ(role, "agent");

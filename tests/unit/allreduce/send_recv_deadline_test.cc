@@ -1,6 +1,6 @@
-// The pipeline's timeout is one absolute deadline per call: a peer that trickles a byte at a time
-// (progress, so an inactivity timeout re-armed on every poll never fires) is cut off at that
-// deadline like a silent one.
+// The send/receive engine's timeout is one absolute deadline per call: a peer that trickles a byte
+// at a time (progress, so an inactivity timeout re-armed on every poll never fires) is cut off at
+// that deadline like a silent one.
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fabric/allreduce/allreduce_types.h"
-#include "fabric/allreduce/pipeline.h"
+#include "fabric/allreduce/send_recv_engine.h"
 #include "fabric/allreduce/session_socket.h"
 
 namespace fabkit::fabric {
@@ -57,7 +57,7 @@ void expect_cut_off_at_the_deadline(bool reduce) {
   SocketPair sp;
   std::vector<float> in(1024, 1.0f), out(1024, 0.0f);
   alignas(4096) static char bounce[1 << 16];
-  PipelineConfig cfg;
+  SendRecvConfig cfg;
   cfg.send_fd = cfg.recv_fd = sp.ours.get();
   cfg.chunk_bytes = sizeof bounce;
   cfg.timeout_ms = 500;
@@ -69,7 +69,7 @@ void expect_cut_off_at_the_deadline(bool reduce) {
   Trickler trickler(sp.theirs.get());
   auto t0 = std::chrono::steady_clock::now();
   try {
-    run_pipeline(cfg, sends, recvs, bounce);
+    run_send_recv(cfg, sends, recvs, bounce);
     ADD_FAILURE() << "a 4 KiB receive completed from a peer sending 50 B/s";
   } catch (const PeerError& e) {
     EXPECT_EQ(e.kind(), "peer_timeout") << e.what();

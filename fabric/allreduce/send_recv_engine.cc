@@ -1,4 +1,4 @@
-#include "fabric/allreduce/pipeline.h"
+#include "fabric/allreduce/send_recv_engine.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -18,26 +18,27 @@ namespace {
 // the receive side before the peer's sender stalls on a full window.
 constexpr size_t kMaxSendCall = 1 << 20;
 
-std::string err_text(int err) { return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")"; }
+std::string err_text(int err) {
+  return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")";
+}
 
 }  // namespace
 
 // -O2 in GCC 12 vectorises only loops with no scalar epilogue ("very cheap" cost model), which
 // leaves this one scalar; the reduction runs on the critical path of every all-reduce, so ask for
 // full vectorisation here, with an AVX2 clone picked at load time on CPUs that have it.
-__attribute__((optimize("O3"), target_clones("avx2", "default")))
-void add_floats(float* __restrict dst, const float* __restrict a, const float* __restrict b, size_t n) {
+__attribute__((optimize("O3"), target_clones("avx2", "default"))) void add_floats(
+    float* __restrict dst, const float* __restrict a, const float* __restrict b, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
 }
 
-
-void run_pipeline(const PipelineConfig& cfg, const std::vector<SendOp>& sends, const std::vector<RecvOp>& recvs,
-                  char* bounce) {
+void run_send_recv(const SendRecvConfig& cfg, const std::vector<SendOp>& sends,
+                   const std::vector<RecvOp>& recvs, char* bounce) {
   // One absolute deadline for the whole call, fixed before the first byte: a peer trickling a
   // byte at a time makes "progress" and would never trip an inactivity timeout.
   const wire::Deadline deadline = wire::deadline_in_ms(cfg.timeout_ms);
   std::vector<size_t> done(recvs.size(), 0);  // processed bytes per recv op
-  size_t si = 0, soff = 0, ri = 0, fill = 0;   // fill: bytes in bounce not yet reduced (< 4)
+  size_t si = 0, soff = 0, ri = 0, fill = 0;  // fill: bytes in bounce not yet reduced (< 4)
   uint64_t sent_total = 0, recv_total = 0, send_goal = 0, recv_goal = 0;
   for (const auto& s : sends) send_goal += s.len;
   for (const auto& r : recvs) recv_goal += r.len;
@@ -46,8 +47,9 @@ void run_pipeline(const PipelineConfig& cfg, const std::vector<SendOp>& sends, c
     while (ri < recvs.size() && done[ri] == recvs[ri].len) ++ri, fill = 0;
   };
   auto progress_text = [&] {
-    return " (" + cfg.context + "; sent " + std::to_string(sent_total) + "/" + std::to_string(send_goal) +
-           " B, received " + std::to_string(recv_total) + "/" + std::to_string(recv_goal) + " B)";
+    return " (" + cfg.context + "; sent " + std::to_string(sent_total) + "/" +
+           std::to_string(send_goal) + " B, received " + std::to_string(recv_total) + "/" +
+           std::to_string(recv_goal) + " B)";
   };
   auto timed_out = [&] {
     return PeerError("peer_timeout",
@@ -56,7 +58,8 @@ void run_pipeline(const PipelineConfig& cfg, const std::vector<SendOp>& sends, c
                          progress_text());
   };
   auto closed = [&](const char* how) {
-    return PeerError("peer_closed", std::string("peer ") + how + progress_text() + ": the peer process died or gave up");
+    return PeerError("peer_closed", std::string("peer ") + how + progress_text() +
+                                        ": the peer process died or gave up");
   };
   skip_empty();
   while (si < sends.size() || ri < recvs.size()) {
@@ -125,18 +128,24 @@ void run_pipeline(const PipelineConfig& cfg, const std::vector<SendOp>& sends, c
     if (wire::Clock::now() >= deadline) throw timed_out();
     if (progressed) continue;
     // Nothing moved: sleep in poll until the socket can take or give bytes or the deadline passes.
-    bool want_out = si < sends.size() && soff < (sends[si].dep < 0 ? sends[si].len
-                                                                   : std::min(sends[si].len, done[static_cast<size_t>(sends[si].dep)]));
+    bool want_out = si < sends.size() &&
+                    soff < (sends[si].dep < 0 ? sends[si].len
+                                              : std::min(sends[si].len,
+                                                         done[static_cast<size_t>(sends[si].dep)]));
     bool want_in = ri < recvs.size();
     pollfd pfds[2];
     nfds_t nfds = 0;
     if (cfg.send_fd == cfg.recv_fd) {
-      pfds[nfds++] = pollfd{cfg.send_fd, static_cast<short>((want_out ? POLLOUT : 0) | (want_in ? POLLIN : 0)), 0};
+      pfds[nfds++] = pollfd{
+          cfg.send_fd, static_cast<short>((want_out ? POLLOUT : 0) | (want_in ? POLLIN : 0)), 0};
     } else {
       if (want_out) pfds[nfds++] = pollfd{cfg.send_fd, POLLOUT, 0};
       if (want_in) pfds[nfds++] = pollfd{cfg.recv_fd, POLLIN, 0};
     }
-    if (nfds == 0) throw PeerError("io_error", "pipeline stalled: a send waits on data never received" + progress_text());
+    if (nfds == 0)
+      throw PeerError(
+          "io_error",
+          "send/receive engine stalled: a send waits on data never received" + progress_text());
     int rc;
     try {
       rc = wire::poll_until(pfds, nfds, deadline, "the all-reduce sockets");

@@ -67,11 +67,21 @@ TEST(Frame, UnknownTypeAndTruncationAreNamed) {
 }
 
 TEST(Messages, MalformedAndMistypedPayloadsNameTheProblem) {
-  EXPECT_EQ(kind_of([] { parse_request({FrameType::kRequest, "{not json"}); }), WireErrorKind::kMalformedJson);
-  EXPECT_EQ(kind_of([] { parse_request({FrameType::kRequest, "[1,2]"}); }), WireErrorKind::kBadMessage);
-  EXPECT_EQ(kind_of([] { parse_request({FrameType::kRequest, R"({"id":"x","op":"facts"})"}); }),
+  EXPECT_EQ(kind_of([] {
+              parse_request({FrameType::kRequest, "{not json"});
+            }),
+            WireErrorKind::kMalformedJson);
+  EXPECT_EQ(kind_of([] {
+              parse_request({FrameType::kRequest, "[1,2]"});
+            }),
             WireErrorKind::kBadMessage);
-  EXPECT_EQ(kind_of([] { parse_request({FrameType::kHello, R"({"id":1,"op":"facts"})"}); }),
+  EXPECT_EQ(kind_of([] {
+              parse_request({FrameType::kRequest, R"({"id":"x","op":"facts"})"});
+            }),
+            WireErrorKind::kBadMessage);
+  EXPECT_EQ(kind_of([] {
+              parse_request({FrameType::kHello, R"({"id":1,"op":"facts"})"});
+            }),
             WireErrorKind::kBadMessage);
   try {
     parse_request({FrameType::kRequest, R"({"id":1,"op":"facts","args":3})"});
@@ -113,8 +123,10 @@ TEST(Messages, ProgressNoteRoundTripAndBounds) {
   EXPECT_EQ(26u, back.total);
   // done past total, a negative or absurd total, and a note of another type are named errors.
   auto note = [](const char* json) { return Frame{FrameType::kProgress, json}; };
-  EXPECT_EQ(kind_of([&] { parse_progress(note(R"({"id":1,"done":5,"total":4})")); }), WireErrorKind::kBadMessage);
-  EXPECT_EQ(kind_of([&] { parse_progress(note(R"({"id":1,"done":0,"total":-1})")); }), WireErrorKind::kBadMessage);
+  EXPECT_EQ(kind_of([&] { parse_progress(note(R"({"id":1,"done":5,"total":4})")); }),
+            WireErrorKind::kBadMessage);
+  EXPECT_EQ(kind_of([&] { parse_progress(note(R"({"id":1,"done":0,"total":-1})")); }),
+            WireErrorKind::kBadMessage);
   EXPECT_EQ(kind_of([&] { parse_progress(note(R"({"id":1,"done":0,"total":2000000})")); }),
             WireErrorKind::kBadMessage);
   EXPECT_EQ(kind_of([&] { parse_progress(note("[]")); }), WireErrorKind::kBadMessage);
