@@ -10,7 +10,7 @@
 #include "common/json_read.h"
 #include "profile/builder.h"
 #include "profile/profile.h"
-#include "reports/report_render.h"
+#include "common/report_json.h"
 #include "tests/unit/roce_qos/fixture_run.h"
 
 namespace fabkit::probes {
@@ -26,7 +26,7 @@ Report node_with_qos(const std::string& node, const std::string& fixture) {
   Json qos = to_json(run_fixture(fixture, dir).facts);
   for (auto& p : qos["ports"]) p["device"] = "mlx5_0";
   report["roce_qos"] = qos;
-  return reports::report_from_json(report);
+  return report_from_json(report);
 }
 
 profile::Profile build(const std::string& fixture_a, const std::string& fixture_b) {
