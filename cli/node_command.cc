@@ -38,6 +38,7 @@ struct NodeArgs {
   bool no_progress = false;
   std::string nvml_replay;  // NVML answers recorded with --nvml-record instead of the driver's
   std::string nvml_record;  // write this machine's NVML answers as a replayable fixture
+  std::string qos_replay;   // DCB and ethtool answers of the RoCE netdevs from a fixture
   std::string since;        // kernel log window: "2h", an RFC 3339 time; "" = since boot
   bool active = false;      // the active GPU check (docs/gpu-node.md), after the passive probes
   double active_budget_s = probes::GpuActiveSettings{}.budget_s;
@@ -124,6 +125,7 @@ int run_node(const NodeArgs& a) {
   check_active_args(a);
   ProbeContext ctx = node_probe_context(a.sysroot);
   if (!a.nvml_replay.empty()) ctx.options.nvml_replay = a.nvml_replay;
+  if (!a.qos_replay.empty()) ctx.options.qos_replay = a.qos_replay;
   if (!a.nvml_record.empty()) record_nvml(a, ctx);
   if (!a.peer.empty()) ctx.options.peer = a.peer;
   if (!a.topo.empty()) ctx.options.topo_file = a.topo;
@@ -181,6 +183,12 @@ void register_node_command(CLI::App& app, int* exit_code) {
   sub->add_option("--nvml-replay", args->nvml_replay,
                   "Use NVML answers recorded with --nvml-record (FILE) instead of this machine's "
                   "driver; with --sysroot, the GPUs of a captured node")
+      ->check(CLI::ExistingFile);
+  sub->add_option(
+         "--qos-replay", args->qos_replay,
+         "Use recorded DCB (PFC, trust, APP table) and ethtool statistics answers for the "
+         "RoCE netdevs (FILE, tests/fixtures/roce_qos/README.md) instead of this kernel's; "
+         "with --sysroot, the QoS of a captured node")
       ->check(CLI::ExistingFile);
   sub->add_option("--nvml-record", args->nvml_record,
                   "Also write what this machine's NVML answers to FILE (a fixture for "

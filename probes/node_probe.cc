@@ -16,6 +16,7 @@
 #include "probes/net/net_facts.h"
 #include "probes/pcie/pcie_facts.h"
 #include "probes/rdma/rdma_facts.h"
+#include "probes/roce_qos/roce_qos_facts.h"
 #include "probes/topo_file/topo_file_facts.h"
 #if FABKIT_HAVE_VERBS
 #include "verbs/ibverbs_api.h"
@@ -65,7 +66,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   r.generated_at = utc_now_rfc3339();
 
   // 1. Gather (I/O), in dependency order. One progress unit per probe.
-  ProgressScope progress(ctx.progress, "node: pcie links", 10);
+  ProgressScope progress(ctx.progress, "node: pcie links", 11);
   // PCIe first: its AER totals are read again after the other probes (the interval without a
   // sleep of its own), and the kernel log names the GPUs and NICs it finds.
   auto pcie = probes::gather_pcie(ctx);
@@ -80,6 +81,10 @@ Report run_node_probe(const ProbeContext& ctx) {
   // /etc/nccl.conf, not only from the environment.
   progress.advance(1, "node: nccl settings");
   auto nccl_env = probes::gather_nccl_env(ctx);
+  // RoCE QoS after the NCCL settings (NCCL_IB_TC/SL) and the RDMA ports; its counters are read
+  // again after the other probes, like the AER totals.
+  progress.advance(1, "node: roce qos (dcb, ethtool)");
+  auto roce_qos = probes::gather_roce_qos(ctx, rdma, nccl_env);
   progress.advance(1, "node: interfaces");
   auto net = probes::gather_net(ctx, probes::net_settings(nccl_env));
   progress.advance(1, "node: nccl topology file");
@@ -93,6 +98,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   auto gpudirect = probes::gather_gpudirect(ctx, locality.topology ? &*locality.topology : nullptr,
                                             probes::device_count(rdma));
   probes::reread_pcie_aer(ctx, pcie, ctx.options.rdma_counter_interval_ms);
+  probes::reread_roce_qos(roce_qos, ctx.options.rdma_counter_interval_ms);
   progress.advance(1);
 
   // 2. Judge (pure).
@@ -124,6 +130,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   append(r.findings, probes::judge_gpudirect(gpudirect));
   append(r.findings, probes::judge_pcie(pcie));
   append(r.findings, probes::judge_kernel_log(kernel_log));
+  append(r.findings, probes::judge_roce_qos(roce_qos));
 
   // 3. Sections, one per probe, in the order above.
   r.sections.push_back({"rdma", probes::to_json(rdma)});
@@ -136,6 +143,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   r.sections.push_back({"gpudirect", probes::to_json(gpudirect)});
   r.sections.push_back({"pcie", probes::to_json(pcie)});
   r.sections.push_back({"kernel_log", probes::to_json(kernel_log)});
+  r.sections.push_back({"roce_qos", probes::to_json(roce_qos)});
   return r;
 }
 

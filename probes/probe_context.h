@@ -36,6 +36,9 @@ struct NodeOptions {
   // --nvml-replay FILE: NVML answers recorded with --nvml-record (on a GPU node) replayed through
   // the fixture-driven NVML table instead of this machine's driver (docs/gpu-node.md).
   std::optional<std::filesystem::path> nvml_replay;
+  // --qos-replay FILE: the DCB netlink and ethtool answers of the RoCE netdevs, replayed instead of
+  // this kernel's (tests/fixtures/roce_qos/README.md); sysfs still comes from the roots.
+  std::optional<std::filesystem::path> qos_replay;
   // The kernel log window; nullopt: every record since boot that the ring buffer still holds.
   std::optional<KernelLogSince> kernel_log_since;
 };

@@ -119,6 +119,10 @@ NodeFacts node_facts_from_report(const Report& r, const std::string& source) {
     throw UsageError(source + ": field 'hostname': value " + quote_for_message(f.hostname) + " " +
                      *e + "; run `fabcheck node --json` on the host itself (not under --sysroot)");
   if (const Json* rdma = section(r, "rdma")) read_rdma(g, *rdma, f);
+  if (const Json* qos = section(r, "roce_qos")) {
+    const Json& ports = g.arr(*qos, "ports", "roce_qos");
+    for (const auto& p : ports) f.roce_qos_ports.push_back(p);
+  }
   if (const Json* net = section(r, "net")) read_interface(g, *net, f);
   if (const Json* gpus = section(r, "gpus"))
     f.gpu_count = static_cast<int>(g.num(*gpus, "count", "gpus").value_or(0));

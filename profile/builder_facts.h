@@ -27,6 +27,7 @@ struct NodeFacts {
   bool in_container = false;
   std::optional<bool> memlock_unlimited;   // nullopt: no limits section
   std::vector<std::string> nccl_conf_files;  // present nccl.conf files the job must see
+  std::vector<Json> roce_qos_ports;  // the report's roce_qos.ports[] (docs/json/roce_qos.md)
 };
 
 struct PairVerdict {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "profile/builder.h"
+#include "profile/roce_qos_rules.h"
 
 namespace fabkit::profile {
 namespace {
@@ -75,6 +76,47 @@ void gid_setting(const NodeFacts& n, const std::vector<HcaPort>& ports, const Nc
                          ver + (nccl.version ? " is older than 2.21" : ", so set it") +
                              ": NCCL would use GID index 0 (RoCE v1 or link-local) without it",
                          ev);
+}
+
+// NCCL_IB_TC from what the RoCE ports are set up for (roce_qos_rules.h): one value per host, set
+// only when every chosen port agrees on a lossless traffic class.
+void tc_setting(const NodeFacts& n, const std::vector<HcaPort>& ports, PerHost& out) {
+  if (ports.empty() || ports.front().link_layer != "Ethernet") return;
+  std::optional<int> tc;
+  bool agree = true, all_known = true;
+  std::vector<std::string> ev;
+  for (const auto& p : ports) {
+    const std::string id = p.device + ":" + std::to_string(p.port);
+    const Json* q = nullptr;
+    for (const auto& j : n.roce_qos_ports)
+      if (j.value("device", std::string()) == p.device && j.value("port", -1) == p.port) q = &j;
+    if (!q) {
+      ev.push_back(n.hostname + " " + id + ": no roce_qos entry in the report");
+      all_known = false;
+      continue;
+    }
+    RoceTcChoice c = lossless_traffic_class(*q);
+    ev.push_back(n.hostname + " " + id + ": " + c.why);
+    if (!c.traffic_class) {
+      all_known = false;
+      continue;
+    }
+    if (tc && *tc != *c.traffic_class) agree = false;
+    tc = c.traffic_class;
+  }
+  if (tc && agree && all_known) {
+    out[n.hostname] = make(std::to_string(*tc), Basis::kInferred,
+                           "the traffic class that lands on a PFC-enabled priority on every chosen "
+                           "RoCE port (the switches must treat that DSCP as lossless too)",
+                           ev);
+  } else if (!n.roce_qos_ports.empty()) {
+    out[n.hostname] =
+        make(std::nullopt, Basis::kInferred,
+             agree ? "no lossless traffic class could be derived for every RoCE port; "
+                     "NCCL's default traffic class 0 is used"
+                   : "the RoCE ports disagree on the lossless traffic class",
+             ev);
+  }
 }
 
 }  // namespace
@@ -182,6 +224,9 @@ std::map<std::string, PerHost> choose_settings(const std::vector<NodeFacts>& nod
       PerHost gid;
       gid_setting(n, ports, nccl, gid);
       for (auto& [host, g] : gid) s["NCCL_IB_GID_INDEX"][host] = g;
+      PerHost tc;
+      tc_setting(n, ports, tc);
+      for (auto& [host, v] : tc) s["NCCL_IB_TC"][host] = v;
       s["NCCL_IB_TIMEOUT"][h] = make(kIbTimeout, Basis::kInferred,
                                      "4.096 us * 2^22 ~= 17 s per attempt: rides out fabric "
                                      "reconvergence that the default (2^20 ~= 4.3 s) aborts on",

@@ -21,10 +21,18 @@ std::optional<Basis> basis_from_string(const std::string& s) {
 }
 
 const std::vector<std::string>& known_variables() {
-  static const std::vector<std::string> kVars = {
-      "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_DISABLE",  "NCCL_IB_HCA",
-      "NCCL_IB_GID_INDEX",  "NCCL_NET_GDR_LEVEL", "NCCL_TOPO_FILE",   "NCCL_IB_TIMEOUT",
-      "NCCL_IB_RETRY_CNT",  "TORCH_NCCL_ASYNC_ERROR_HANDLING",        "MASTER_PORT"};
+  static const std::vector<std::string> kVars = {"NCCL_SOCKET_IFNAME",
+                                                 "GLOO_SOCKET_IFNAME",
+                                                 "NCCL_IB_DISABLE",
+                                                 "NCCL_IB_HCA",
+                                                 "NCCL_IB_GID_INDEX",
+                                                 "NCCL_IB_TC",
+                                                 "NCCL_NET_GDR_LEVEL",
+                                                 "NCCL_TOPO_FILE",
+                                                 "NCCL_IB_TIMEOUT",
+                                                 "NCCL_IB_RETRY_CNT",
+                                                 "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                                                 "MASTER_PORT"};
   return kVars;
 }
 

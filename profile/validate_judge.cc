@@ -1,10 +1,12 @@
 // `fabcheck validate`: does this node still match the profile? Pure: the node's report in,
 // findings out (docs/findings/profile.md). A section the report lacks is reported as a skipped
 // check (info), never as a pass.
+#include <cstdlib>
 #include <sstream>
 
 #include "profile/profile.h"
 #include "profile/resolver.h"
+#include "profile/roce_qos_rules.h"
 
 namespace fabkit::profile {
 namespace {
@@ -153,6 +155,43 @@ void check_topo(const std::map<std::string, std::string>& env, const Report& r,
                        "copy the topology file to " + path + " (or bind it into the container)"));
 }
 
+// The profile's NCCL_IB_TC was chosen to land on a PFC-enabled priority; a node whose DSCP map or
+// PFC changed since (a reboot that lost mlnx_qos settings) now carries NCCL's traffic lossy.
+void check_roce_qos(const std::map<std::string, std::string>& env, const Report& r,
+                    std::vector<Finding>& out) {
+  auto it = env.find("NCCL_IB_TC");
+  if (it == env.end()) return;
+  const Json* qos = section(r, "roce_qos");
+  if (!qos) return skipped(out, "NCCL_IB_TC", "roce_qos");
+  const int tc = std::atoi(it->second.c_str());
+  const Json& ports = (*qos).contains("ports") ? (*qos)["ports"] : Json::array();
+  for (const auto& p : ports) {
+    const std::string id = str(p, "device") + ":" + (p.contains("port") ? p["port"].dump() : "?");
+    bool pfc_on = false;
+    auto prio = priority_for_traffic_class(p, tc, &pfc_on);
+    if (!prio) {
+      out.push_back(info("profile.check_skipped", id,
+                         "NCCL_IB_TC=" + it->second + " not checked on " + id +
+                             ": trust dscp and the DCB state are needed (" +
+                             lossless_traffic_class(p).why + ")",
+                         "run fabcheck validate on the node itself (DCB is read live)"));
+      continue;
+    }
+    if (pfc_on) continue;
+    out.push_back(
+        warn("profile.roce_qos_drifted", id,
+             "the profile's NCCL_IB_TC=" + it->second + " (DSCP " + std::to_string(tc >> 2) +
+                 ") lands on priority " + std::to_string(*prio) + " on " + id +
+                 ", which has no PFC now: this node's QoS changed since the profile was "
+                 "built, and NCCL's traffic is lossy here",
+             "restore the node's PFC and DSCP map (mlnx_qos -i <netdev> --trust dscp --pfc "
+             "with priority " +
+                 std::to_string(*prio) +
+                 " on; `fabcheck node` names the "
+                 "exact setting), or rebuild the profile if the fabric changed on purpose"));
+  }
+}
+
 void check_env_conflicts(const std::map<std::string, std::string>& env, const Report& r,
                          std::vector<Finding>& out) {
   const Json* ne = section(r, "nccl_env");
@@ -199,6 +238,7 @@ std::vector<Finding> validate_node(const Profile& p, const Report& node_report,
   std::map<std::string, std::string> env;
   if (name || p.hosts.empty()) env = resolve_env(p, name.value_or(host));
   check_topo(env, node_report, out);
+  check_roce_qos(env, node_report, out);
   check_env_conflicts(env, node_report, out);
   // "ok" only when every check ran and passed: a skipped check is not a pass.
   if (out.empty())

@@ -54,6 +54,26 @@ const Kind kKinds[] = {
     {"gpu_inforom:", "cluster.drift_gpu_inforom", "GPU InfoROM image",
      "update the GPU firmware bundle (the InfoROM image comes with it) to the other nodes' "
      "version; `nvidia-smi -q | grep -i -A4 inforom`"},
+    {"roce_pfc:", "cluster.drift_roce_qos", "RoCE PFC priorities",
+     "every node's RoCE NIC must classify and pause NCCL's traffic the same way (and match the "
+     "switches): set the same trust, PFC priorities and ECN as the other nodes (`mlnx_qos -i IF "
+     "--trust dscp --pfc 0,0,0,1,0,0,0,0`, `echo 1 > /sys/class/net/IF/ecn/roce_np/enable/P`) "
+     "and the same NCCL_IB_TC; `fabcheck node` on the node names the exact setting"},
+    {"roce_trust:", "cluster.drift_roce_qos", "RoCE trust mode",
+     "every node's RoCE NIC must classify and pause NCCL's traffic the same way (and match the "
+     "switches): set the same trust, PFC priorities and ECN as the other nodes (`mlnx_qos -i IF "
+     "--trust dscp --pfc 0,0,0,1,0,0,0,0`, `echo 1 > /sys/class/net/IF/ecn/roce_np/enable/P`) "
+     "and the same NCCL_IB_TC; `fabcheck node` on the node names the exact setting"},
+    {"roce_nccl_priority:", "cluster.drift_roce_qos", "priority of NCCL's RoCE traffic",
+     "every node's RoCE NIC must classify and pause NCCL's traffic the same way (and match the "
+     "switches): set the same trust, PFC priorities and ECN as the other nodes (`mlnx_qos -i IF "
+     "--trust dscp --pfc 0,0,0,1,0,0,0,0`, `echo 1 > /sys/class/net/IF/ecn/roce_np/enable/P`) "
+     "and the same NCCL_IB_TC; `fabcheck node` on the node names the exact setting"},
+    {"roce_ecn:", "cluster.drift_roce_qos", "ECN on NCCL's RoCE priority",
+     "every node's RoCE NIC must classify and pause NCCL's traffic the same way (and match the "
+     "switches): set the same trust, PFC priorities and ECN as the other nodes (`mlnx_qos -i IF "
+     "--trust dscp --pfc 0,0,0,1,0,0,0,0`, `echo 1 > /sys/class/net/IF/ecn/roce_np/enable/P`) "
+     "and the same NCCL_IB_TC; `fabcheck node` on the node names the exact setting"},
     {"gid_types:", "cluster.drift_gid", "GID table types",
      "give every node the same GID layout (the same addresses on the RoCE netdev, RoCE v2 "
      "enabled: `cma_roce_mode -d DEV -p PORT -m 2`)"},
@@ -90,6 +110,7 @@ std::map<std::string, std::string> drift_facts_from_node_report(const Json& r) {
     }
   }
   add_gpu_drift_facts(r, out);
+  add_roce_qos_drift_facts(r, out);
   if (const Json* rdma = section(r, "rdma")) {
     // The set of devices, so a node that lost one (driver not loaded, a dead card) stands out;
     // only when the section lists its devices (an empty list is "none", not "unknown").

@@ -24,6 +24,9 @@ namespace fabkit::slurm {
 //   gpu_driver              -> cluster.drift_gpu_driver   (the NVIDIA driver version)
 //   gpu_vbios:<model>       -> cluster.drift_gpu_vbios    (the VBIOS versions of that model's GPUs)
 //   gpu_inforom:<model>     -> cluster.drift_gpu_inforom  (their InfoROM image versions)
+//   roce_pfc:<hca>:<p>, roce_trust:<hca>:<p>, roce_nccl_priority:<hca>:<p>, roce_ecn:<hca>:<p>
+//                           -> cluster.drift_roce_qos (PFC priorities, trust mode, the priority
+//                              NCCL's traffic lands on, ECN np/rp on it)
 struct NodeDriftFacts {
   std::string host;
   std::map<std::string, std::string> values;
@@ -39,6 +42,9 @@ std::map<std::string, std::string> drift_facts_from_node_report(const Json& repo
 // model the sorted distinct VBIOS and InfoROM image versions of its GPUs ("a, b" when one node
 // mixes two).
 void add_gpu_drift_facts(const Json& report, std::map<std::string, std::string>& out);
+// The RoCE QoS keys (roce_qos_drift.cc) from the report's `roce_qos` section; a port whose DCB was
+// not read gives no PFC key (unknown is not a difference).
+void add_roce_qos_drift_facts(const Json& report, std::map<std::string, std::string>& out);
 
 std::vector<Finding> judge_drift(const std::vector<NodeDriftFacts>& nodes);
 

@@ -123,6 +123,8 @@ NodeBaselineResult compare_node_baseline(const Json& old_doc, const Json& new_do
   r.gpu_health = compare_gpu_health(old_doc, new_doc, r.findings);
   r.pcie = compare_pcie_baseline(old_doc, new_doc);
   for (const auto& f : r.pcie.findings) r.findings.push_back(f);
+  r.roce_qos = compare_roce_qos_baseline(old_doc, new_doc);
+  for (const auto& f : r.roce_qos.findings) r.findings.push_back(f);
   r.gpu_active = compare_gpu_active(old_doc, new_doc);
   for (const auto& f : r.gpu_active.findings) r.findings.push_back(f);
   return r;
@@ -162,6 +164,8 @@ Json node_baseline_to_json(const NodeBaselineResult& r, const std::string& old_p
             {"pcie", pcie_baseline_to_json(r.pcie)}};
   // Only when a report ran `fabcheck node --active`, so older baselines read as before.
   if (r.gpu_active.present) j["gpu_active"] = gpu_active_baseline_json(r.gpu_active);
+  // Only when a report has a RoCE port, so baselines of other nodes read as before.
+  if (r.roce_qos.present) j["roce_qos"] = roce_qos_baseline_json(r.roce_qos);
   return j;
 }
 
@@ -198,6 +202,7 @@ std::string node_baseline_table_text(const NodeBaselineResult& r) {
     out += table.str();
   }
   out += pcie_baseline_table_text(r.pcie);
+  out += roce_qos_baseline_text(r.roce_qos);
   out += gpu_active_baseline_text(r.gpu_active);
   return out;
 }

@@ -12,6 +12,7 @@
 #include "common/json.h"
 #include "reports/baseline/gpu_active_baseline.h"
 #include "reports/baseline/node_baseline_pcie.h"
+#include "reports/baseline/node_baseline_roce_qos.h"
 
 namespace fabkit::reports::baseline {
 
@@ -38,6 +39,7 @@ struct NodeBaselineResult {
   std::vector<GpuHealthRow> gpu_health;
   PcieBaseline pcie;             // PCIe links, AER totals and Xids (node_baseline_pcie.h)
   GpuActiveBaseline gpu_active;  // the --active figures, when either report has them
+  RoceQosBaseline roce_qos;      // RoCE QoS settings, when either report has a RoCE port
   std::vector<Finding> findings;
 };
 

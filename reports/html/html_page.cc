@@ -132,6 +132,7 @@ std::string node_section(const Json& doc) {
   o << "</tbody></table>\n";
   if (doc.contains("gpus")) o << gpu_section(doc["gpus"]);
   o << pcie_and_kernel_log_section(doc);
+  o << roce_qos_section(doc);
   if (doc.contains("gpu_active")) o << gpu_active_section(doc["gpu_active"]);
   return o.str();
 }

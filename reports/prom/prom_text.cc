@@ -177,6 +177,7 @@ std::vector<Family> node_families(const Json& r) {
   out.push_back(gpus);
   for (auto& f : gpu_health_families(r)) out.push_back(std::move(f));
   for (auto& f : pcie_families(r)) out.push_back(std::move(f));
+  for (auto& f : roce_qos_families(r)) out.push_back(std::move(f));
   for (auto& f : gpu_active_families(r)) out.push_back(std::move(f));
   return out;
 }

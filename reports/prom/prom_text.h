@@ -44,6 +44,11 @@ std::vector<Family> gpu_health_families(const Json& node_report);
 // fabkit_node_kernel_log_readable, fabkit_node_xid_events {xid,bus_id,class},
 // fabkit_node_kernel_log_events {kind,device}.
 std::vector<Family> pcie_families(const Json& node_report);
+// The node report's RoCE QoS families (prom_roce_qos.cc; part of node_families):
+// fabkit_node_roce_nccl_priority, fabkit_node_roce_pfc_on_nccl_priority,
+// fabkit_node_roce_ecn_on_nccl_priority {point}, fabkit_node_roce_qos_counter_total {counter},
+// each labelled {device,port,netdev}.
+std::vector<Family> roce_qos_families(const Json& node_report);
 // fabkit_node_check_timestamp_seconds: when the check ran, so an alert can fire on a stale file.
 Family check_timestamp(double unix_time_s);
 // fabkit_pair_busbw_bytes_per_second{transport,bytes}, peak, link rate, findings.

@@ -38,5 +38,7 @@ void render_gpu_health(const Json& gpus, const std::vector<Finding>& findings, s
                        const Style& style);
 // A node report's PCIe links and kernel log events (pcie_text.cc), after the facts above.
 void render_pcie_and_kernel_log(const Report& node, std::ostream& out, const Style& style);
+// A node report's RoCE QoS per port (roce_qos_text.cc); nothing when there is no RoCE port.
+void render_roce_qos(const Report& node, std::ostream& out, const Style& style);
 
 }  // namespace fabkit::reports::text

@@ -106,6 +106,15 @@ CASES = [
      "setup": {"root": sysroots.build_ib_roce_node},
      "args": ["node", "--json", "--sysroot", "root", "--slurm-health", "--dry-run",
               "--node-name", "gpu-07"]},
+    # Issue #23: RoCE QoS with recorded DCB and ethtool answers (tests/fixtures/roce_qos)
+    {"name": "node-sysroot-roce-qos-healthy", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_roce_qos_healthy_node}, "env": {"NCCL_IB_TC": "106"},
+     "args": ["node", "--json", "--sysroot", "root", "--qos-replay",
+              FIX + "/roce_qos/healthy.json"]},
+    {"name": "node-sysroot-roce-qos-pfc-off", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_roce_qos_pfc_off_node}, "env": {"NCCL_IB_TC": "106"},
+     "args": ["node", "--json", "--sysroot", "root", "--qos-replay",
+              FIX + "/roce_qos/pfc_off_nccl_priority.json"]},
     # fabcheck node with recorded NVML answers (tests/fixtures/nvml): the GPU health section
     {"name": "node-nvml-h100-healthy", "binary": "fabcheck", "schema": "node.schema.json",
      "setup": {"root": sysroots.build_empty_node},

@@ -85,6 +85,28 @@ def build_ib_roce_node_with_topo(root):
                 os.path.join(root, "opt/fabkit/topo.xml"))
 
 
+def overlay_roce_qos(root, fixture):
+    """The sysfs files of a tests/fixtures/roce_qos fixture (netdev MTU, MLNX_OFED qos/trust and
+    ecn/*/enable) over the RoCE port of the tree; the DCB and ethtool answers come from the same
+    file through --qos-replay."""
+    import json
+    with open(os.path.join(FIXTURES, "roce_qos", fixture + ".json")) as f:
+        for path, content in json.load(f)["sysfs"].items():
+            write(os.path.join(root, "sys", path), content)
+
+
+def build_roce_qos_healthy_node(root):
+    """The ib-roce node with tests/fixtures/roce_qos/healthy.json's sysfs: trust dscp, ECN on."""
+    build_ib_roce_node(root)
+    overlay_roce_qos(root, "healthy")
+
+
+def build_roce_qos_pfc_off_node(root):
+    """The ib-roce node with the sysfs of pfc_off_nccl_priority.json (DOC-2792's PFC row)."""
+    build_ib_roce_node(root)
+    overlay_roce_qos(root, "pfc_off_nccl_priority")
+
+
 def build_gpu_node_degraded(root):
     """Issue #18's case as a new user meets it: a GPU node's PCI tree (tests/fixtures/pcie) with
     GPU 0000:02:00.0 trained at Gen4 x8 of its Gen5 x16, and a kernel log (dev/kmsg, dmesg text:
