@@ -131,7 +131,10 @@ std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
   if (has(msg, "Watchdog caught collective operation timeout") ||
       has(msg, "watchdog got stuck")) {
     const size_t w = msg.find("WorkNCCL(");
-    const size_t e = w == sv::npos ? sv::npos : msg.find(')', w);
+    // "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ..., Timeout(ms)=600000)": the ')' of "(ms)" is not
+    // the end.
+    const size_t t = w == sv::npos ? sv::npos : msg.find("Timeout(ms)", w);
+    const size_t e = w == sv::npos ? sv::npos : msg.find(')', t == sv::npos ? w : t + 11);
     return make("watchdog_timeout", msg,
                 e == sv::npos ? std::string() : std::string(msg.substr(w, e + 1 - w)));
   }
@@ -141,7 +144,8 @@ std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
     return make("nccl_remote_error", msg);
   if (has(msg, "ncclSystemError") || has(msg, "unhandled system error"))
     return make("nccl_system_error", msg);
-  if (has(msg, "ncclUnhandledCudaError") || has(msg, "unhandled cuda error"))
+  if (has(msg, "ncclUnhandledCudaError") || has(msg, "unhandled cuda error") ||
+      has(msg, "Test CUDA failure"))  // nccl-tests' own CUDA call failed
     return make("cuda_error", msg);
   if (has(msg, "ncclInvalidUsage") || has(msg, "ncclInvalidArgument") ||
       (has(msg, "NCCL error") && has(msg, "invalid usage")))

@@ -260,7 +260,7 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
          (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '-' || s[i] == '_'))
     ++i;
   if (i > 0 && i + 1 < s.size() && s[i] == ':' && s[i + 1] == ' ' &&
-      s.find("NCCL ", i) != sv::npos) {
+      (s.find("NCCL ", i) != sv::npos || s.find("Test CUDA failure", i) != sv::npos)) {
     if (o.host.empty()) o.host = std::string(s.substr(0, i));
     s.remove_prefix(i + 2);
     return true;
@@ -288,6 +288,15 @@ LogLine split_log_line(std::string_view line) {
     out.msg = s.substr(std::min(s.size(), p + tag.size() + 1));
     skip_spaces(out.msg);
     break;
+  }
+  // aws-ofi-nccl's own test binaries log "WARN: Function: f Line: N: NET/OFI ..." without NCCL.
+  for (sv tag : {sv("WARN: Function: "), sv("INFO: Function: ")}) {
+    if (out.source != LineSource::kOther || !starts_with(s, tag)) continue;
+    const size_t line_tag = s.find(" Line: ");
+    const size_t colon = line_tag == sv::npos ? sv::npos : s.find(": ", line_tag + 7);
+    if (colon == sv::npos) continue;
+    out.source = tag[0] == 'W' ? LineSource::kNcclWarn : LineSource::kNcclInfo;
+    out.msg = s.substr(colon + 2);
   }
   if (out.source == LineSource::kOther) {
     // NCCL 2.2-2.3 wrote "host:pid:tid [dev] INFO msg" / "file.h:344 WARN msg".

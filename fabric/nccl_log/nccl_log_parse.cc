@@ -206,8 +206,17 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
     s_.network = net;
     using_network_line_ = lineno;
     if (p && p->view != SIZE_MAX) s_.ranks[p->view].network = net;
+  } else if (starts(msg, "Using internal Network ")) {  // NCCL 2.2-2.3's network line
+    std::string net = trim_copy(sv(msg).substr(23));
+    s_.networks_seen.push_back(net);
+    s_.network = net;
+    using_network_line_ = lineno;
+    if (p && p->view != SIZE_MAX) s_.ranks[p->view].network = net;
   } else if (starts(msg, "NET/IB : Using") || starts(msg, "NET/IB: Using")) {
-    if (has(msg, "/IB") || has(msg, "/RoCE")) {  // 2.3's "Using interface X for sideband" is not it
+    // 2.3's "NET/IB : Using interface ib0 for sideband communication" lists no device: not it.
+    NcclLogSummary probe;
+    parse_ib_using(msg, probe);
+    if (!probe.hcas.empty()) {
       parse_ib_using(msg, s_);
       if (!ib_using_line_) ib_using_line_ = lineno;
       if (p && !p->ib_using_line) p->ib_using_line = lineno;
@@ -298,6 +307,7 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   const bool mentions_nccl = nccl || has(raw, "NCCL") || has(raw, "nccl");
   if (nccl) ++s_.nccl_lines;
   if (!nccl && (l.source == LineSource::kTorch || has(raw, "NCCL error") ||
+                has(raw, "Test NCCL failure") || has(raw, "Test CUDA failure") ||
                 has(raw, "WorkNCCL(") || has(raw, "ncclRemoteError") ||
                 has(raw, "ncclSystemError") || has(raw, "ncclInternalError") ||
                 has(raw, "ncclInvalidUsage") || has(raw, "ncclUnhandledCudaError")))
@@ -320,7 +330,8 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   }
   if (!l.msg.empty()) last_error_pending_ = false;
   if (!mentions_nccl && !continuation && !has(raw, "NET/") && !has(raw, "Channel") &&
-      !has(raw, "Ring") && !has(raw, "WorkNCCL") && !has(raw, "DistBackendError"))
+      !has(raw, "Ring") && !has(raw, "WorkNCCL") && !has(raw, "DistBackendError") &&
+      !has(raw, "Test CUDA failure"))
     return;
   std::string msg(l.msg);
   if (nccl || has(raw, "NCCL version")) nccl_facts(l, msg, lineno, p);
