@@ -22,6 +22,14 @@ const std::vector<FailureKind>& failure_kinds() {
         "image')"},
        "read the CUDA error text; run `nvidia-smi -q -d ECC,XID` and `dmesg | grep -i xid`; rerun "
        "with CUDA_LAUNCH_BLOCKING=1 to find the call; match NCCL's CUDA build to the driver"},
+      {"shm_exhausted", T::kRoot, "shared memory exhausted",
+       "NCCL could not create a shared-memory segment in /dev/shm for its intra-node transport",
+       {"a container's /dev/shm left at Docker's 64 MB default (or a small Kubernetes emptyDir)",
+        "/dev/shm full of stale nccl-* segments from crashed jobs",
+        "many ranks per node, each needing its own segments"},
+       "give the container more /dev/shm (docker --shm-size=1g or more; Kubernetes: an emptyDir "
+       "with medium: Memory mounted at /dev/shm); remove stale /dev/shm/nccl-* files; "
+       "NCCL_SHM_DISABLE=1 works around it at some intra-node speed"},
       // --- RDMA verbs ---
       {"ibv_reg_mr_failed", T::kRoot, "memory registration failed",
        "registering a buffer with the RDMA NIC (ibv_reg_mr, or a net plugin's registration) failed",

@@ -86,6 +86,10 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
     if (st == 10) return make("remote_access_error", msg, detail);
     return make("completion_error", msg, detail);
   }
+  if (has(msg, "posix_fallocate") || has(msg, "/dev/shm") ||
+      has(msg, "shared memory segment") || has(msg, "ncclShmOpen"))
+    return make("shm_exhausted", msg);
+  if (has(msg, "Duplicate GPU detected")) return make("nccl_invalid_usage", msg);
   if (has(msg, "ibv_modify_qp")) return make("qp_transition_failed", msg);
   if (has(msg, "ibv_create_cq")) return make("cq_create_failed", msg);
   if (has(msg, "ibv_create_qp")) return make("qp_create_failed", msg);
@@ -117,8 +121,13 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
   // benign_plugin_line() has already let through the "not found, using internal" probing.
   if ((has(msg, "NET/Plugin") || has(msg, "NET/OFI")) &&
       (has_ci(msg, "fail") || has_ci(msg, "unable") || has_ci(msg, "error") ||
-       has(msg, "returned") || has(msg, "undefined symbol")))
+       has(msg, "returned") || has(msg, "undefined symbol") || has(msg, "Couldn't")))
     return make("plugin_init_failed", msg);
+  // A proxy's Connect that failed with a system error (2) is the transport's connect failing;
+  // with a remote error (6) it only saw the peer go (nccl_795: a Broken pipe before it).
+  if ((has(msg, "operation=Connect") || has(msg, "operation Connect")) &&
+      (has(msg, "res=2,") || has(msg, "retcode 2")))
+    return make("connect_failed", msg);
   if (has(msg, "[Proxy Service") || has(msg, "Socket recv failed while polling") ||
       has(msg, "Could not receive type from localRank") ||
       has(msg, "Error encountered progressing operation"))

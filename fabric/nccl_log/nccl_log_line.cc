@@ -259,8 +259,11 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
   while (i < s.size() && i < 128 &&
          (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '-' || s[i] == '_'))
     ++i;
-  if (i > 0 && i + 1 < s.size() && s[i] == ':' && s[i + 1] == ' ' &&
-      (s.find("NCCL ", i) != sv::npos || s.find("Test CUDA failure", i) != sv::npos)) {
+  const sv token = s.substr(0, i);
+  if (i > 0 && i + 1 < s.size() && s[i] == ':' && s[i + 1] == ' ' && token != "WARN" &&
+      token != "INFO" &&
+      (s.find("NCCL ", i) != sv::npos || s.find("Test CUDA failure", i) != sv::npos ||
+       s.find("NET/OFI", i) != sv::npos)) {
     if (o.host.empty()) o.host = std::string(s.substr(0, i));
     s.remove_prefix(i + 2);
     return true;

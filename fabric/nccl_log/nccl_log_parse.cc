@@ -92,6 +92,7 @@ class Parser {
   std::map<std::string, Process> processes_;
   std::vector<std::string> process_order_;
   bool last_error_pending_ = false;
+  bool ofi_network_named_ = false;  // a line says "... is AWS Libfabric" / "via NET/AWS Libfabric"
   LineOrigin last_origin_;          // the origin of the latest line that had one
   Process* last_process_ = nullptr;
   long order_ = 0;
@@ -257,6 +258,7 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
   }
   if (has(msg, "NET/Plugin") || has(msg, "NET/OFI")) ++s_.plugin_lines;
   if (has(msg, "NET/OFI") && !s_.plugin) s_.plugin = "aws-ofi-nccl";
+  if (has(msg, "AWS Libfabric")) ofi_network_named_ = true;
   const size_t prov = msg.find("Selected Provider is ");
   const size_t prov2 = msg.find("Selected provider is ");
   const size_t pp = prov != std::string::npos ? prov : prov2;
@@ -418,7 +420,12 @@ NcclLogSummary Parser::finish() {
           at("NET/Socket : Using", *socket_using_line_) + "; NCCL < 2.8 prints no `Using network`";
     }
   }
-  if (!s_.network && s_.plugin == std::string("aws-ofi-nccl")) {
+  // NET/OFI lines mean the OFI plugin carried the traffic, unless it failed to start (then
+  // nothing says what NCCL used) and no line names its network.
+  bool ofi_failed = false;
+  for (const auto& e : s_.errors) ofi_failed = ofi_failed || e.kind == "plugin_init_failed";
+  if (!s_.network && s_.plugin == std::string("aws-ofi-nccl") &&
+      (!ofi_failed || ofi_network_named_)) {
     s_.network = "AWS Libfabric";
     s_.network_evidence = "NET/OFI lines: the aws-ofi-nccl plugin carried the traffic" +
                           (s_.ofi_provider ? " over libfabric provider " + *s_.ofi_provider
