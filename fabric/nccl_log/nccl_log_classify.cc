@@ -90,6 +90,10 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
       has(msg, "shared memory segment") || has(msg, "ncclShmOpen"))
     return make("shm_exhausted", msg);
   if (has(msg, "Duplicate GPU detected")) return make("nccl_invalid_usage", msg);
+  // aws-ofi-nccl's completion errors: "NET/OFI Request 0x.. completed with error. RC: 113. Error:
+  // 2 (UNDELIVERABLE)" — the libfabric counterpart of an RDMA work completion error.
+  if (has(msg, "NET/OFI") && has(msg, "completed with error"))
+    return make("completion_error", msg, "OFI request error");
   if (has(msg, "ibv_modify_qp")) return make("qp_transition_failed", msg);
   if (has(msg, "ibv_create_cq")) return make("cq_create_failed", msg);
   if (has(msg, "ibv_create_qp")) return make("qp_create_failed", msg);

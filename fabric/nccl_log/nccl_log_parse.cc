@@ -47,7 +47,8 @@ bool ascii_only(sv s) {
 
 // "[0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>"
 void parse_ib_using(const std::string& msg, NcclLogSummary& s) {
-  static const std::regex dev(R"(\[(\d+)\]([^\s:\[\]]+):(\d+)/(IB|RoCE))");
+  // 2.3 wrote "NET/IB: [0] mlx4_0:2/RoCE" (a space after the index).
+  static const std::regex dev(R"(\[(\d+)\] ?([^\s:\[\]]+):(\d+)/(IB|RoCE))");
   auto semi = msg.find("; OOB ");
   std::string devs = msg.substr(0, semi);
   s.hcas.clear();
@@ -81,6 +82,7 @@ class Parser {
  private:
   void line(const std::string& source, int lineno, sv raw);
   void nccl_facts(const LogLine& l, const std::string& msg, int lineno, Process* p);
+  void infer_from_error(const ClassifiedMessage& c, sv msg, int lineno);
   Process* process_of(const LogLine& l, const std::string& source);
   void add_error(const ClassifiedMessage& c, const LogLine& l, Process* p, const std::string& source,
                  int lineno, sv text);
@@ -213,7 +215,8 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
     s_.network = net;
     using_network_line_ = lineno;
     if (p && p->view != SIZE_MAX) s_.ranks[p->view].network = net;
-  } else if (starts(msg, "NET/IB : Using") || starts(msg, "NET/IB: Using")) {
+  } else if (starts(msg, "NET/IB : Using") || starts(msg, "NET/IB: Using") ||
+             starts(msg, "NET/IB: [") || starts(msg, "NET/IB : [")) {
     // 2.3's "NET/IB : Using interface ib0 for sideband communication" lists no device: not it.
     NcclLogSummary probe;
     parse_ib_using(msg, probe);
@@ -296,11 +299,16 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
                            " (line " + std::to_string(lineno) + ")";
     }
   }
-  if (!inferred_network_ && l.source == LineSource::kNcclWarn && has(msg, "NET/IB") &&
-      has(msg, "completion")) {
-    inferred_network_ = "IB";
-    inferred_evidence_ = "an NET/IB completion error (line " + std::to_string(lineno) + ")";
-  }
+  if (l.source == LineSource::kNcclWarn && has(msg, "NET/IB") && has(msg, "completion"))
+    infer_from_error(ClassifiedMessage{"completion_error", "", ""}, msg, lineno);
+}
+
+// An NET/IB completion error names the network even when nothing else in the log does.
+void Parser::infer_from_error(const ClassifiedMessage& c, sv msg, int lineno) {
+  if (inferred_network_ || !has(msg, "NET/IB") || !has(msg, "completion")) return;
+  (void)c;
+  inferred_network_ = "IB";
+  inferred_evidence_ = "an NET/IB completion error (line " + std::to_string(lineno) + ")";
 }
 
 void Parser::line(const std::string& source, int lineno, sv raw) {
@@ -337,8 +345,21 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
     return;
   std::string msg(l.msg);
   if (nccl || has(raw, "NCCL version")) nccl_facts(l, msg, lineno, p);
-  if (auto c = classify_message(l.msg, l.source, continuation && !l.msg.empty()))
+  // aws-ofi-nccl's text quoted in an exception ("Last error: NET/OFI ...") names the plugin too.
+  if (!nccl && !s_.plugin && has(raw, "NET/OFI")) s_.plugin = "aws-ofi-nccl";
+  if (auto c = classify_message(l.msg, l.source, continuation && !l.msg.empty())) {
     add_error(*c, l, p, source, lineno, l.msg);
+    if (continuation) infer_from_error(*c, l.msg, lineno);
+  }
+  // An exception printed on one line: "... ncclRemoteError: ... Last error: NET/IB : Got ...".
+  const size_t last = l.msg.find("Last error: ");
+  if (last != sv::npos && last + 12 < l.msg.size()) {
+    const sv tail = l.msg.substr(last + 12);
+    if (auto c = classify_message(tail, LineSource::kOther, true)) {
+      add_error(*c, l, p, source, lineno, tail);
+      infer_from_error(*c, tail, lineno);
+    }
+  }
 }
 
 void Parser::feed(const std::string& source, const std::string& text) {
