@@ -182,6 +182,10 @@ bool benign_plugin_line(sv msg) {
 
 std::optional<ClassifiedMessage> classify_message(sv msg, LineSource source, bool last_error) {
   if (msg.empty()) return std::nullopt;
+  // Most INFO lines state nothing wrong: only these words can (this runs on every line).
+  if (source == LineSource::kNcclInfo && !last_error && !has(msg, "ibv_") && !has(msg, "NET/") &&
+      !has(msg, "libibverbs"))
+    return std::nullopt;
   if (benign_plugin_line(msg)) return std::nullopt;
   if (source == LineSource::kNcclWarn || last_error) {
     if (auto c = classify_error_text(msg)) return c;

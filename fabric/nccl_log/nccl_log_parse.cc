@@ -60,6 +60,28 @@ void parse_ib_using(const std::string& msg, NcclLogSummary& s) {
   if (semi != std::string::npos) s.ib_oob_interface = trim_copy(sv(msg).substr(semi + 6));
 }
 
+// "Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA" (2.3-2.6: "Ring 00 : 1 -> 0 via
+// NET/IB/0"); the network name may hold spaces ("NET/AWS Libfabric/0"). Scanned by hand: channel
+// lines are a large share of a long log, and std::regex costs microseconds per line.
+bool parse_channel(sv msg, NcclChannelLine* out) {
+  if (!starts(msg, "Channel ") && !starts(msg, "Ring ")) return false;
+  const size_t via = msg.find("via NET/");
+  if (via == sv::npos) return false;
+  const sv rest = msg.substr(via + 8);
+  for (size_t slash = rest.find('/'); slash != sv::npos; slash = rest.find('/', slash + 1)) {
+    size_t i = slash + 1;
+    int dev = 0, n = 0;
+    while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i])) && n < 6)
+      dev = dev * 10 + (rest[i++] - '0'), ++n;
+    if (n == 0 || slash == 0 || (i < rest.size() && rest[i] != '/' && rest[i] != ' ')) continue;
+    out->network = trim_copy(rest.substr(0, slash));
+    out->device = dev;
+    out->gdr = rest.substr(i, 7) == "/GDRDMA";
+    return true;
+  }
+  return false;
+}
+
 // What one process printed that decides the network or explains its failure.
 struct Process {
   size_t view = SIZE_MAX;         // index into s.ranks, or SIZE_MAX when past the cap
@@ -84,6 +106,7 @@ class Parser {
   void nccl_facts(const LogLine& l, const std::string& msg, int lineno, Process* p);
   void infer_from_error(const ClassifiedMessage& c, sv msg, int lineno);
   Process* process_of(const LogLine& l, const std::string& source);
+  Process* lookup_process(const LogLine& l, const std::string& source);
   void add_error(const ClassifiedMessage& c, const LogLine& l, Process* p, const std::string& source,
                  int lineno, sv text);
 
@@ -94,6 +117,13 @@ class Parser {
   std::map<std::string, Process> processes_;
   std::vector<std::string> process_order_;
   bool last_error_pending_ = false;
+  // The process of the previous line (process_of's cache).
+  Process* cached_ = nullptr;
+  const std::string* cached_source_ = nullptr;
+  long cached_pid_ = -1;
+  std::string cached_host_, cached_label_;
+  std::optional<int> cached_rank_;
+  int cached_dev_ = -1;
   bool ofi_network_named_ = false;  // a line says "... is AWS Libfabric" / "via NET/AWS Libfabric"
   LineOrigin last_origin_;          // the origin of the latest line that had one
   Process* last_process_ = nullptr;
@@ -102,6 +132,26 @@ class Parser {
 };
 
 Process* Parser::process_of(const LogLine& l, const std::string& source) {
+  const LineOrigin& o = l.origin;
+  // Consecutive lines mostly come from one process: skip the map (and its key) for them.
+  if (cached_ && cached_source_ == &source && o.pid == cached_pid_ && o.host == cached_host_ &&
+      o.rank == cached_rank_ && o.label == cached_label_ && o.cuda_dev == cached_dev_) {
+    Process& p = *cached_;
+    if (p.view != SIZE_MAX) ++s_.ranks[p.view].lines;
+    return &p;
+  }
+  Process* p = lookup_process(l, source);
+  cached_ = p;
+  cached_source_ = &source;
+  cached_pid_ = o.pid;
+  cached_host_ = o.host;
+  cached_rank_ = o.rank;
+  cached_label_ = o.label;
+  cached_dev_ = o.cuda_dev;
+  return p;
+}
+
+Process* Parser::lookup_process(const LogLine& l, const std::string& source) {
   const LineOrigin& o = l.origin;
   std::string key;
   if (!o.host.empty() && o.pid >= 0)
@@ -197,10 +247,15 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
 
 void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Process* p) {
   static const std::regex version(R"(NCCL version (\d+\.\d+\.\d+[^\s]*))");
-  static const std::regex channel(R"((Channel|Ring) \d+(/\d+)? : .*via NET/(.+)/(\d+)(/GDRDMA)?)");
+  NcclChannelLine channel;
   static const std::regex socket_if(R"(\[\d+\]([^\s\[\]]+))");
   static const std::regex plugin_loaded(R"(NET/Plugin ?: ?Loaded net plugin (.+?)( \(v\d+\))?$)");
   std::smatch m;
+  // Gates: each has() is a scan of the line, and this runs on every NCCL line of logs that reach
+  // hundreds of MB (the budget is 50 ms per MB): ask the rare questions only of lines that can
+  // answer them.
+  const bool net = has(msg, "NET/");
+  const bool plugin = net || has(msg, "lugin");
   if (!s_.version && has(msg, "NCCL version ") && std::regex_search(msg, m, version))
     s_.version = m[1].str();
   if (starts(msg, "Using network ")) {
@@ -221,7 +276,9 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
     NcclLogSummary probe;
     parse_ib_using(msg, probe);
     if (!probe.hcas.empty()) {
-      parse_ib_using(msg, s_);
+      s_.hcas = std::move(probe.hcas);
+      s_.hca_link_layers = std::move(probe.hca_link_layers);
+      if (probe.ib_oob_interface) s_.ib_oob_interface = probe.ib_oob_interface;
       if (!ib_using_line_) ib_using_line_ = lineno;
       if (p && !p->ib_using_line) p->ib_using_line = lineno;
     }
@@ -236,34 +293,36 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
     std::string v = trim_copy(sv(msg).substr(msg.find("Using") + 5));
     if (v.rfind("[0]", 0) == 0) v = v.substr(3);  // 2.3-2.6 print "Using [0]eth0:..."
     s_.bootstrap_interface = v;
-  } else if (has(msg, "NET/IB : No device found") || has(msg, "NET/IB: No device found") ||
-             has(msg, "call to devices() returned 0 devices")) {
+  } else if (has(msg, "evice") &&
+             (has(msg, "NET/IB : No device found") || has(msg, "NET/IB: No device found") ||
+              has(msg, "call to devices() returned 0 devices"))) {
     s_.ib_no_device = true;
     if (!ib_no_device_line_) ib_no_device_line_ = lineno;
-  } else if (has(msg, "NCCL_IB_DISABLE set by environment to")) {
+  } else if (starts(msg, "NCCL_IB_DISABLE set by environment to")) {
     s_.ib_disabled = msg.find(" to 0") == std::string::npos;
-  } else if (has(msg, "Loaded net plugin") && std::regex_search(msg, m, plugin_loaded)) {
+  } else if (plugin && has(msg, "Loaded net plugin") && std::regex_search(msg, m, plugin_loaded)) {
     s_.plugin = trim_copy(m[1].str());
-  } else if (has(msg, "NET/OFI Using aws-ofi-nccl") || has(msg, "NET/OFI Initializing aws-ofi-nccl")) {
+  } else if (net && (has(msg, "NET/OFI Using aws-ofi-nccl") ||
+                     has(msg, "NET/OFI Initializing aws-ofi-nccl"))) {
     s_.plugin = "aws-ofi-nccl";
-  } else if (has(msg, "No plugin found") || has(msg, "Could not find: libnccl-net") ||
-             (has(msg, "returned 2 ") && has(msg, "No such file or directory")) ||
-             has(msg, "No network plugin found")) {
+  } else if (plugin && (has(msg, "No plugin found") || has(msg, "Could not find: libnccl-net") ||
+                        (has(msg, "returned 2 ") && has(msg, "No such file or directory")) ||
+                        has(msg, "No network plugin found"))) {
     s_.plugin_absent = true;  // not an error: NCCL uses its internal IB/Socket transports
-  } else if (has(msg, "via NET/") && std::regex_search(msg, m, channel)) {
+  } else if (net && parse_channel(msg, &channel)) {
     ++s_.net_channel_lines;
-    bool gdr = m[5].matched;
-    s_.gdr = s_.gdr.value_or(false) || gdr;
-    net_devices_used_.insert(std::stoi(m[4].str().substr(0, 6)));
-    if (!using_network_line_) s_.network = trim_copy(m[3].str());
-  } else if (has(msg, " via P2P") || has(msg, " via SHM") || has(msg, " via direct")) {
+    s_.gdr = s_.gdr.value_or(false) || channel.gdr;
+    net_devices_used_.insert(channel.device);
+    if (!using_network_line_) s_.network = channel.network;
+  } else if (has(msg, " via ") &&
+             (has(msg, " via P2P") || has(msg, " via SHM") || has(msg, " via direct"))) {
     ++s_.intra_node_channel_lines;
   }
-  if (has(msg, "NET/Plugin") || has(msg, "NET/OFI")) ++s_.plugin_lines;
-  if (has(msg, "NET/OFI") && !s_.plugin) s_.plugin = "aws-ofi-nccl";
-  if (has(msg, "AWS Libfabric")) ofi_network_named_ = true;
-  const size_t prov = msg.find("Selected Provider is ");
-  const size_t prov2 = msg.find("Selected provider is ");
+  if (net && (has(msg, "NET/Plugin") || has(msg, "NET/OFI"))) ++s_.plugin_lines;
+  if (net && has(msg, "NET/OFI") && !s_.plugin) s_.plugin = "aws-ofi-nccl";
+  if (net && has(msg, "AWS Libfabric")) ofi_network_named_ = true;
+  const size_t prov = net ? msg.find("Selected Provider is ") : std::string::npos;
+  const size_t prov2 = net ? msg.find("Selected provider is ") : std::string::npos;
   const size_t pp = prov != std::string::npos ? prov : prov2;
   if (pp != std::string::npos) {
     std::string v = trim_copy(sv(msg).substr(pp + 21));
@@ -315,12 +374,14 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   LogLine l = split_log_line(raw);
   const bool nccl = l.source == LineSource::kNcclInfo || l.source == LineSource::kNcclWarn;
   const bool mentions_nccl = nccl || has(raw, "NCCL") || has(raw, "nccl");
+  const bool test_cuda = !nccl && has(raw, "Test CUDA failure");  // nccl-tests' own failure
   if (nccl) ++s_.nccl_lines;
-  if (!nccl && (l.source == LineSource::kTorch || has(raw, "NCCL error") ||
-                has(raw, "Test NCCL failure") || has(raw, "Test CUDA failure") ||
-                has(raw, "WorkNCCL(") || has(raw, "ncclRemoteError") ||
-                has(raw, "ncclSystemError") || has(raw, "ncclInternalError") ||
-                has(raw, "ncclInvalidUsage") || has(raw, "ncclUnhandledCudaError")))
+  if (!nccl && (l.source == LineSource::kTorch || test_cuda ||
+                (mentions_nccl &&
+                 (has(raw, "NCCL error") || has(raw, "Test NCCL failure") ||
+                  has(raw, "WorkNCCL(") || has(raw, "ncclRemoteError") ||
+                  has(raw, "ncclSystemError") || has(raw, "ncclInternalError") ||
+                  has(raw, "ncclInvalidUsage") || has(raw, "ncclUnhandledCudaError")))))
     ++s_.torch_nccl_lines;
   Process* p = (nccl || l.source == LineSource::kTorch || l.origin.rank) ? process_of(l, source)
                                                                           : nullptr;
@@ -340,19 +401,18 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   }
   if (!l.msg.empty()) last_error_pending_ = false;
   if (!mentions_nccl && !continuation && !has(raw, "NET/") && !has(raw, "Channel") &&
-      !has(raw, "Ring") && !has(raw, "WorkNCCL") && !has(raw, "DistBackendError") &&
-      !has(raw, "Test CUDA failure"))
+      !has(raw, "Ring") && !has(raw, "DistBackendError") && !test_cuda)
     return;
   std::string msg(l.msg);
   if (nccl || has(raw, "NCCL version")) nccl_facts(l, msg, lineno, p);
   // aws-ofi-nccl's text quoted in an exception ("Last error: NET/OFI ...") names the plugin too.
-  if (!nccl && !s_.plugin && has(raw, "NET/OFI")) s_.plugin = "aws-ofi-nccl";
+  if (!nccl && !s_.plugin && continuation && has(raw, "NET/OFI")) s_.plugin = "aws-ofi-nccl";
   if (auto c = classify_message(l.msg, l.source, continuation && !l.msg.empty())) {
     add_error(*c, l, p, source, lineno, l.msg);
     if (continuation) infer_from_error(*c, l.msg, lineno);
   }
   // An exception printed on one line: "... ncclRemoteError: ... Last error: NET/IB : Got ...".
-  const size_t last = l.msg.find("Last error: ");
+  const size_t last = nccl ? sv::npos : l.msg.find("Last error: ");
   if (last != sv::npos && last + 12 < l.msg.size()) {
     const sv tail = l.msg.substr(last + 12);
     if (auto c = classify_message(tail, LineSource::kOther, true)) {

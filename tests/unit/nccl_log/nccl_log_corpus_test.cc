@@ -118,3 +118,20 @@ TEST(NcclLogCorpus, EveryKindHasItsExplanation) {
 
 }  // namespace
 }  // namespace fabkit::nccl_log
+
+namespace fabkit::nccl_log {
+namespace {
+
+// Finding codes nccl_log.<kind> are built from the kind table, so the docs test that scans the
+// source for literal codes cannot see them: every kind must be in the catalogue by name.
+TEST(NcclLogCorpus, EveryKindIsInTheFindingCatalogue) {
+  const std::string doc =
+      read(fabkit::testing::project_fixtures().parent_path().parent_path() / "docs" / "findings" /
+           "nccl_log.md");
+  ASSERT_FALSE(doc.empty());
+  for (const auto& k : failure_kinds())
+    EXPECT_NE(doc.find("`nccl_log." + std::string(k.kind) + "`"), std::string::npos) << k.kind;
+}
+
+}  // namespace
+}  // namespace fabkit::nccl_log
