@@ -149,6 +149,8 @@ CASES = [
      "args": ["topo", "--json", FIX + "/real/nccl_topo/azure_ndv5-topo.xml"]},
     {"name": "topo-hwloc-2n6c", "binary": "fabcheck", "schema": "topo.schema.json",
      "args": ["topo", "--json", FIX + "/real/hwloc/hwloc_24em64t-2n6c2t-pci.xml"]},
+    {"name": "topo-hwloc-nvlink-distances", "binary": "fabcheck", "schema": "topo.schema.json",
+     "args": ["topo", "--json", FIX + "/topo/hwloc_nvlink_2gpu_distances.xml"]},
 ] + [
     {"name": "nccl-log-" + log.replace("nccl_", "").replace("_", "-"), "binary": "fabcheck",
      "schema": "nccl-log.schema.json", "args": ["nccl-log", "--json", FIX + "/nccl_log/" + log + ".log"]}
