@@ -84,9 +84,10 @@ int run_nccl_log(const NcclLogArgs& a) {
 
 void register_nccl_log_command(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<NcclLogArgs>();
-  auto* sub = app.add_subcommand("nccl-log", "Read an NCCL_DEBUG=INFO log or a failed job's output: "
-                                             "network really used (IB, RoCE, Socket, plugin), "
-                                             "GPUDirect, the failure and who said it first");
+  auto* sub = app.add_subcommand("nccl-log",
+                                 "Read an NCCL_DEBUG=INFO log or a failed job's output: "
+                                 "network really used (IB, RoCE, Socket, plugin), "
+                                 "GPUDirect, the failure and who said it first");
   sub->add_option("FILE", args->files,
                   "The log, or one log per rank/node of the same job ('-' reads standard input)")
       ->required();

@@ -68,7 +68,7 @@ struct Gpu {
   struct LinkPeer {
     std::string peer;  // a GPU's bus id, "Package:<os_index>" (NVLink to a CPU), or a bus id
     uint64_t bandwidth_mbps = 0;
-    std::string via;   // "NVLinkBandwidth" | "XGMIBandwidth"
+    std::string via;  // "NVLinkBandwidth" | "XGMIBandwidth"
   };
   std::vector<LinkPeer> link_peers;
 };

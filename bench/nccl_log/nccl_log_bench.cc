@@ -36,7 +36,9 @@ double ms(F&& f) {
 
 size_t count_lines(const std::string& t) {
   size_t n = 0;
-  for (const char* p = t.data(); (p = static_cast<const char*>(std::memchr(p, '\n', t.data() + t.size() - p))); ++p) ++n;
+  for (const char* p = t.data();
+       (p = static_cast<const char*>(std::memchr(p, '\n', t.data() + t.size() - p))); ++p)
+    ++n;
   return n;
 }
 

@@ -52,16 +52,28 @@ int completion_status(sv msg) {
 
 // ibv_wc_status names (infiniband/verbs.h), for the message of an unruled status.
 const char* wc_status_name(int s) {
-  static const char* names[] = {"success", "local length error", "local QP operation error",
-                                "local EE context operation error", "local protection error",
-                                "work request flushed", "memory window bind error",
-                                "bad response", "local access error", "remote invalid request",
-                                "remote access error", "remote operation error",
-                                "transport retry counter exceeded", "RNR retry counter exceeded",
-                                "local RDD violation", "remote invalid RD request",
-                                "remote aborted", "invalid EE context number",
-                                "invalid EE context state", "fatal error",
-                                "response timeout", "general error"};
+  static const char* names[] = {"success",
+                                "local length error",
+                                "local QP operation error",
+                                "local EE context operation error",
+                                "local protection error",
+                                "work request flushed",
+                                "memory window bind error",
+                                "bad response",
+                                "local access error",
+                                "remote invalid request",
+                                "remote access error",
+                                "remote operation error",
+                                "transport retry counter exceeded",
+                                "RNR retry counter exceeded",
+                                "local RDD violation",
+                                "remote invalid RD request",
+                                "remote aborted",
+                                "invalid EE context number",
+                                "invalid EE context state",
+                                "fatal error",
+                                "response timeout",
+                                "general error"};
   return s >= 0 && s < 22 ? names[s] : "unknown status";
 }
 
@@ -86,8 +98,8 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
     if (st == 10) return make("remote_access_error", msg, detail);
     return make("completion_error", msg, detail);
   }
-  if (has(msg, "posix_fallocate") || has(msg, "/dev/shm") ||
-      has(msg, "shared memory segment") || has(msg, "ncclShmOpen"))
+  if (has(msg, "posix_fallocate") || has(msg, "/dev/shm") || has(msg, "shared memory segment") ||
+      has(msg, "ncclShmOpen"))
     return make("shm_exhausted", msg);
   if (has(msg, "Duplicate GPU detected")) return make("nccl_invalid_usage", msg);
   // aws-ofi-nccl's completion errors: "NET/OFI Request 0x.. completed with error. RC: 113. Error:
@@ -141,8 +153,7 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
 
 // PyTorch's and nccl-tests' summaries: they wrap an error told on another line.
 std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
-  if (has(msg, "Watchdog caught collective operation timeout") ||
-      has(msg, "watchdog got stuck")) {
+  if (has(msg, "Watchdog caught collective operation timeout") || has(msg, "watchdog got stuck")) {
     const size_t w = msg.find("WorkNCCL(");
     // "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ..., Timeout(ms)=600000)": the ')' of "(ms)" is not
     // the end.

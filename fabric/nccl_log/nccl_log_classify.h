@@ -11,8 +11,9 @@ namespace fabkit::nccl_log {
 
 struct ClassifiedMessage {
   std::string kind;
-  std::string peer;    // "10.0.0.2<45763>", "node1<57557>": the other end the message names
-  std::string detail;  // "status 12", "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ..., Timeout(ms)=600000)"
+  std::string peer;  // "10.0.0.2<45763>", "node1<57557>": the other end the message names
+  std::string
+      detail;  // "status 12", "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ..., Timeout(ms)=600000)"
 };
 
 // `last_error`: the line follows PyTorch's or NCCL's "Last error:", so it is NCCL's own WARN text

@@ -9,10 +9,10 @@ Json opt(const std::optional<std::string>& v) { return v ? Json(*v) : Json(nullp
 Json opt_int(const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); }
 
 Json error_json(const NcclLogError& e) {
-  return {{"line", e.line},     {"kind", e.kind},       {"text", e.text},
-          {"cause", e.cause},   {"fix", e.fix},         {"source", e.source},
-          {"who", e.who},       {"host", e.host},       {"rank", opt_int(e.rank)},
-          {"peer", e.peer},     {"detail", e.detail}};
+  return {{"line", e.line},   {"kind", e.kind},    {"text", e.text},
+          {"cause", e.cause}, {"fix", e.fix},      {"source", e.source},
+          {"who", e.who},     {"host", e.host},    {"rank", opt_int(e.rank)},
+          {"peer", e.peer},   {"detail", e.detail}};
 }
 
 }  // namespace

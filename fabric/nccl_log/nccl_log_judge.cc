@@ -49,10 +49,10 @@ void failure_findings(const NcclLogSummary& s, std::vector<Finding>& out) {
       for (size_t i = 0; i < k.causes.size(); ++i)
         causes += (i ? "; " : "") + std::to_string(i + 1) + ") " + k.causes[i];
       std::string msg = std::string(k.title) + " — " + k.meaning + ". First said by " +
-                        first_said(e) + ": \"" + e.text + "\" (" + others(f) + (s.order_by_time ? ", first by time" : ", first in the log") + "). Likely causes: " +
-                        causes;
-      if (s.failures.size() > 1)
-        msg += ". The other errors in this log are consequences of it";
+                        first_said(e) + ": \"" + e.text + "\" (" + others(f) +
+                        (s.order_by_time ? ", first by time" : ", first in the log") +
+                        "). Likely causes: " + causes;
+      if (s.failures.size() > 1) msg += ". The other errors in this log are consequences of it";
       const Severity sev = f.kind == "nccl_warning" ? Severity::kWarn : Severity::kFail;
       out.push_back(Finding{sev, "nccl_log." + f.kind, subject, msg, k.fix});
       continue;
@@ -93,18 +93,21 @@ std::vector<Finding> judge_nccl_log(const NcclLogSummary& s,
   if (!s.network) {
     std::string what;
     if (s.nccl_lines == 0)
-      what = "only PyTorch's NCCL errors, none of NCCL's own lines: the network is not in this "
-             "text";
+      what =
+          "only PyTorch's NCCL errors, none of NCCL's own lines: the network is not in this "
+          "text";
     else if (s.plugin_lines > 0 && s.plugin_lines * 2 >= s.nccl_lines)
       what = "a net plugin's init lines" +
              (s.plugin ? " (plugin " + *s.plugin + " loaded)" : std::string()) +
              " and no network decision yet: the log ends before NCCL chose its network";
     else
-      what = "no `Using network` line and no network channel line: the log ends before NCCL "
-             "connected its channels, or all ranks were on one node";
+      what =
+          "no `Using network` line and no network channel line: the log ends before NCCL "
+          "connected its channels, or all ranks were on one node";
     if (!s.socket_interfaces.empty())
-      what += "; NET/Socket lines alone do not prove the network (they are printed for bootstrap "
-              "too)";
+      what +=
+          "; NET/Socket lines alone do not prove the network (they are printed for bootstrap "
+          "too)";
     out.push_back(info("nccl_log.network_unknown", "log", what, rerun));
     return out;
   }
@@ -141,7 +144,8 @@ std::vector<Finding> judge_nccl_log(const NcclLogSummary& s,
                        "NET/Socket lines (" + join(s.socket_interfaces) + ") are bootstrap/OOB "
                        "traffic; the data went over " + net + " (" +
                            s.network_evidence.value_or("") + ")"));
-  if (s.ofi_provider && (s.ofi_provider->rfind("tcp", 0) == 0 || s.ofi_provider->rfind("sockets", 0) == 0))
+  if (s.ofi_provider &&
+      (s.ofi_provider->rfind("tcp", 0) == 0 || s.ofi_provider->rfind("sockets", 0) == 0))
     out.push_back(warn("nccl_log.ofi_tcp_provider", "network",
                        "the OFI plugin runs over libfabric provider " + *s.ofi_provider +
                            ": TCP through the plugin (not NCCL's socket transport, not EFA/RDMA)",

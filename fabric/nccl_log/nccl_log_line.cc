@@ -13,7 +13,8 @@ using sv = std::string_view;
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 void skip_spaces(sv& s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
 }
 
 // Reads up to `max` digits; false when there is none.
@@ -140,8 +141,10 @@ void parse_nccl_prefix(sv head, LogLine& out) {
   sv first = head.substr(0, sp);
   sv rest = sp == sv::npos ? sv() : head.substr(sp + 1);
   if (!split_host_pid_tid(first, out.origin)) {
-    if (!first.empty() && first.front() != '[') out.origin.host = std::string(first);
-    else rest = head;
+    if (!first.empty() && first.front() != '[')
+      out.origin.host = std::string(first);
+    else
+      rest = head;
   }
   skip_spaces(rest);
   if (eat(rest, '[')) {
@@ -256,8 +259,9 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
   }
   // pdsh/clush "host: " in front of an NCCL line.
   size_t i = 0;
-  while (i < s.size() && i < 128 &&
-         (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '-' || s[i] == '_'))
+  while (
+      i < s.size() && i < 128 &&
+      (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '-' || s[i] == '_'))
     ++i;
   const sv token = s.substr(0, i);
   if (i > 0 && i + 1 < s.size() && s[i] == ':' && s[i + 1] == ' ' && token != "WARN" &&
@@ -328,7 +332,8 @@ LogLine split_log_line(std::string_view line) {
     if (torch) out.source = LineSource::kTorch;
   }
   if (out.origin.host.empty()) out.origin.host = pdsh_host;
-  while (!out.msg.empty() && (out.msg.back() == ' ' || out.msg.back() == '\r' || out.msg.back() == '\t'))
+  while (!out.msg.empty() &&
+         (out.msg.back() == ' ' || out.msg.back() == '\r' || out.msg.back() == '\t'))
     out.msg.remove_suffix(1);
   return out;
 }

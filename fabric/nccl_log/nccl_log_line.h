@@ -12,10 +12,10 @@
 namespace fabkit::nccl_log {
 
 enum class LineSource {
-  kOther,      // not NCCL's and not PyTorch's (may still be a `Last error:` continuation)
-  kNcclInfo,   // NCCL INFO (also 2.2's bare `INFO` after a `host:pid:tid [dev]` prefix)
-  kNcclWarn,   // NCCL WARN
-  kTorch,      // a PyTorch c10d glog line (`[E ProcessGroupNCCL.cpp:...]`)
+  kOther,     // not NCCL's and not PyTorch's (may still be a `Last error:` continuation)
+  kNcclInfo,  // NCCL INFO (also 2.2's bare `INFO` after a `host:pid:tid [dev]` prefix)
+  kNcclWarn,  // NCCL WARN
+  kTorch,     // a PyTorch c10d glog line (`[E ProcessGroupNCCL.cpp:...]`)
 };
 
 // Times are comparable only within one format: an absolute date and time, or glog's month-day
@@ -23,19 +23,19 @@ enum class LineSource {
 enum class TimeFormat { kNone = 0, kAbsolute = 1, kGlogNoYear = 2 };
 
 struct LineOrigin {
-  std::string host;           // NCCL's host name; empty when the line has no NCCL prefix
+  std::string host;  // NCCL's host name; empty when the line has no NCCL prefix
   long pid = -1;
   int cuda_dev = -1;
-  std::optional<int> rank;    // from a launcher prefix or PyTorch's [Rank N]
-  std::string label;          // a launcher's non-numeric tag: "trainer3" of `[trainer3]:`
-  double time_s = 0;          // seconds; meaningful when time_format != kNone
+  std::optional<int> rank;  // from a launcher prefix or PyTorch's [Rank N]
+  std::string label;        // a launcher's non-numeric tag: "trainer3" of `[trainer3]:`
+  double time_s = 0;        // seconds; meaningful when time_format != kNone
   TimeFormat time_format = TimeFormat::kNone;
 };
 
 struct LogLine {
-  std::string_view msg;       // the text after every prefix (NCCL's message for NCCL lines)
+  std::string_view msg;  // the text after every prefix (NCCL's message for NCCL lines)
   LineSource source = LineSource::kOther;
-  std::string_view nccl_file; // "misc/socket.cc:46" before `NCCL WARN`, when present
+  std::string_view nccl_file;  // "misc/socket.cc:46" before `NCCL WARN`, when present
   LineOrigin origin;
 };
 

@@ -3,7 +3,8 @@
 //   bootstrap.cc  "Bootstrap : Using %s:%s"
 //   net_ib.cc     "NET/IB : Using [%d]%s:%d/%s ... ; OOB %s:%s"   "NET/IB : No device found."
 //   net_socket.cc "NET/Socket : Using [%d]%s:%s ..."
-//   transport.cc  "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s" (2.3-2.6: "Ring %02d")
+//   transport.cc  "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s" (2.3-2.6: "Ring
+//   %02d")
 // Matching is by substring and small regexes per line: a log is whatever a job printed, with
 // other programs' output interleaved, so nothing here assumes a line is NCCL's. Prefixes are
 // removed by nccl_log_line.cc, errors named by nccl_log_classify.cc, and the cause chosen in
@@ -25,7 +26,7 @@ namespace fabkit::nccl_log {
 namespace {
 
 constexpr size_t kMaxLineChars = 4096;
-constexpr size_t kMaxErrors = 2000;    // kept lines; every error still counts in its failure
+constexpr size_t kMaxErrors = 2000;  // kept lines; every error still counts in its failure
 constexpr size_t kMaxRankViews = 4096;
 
 using sv = std::string_view;
@@ -34,7 +35,8 @@ bool has(sv s, sv sub) { return s.find(sub) != sv::npos; }
 bool starts(sv s, sv p) { return s.substr(0, p.size()) == p; }
 
 std::string trim_copy(sv s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   return std::string(s);
 }
@@ -84,7 +86,7 @@ bool parse_channel(sv msg, NcclChannelLine* out) {
 
 // What one process printed that decides the network or explains its failure.
 struct Process {
-  size_t view = SIZE_MAX;         // index into s.ranks, or SIZE_MAX when past the cap
+  size_t view = SIZE_MAX;  // index into s.ranks, or SIZE_MAX when past the cap
   std::optional<int> ib_using_line, last_socket_using_line;
   bool has_error = false;
   int trace_code = 0, trace_line = 0;
@@ -107,8 +109,8 @@ class Parser {
   void infer_from_error(const ClassifiedMessage& c, sv msg, int lineno);
   Process* process_of(const LogLine& l, const std::string& source);
   Process* lookup_process(const LogLine& l, const std::string& source);
-  void add_error(const ClassifiedMessage& c, const LogLine& l, Process* p, const std::string& source,
-                 int lineno, sv text);
+  void add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
+                 const std::string& source, int lineno, sv text);
 
   NcclLogSummary s_;
   std::set<int> net_devices_used_;
@@ -219,7 +221,8 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
   e.cause = k.meaning;
   e.cause += "; likely causes:";
   for (size_t i = 0; i < k.causes.size(); ++i)
-    e.cause += " " + std::to_string(i + 1) + ") " + k.causes[i] + (i + 1 < k.causes.size() ? ";" : "");
+    e.cause +=
+        " " + std::to_string(i + 1) + ") " + k.causes[i] + (i + 1 < k.causes.size() ? ";" : "");
   e.fix = k.fix;
   e.source = source;
   e.who = who_of(l.origin, p);
@@ -335,7 +338,8 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
     const size_t r = msg.find(" rank ");
     if (r != std::string::npos && r < msg.find(" nranks ")) {
       int v = 0, n = 0;
-      for (size_t i = r + 6; i < msg.size() && std::isdigit(static_cast<unsigned char>(msg[i])) && n < 7; ++i, ++n)
+      for (size_t i = r + 6;
+           i < msg.size() && std::isdigit(static_cast<unsigned char>(msg[i])) && n < 7; ++i, ++n)
         v = v * 10 + (msg[i] - '0');
       if (n && !p->rank) {
         p->rank = v;
@@ -376,15 +380,15 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   const bool mentions_nccl = nccl || has(raw, "NCCL") || has(raw, "nccl");
   const bool test_cuda = !nccl && has(raw, "Test CUDA failure");  // nccl-tests' own failure
   if (nccl) ++s_.nccl_lines;
-  if (!nccl && (l.source == LineSource::kTorch || test_cuda ||
-                (mentions_nccl &&
-                 (has(raw, "NCCL error") || has(raw, "Test NCCL failure") ||
-                  has(raw, "WorkNCCL(") || has(raw, "ncclRemoteError") ||
-                  has(raw, "ncclSystemError") || has(raw, "ncclInternalError") ||
-                  has(raw, "ncclInvalidUsage") || has(raw, "ncclUnhandledCudaError")))))
+  if (!nccl &&
+      (l.source == LineSource::kTorch || test_cuda ||
+       (mentions_nccl && (has(raw, "NCCL error") || has(raw, "Test NCCL failure") ||
+                          has(raw, "WorkNCCL(") || has(raw, "ncclRemoteError") ||
+                          has(raw, "ncclSystemError") || has(raw, "ncclInternalError") ||
+                          has(raw, "ncclInvalidUsage") || has(raw, "ncclUnhandledCudaError")))))
     ++s_.torch_nccl_lines;
-  Process* p = (nccl || l.source == LineSource::kTorch || l.origin.rank) ? process_of(l, source)
-                                                                          : nullptr;
+  Process* p =
+      (nccl || l.source == LineSource::kTorch || l.origin.rank) ? process_of(l, source) : nullptr;
   const bool continuation = last_error_pending_;
   // An exception's "Last error:" text is printed without the prefix of the line that raised it.
   const bool no_origin = l.origin.host.empty() && !l.origin.rank && l.origin.label.empty();
@@ -395,7 +399,8 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
     last_origin_ = l.origin;
     last_process_ = p;
   }
-  if (l.msg == "Last error:" || (l.msg.size() > 11 && l.msg.substr(l.msg.size() - 11) == "Last error:")) {
+  if (l.msg == "Last error:" ||
+      (l.msg.size() > 11 && l.msg.substr(l.msg.size() - 11) == "Last error:")) {
     last_error_pending_ = true;
     return;
   }
@@ -455,22 +460,22 @@ NcclLogSummary Parser::finish() {
   for (const auto& key : process_order_) {
     Process& p = processes_[key];
     if (p.has_error || !p.trace_code) continue;
-    const char* kind = p.trace_bootstrap     ? "bootstrap_failed"
-                       : p.trace_code == 1   ? "cuda_error"
-                       : p.trace_code == 2   ? "nccl_system_error"
-                       : p.trace_code == 6   ? "nccl_remote_error"
+    const char* kind = p.trace_bootstrap                        ? "bootstrap_failed"
+                       : p.trace_code == 1                      ? "cuda_error"
+                       : p.trace_code == 2                      ? "nccl_system_error"
+                       : p.trace_code == 6                      ? "nccl_remote_error"
                        : p.trace_code == 4 || p.trace_code == 5 ? "nccl_invalid_usage"
-                                                               : "nccl_internal_error";
-    ClassifiedMessage c{kind, "", "no WARN line; NCCL's error trace returned " +
-                                      std::to_string(p.trace_code)};
+                                                                : "nccl_internal_error";
+    ClassifiedMessage c{
+        kind, "", "no WARN line; NCCL's error trace returned " + std::to_string(p.trace_code)};
     LogLine l;
     l.origin.host = p.host;
     l.origin.rank = p.rank;
     add_error(c, l, &p, p.source, p.trace_line, p.trace_text);
   }
   if (using_network_line_)
-    s_.network_evidence = "Using network " + *s_.network + " (line " +
-                          std::to_string(*using_network_line_) + ")";
+    s_.network_evidence =
+        "Using network " + *s_.network + " (line " + std::to_string(*using_network_line_) + ")";
   else if (s_.network)
     s_.network_evidence = "channel lines via NET/" + *s_.network;
   // Neither a `Using network` line nor channel lines (NCCL 2.4-2.7, or a log cut before the
@@ -508,9 +513,9 @@ NcclLogSummary Parser::finish() {
   if (!s_.network && s_.plugin == std::string("aws-ofi-nccl") &&
       (!ofi_failed || ofi_network_named_)) {
     s_.network = "AWS Libfabric";
-    s_.network_evidence = "NET/OFI lines: the aws-ofi-nccl plugin carried the traffic" +
-                          (s_.ofi_provider ? " over libfabric provider " + *s_.ofi_provider
-                                           : std::string());
+    s_.network_evidence =
+        "NET/OFI lines: the aws-ofi-nccl plugin carried the traffic" +
+        (s_.ofi_provider ? " over libfabric provider " + *s_.ofi_provider : std::string());
   }
   if (!s_.network && inferred_network_) {
     s_.network = inferred_network_;

@@ -67,13 +67,17 @@ void render_nccl_log_section(const Json& log, std::ostream& out, const Style& st
     return;
   }
   const Json& lead = failures.front();
-  out << "\nfailure" << (member(log, "order_by_time") == true ? " (first in time across ranks)"
-                                                              : " (first in the log)")
+  out << "\nfailure"
+      << (member(log, "order_by_time") == true ? " (first in time across ranks)"
+                                               : " (first in the log)")
       << "\n";
   render_failure(lead, out, style);
   if (failures.size() > 1) {
-    out << "\n" << (str(member(lead, "role"), "") == "condition" ? "also in the log" :
-                    "consequences of " + str(member(lead, "kind")) + " (what it did to the other ranks)")
+    out << "\n"
+        << (str(member(lead, "role"), "") == "condition"
+                ? "also in the log"
+                : "consequences of " + str(member(lead, "kind")) +
+                      " (what it did to the other ranks)")
         << "\n";
     Table t({{"kind"}, {"role"}, {"lines", Align::kRight}, {"first said by"}, {"text"}});
     for (size_t i = 1; i < failures.size(); ++i) {
@@ -89,7 +93,10 @@ void render_nccl_log_section(const Json& log, std::ostream& out, const Style& st
   if (ranks.is_array() && ranks.size() > 1) {
     out << "\nper rank/process" << (ranks.size() > kMaxRankRows ? " (those with errors first)" : "")
         << "\n";
-    Table t({{"who"}, {"lines", Align::kRight}, {"network"}, {"errors", Align::kRight},
+    Table t({{"who"},
+             {"lines", Align::kRight},
+             {"network"},
+             {"errors", Align::kRight},
              {"first error"}});
     size_t shown = 0;
     for (int pass = 0; pass < 2 && shown < kMaxRankRows; ++pass)

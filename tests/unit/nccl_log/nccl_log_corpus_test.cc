@@ -18,7 +18,9 @@
 namespace fabkit::nccl_log {
 namespace {
 
-std::filesystem::path real_dir() { return fabkit::testing::project_fixtures() / "nccl_log" / "real"; }
+std::filesystem::path real_dir() {
+  return fabkit::testing::project_fixtures() / "nccl_log" / "real";
+}
 
 std::string read(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -45,7 +47,7 @@ std::string check(const Json& e) {
   if (!s.failures.empty()) {
     const NcclLogError& first = s.errors.at(s.failures.front().first_error);
     for (const auto& [k, v] : e.at("first").items()) {
-      std::string got = k == "host" ? first.host
+      std::string got = k == "host"   ? first.host
                         : k == "peer" ? first.peer
                         : k == "rank" ? (first.rank ? std::to_string(*first.rank) : "null")
                                       : "?";
@@ -66,12 +68,12 @@ std::string check(const Json& e) {
 TEST(NcclLogCorpus, EveryKindOfTheIssueHasARealLog) {
   std::set<std::string> kinds;
   for (const auto& e : expectations()) kinds.insert(e.at("kind").get<std::string>());
-  for (const char* k : {"peer_reset", "peer_closed", "broken_pipe", "connect_failed",
-                        "bootstrap_failed", "watchdog_timeout", "nccl_system_error",
-                        "transport_retry_exceeded", "local_protection_error", "qp_create_failed",
-                        "cq_create_failed", "qp_transition_failed", "ibv_reg_mr_failed",
-                        "libibverbs_missing", "no_socket_interface", "cuda_error",
-                        "out_of_memory", "none"})
+  for (const char* k :
+       {"peer_reset", "peer_closed", "broken_pipe", "connect_failed", "bootstrap_failed",
+        "watchdog_timeout", "nccl_system_error", "transport_retry_exceeded",
+        "local_protection_error", "qp_create_failed", "cq_create_failed", "qp_transition_failed",
+        "ibv_reg_mr_failed", "libibverbs_missing", "no_socket_interface", "cuda_error",
+        "out_of_memory", "none"})
     EXPECT_TRUE(kinds.count(k)) << k << " has no real log in the corpus";
   EXPECT_GE(expectations().size(), 40u);
 }
@@ -87,7 +89,8 @@ TEST(NcclLogCorpus, EveryExpectedKindIsAKnownKind) {
 TEST(NcclLogCorpus, TrainingLogsAreAllRight) {
   for (const auto& e : expectations()) {
     if (e.at("held_out").get<bool>()) continue;
-    EXPECT_EQ(check(e), "") << e.at("file").get<std::string>() << " " << e.at("url").get<std::string>();
+    EXPECT_EQ(check(e), "") << e.at("file").get<std::string>() << " "
+                            << e.at("url").get<std::string>();
   }
 }
 
@@ -99,8 +102,10 @@ TEST(NcclLogCorpus, HeldOutLogsAreAtLeastNinetyPercentRight) {
     if (!e.at("held_out").get<bool>()) continue;
     ++n;
     const std::string why = check(e);
-    if (why.empty()) ++right;
-    else std::cout << "held-out miss: " << e.at("file").get<std::string>() << why << "\n";
+    if (why.empty())
+      ++right;
+    else
+      std::cout << "held-out miss: " << e.at("file").get<std::string>() << why << "\n";
   }
   std::cout << "held-out: " << right << "/" << n << " right\n";
   ASSERT_GE(n, 8);
@@ -125,9 +130,8 @@ namespace {
 // Finding codes nccl_log.<kind> are built from the kind table, so the docs test that scans the
 // source for literal codes cannot see them: every kind must be in the catalogue by name.
 TEST(NcclLogCorpus, EveryKindIsInTheFindingCatalogue) {
-  const std::string doc =
-      read(fabkit::testing::project_fixtures().parent_path().parent_path() / "docs" / "findings" /
-           "nccl_log.md");
+  const std::string doc = read(fabkit::testing::project_fixtures().parent_path().parent_path() /
+                               "docs" / "findings" / "nccl_log.md");
   ASSERT_FALSE(doc.empty());
   for (const auto& k : failure_kinds())
     EXPECT_NE(doc.find("`nccl_log." + std::string(k.kind) + "`"), std::string::npos) << k.kind;

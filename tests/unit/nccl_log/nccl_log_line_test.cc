@@ -76,11 +76,12 @@ TEST(NcclLogLine, TimesAreRead) {
 }
 
 TEST(NcclLogLine, BenignPluginProbingIsNoError) {
-  for (const char* m : {"NET/Plugin: Failed to find ncclNetPlugin_v6 symbol.",
-                        "NET/Plugin: Failed to find ncclNetPlugin symbol (>= v5). ncclNetPlugin "
-                        "symbols v4 and lower are not supported.",
-                        "NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
-                        "TUNER/Plugin: Failed to find ncclTunerPlugin_v2, using internal tuner instead."})
+  for (const char* m :
+       {"NET/Plugin: Failed to find ncclNetPlugin_v6 symbol.",
+        "NET/Plugin: Failed to find ncclNetPlugin symbol (>= v5). ncclNetPlugin "
+        "symbols v4 and lower are not supported.",
+        "NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
+        "TUNER/Plugin: Failed to find ncclTunerPlugin_v2, using internal tuner instead."})
     EXPECT_FALSE(classify_message(m, LineSource::kNcclInfo, false)) << m;
 }
 
@@ -116,7 +117,8 @@ TEST(NcclLogMulti, TimesDecideAcrossFiles) {
       "2025-02-16T22:31:40Z h2:1:1 [0] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect "
       "to 10.0.0.2<45763> failed : Software caused connection abort\n";
   const std::string early =
-      "2025-02-16T22:31:34Z h1:1:1 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed\n";
+      "2025-02-16T22:31:34Z h1:1:1 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq "
+      "failed\n";
   NcclLogSummary s = parse_nccl_logs({{"a.log", late}, {"b.log", early}});
   EXPECT_TRUE(s.order_by_time);
   EXPECT_EQ(s.cause_kind.value_or(""), "cq_create_failed");

@@ -110,9 +110,9 @@ TEST(HwlocLive, VersionIsTwoX) { EXPECT_EQ(hwloc_runtime_version().substr(0, 2),
 // The fixture is written in hwloc 2.x's export format (tests/fixtures/topo): two V100s linked to
 // each other (50 GB/s) and the first also to its CPU package (25 GB/s).
 TEST(HwlocXml, NvlinkBandwidthDistancesGiveEachGpuItsLinks) {
-  const Topology t = load_topology_file(testing::project_fixtures() / "topo" /
-                                        "hwloc_nvlink_2gpu_distances.xml")
-                         .topology;
+  const Topology t =
+      load_topology_file(testing::project_fixtures() / "topo" / "hwloc_nvlink_2gpu_distances.xml")
+          .topology;
   ASSERT_EQ(t.gpus.size(), 2u);
   const Gpu* a = gpu_at(t, "0000:01:00.0");
   const Gpu* b = gpu_at(t, "0000:02:00.0");
