@@ -85,6 +85,25 @@ TEST(NcclLogLine, BenignPluginProbingIsNoError) {
     EXPECT_FALSE(classify_message(m, LineSource::kNcclInfo, false)) << m;
 }
 
+// aws-ofi-nccl over libfabric's TCP provider is the plugin's network running on TCP, not NCCL's
+// socket transport: the network stays the plugin's and a warning says what it rides on. (The
+// line is in the plugin's INFO format, as in tests/fixtures/nccl_log/real/heldout_aws_ofi_22_*;
+// no public log with this provider was found.)
+TEST(NcclLogLine, OfiOverTcpIsThePluginNotTheSocketTransport) {
+  NcclLogSummary s = parse_nccl_log(
+      "algo-1:462:462 [0] NCCL INFO NET/OFI Using aws-ofi-nccl 1.3.0aws\n"
+      "algo-1:462:462 [0] NCCL INFO NET/OFI Selected Provider is tcp;ofi_rxm\n"
+      "algo-1:462:462 [0] NCCL INFO Using network AWS Libfabric\n");
+  EXPECT_EQ(s.network.value_or(""), "AWS Libfabric");
+  EXPECT_EQ(s.ofi_provider.value_or(""), "tcp;ofi_rxm");
+  bool warned = false;
+  for (const auto& f : judge_nccl_log(s, std::nullopt)) {
+    EXPECT_NE(f.code, "nccl_log.socket_only");
+    warned = warned || f.code == "nccl_log.ofi_tcp_provider";
+  }
+  EXPECT_TRUE(warned);
+}
+
 TEST(NcclLogLine, TraceReturnCode) {
   EXPECT_EQ(trace_return_code("misc/socket.cc:564 -> 2"), 2);
   EXPECT_EQ(trace_return_code("bootstrap.cc:868 -> 6 ncclSocketConnect()"), 6);
