@@ -1,5 +1,6 @@
-// fabcheck nccl-log FILE: which network NCCL really used (and what went wrong), from an
-// NCCL_DEBUG=INFO log.
+// fabcheck nccl-log FILE...: which network NCCL really used and what went wrong, from an
+// NCCL_DEBUG=INFO log or a failed job's output; several files (one per rank or node) are read as
+// one job, and the first failure across them is named.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,7 +18,7 @@ constexpr std::uintmax_t kMaxLogBytes = 512ull << 20;  // a month of INFO logs i
 
 struct NcclLogArgs {
   bool json = false;
-  std::string file;
+  std::vector<std::string> files;
   std::string expect;
 };
 
@@ -52,18 +53,29 @@ std::string read_log_file(const std::string& path) {
 }
 
 int run_nccl_log(const NcclLogArgs& a) {
-  std::string text;
-  if (a.file == "-")
-    text = read_log(std::cin, "standard input");
-  else
-    text = read_log_file(a.file);
+  std::vector<nccl_log::NcclLogInput> inputs;
+  std::uintmax_t total = 0;
+  bool stdin_read = false;
+  for (const auto& f : a.files) {
+    if (f == "-") {
+      if (stdin_read) throw UsageError("nccl-log: '-' (standard input) given twice");
+      stdin_read = true;
+    }
+    std::string text = f == "-" ? read_log(std::cin, "standard input") : read_log_file(f);
+    total += text.size();
+    // One limit for the whole job, so many files cannot add up to what one may not be.
+    if (total > kMaxLogBytes) throw UsageError(too_large(f + " (with the files before it)"));
+    inputs.push_back({a.files.size() > 1 ? f : std::string(), std::move(text)});
+  }
   std::optional<std::string> expect;
   if (!a.expect.empty()) expect = a.expect;
-  nccl_log::NcclLogSummary s = nccl_log::parse_nccl_log(text);
+  nccl_log::NcclLogSummary s = inputs.size() == 1 ? nccl_log::parse_nccl_log(inputs[0].text)
+                                                  : nccl_log::parse_nccl_logs(inputs);
   Report r = new_report("nccl-log");
   r.findings = nccl_log::judge_nccl_log(s, expect);
   Json facts = nccl_log::to_json(s);
-  facts["file"] = a.file;
+  facts["file"] = a.files.front();
+  facts["files"] = a.files;
   r.sections.push_back({"nccl_log", facts});
   return reports::render_report(r, a.json, std::cout);
 }
@@ -72,9 +84,13 @@ int run_nccl_log(const NcclLogArgs& a) {
 
 void register_nccl_log_command(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<NcclLogArgs>();
-  auto* sub = app.add_subcommand("nccl-log", "Read an NCCL_DEBUG=INFO log: network really used "
-                                             "(IB, RoCE, Socket, plugin), GPUDirect, errors");
-  sub->add_option("FILE", args->file, "The log ('-' reads standard input)")->required();
+  auto* sub = app.add_subcommand("nccl-log",
+                                 "Read an NCCL_DEBUG=INFO log or a failed job's output: "
+                                 "network really used (IB, RoCE, Socket, plugin), "
+                                 "GPUDirect, the failure and who said it first");
+  sub->add_option("FILE", args->files,
+                  "The log, or one log per rank/node of the same job ('-' reads standard input)")
+      ->required();
   sub->add_flag("--json", args->json, "Print the report as JSON (docs/json/net.md)");
   sub->add_option("--expect", args->expect,
                   "The network the job should have used: IB, RoCE, Socket or a plugin name");

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "topo/pci_bus_id.h"
 #include "topo/xml_input.h"
@@ -95,10 +96,15 @@ class Converter {
         out_.gpus.push_back(g);
       }
     }
+    add_link_distances();
     obj = nullptr;
     std::map<int, size_t> nic_of_pci;
     while ((obj = hwloc_get_next_osdev(t_, obj))) {
       auto type = obj->attr->osdev.type;
+      // The GPU's model, when only its NVML/CUDA OS device names it (hwloc's GPU backends).
+      if (int g = gpu_of(obj); g >= 0 && out_.gpus[static_cast<size_t>(g)].name.empty())
+        if (const char* v = hwloc_obj_get_info_by_name(obj, "GPUModel"))
+          out_.gpus[static_cast<size_t>(g)].name = v;
       if (type != HWLOC_OBJ_OSDEV_NETWORK && type != HWLOC_OBJ_OSDEV_OPENFABRICS) continue;
       hwloc_obj_t parent = obj->parent;
       if (!parent || parent->type != HWLOC_OBJ_PCI_DEVICE) continue;  // virtual: veth, bridges
@@ -120,6 +126,54 @@ class Converter {
   }
 
  private:
+  // The GPU an object of a distances matrix stands for: the NVML/RSMI OS device under the GPU's
+  // PCI device, or that PCI device itself.
+  int gpu_of(hwloc_obj_t o) const {
+    if (o && o->type == HWLOC_OBJ_OS_DEVICE) o = o->parent;
+    if (!o || o->type != HWLOC_OBJ_PCI_DEVICE) return -1;
+    const int pci = index_of(o);
+    for (size_t g = 0; g < out_.gpus.size(); ++g)
+      if (out_.gpus[g].pci == pci && pci >= 0) return static_cast<int>(g);
+    return -1;
+  }
+
+  std::string peer_name(hwloc_obj_t o) const {
+    if (int g = gpu_of(o); g >= 0) return out_.gpus[static_cast<size_t>(g)].bus_id;
+    if (o->type == HWLOC_OBJ_OS_DEVICE && o->parent) o = o->parent;
+    if (o->type == HWLOC_OBJ_PCI_DEVICE) {  // an NVSwitch
+      const auto& pa = o->attr->pcidev;
+      return format_pci_address({pa.domain, pa.bus, pa.dev, pa.func});
+    }
+    return std::string(hwloc_obj_type_string(o->type)) + ":" + std::to_string(o->os_index);
+  }
+
+  // hwloc's NVML backend records the NVLink bandwidth between GPUs (and to POWER CPUs or
+  // NVSwitches) as a distances matrix named NVLinkBandwidth (MB/s; RSMI: XGMIBandwidth); an XML
+  // export keeps it. The diagonal is the GPU's own memory bandwidth, not a link.
+  void add_link_distances() {
+    for (const char* name : {"NVLinkBandwidth", "XGMIBandwidth"}) {
+      unsigned nr = 0;
+      if (hwloc_distances_get_by_name(t_, name, &nr, nullptr, 0) != 0 || nr == 0) continue;
+      std::vector<hwloc_distances_s*> all(nr, nullptr);
+      if (hwloc_distances_get_by_name(t_, name, &nr, all.data(), 0) != 0) continue;
+      for (unsigned k = 0; k < nr; ++k) {
+        const hwloc_distances_s* d = all[k];
+        for (unsigned i = 0; d && i < d->nbobjs; ++i) {
+          const int g = gpu_of(d->objs[i]);
+          if (g < 0) continue;
+          Gpu& gpu = out_.gpus[static_cast<size_t>(g)];
+          for (unsigned j = 0; j < d->nbobjs; ++j) {
+            const uint64_t v = d->values[i * d->nbobjs + j];
+            if (j == i || v == 0 || !d->objs[j]) continue;
+            gpu.link_peers.push_back({peer_name(d->objs[j]), v, name});
+          }
+          gpu.nvlinks = static_cast<int>(gpu.link_peers.size());
+        }
+        hwloc_distances_release(t_, all[k]);
+      }
+    }
+  }
+
   int index_of(hwloc_obj_t o) const {
     auto it = index_.find(o);
     return it == index_.end() ? -1 : it->second;

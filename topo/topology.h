@@ -61,7 +61,16 @@ struct Gpu {
   std::optional<int> rank;
   std::optional<int> sm;  // compute capability * 10 (90 = Hopper); RCCL: CU count
   std::optional<bool> gdr;
-  int nvlinks = 0;  // NVLink/xGMI link entries under the GPU
+  int nvlinks = 0;  // NVLink/xGMI link entries under the GPU (hwloc: peers with bandwidth)
+  // hwloc's NVLinkBandwidth/XGMIBandwidth distances (an export made with its NVML/RSMI backends):
+  // each peer this GPU has a link to, with the bandwidth hwloc reports. Empty when the source
+  // has none.
+  struct LinkPeer {
+    std::string peer;  // a GPU's bus id, "Package:<os_index>" (NVLink to a CPU), or a bus id
+    uint64_t bandwidth_mbps = 0;
+    std::string via;  // "NVLinkBandwidth" | "XGMIBandwidth"
+  };
+  std::vector<LinkPeer> link_peers;
 };
 
 struct Nic {

@@ -57,20 +57,29 @@ Json gpu_to_json(const Topology& t, const Gpu& g) {
   Json equally = Json::array();
   for (int i : c.equally_near) equally.push_back(nic_label(t.nics[i]));
   int numa = numa_of(t, g.pci);
-  return {{"bus_id", g.bus_id},
-          {"vendor_id", hex4(g.vendor_id)},
-          {"device_id", g.device_id ? Json(hex4(g.device_id)) : Json(nullptr)},
-          {"name", str_or_null(g.name)},
-          {"numa_node", numa >= 0 ? Json(numa) : Json(nullptr)},
-          {"dev", opt(g.dev)},
-          {"rank", opt(g.rank)},
-          {"sm", opt(g.sm)},
-          {"gdr", opt(g.gdr)},
-          {"nvlinks", g.nvlinks},
-          {"nearest_nic", c.nic >= 0 ? Json(nic_label(t.nics[c.nic])) : Json(nullptr)},
-          {"nearest_nic_bus_id", c.nic >= 0 ? str_or_null(t.nics[c.nic].bus_id) : Json(nullptr)},
-          {"path_level", c.nic >= 0 ? Json(to_string(c.level)) : Json(nullptr)},
-          {"equally_near", equally}};
+  Json j = {{"bus_id", g.bus_id},
+            {"vendor_id", hex4(g.vendor_id)},
+            {"device_id", g.device_id ? Json(hex4(g.device_id)) : Json(nullptr)},
+            {"name", str_or_null(g.name)},
+            {"numa_node", numa >= 0 ? Json(numa) : Json(nullptr)},
+            {"dev", opt(g.dev)},
+            {"rank", opt(g.rank)},
+            {"sm", opt(g.sm)},
+            {"gdr", opt(g.gdr)},
+            {"nvlinks", g.nvlinks},
+            {"nearest_nic", c.nic >= 0 ? Json(nic_label(t.nics[c.nic])) : Json(nullptr)},
+            {"nearest_nic_bus_id", c.nic >= 0 ? str_or_null(t.nics[c.nic].bus_id) : Json(nullptr)},
+            {"path_level", c.nic >= 0 ? Json(to_string(c.level)) : Json(nullptr)},
+            {"equally_near", equally}};
+  // Only when the source has link bandwidths (hwloc's NVLinkBandwidth distances), so the many
+  // sources without them keep their documents as they were.
+  if (!g.link_peers.empty()) {
+    Json peers = Json::array();
+    for (const auto& p : g.link_peers)
+      peers.push_back({{"peer", p.peer}, {"bandwidth_mbps", p.bandwidth_mbps}, {"via", p.via}});
+    j["link_peers"] = peers;
+  }
+  return j;
 }
 
 Json to_json(const Topology& t) {

@@ -14,12 +14,46 @@
 
 namespace fabkit::nccl_log {
 
+// One error line. `kind` names an entry of failure_kinds() (nccl_failure_kinds.h).
 struct NcclLogError {
-  int line = 0;       // 1-based line number in the log
-  std::string kind;   // ibv_reg_mr_failed, transport_retry_exceeded, ...
-  std::string text;   // the log line (trimmed of its host:pid:tid prefix)
-  std::string cause;
+  int line = 0;       // 1-based line number in its source
+  std::string kind;   // ibv_reg_mr_failed, transport_retry_exceeded, watchdog_timeout, ...
+  std::string text;   // the message (without its host:pid:tid and launcher prefixes)
+  std::string cause;  // the kind's meaning
   std::string fix;
+  std::string source;  // the file it came from ("" for a single unnamed input)
+  std::string who;     // "rank 5", "host:pid", "host" — who said it
+  std::string host;
+  std::optional<int> rank;
+  std::string peer;     // the other end it names ("10.0.0.2<45763>")
+  std::string detail;   // "status 12 (transport retry counter exceeded)", WorkNCCL(...)
+  double time_s = 0;    // with time_format: when it was said
+  int time_format = 0;  // 0 none, 1 absolute, 2 glog month-day (nccl_log_line.h)
+  long order = 0;       // position across all sources, for "first" without times
+};
+
+// The errors of one kind, with the first that said it: the unit the judge and reports speak of.
+struct NcclFailure {
+  std::string kind;
+  std::string role;                  // "cause" | "consequence" | "condition"
+  size_t first_error = 0;            // index into NcclLogSummary::errors
+  int count = 0;                     // error lines of this kind
+  std::vector<std::string> said_by;  // distinct `who` values, in order (at most 64)
+};
+
+// What one process (a rank, or host:pid when the log has no rank) printed.
+struct NcclRankView {
+  std::string who;
+  std::string host;
+  long pid = -1;
+  std::optional<int> rank;
+  int cuda_dev = -1;
+  int lines = 0;
+  std::optional<std::string> network;  // its `Using network` line
+  int errors = 0;
+  std::optional<std::string> first_error_kind;
+  int first_error_line = 0;
+  std::string source;
 };
 
 struct NcclChannelLine {
@@ -48,9 +82,27 @@ struct NcclLogSummary {
   bool ib_no_device = false;                     // "NET/IB : No device found."
   std::vector<NcclLogError> errors;
   int lines = 0;
+  // What the classifier adds (docs/nccl-log.md):
+  std::optional<std::string> ofi_provider;  // aws-ofi-nccl's "Selected Provider is X"
+  int nccl_lines = 0;                       // lines NCCL printed (INFO or WARN)
+  int torch_nccl_lines = 0;                 // PyTorch ProcessGroupNCCL / NCCL exception lines
+  int plugin_lines = 0;                     // NET/Plugin and NET/OFI init lines
+  std::vector<std::string> sources;         // the files read, in order
+  std::vector<NcclFailure> failures;        // by kind; the cause first
+  std::optional<std::string> cause_kind;    // the failure that came first; null: none
+  bool order_by_time = false;               // cause chosen by the lines' times, not position
+  std::vector<NcclRankView> ranks;          // per rank / process, in first-seen order
+  int ranks_dropped = 0;                    // processes past the view's cap
+};
+
+struct NcclLogInput {
+  std::string name;  // the file name, or "" for one unnamed text
+  std::string text;
 };
 
 NcclLogSummary parse_nccl_log(const std::string& text);
+// Several logs of one job (one per rank or node): one summary, the cause across all of them.
+NcclLogSummary parse_nccl_logs(const std::vector<NcclLogInput>& inputs);
 Json to_json(const NcclLogSummary& s);
 // expected_network: what the caller meant to use ("IB", "RoCE", "Socket", a plugin name).
 std::vector<Finding> judge_nccl_log(const NcclLogSummary& s,

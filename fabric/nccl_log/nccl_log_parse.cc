@@ -3,155 +3,54 @@
 //   bootstrap.cc  "Bootstrap : Using %s:%s"
 //   net_ib.cc     "NET/IB : Using [%d]%s:%d/%s ... ; OOB %s:%s"   "NET/IB : No device found."
 //   net_socket.cc "NET/Socket : Using [%d]%s:%s ..."
-//   transport.cc  "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s" (2.3-2.6: "Ring %02d")
+//   transport.cc  "Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s" (2.3-2.6: "Ring
+//   %02d")
 // Matching is by substring and small regexes per line: a log is whatever a job printed, with
-// other programs' output interleaved, so nothing here assumes a line is NCCL's.
+// other programs' output interleaved, so nothing here assumes a line is NCCL's. Prefixes are
+// removed by nccl_log_line.cc, errors named by nccl_log_classify.cc, and the cause chosen in
+// nccl_log_failures.cc.
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <regex>
 #include <set>
 
-#include "fabric/nccl_log/nccl_log.h"
 #include "common/utf8_text.h"
+#include "fabric/nccl_log/nccl_failure_kinds.h"
+#include "fabric/nccl_log/nccl_log.h"
+#include "fabric/nccl_log/nccl_log_classify.h"
+#include "fabric/nccl_log/nccl_log_failures.h"
+#include "fabric/nccl_log/nccl_log_line.h"
 
 namespace fabkit::nccl_log {
 namespace {
 
 constexpr size_t kMaxLineChars = 4096;
+constexpr size_t kMaxErrors = 2000;  // kept lines; every error still counts in its failure
+constexpr size_t kMaxRankViews = 4096;
 
-bool has(const std::string& s, const char* sub) { return s.find(sub) != std::string::npos; }
+using sv = std::string_view;
 
-bool has_ci(const std::string& s, const std::string& sub) {
-  auto it = std::search(s.begin(), s.end(), sub.begin(), sub.end(), [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-  });
-  return it != s.end();
+bool has(sv s, sv sub) { return s.find(sub) != sv::npos; }
+bool starts(sv s, sv p) { return s.substr(0, p.size()) == p; }
+
+std::string trim_copy(sv s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
+    s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  return std::string(s);
 }
 
-std::string trim_copy(std::string s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
-  return s.substr(i);
-}
-
-// "host:pid:tid [dev] NCCL INFO msg" / "host:pid:tid [dev] file.cc:12 NCCL WARN msg" -> msg.
-std::string message_of(const std::string& line, bool* is_warn) {
-  *is_warn = false;
-  for (const char* tag : {"NCCL INFO ", "NCCL WARN "}) {
-    auto p = line.find(tag);
-    if (p != std::string::npos) {
-      *is_warn = tag[5] == 'W';
-      return trim_copy(line.substr(p + 10));
-    }
-  }
-  return trim_copy(line);
-}
-
-NcclLogError classify_error(const std::string& msg, int lineno) {
-  NcclLogError e;
-  e.line = lineno;
-  e.text = msg;
-  static const std::regex completion_status(R"((with error|status=|status)\s*(\d+))");
-  std::smatch m;
-  if (has(msg, "ibv_reg_") && has_ci(msg, "fail")) {
-    e.kind = "ibv_reg_mr_failed";
-    e.cause = has(msg, "Cannot allocate memory")
-                  ? "memory registration ran out of lockable memory: RLIMIT_MEMLOCK is too low "
-                    "for NCCL's pinned buffers"
-                  : "memory registration failed: RLIMIT_MEMLOCK too low, or GPU buffers registered "
-                    "without GPUDirect RDMA support (nvidia-peermem not loaded, no DMA-BUF)";
-    e.fix = "ulimit -l unlimited (limits.conf, LimitMEMLOCK=infinity for slurmd, docker --ulimit "
-            "memlock=-1); for GPU memory: modprobe nvidia-peermem, or NCCL_DMABUF_ENABLE=1 with "
-            "the open GPU kernel driver";
-  } else if (has_ci(msg, "completion") && std::regex_search(msg, m, completion_status)) {
-    int status = std::stoi(m[2].str().substr(0, 6));
-    if (status == 12) {
-      e.kind = "transport_retry_exceeded";
-      e.cause = "IBV_WC_RETRY_EXC_ERR (12): the peer did not acknowledge within the retry budget: "
-                "a link down or flapping, a bad cable or transceiver, the peer process died, or "
-                "(RoCE) a lossy path without PFC";
-      e.fix = "check both ports (ibstat; counters symbol_error, link_downed, port_rcv_errors); "
-              "raise NCCL_IB_TIMEOUT=22 and NCCL_IB_RETRY_CNT=7 for long paths; on RoCE verify "
-              "PFC/ECN and the GID index";
-    } else if (status == 13) {
-      e.kind = "rnr_retry_exceeded";
-      e.cause = "IBV_WC_RNR_RETRY_EXC_ERR (13): the receiver had no buffer posted in time";
-      e.fix = "look for the first error on the peer: it usually failed earlier";
-    } else if (status == 5) {
-      e.kind = "work_request_flushed";
-      e.cause = "IBV_WC_WR_FLUSH_ERR (5): the QP was already in error; a consequence, not the "
-                "cause";
-      e.fix = "find the first completion error in the logs of all ranks";
-    } else {
-      e.kind = "completion_error";
-      e.cause = "an RDMA work completion failed with status " + std::to_string(status) +
-                " (ibv_wc_status)";
-      e.fix = "look up the status in ibv_wc_status_str and check the ports of both nodes";
-    }
-  } else if (has(msg, "ibv_modify_qp") && has_ci(msg, "fail")) {
-    e.kind = "qp_transition_failed";
-    e.cause = has(msg, "Invalid argument") || has(msg, " 22")
-                  ? "the QP was rejected on its way to RTR: the GID index does not fit the port's "
-                    "link layer (a RoCE v1 or empty GID where RoCE v2 is needed), or the path MTU "
-                    "does not match"
-                  : "moving the QP through INIT/RTR/RTS failed";
-    e.fix = "set NCCL_IB_GID_INDEX to the port's RoCE v2 GID (fabcheck node shows "
-            "roce_v2_gid_index; commonly 3), or leave it unset on NCCL >= 2.21, which selects it";
-  } else if (has(msg, "ibv_create_cq") && has_ci(msg, "fail")) {
-    // Seen from NCCL's own IB transport ("Call to ibv_create_cq failed") and through external
-    // net plugins (NET/IBext, SHARP): the cause is the same device-level refusal.
-    e.kind = "cq_create_failed";
-    e.cause = has(msg, "Cannot allocate memory") || has(msg, " 12")
-                  ? "creating a completion queue ran out of lockable memory (RLIMIT_MEMLOCK) or of "
-                    "the device's CQ entries"
-                  : "creating a completion queue failed: the device's CQ limits (max_cq, max_cqe) "
-                    "are exhausted by the processes sharing it, RLIMIT_MEMLOCK is too low to pin the "
-                    "ring, or the device is unusable here (a container without /dev/infiniband, a "
-                    "port or firmware in error)";
-    e.fix = "ulimit -l unlimited (limits.conf, LimitMEMLOCK=infinity, --ulimit memlock=-1); compare "
-            "`ibv_devinfo -v` max_cq/max_cqe with the ranks per HCA; pass /dev/infiniband into the "
-            "container; check dmesg for mlx5 errors";
-  } else if (has(msg, "ibv_create_qp") && has_ci(msg, "fail")) {
-    e.kind = "qp_create_failed";
-    e.cause = has(msg, "Cannot allocate memory") || has(msg, " 12")
-                  ? "creating a queue pair ran out of lockable memory (RLIMIT_MEMLOCK) or of the "
-                    "device's QP resources"
-                  : "creating a queue pair failed: the device's max_qp is exhausted (ranks x peers "
-                    "x NCCL_IB_QPS_PER_CONNECTION QPs per HCA), a requested work-request or inline "
-                    "size exceeds the device's limits, or the device is unusable here";
-    e.fix = "lower NCCL_IB_QPS_PER_CONNECTION (or the ranks per HCA); ulimit -l unlimited; compare "
-            "`ibv_devinfo -v` max_qp/max_qp_wr with what the job needs; check dmesg for mlx5 errors";
-  } else if (has(msg, "libibverbs") &&
-             (has_ci(msg, "failed to open") || has_ci(msg, "cannot open") ||
-              has_ci(msg, "not found") || has(msg, "No such file"))) {
-    e.kind = "libibverbs_missing";
-    e.cause = "libibverbs could not be loaded: NCCL disables its IB transport and uses sockets";
-    e.fix = "install rdma-core (libibverbs1, ibverbs-providers) in the image or on the node; "
-            "check `ldconfig -p | grep ibverbs`";
-  } else if ((has(msg, "NET/Plugin") || has(msg, "NET/OFI")) &&
-             (has_ci(msg, "fail") || has_ci(msg, "unable") || has_ci(msg, "error") ||
-              has(msg, "returned"))) {
-    e.kind = "plugin_init_failed";
-    e.cause = "the network plugin did not load or initialise: NCCL falls back to its internal "
-              "IB or Socket transport";
-    e.fix = "check the plugin's dependencies (ldd libnccl-net.so; libfabric and FI_PROVIDER for "
-            "aws-ofi-nccl), NCCL_NET_PLUGIN and LD_LIBRARY_PATH";
-  } else if (has_ci(msg, "no socket interface found") || has(msg, "no interface found")) {
-    e.kind = "no_socket_interface";
-    e.cause = "NCCL found no usable IP interface (NCCL_SOCKET_IFNAME matches nothing running)";
-    e.fix = "run `fabcheck node` and set NCCL_SOCKET_IFNAME to the interface it recommends";
-  } else {
-    e.kind = "nccl_warning";
-    e.cause = "an NCCL warning fabcheck does not classify";
-    e.fix = "read the surrounding lines; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET";
-  }
-  return e;
+bool ascii_only(sv s) {
+  for (unsigned char c : s)
+    if (c >= 0x80) return false;
+  return true;
 }
 
 // "[0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>"
 void parse_ib_using(const std::string& msg, NcclLogSummary& s) {
-  static const std::regex dev(R"(\[(\d+)\]([^\s:\[\]]+):(\d+)/(IB|RoCE))");
+  // 2.3 wrote "NET/IB: [0] mlx4_0:2/RoCE" (a space after the index).
+  static const std::regex dev(R"(\[(\d+)\] ?([^\s:\[\]]+):(\d+)/(IB|RoCE))");
   auto semi = msg.find("; OOB ");
   std::string devs = msg.substr(0, semi);
   s.hcas.clear();
@@ -160,156 +59,498 @@ void parse_ib_using(const std::string& msg, NcclLogSummary& s) {
     s.hcas.push_back((*it)[2].str() + ":" + (*it)[3].str());
     s.hca_link_layers.push_back((*it)[4].str());
   }
-  if (semi != std::string::npos) s.ib_oob_interface = trim_copy(msg.substr(semi + 6));
+  if (semi != std::string::npos) s.ib_oob_interface = trim_copy(sv(msg).substr(semi + 6));
 }
 
-}  // namespace
+// "Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA" (2.3-2.6: "Ring 00 : 1 -> 0 via
+// NET/IB/0"); the network name may hold spaces ("NET/AWS Libfabric/0"). Scanned by hand: channel
+// lines are a large share of a long log, and std::regex costs microseconds per line.
+bool parse_channel(sv msg, NcclChannelLine* out) {
+  if (!starts(msg, "Channel ") && !starts(msg, "Ring ")) return false;
+  const size_t via = msg.find("via NET/");
+  if (via == sv::npos) return false;
+  const sv rest = msg.substr(via + 8);
+  for (size_t slash = rest.find('/'); slash != sv::npos; slash = rest.find('/', slash + 1)) {
+    size_t i = slash + 1;
+    int dev = 0, n = 0;
+    while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i])) && n < 6)
+      dev = dev * 10 + (rest[i++] - '0'), ++n;
+    if (n == 0 || slash == 0 || (i < rest.size() && rest[i] != '/' && rest[i] != ' ')) continue;
+    out->network = trim_copy(rest.substr(0, slash));
+    out->device = dev;
+    out->gdr = rest.substr(i, 7) == "/GDRDMA";
+    return true;
+  }
+  return false;
+}
 
-NcclLogSummary parse_nccl_log(const std::string& text) {
-  NcclLogSummary s;
+// What one process printed that decides the network or explains its failure.
+struct Process {
+  size_t view = SIZE_MAX;  // index into s.ranks, or SIZE_MAX when past the cap
+  std::optional<int> ib_using_line, last_socket_using_line;
+  bool has_error = false;
+  int trace_code = 0, trace_line = 0;
+  std::string trace_text;
+  bool trace_bootstrap = false;
+  std::string source;
+  std::string host;
+  std::optional<int> rank;
+  long order = 0;
+};
+
+class Parser {
+ public:
+  void feed(const std::string& source, const std::string& text);
+  NcclLogSummary finish();
+
+ private:
+  void line(const std::string& source, int lineno, sv raw);
+  void nccl_facts(const LogLine& l, const std::string& msg, int lineno, Process* p);
+  void infer_from_error(const ClassifiedMessage& c, sv msg, int lineno);
+  Process* process_of(const LogLine& l, const std::string& source);
+  Process* lookup_process(const LogLine& l, const std::string& source);
+  void add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
+                 const std::string& source, int lineno, sv text);
+
+  NcclLogSummary s_;
+  std::set<int> net_devices_used_;
+  std::optional<int> using_network_line_, ib_using_line_, socket_using_line_, ib_no_device_line_;
+  std::optional<std::string> inferred_network_, inferred_evidence_;
+  std::map<std::string, Process> processes_;
+  std::vector<std::string> process_order_;
+  bool last_error_pending_ = false;
+  // The process of the previous line (process_of's cache).
+  Process* cached_ = nullptr;
+  const std::string* cached_source_ = nullptr;
+  long cached_pid_ = -1;
+  std::string cached_host_, cached_label_;
+  std::optional<int> cached_rank_;
+  int cached_dev_ = -1;
+  bool ofi_network_named_ = false;  // a line says "... is AWS Libfabric" / "via NET/AWS Libfabric"
+  LineOrigin last_origin_;          // the origin of the latest line that had one
+  Process* last_process_ = nullptr;
+  long order_ = 0;
+  FailureBook book_;
+};
+
+Process* Parser::process_of(const LogLine& l, const std::string& source) {
+  const LineOrigin& o = l.origin;
+  // Consecutive lines mostly come from one process: skip the map (and its key) for them.
+  if (cached_ && cached_source_ == &source && o.pid == cached_pid_ && o.host == cached_host_ &&
+      o.rank == cached_rank_ && o.label == cached_label_ && o.cuda_dev == cached_dev_) {
+    Process& p = *cached_;
+    if (p.view != SIZE_MAX) ++s_.ranks[p.view].lines;
+    return &p;
+  }
+  Process* p = lookup_process(l, source);
+  cached_ = p;
+  cached_source_ = &source;
+  cached_pid_ = o.pid;
+  cached_host_ = o.host;
+  cached_rank_ = o.rank;
+  cached_label_ = o.label;
+  cached_dev_ = o.cuda_dev;
+  return p;
+}
+
+Process* Parser::lookup_process(const LogLine& l, const std::string& source) {
+  const LineOrigin& o = l.origin;
+  std::string key;
+  if (!o.host.empty() && o.pid >= 0)
+    key = o.host + ":" + std::to_string(o.pid);
+  else if (o.rank)
+    key = "rank " + std::to_string(*o.rank);
+  else if (!o.host.empty())
+    key = o.host + (o.cuda_dev >= 0 ? " [" + std::to_string(o.cuda_dev) + "]" : "");
+  else if (!o.label.empty())
+    key = o.label;
+  else
+    return nullptr;
+  key = source + "\x1f" + key;
+  auto [it, fresh] = processes_.try_emplace(key);
+  Process& p = it->second;
+  if (fresh) {
+    p.source = source;
+    p.host = o.host;
+    p.order = order_;
+    process_order_.push_back(key);
+    if (s_.ranks.size() < kMaxRankViews) {
+      p.view = s_.ranks.size();
+      NcclRankView v;
+      v.host = o.host;
+      v.pid = o.pid;
+      v.cuda_dev = o.cuda_dev;
+      v.source = source;
+      s_.ranks.push_back(v);
+    } else {
+      ++s_.ranks_dropped;
+    }
+  }
+  if (o.rank && !p.rank) p.rank = o.rank;
+  if (p.view != SIZE_MAX) {
+    NcclRankView& v = s_.ranks[p.view];
+    ++v.lines;
+    if (o.rank && !v.rank) v.rank = o.rank;
+    if (v.cuda_dev < 0) v.cuda_dev = o.cuda_dev;
+  }
+  return &p;
+}
+
+std::string who_of(const LineOrigin& o, const Process* p) {
+  std::optional<int> rank = o.rank;
+  if (!rank && p) rank = p->rank;
+  std::string host = !o.host.empty() ? o.host : (p ? p->host : "");
+  if (rank) return "rank " + std::to_string(*rank) + (host.empty() ? "" : " (" + host + ")");
+  if (!host.empty()) {
+    std::string w = host;
+    if (o.pid >= 0) w += ":" + std::to_string(o.pid);
+    if (o.cuda_dev >= 0) w += " [" + std::to_string(o.cuda_dev) + "]";
+    return w;
+  }
+  if (!o.label.empty()) return o.label;
+  return "";
+}
+
+void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
+                       const std::string& source, int lineno, sv text) {
+  const FailureKind& k = failure_kind(c.kind);
+  NcclLogError e;
+  e.line = lineno;
+  e.kind = c.kind;
+  e.text = trim_copy(text);
+  e.cause = k.meaning;
+  e.cause += "; likely causes:";
+  for (size_t i = 0; i < k.causes.size(); ++i)
+    e.cause +=
+        " " + std::to_string(i + 1) + ") " + k.causes[i] + (i + 1 < k.causes.size() ? ";" : "");
+  e.fix = k.fix;
+  e.source = source;
+  e.who = who_of(l.origin, p);
+  e.host = !l.origin.host.empty() ? l.origin.host : (p ? p->host : "");
+  e.rank = l.origin.rank;
+  if (!e.rank && p) e.rank = p->rank;
+  e.peer = c.peer;
+  e.detail = c.detail;
+  e.time_s = l.origin.time_s;
+  e.time_format = static_cast<int>(l.origin.time_format);
+  e.order = ++order_;
+  if (c.kind == "libibverbs_missing") s_.ib_disabled = true;
+  if (p) {
+    p->has_error = true;
+    if (p->view != SIZE_MAX) {
+      NcclRankView& v = s_.ranks[p->view];
+      if (v.errors++ == 0) {
+        v.first_error_kind = c.kind;
+        v.first_error_line = lineno;
+      }
+    }
+  }
+  book_.add(e, s_.errors.size() < kMaxErrors ? &s_.errors : nullptr);
+}
+
+void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Process* p) {
   static const std::regex version(R"(NCCL version (\d+\.\d+\.\d+[^\s]*))");
-  static const std::regex channel(R"((Channel|Ring) \d+(/\d+)? : .*via NET/(.+)/(\d+)(/GDRDMA)?)");
+  NcclChannelLine channel;
   static const std::regex socket_if(R"(\[\d+\]([^\s\[\]]+))");
   static const std::regex plugin_loaded(R"(NET/Plugin ?: ?Loaded net plugin (.+?)( \(v\d+\))?$)");
-  std::set<int> net_devices_used;
-  std::optional<int> using_network_line;
-  // NCCL 2.4-2.7 print no `Using network` line: the network is what the init lines say.
-  std::optional<int> ib_using_line, socket_using_line, last_socket_using_line, ib_no_device_line;
+  std::smatch m;
+  // Gates: each has() is a scan of the line, and this runs on every NCCL line of logs that reach
+  // hundreds of MB (the budget is 50 ms per MB): ask the rare questions only of lines that can
+  // answer them.
+  const bool net = has(msg, "NET/");
+  const bool plugin = net || has(msg, "lugin");
+  if (!s_.version && has(msg, "NCCL version ") && std::regex_search(msg, m, version))
+    s_.version = m[1].str();
+  if (starts(msg, "Using network ")) {
+    std::string net = trim_copy(sv(msg).substr(14));
+    s_.networks_seen.push_back(net);
+    s_.network = net;
+    using_network_line_ = lineno;
+    if (p && p->view != SIZE_MAX) s_.ranks[p->view].network = net;
+  } else if (starts(msg, "Using internal Network ")) {  // NCCL 2.2-2.3's network line
+    std::string net = trim_copy(sv(msg).substr(23));
+    s_.networks_seen.push_back(net);
+    s_.network = net;
+    using_network_line_ = lineno;
+    if (p && p->view != SIZE_MAX) s_.ranks[p->view].network = net;
+  } else if (starts(msg, "NET/IB : Using") || starts(msg, "NET/IB: Using") ||
+             starts(msg, "NET/IB: [") || starts(msg, "NET/IB : [")) {
+    // 2.3's "NET/IB : Using interface ib0 for sideband communication" lists no device: not it.
+    NcclLogSummary probe;
+    parse_ib_using(msg, probe);
+    if (!probe.hcas.empty()) {
+      s_.hcas = std::move(probe.hcas);
+      s_.hca_link_layers = std::move(probe.hca_link_layers);
+      if (probe.ib_oob_interface) s_.ib_oob_interface = probe.ib_oob_interface;
+      if (!ib_using_line_) ib_using_line_ = lineno;
+      if (p && !p->ib_using_line) p->ib_using_line = lineno;
+    }
+  } else if (starts(msg, "NET/Socket : Using") || starts(msg, "NET/Socket: Using")) {
+    s_.socket_interfaces.clear();
+    if (!socket_using_line_) socket_using_line_ = lineno;
+    if (p) p->last_socket_using_line = lineno;
+    std::string rest = msg.substr(msg.find("Using") + 5);
+    for (std::sregex_iterator it(rest.begin(), rest.end(), socket_if), end; it != end; ++it)
+      s_.socket_interfaces.push_back((*it)[1].str());
+  } else if (starts(msg, "Bootstrap : Using") || starts(msg, "Bootstrap: Using")) {
+    std::string v = trim_copy(sv(msg).substr(msg.find("Using") + 5));
+    if (v.rfind("[0]", 0) == 0) v = v.substr(3);  // 2.3-2.6 print "Using [0]eth0:..."
+    s_.bootstrap_interface = v;
+  } else if (has(msg, "evice") &&
+             (has(msg, "NET/IB : No device found") || has(msg, "NET/IB: No device found") ||
+              has(msg, "call to devices() returned 0 devices"))) {
+    s_.ib_no_device = true;
+    if (!ib_no_device_line_) ib_no_device_line_ = lineno;
+  } else if (starts(msg, "NCCL_IB_DISABLE set by environment to")) {
+    s_.ib_disabled = msg.find(" to 0") == std::string::npos;
+  } else if (plugin && has(msg, "Loaded net plugin") && std::regex_search(msg, m, plugin_loaded)) {
+    s_.plugin = trim_copy(m[1].str());
+  } else if (net && (has(msg, "NET/OFI Using aws-ofi-nccl") ||
+                     has(msg, "NET/OFI Initializing aws-ofi-nccl"))) {
+    s_.plugin = "aws-ofi-nccl";
+  } else if (plugin && (has(msg, "No plugin found") || has(msg, "Could not find: libnccl-net") ||
+                        (has(msg, "returned 2 ") && has(msg, "No such file or directory")) ||
+                        has(msg, "No network plugin found"))) {
+    s_.plugin_absent = true;  // not an error: NCCL uses its internal IB/Socket transports
+  } else if (net && parse_channel(msg, &channel)) {
+    ++s_.net_channel_lines;
+    s_.gdr = s_.gdr.value_or(false) || channel.gdr;
+    net_devices_used_.insert(channel.device);
+    if (!using_network_line_) s_.network = channel.network;
+  } else if (has(msg, " via ") &&
+             (has(msg, " via P2P") || has(msg, " via SHM") || has(msg, " via direct"))) {
+    ++s_.intra_node_channel_lines;
+  }
+  if (net && (has(msg, "NET/Plugin") || has(msg, "NET/OFI"))) ++s_.plugin_lines;
+  if (net && has(msg, "NET/OFI") && !s_.plugin) s_.plugin = "aws-ofi-nccl";
+  if (net && has(msg, "AWS Libfabric")) ofi_network_named_ = true;
+  const size_t prov = net ? msg.find("Selected Provider is ") : std::string::npos;
+  const size_t prov2 = net ? msg.find("Selected provider is ") : std::string::npos;
+  const size_t pp = prov != std::string::npos ? prov : prov2;
+  if (pp != std::string::npos) {
+    std::string v = trim_copy(sv(msg).substr(pp + 21));
+    s_.ofi_provider = v.substr(0, v.find(' '));
+    s_.ofi_provider->erase(std::remove(s_.ofi_provider->begin(), s_.ofi_provider->end(), ','),
+                           s_.ofi_provider->end());
+  }
+  // A rank NCCL states for this process: "comm 0x.. rank 5 nranks 8 cudaDev 1".
+  if (p && has(msg, " nranks ")) {
+    const size_t r = msg.find(" rank ");
+    if (r != std::string::npos && r < msg.find(" nranks ")) {
+      int v = 0, n = 0;
+      for (size_t i = r + 6;
+           i < msg.size() && std::isdigit(static_cast<unsigned char>(msg[i])) && n < 7; ++i, ++n)
+        v = v * 10 + (msg[i] - '0');
+      if (n && !p->rank) {
+        p->rank = v;
+        if (p->view != SIZE_MAX && !s_.ranks[p->view].rank) s_.ranks[p->view].rank = v;
+      }
+    }
+  }
+  // NCCL's error trace at INFO level: "transport/net_socket.cc:368 -> 6".
+  if (const int code = trace_return_code(msg)) {
+    if (p && !p->trace_code) {
+      p->trace_code = code;
+      p->trace_line = lineno;
+      p->trace_text = msg;
+    }
+    if (p && has(msg, "bootstrap.cc")) p->trace_bootstrap = true;
+    if (!inferred_network_ && (has(msg, "net_socket.c") || has(msg, "net_ib.c"))) {
+      inferred_network_ = has(msg, "net_socket.c") ? "Socket" : "IB";
+      inferred_evidence_ = "NCCL's error trace through transport/" +
+                           std::string(has(msg, "net_socket.c") ? "net_socket" : "net_ib") +
+                           " (line " + std::to_string(lineno) + ")";
+    }
+  }
+  if (l.source == LineSource::kNcclWarn && has(msg, "NET/IB") && has(msg, "completion"))
+    infer_from_error(ClassifiedMessage{"completion_error", "", ""}, msg, lineno);
+}
+
+// An NET/IB completion error names the network even when nothing else in the log does.
+void Parser::infer_from_error(const ClassifiedMessage& c, sv msg, int lineno) {
+  if (inferred_network_ || !has(msg, "NET/IB") || !has(msg, "completion")) return;
+  (void)c;
+  inferred_network_ = "IB";
+  inferred_evidence_ = "an NET/IB completion error (line " + std::to_string(lineno) + ")";
+}
+
+void Parser::line(const std::string& source, int lineno, sv raw) {
+  LogLine l = split_log_line(raw);
+  const bool nccl = l.source == LineSource::kNcclInfo || l.source == LineSource::kNcclWarn;
+  const bool mentions_nccl = nccl || has(raw, "NCCL") || has(raw, "nccl");
+  const bool test_cuda = !nccl && has(raw, "Test CUDA failure");  // nccl-tests' own failure
+  if (nccl) ++s_.nccl_lines;
+  if (!nccl &&
+      (l.source == LineSource::kTorch || test_cuda ||
+       (mentions_nccl && (has(raw, "NCCL error") || has(raw, "Test NCCL failure") ||
+                          has(raw, "WorkNCCL(") || has(raw, "ncclRemoteError") ||
+                          has(raw, "ncclSystemError") || has(raw, "ncclInternalError") ||
+                          has(raw, "ncclInvalidUsage") || has(raw, "ncclUnhandledCudaError")))))
+    ++s_.torch_nccl_lines;
+  Process* p =
+      (nccl || l.source == LineSource::kTorch || l.origin.rank) ? process_of(l, source) : nullptr;
+  const bool continuation = last_error_pending_;
+  // An exception's "Last error:" text is printed without the prefix of the line that raised it.
+  const bool no_origin = l.origin.host.empty() && !l.origin.rank && l.origin.label.empty();
+  if (continuation && no_origin) {
+    l.origin = last_origin_;
+    p = last_process_;
+  } else if (!no_origin) {
+    last_origin_ = l.origin;
+    last_process_ = p;
+  }
+  if (l.msg == "Last error:" ||
+      (l.msg.size() > 11 && l.msg.substr(l.msg.size() - 11) == "Last error:")) {
+    last_error_pending_ = true;
+    return;
+  }
+  if (!l.msg.empty()) last_error_pending_ = false;
+  if (!mentions_nccl && !continuation && !has(raw, "NET/") && !has(raw, "Channel") &&
+      !has(raw, "Ring") && !has(raw, "DistBackendError") && !test_cuda)
+    return;
+  std::string msg(l.msg);
+  if (nccl || has(raw, "NCCL version")) nccl_facts(l, msg, lineno, p);
+  // aws-ofi-nccl's text quoted in an exception ("Last error: NET/OFI ...") names the plugin too.
+  if (!nccl && !s_.plugin && continuation && has(raw, "NET/OFI")) s_.plugin = "aws-ofi-nccl";
+  if (auto c = classify_message(l.msg, l.source, continuation && !l.msg.empty())) {
+    add_error(*c, l, p, source, lineno, l.msg);
+    if (continuation) infer_from_error(*c, l.msg, lineno);
+  }
+  // An exception printed on one line: "... ncclRemoteError: ... Last error: NET/IB : Got ...".
+  const size_t last = nccl ? sv::npos : l.msg.find("Last error: ");
+  if (last != sv::npos && last + 12 < l.msg.size()) {
+    const sv tail = l.msg.substr(last + 12);
+    if (auto c = classify_message(tail, LineSource::kOther, true)) {
+      add_error(*c, l, p, source, lineno, tail);
+      infer_from_error(*c, tail, lineno);
+    }
+  }
+}
+
+void Parser::feed(const std::string& source, const std::string& text) {
+  s_.sources.push_back(source);
+  last_error_pending_ = false;
+  last_origin_ = LineOrigin{};
+  last_process_ = nullptr;
   size_t start = 0;
   int lineno = 0;
   while (start <= text.size()) {
     size_t nl = text.find('\n', start);
     if (nl == std::string::npos) nl = text.size();
-    std::string line = utf8_clean(text.substr(start, nl - start));
-    if (nl == text.size() && line.empty()) break;  // the final newline ends the last line
+    if (nl == text.size() && nl == start) break;  // the final newline ends the last line
+    sv raw(text.data() + start, nl - start);
     start = nl + 1;
     ++lineno;
+    ++s_.lines;
     // NCCL formats a log line into a 1024-byte buffer (ncclDebugLog): anything much longer is
     // not NCCL's, and std::regex recursion on megabyte lines could exhaust the stack.
-    if (line.size() > kMaxLineChars) continue;
-    if (!has(line, "NCCL") && !has(line, "NET/") && !has(line, "Channel") && !has(line, "Ring"))
-      continue;
-    bool is_warn = false;
-    std::string msg = message_of(line, &is_warn);
-    std::smatch m;
-    if (!s.version && std::regex_search(msg, m, version)) s.version = m[1].str();
-    if (msg.rfind("Using network ", 0) == 0) {
-      std::string net = trim_copy(msg.substr(14));
-      s.networks_seen.push_back(net);
-      s.network = net;
-      using_network_line = lineno;
-    } else if (msg.rfind("NET/IB : Using", 0) == 0 || msg.rfind("NET/IB: Using", 0) == 0) {
-      parse_ib_using(msg, s);
-      if (!ib_using_line) ib_using_line = lineno;
-    } else if (msg.rfind("NET/Socket : Using", 0) == 0 || msg.rfind("NET/Socket: Using", 0) == 0) {
-      s.socket_interfaces.clear();
-      if (!socket_using_line) socket_using_line = lineno;
-      last_socket_using_line = lineno;
-      std::string rest = msg.substr(msg.find("Using") + 5);
-      for (std::sregex_iterator it(rest.begin(), rest.end(), socket_if), end; it != end; ++it)
-        s.socket_interfaces.push_back((*it)[1].str());
-    } else if (msg.rfind("Bootstrap : Using", 0) == 0 || msg.rfind("Bootstrap: Using", 0) == 0) {
-      std::string v = trim_copy(msg.substr(msg.find("Using") + 5));
-      if (v.rfind("[0]", 0) == 0) v = v.substr(3);  // 2.3-2.6 print "Using [0]eth0:..."
-      s.bootstrap_interface = v;
-    } else if (has(msg, "NET/IB : No device found") || has(msg, "NET/IB: No device found")) {
-      s.ib_no_device = true;
-      if (!ib_no_device_line) ib_no_device_line = lineno;
-    } else if (has(msg, "NCCL_IB_DISABLE set by environment to")) {
-      s.ib_disabled = msg.find(" to 0") == std::string::npos;
-    } else if (std::regex_search(msg, m, plugin_loaded)) {
-      s.plugin = trim_copy(m[1].str());
-    } else if (has(msg, "NET/OFI Using aws-ofi-nccl") || has(msg, "NET/OFI Initializing aws-ofi-nccl")) {
-      s.plugin = "aws-ofi-nccl";
-    } else if (has(msg, "No plugin found") || has(msg, "Could not find: libnccl-net") ||
-               (has(msg, "returned 2 ") && has(msg, "No such file or directory"))) {
-      s.plugin_absent = true;  // not an error: NCCL uses its internal IB/Socket transports
-      continue;
-    } else if (std::regex_search(msg, m, channel)) {
-      ++s.net_channel_lines;
-      bool gdr = m[5].matched;
-      s.gdr = s.gdr.value_or(false) || gdr;
-      net_devices_used.insert(std::stoi(m[4].str().substr(0, 6)));
-      if (!using_network_line) s.network = trim_copy(m[3].str());
-      continue;
-    } else if (has(msg, " via P2P") || has(msg, " via SHM") || has(msg, " via direct")) {
-      ++s.intra_node_channel_lines;
-      continue;
-    }
-    bool error_like = is_warn || (has(msg, "ibv_") && has_ci(msg, "failed")) ||
-                      (has(msg, "NET/Plugin") && (has_ci(msg, "fail") || has(msg, "returned"))) ||
-                      (has(msg, "libibverbs") && has_ci(msg, "failed"));
-    if (error_like) {
-      NcclLogError e = classify_error(msg, lineno);
-      if (e.kind == "libibverbs_missing") s.ib_disabled = true;
-      s.errors.push_back(std::move(e));
+    if (raw.size() > kMaxLineChars) continue;
+    if (ascii_only(raw)) {
+      line(source, lineno, raw);
+    } else {
+      const std::string clean = utf8_clean(std::string(raw));
+      line(source, lineno, clean);
     }
   }
-  s.lines = lineno;
-  if (using_network_line)
-    s.network_evidence = "Using network " + *s.network + " (line " +
-                         std::to_string(*using_network_line) + ")";
-  else if (s.network)
-    s.network_evidence = "channel lines via NET/" + *s.network;
+}
+
+NcclLogSummary Parser::finish() {
+  // A process that printed NCCL's error trace but no WARN (socketPollConnect in 2.18 failed
+  // silently): the trace's return code and files are all the log says.
+  for (const auto& key : process_order_) {
+    Process& p = processes_[key];
+    if (p.has_error || !p.trace_code) continue;
+    const char* kind = p.trace_bootstrap                        ? "bootstrap_failed"
+                       : p.trace_code == 1                      ? "cuda_error"
+                       : p.trace_code == 2                      ? "nccl_system_error"
+                       : p.trace_code == 6                      ? "nccl_remote_error"
+                       : p.trace_code == 4 || p.trace_code == 5 ? "nccl_invalid_usage"
+                                                                : "nccl_internal_error";
+    ClassifiedMessage c{
+        kind, "", "no WARN line; NCCL's error trace returned " + std::to_string(p.trace_code)};
+    LogLine l;
+    l.origin.host = p.host;
+    l.origin.rank = p.rank;
+    add_error(c, l, &p, p.source, p.trace_line, p.trace_text);
+  }
+  if (using_network_line_)
+    s_.network_evidence =
+        "Using network " + *s_.network + " (line " + std::to_string(*using_network_line_) + ")";
+  else if (s_.network)
+    s_.network_evidence = "channel lines via NET/" + *s_.network;
   // Neither a `Using network` line nor channel lines (NCCL 2.4-2.7, or a log cut before the
   // channels were set up): NCCL initialised IB first and fell back to its socket transport only
   // when IB had no device or was disabled, so the init lines name the network. NCCL 2.4's
   // bootstrap prints its own `NET/Socket : Using` before the IB line: a socket line only counts
-  // against IB when it comes after it.
-  if (!s.network && !s.plugin) {
-    const auto at = [](const char* what, int line) { return std::string(what) + " (line " + std::to_string(line) + ")"; };
-    if (socket_using_line && (ib_no_device_line || s.ib_disabled || !ib_using_line)) {
-      s.network = "Socket";
-      s.network_evidence = (ib_no_device_line ? at("NET/IB : No device found", *ib_no_device_line) + ", then "
-                            : s.ib_disabled   ? std::string("IB disabled, then ")
-                                              : std::string("no NET/IB line, ")) +
-                           at("NET/Socket : Using", *socket_using_line) + "; NCCL < 2.8 prints no `Using network`";
-    } else if (ib_using_line && !ib_no_device_line && !s.ib_disabled &&
-               !(last_socket_using_line && *last_socket_using_line > *ib_using_line)) {
-      s.network = "IB";
-      s.network_evidence = at("NET/IB : Using", *ib_using_line) + " and no socket transport initialised after it; "
-                           "NCCL < 2.8 prints no `Using network`";
+  // against IB when the same process printed it after its IB line.
+  if (!s_.network && !s_.plugin) {
+    const auto at = [](const char* what, int line) {
+      return std::string(what) + " (line " + std::to_string(line) + ")";
+    };
+    bool socket_after_ib = false;
+    for (const auto& [key, p] : processes_)
+      socket_after_ib = socket_after_ib || (p.ib_using_line && p.last_socket_using_line &&
+                                            *p.last_socket_using_line > *p.ib_using_line);
+    if (ib_using_line_ && !ib_no_device_line_ && !s_.ib_disabled && !socket_after_ib) {
+      s_.network = "IB";
+      s_.network_evidence = at("NET/IB : Using", *ib_using_line_) +
+                            " and no socket transport initialised after it in the same process; "
+                            "NCCL < 2.8 prints no `Using network`";
+    } else if (socket_using_line_) {
+      s_.network = "Socket";
+      s_.network_evidence =
+          (ib_no_device_line_ ? at("NET/IB : No device found", *ib_no_device_line_) + ", then "
+           : s_.ib_disabled   ? std::string("IB disabled, then ")
+           : socket_after_ib  ? std::string("NET/IB, then ")
+                              : std::string("no NET/IB line, ")) +
+          at("NET/Socket : Using", *socket_using_line_) + "; NCCL < 2.8 prints no `Using network`";
     }
+  }
+  // NET/OFI lines mean the OFI plugin carried the traffic, unless it failed to start (then
+  // nothing says what NCCL used) and no line names its network.
+  bool ofi_failed = false;
+  for (const auto& e : s_.errors) ofi_failed = ofi_failed || e.kind == "plugin_init_failed";
+  if (!s_.network && s_.plugin == std::string("aws-ofi-nccl") &&
+      (!ofi_failed || ofi_network_named_)) {
+    s_.network = "AWS Libfabric";
+    s_.network_evidence =
+        "NET/OFI lines: the aws-ofi-nccl plugin carried the traffic" +
+        (s_.ofi_provider ? " over libfabric provider " + *s_.ofi_provider : std::string());
+  }
+  if (!s_.network && inferred_network_) {
+    s_.network = inferred_network_;
+    s_.network_evidence = inferred_evidence_;
   }
   // NCCL reports RoCE as network "IB"; the link layer is in the `NET/IB : Using` list. Decide by
   // the devices the channels used when known, else by all listed devices.
-  if (s.network == std::string("IB") && !s.hcas.empty()) {
+  if (s_.network == std::string("IB") && !s_.hcas.empty()) {
     bool all_roce = true, any = false;
-    for (size_t i = 0; i < s.hcas.size(); ++i) {
-      if (!net_devices_used.empty() && !net_devices_used.count(static_cast<int>(i))) continue;
+    for (size_t i = 0; i < s_.hcas.size(); ++i) {
+      if (!net_devices_used_.empty() && !net_devices_used_.count(static_cast<int>(i))) continue;
       any = true;
-      all_roce = all_roce && s.hca_link_layers[i] == "RoCE";
+      all_roce = all_roce && s_.hca_link_layers[i] == "RoCE";
     }
-    if (any && all_roce) s.network = "RoCE";
+    if (any && all_roce) s_.network = "RoCE";
   }
-  return s;
+  for (auto& v : s_.ranks)
+    v.who = v.rank ? "rank " + std::to_string(*v.rank) + (v.host.empty() ? "" : " (" + v.host + ")")
+                   : v.host + (v.pid >= 0 ? ":" + std::to_string(v.pid) : "");
+  book_.finish(s_);
+  return std::move(s_);
 }
 
-Json to_json(const NcclLogSummary& s) {
-  auto opt = [](const std::optional<std::string>& v) { return v ? Json(*v) : Json(nullptr); };
-  Json j;
-  j["version"] = opt(s.version);
-  j["network"] = opt(s.network);
-  j["network_evidence"] = opt(s.network_evidence);
-  j["networks_seen"] = s.networks_seen;
-  j["hcas"] = s.hcas;
-  j["hca_link_layers"] = s.hca_link_layers;
-  j["ib_oob_interface"] = opt(s.ib_oob_interface);
-  j["socket_interfaces"] = s.socket_interfaces;
-  j["bootstrap_interface"] = opt(s.bootstrap_interface);
-  j["plugin"] = opt(s.plugin);
-  j["plugin_absent"] = s.plugin_absent;
-  j["gdr"] = s.gdr ? Json(*s.gdr) : Json(nullptr);
-  j["net_channel_lines"] = s.net_channel_lines;
-  j["intra_node_channel_lines"] = s.intra_node_channel_lines;
-  j["ib_disabled"] = s.ib_disabled;
-  j["ib_no_device"] = s.ib_no_device;
-  j["errors"] = Json::array();
-  for (const auto& e : s.errors)
-    j["errors"].push_back({{"line", e.line}, {"kind", e.kind}, {"text", e.text},
-                           {"cause", e.cause}, {"fix", e.fix}});
-  j["lines"] = s.lines;
-  return j;
+}  // namespace
+
+NcclLogSummary parse_nccl_logs(const std::vector<NcclLogInput>& inputs) {
+  Parser p;
+  for (const auto& in : inputs) p.feed(in.name, in.text);
+  return p.finish();
+}
+
+NcclLogSummary parse_nccl_log(const std::string& text) {
+  Parser p;  // no copy of the text: logs reach hundreds of MB
+  p.feed("", text);
+  return p.finish();
 }
 
 }  // namespace fabkit::nccl_log

@@ -37,6 +37,17 @@ std::vector<Finding> judge_topology_locality(const topo::Topology& t, const std:
                            (n.rdma_capable() ? ", RDMA" : ", Ethernet only") +
                            (speeds.empty() ? "" : ", " + speeds)));
   }
+  for (const auto& g : t.gpus) {
+    if (g.link_peers.empty()) continue;
+    std::string links;
+    for (const auto& p : g.link_peers)
+      links += (links.empty() ? "" : ", ") + p.peer + " " +
+               std::to_string(p.bandwidth_mbps / 1000) + " GB/s";
+    out.push_back(info("locality.gpu_links", g.bus_id,
+                       (g.name.empty() ? std::string("GPU") : g.name) + ": " +
+                           std::to_string(g.link_peers.size()) + " link peer(s) (" +
+                           g.link_peers.front().via + " in the export): " + links));
+  }
   if (t.gpus.empty()) {
     out.push_back(info("locality.no_gpus", where,
                        "no GPU found (by PCI class/vendor: NVIDIA or AMD display/3D/accelerator)"));

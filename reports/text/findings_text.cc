@@ -7,6 +7,7 @@
 
 #include "common/build_info.h"
 #include "reports/report_render.h"
+#include "reports/text/nccl_log_text.h"
 #include "reports/text/table.h"
 #include "reports/text/terminal_safe.h"
 #include "reports/text/text_parts.h"
@@ -64,6 +65,11 @@ void render_text(const Report& r, std::ostream& out, bool color, const std::stri
       out << "\n";
       text::render_plan_section(s.facts, out);
       return;
+    }
+    if (s.name == "nccl_log") {
+      out << "\n";
+      text::render_nccl_log_section(s.facts, out, style);
+      continue;
     }
     if (s.name != "pair" && s.name != "pair_group" && s.name != "cluster") continue;
     out << "\n";

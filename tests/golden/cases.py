@@ -92,6 +92,9 @@ def _write_json(doc):
 NCCL_LOGS = ["nccl_2.18_errors", "nccl_2.18_ib_gdr", "nccl_2.21_socket_fallback", "nccl_2.21_roce",
              "nccl_2.21_aws_ofi", "nccl_2.4.7_ib_bootstrap_net_socket", "nccl_2.23_plugin_init_failed"]
 
+NCCL_REAL_LOGS = ["nccl_1235_closed_then_oom", "llamafactory_6849_remote_error_broken_pipe",
+                  "nccl_224_roce_2.4.2_mpi", "nccl_1000_plugin_v6_then_v5"]
+
 CASES = [
     # fabcheck node on fixture trees
     {"name": "node-sysroot-ib-roce", "binary": "fabcheck", "schema": "node.schema.json",
@@ -155,6 +158,8 @@ CASES = [
      "args": ["topo", "--json", FIX + "/real/nccl_topo/azure_ndv5-topo.xml"]},
     {"name": "topo-hwloc-2n6c", "binary": "fabcheck", "schema": "topo.schema.json",
      "args": ["topo", "--json", FIX + "/real/hwloc/hwloc_24em64t-2n6c2t-pci.xml"]},
+    {"name": "topo-hwloc-nvlink-distances", "binary": "fabcheck", "schema": "topo.schema.json",
+     "args": ["topo", "--json", FIX + "/topo/hwloc_nvlink_2gpu_distances.xml"]},
 ] + [
     {"name": "nccl-log-" + log.replace("nccl_", "").replace("_", "-"), "binary": "fabcheck",
      "schema": "nccl-log.schema.json", "args": ["nccl-log", "--json", FIX + "/nccl_log/" + log + ".log"]}
@@ -162,6 +167,17 @@ CASES = [
 ] + [
     {"name": "nccl-log-expect-socket", "binary": "fabcheck", "schema": "nccl-log.schema.json",
      "args": ["nccl-log", "--json", "--expect", "Socket", FIX + "/nccl_log/nccl_2.18_ib_gdr.log"]},
+    # real logs of failed jobs (tests/fixtures/nccl_log/real/README.md): a cause and its
+    # consequences across processes, PyTorch's wrapping only, the 2.4 bootstrap-socket trap
+] + [
+    {"name": "nccl-log-real-" + log.replace("_", "-"), "binary": "fabcheck",
+     "schema": "nccl-log.schema.json",
+     "args": ["nccl-log", "--json", FIX + "/nccl_log/real/" + log + ".log"]}
+    for log in NCCL_REAL_LOGS
+] + [
+    {"name": "nccl-log-real-two-files", "binary": "fabcheck", "schema": "nccl-log.schema.json",
+     "args": ["nccl-log", "--json", FIX + "/nccl_log/real/llamafactory_7396_watchdog.log",
+              FIX + "/nccl_log/real/nccl_795_broken_pipe.log"]},
     # profiles: built from saved reports, validated against a fixture tree, emitted as JSON
     {"name": "profile-roce-from-reports", "binary": "fabcheck", "schema": "cluster.schema.json",
      "args": ["profile", FIX + "/profile/node-roce-a.json", FIX + "/profile/node-roce-b.json",

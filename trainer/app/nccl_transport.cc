@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "fabric/nccl_log/nccl_log.h"
+#include "reports/text/nccl_log_text.h"
 #include "trainer/app/fabric_setup.h"
 
 namespace fs = std::filesystem;
@@ -75,6 +76,32 @@ NcclLogPlan prepare_nccl_log(const std::string& output_dir, int rank, bool trans
         (plan.adjustments.empty() ? "" : " ") + std::string("NCCL_DEBUG_FILE=") + plan.file;
   }
   return plan;
+}
+
+std::string explain_nccl_log(const std::string& log_text, const std::string& file) {
+  const nccl_log::NcclLogSummary s = nccl_log::parse_nccl_log(log_text);
+  if (s.failures.empty()) return "";
+  std::ostringstream out;
+  out << "NCCL's log " << file << " explains the failure (this rank's view; run `fabcheck "
+      << "nccl-log` on every rank's log to find the rank that failed first):\n";
+  Json facts = nccl_log::to_json(s);
+  reports::text::render_nccl_log_section(facts, out, reports::text::Style{});
+  return out.str();
+}
+
+std::string explain_nccl_failure(const NcclLogPlan& plan) {
+  if (plan.file.empty()) return "";
+  std::ifstream in(plan.file, std::ios::binary);
+  if (!in) return "";
+  // NCCL's own log of one rank: INFO lines of init and the errors, far below this cap; a larger
+  // file is read up to it (its end, where the failure is, matters most: keep the tail).
+  constexpr std::streamoff kMaxBytes = 64 << 20;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(size > kMaxBytes ? size - kMaxBytes : 0);
+  std::stringstream text;
+  text << in.rdbuf();
+  return explain_nccl_log(text.str(), plan.file);
 }
 
 std::string transport_mismatch(const std::string& log_text,

@@ -29,6 +29,15 @@ NcclLogPlan prepare_nccl_log(const std::string& output_dir, int rank, bool trans
 void check_nccl_transport(const NcclLogPlan& plan, const std::optional<std::string>& required,
                           Comm& comm, const TrainLog& log);
 
+// Pure: what this rank's NCCL log says about a failed collective, as text (the failure, what it
+// means, the likely causes in order, the fix, who said it first, the consequences; the same
+// classifier and renderer as `fabcheck nccl-log`). Empty when the log names no failure.
+std::string explain_nccl_log(const std::string& log_text, const std::string& file);
+
+// After a collective failed: this rank's NCCL log (plan.file) explained, or "" when there is no
+// log or it names no failure.
+std::string explain_nccl_failure(const NcclLogPlan& plan);
+
 // Pure: the verdict for one log text. Empty when `required` is met (or not set).
 std::string transport_mismatch(const std::string& log_text,
                                const std::optional<std::string>& required,

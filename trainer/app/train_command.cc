@@ -127,9 +127,28 @@ void apply_thread_plan(const Environment& env, int local_ranks, const TrainOptio
            (plan.blas ? std::to_string(*plan.blas) : std::string("untouched")) + " (" + plan.reason + ")");
 }
 
+int run_train_with(const TrainOptions& o, const std::vector<std::string>& argv,
+                   NcclLogPlan& nccl_log);
+
 }  // namespace
 
+// A collective that failed ends the run (the group is dead): before it does, this rank's NCCL log
+// is explained with `fabcheck nccl-log`'s classifier, in the error fabtrain prints.
 int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
+  NcclLogPlan nccl_log;
+  try {
+    return run_train_with(o, argv, nccl_log);
+  } catch (const CommError& e) {
+    const std::string why = explain_nccl_failure(nccl_log);
+    if (why.empty()) throw;
+    throw CommError(std::string(e.what()) + "\n" + why);
+  }
+}
+
+namespace {
+
+int run_train_with(const TrainOptions& o, const std::vector<std::string>& argv,
+                   NcclLogPlan& nccl_log) {
   // 1. Launch: --nproc N makes this process the parent of N local ranks and nothing else.
   Environment env = Environment::from_process();
   if (o.nproc > 1 && !env.has("FABTRAIN_LOCAL_SPAWN")) {
@@ -170,7 +189,6 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
     throw UsageError("--require-transport " + o.require_transport + " checks the network NCCL uses, but this rank "
                      "trains on CPU over Gloo (" + device.reason + "): drop the flag or run on GPUs");
   }
-  NcclLogPlan nccl_log;
   if (device.cuda) {
     nccl_log = prepare_nccl_log(o.output_dir, launch.rank, required_transport.has_value());
     if (!nccl_log.adjustments.empty()) log.info("NCCL log: " + nccl_log.adjustments);
@@ -478,5 +496,7 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   log.info("done: " + std::to_string(state.step) + " steps");
   return 0;
 }
+
+}  // namespace
 
 }  // namespace fabkit::trainer

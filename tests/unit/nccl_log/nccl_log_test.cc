@@ -175,7 +175,7 @@ TEST(NcclLog, QpAndCqCreationFailuresAreClassified) {
       "n1:1:1 [0] ib_plugin.c:301 NCCL WARN NET/IBext : ibv_create_qp failed, error 12\n");
   ASSERT_EQ(s.errors.size(), 3u);
   EXPECT_EQ(s.errors[0].kind, "cq_create_failed");
-  EXPECT_NE(s.errors[0].cause.find("lockable memory"), std::string::npos);
+  EXPECT_NE(s.errors[0].cause.find("RLIMIT_MEMLOCK"), std::string::npos);
   EXPECT_EQ(s.errors[1].kind, "qp_create_failed");
   EXPECT_NE(s.errors[1].cause.find("max_qp"), std::string::npos);
   EXPECT_NE(s.errors[1].fix.find("NCCL_IB_QPS_PER_CONNECTION"), std::string::npos);

@@ -105,5 +105,35 @@ TEST(HwlocLive, ThisMachineLoadsFastWithoutGpuComponents) {
 
 TEST(HwlocLive, VersionIsTwoX) { EXPECT_EQ(hwloc_runtime_version().substr(0, 2), "2."); }
 
+// An hwloc export made with its NVML backend holds the NVLink bandwidths as a distances matrix
+// (NVLinkBandwidth, MB/s; the diagonal is the GPU's own): every GPU's link peers are read from it.
+// The fixture is written in hwloc 2.x's export format (tests/fixtures/topo): two V100s linked to
+// each other (50 GB/s) and the first also to its CPU package (25 GB/s).
+TEST(HwlocXml, NvlinkBandwidthDistancesGiveEachGpuItsLinks) {
+  const Topology t =
+      load_topology_file(testing::project_fixtures() / "topo" / "hwloc_nvlink_2gpu_distances.xml")
+          .topology;
+  ASSERT_EQ(t.gpus.size(), 2u);
+  const Gpu* a = gpu_at(t, "0000:01:00.0");
+  const Gpu* b = gpu_at(t, "0000:02:00.0");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->name, "Tesla V100-SXM2-16GB");  // from the NVML OS device's GPUModel
+  ASSERT_EQ(a->nvlinks, 2);
+  ASSERT_EQ(a->link_peers.size(), 2u);
+  EXPECT_EQ(a->link_peers[0].peer, "0000:02:00.0");
+  EXPECT_EQ(a->link_peers[0].bandwidth_mbps, 50000u);
+  EXPECT_EQ(a->link_peers[0].via, "NVLinkBandwidth");
+  EXPECT_EQ(a->link_peers[1].peer, "Package:0");
+  EXPECT_EQ(a->link_peers[1].bandwidth_mbps, 25000u);
+  ASSERT_EQ(b->nvlinks, 1);
+  EXPECT_EQ(b->link_peers[0].peer, "0000:01:00.0");
+  // An export without the matrix keeps no links (and nvlinks 0), as before.
+  const Topology plain = load_topology_file(real("hwloc_24em64t-2n6c2t-pci.xml")).topology;
+  for (const auto& g : plain.gpus) {
+    EXPECT_EQ(g.nvlinks, 0);
+    EXPECT_TRUE(g.link_peers.empty());
+  }
+}
+
 }  // namespace
 }  // namespace fabkit::topo

@@ -2,6 +2,7 @@
 // the environment it prepares before the communicator exists.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -35,6 +36,36 @@ TEST(NcclTransport, RequiredIbIsMetByAnIbLogAndRefusedOnASocketFallback) {
   EXPECT_EQ(
       transport_mismatch(fixture("nccl_2.21_socket_fallback.log"), std::string("Socket"), nullptr),
       "");
+}
+
+// A collective failed: this rank's NCCL log is explained with the classifier of `fabcheck
+// nccl-log` (a real log, tests/fixtures/nccl_log/real: local rank 3 ran out of GPU memory, rank 0
+// saw its peer close).
+TEST(NcclTransport, AFailedCollectiveIsExplainedFromTheLog) {
+  const std::string why =
+      explain_nccl_log(fixture("real/nccl_1235_closed_then_oom.log"), "rank-0.log");
+  EXPECT_NE(why.find("rank-0.log"), std::string::npos) << why;
+  EXPECT_NE(why.find("out_of_memory — GPU out of memory (the cause)"), std::string::npos) << why;
+  EXPECT_NE(why.find("said first by: ng30903:3063028 [3] at line 14"), std::string::npos) << why;
+  EXPECT_NE(why.find("likely causes, most likely first"), std::string::npos) << why;
+  EXPECT_NE(why.find("consequences of out_of_memory"), std::string::npos) << why;
+  EXPECT_NE(why.find("peer_closed"), std::string::npos) << why;
+  EXPECT_EQ(explain_nccl_log(fixture("nccl_2.18_ib_gdr.log"), "rank-0.log"), "");  // no failure
+
+  // From the file the plan names, as run_train does when a collective throws.
+  const std::string dir = ::testing::TempDir();
+  NcclLogPlan plan;
+  plan.file = dir + "/nccl-explain-rank-0.log";
+  {
+    std::ofstream out(plan.file);
+    out << fixture("real/nccl_1405_completion_12.log");
+  }
+  const std::string from_file = explain_nccl_failure(plan);
+  EXPECT_NE(from_file.find("transport_retry_exceeded"), std::string::npos) << from_file;
+  EXPECT_NE(from_file.find("peer 10.216.210.236<54862>"), std::string::npos) << from_file;
+  std::remove(plan.file.c_str());
+  EXPECT_EQ(explain_nccl_failure(plan), "");           // the log is gone: nothing to add
+  EXPECT_EQ(explain_nccl_failure(NcclLogPlan{}), "");  // CPU/Gloo: no NCCL log
 }
 
 TEST(NcclTransport, ALogThatNamesNoNetworkCannotConfirmARequirement) {

@@ -1,0 +1,29 @@
+// Which failure kind (nccl_failure_kinds.h) one message tells, and the peer it names. Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fabric/nccl_log/nccl_log_line.h"
+
+namespace fabkit::nccl_log {
+
+struct ClassifiedMessage {
+  std::string kind;
+  std::string peer;  // "10.0.0.2<45763>", "node1<57557>": the other end the message names
+  std::string
+      detail;  // "status 12", "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ..., Timeout(ms)=600000)"
+};
+
+// `last_error`: the line follows PyTorch's or NCCL's "Last error:", so it is NCCL's own WARN text
+// without its prefix. Returns nothing for a line that is no error (INFO chatter, benign plugin
+// probing, another program's output).
+std::optional<ClassifiedMessage> classify_message(std::string_view msg, LineSource source,
+                                                  bool last_error);
+
+// "file.cc:123 -> 6": NCCL's error trace at INFO level, with the ncclResult_t code; 0 when the
+// message is not such a line.
+int trace_return_code(std::string_view msg);
+
+}  // namespace fabkit::nccl_log

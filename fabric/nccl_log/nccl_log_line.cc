@@ -1,0 +1,341 @@
+// Hand-written scanning, not std::regex: the splitter runs on every line of logs that reach
+// hundreds of MB, and the budget is 50 ms per MB (docs/nccl-log.md); std::regex costs microseconds
+// per call and recurses on long lines.
+#include "fabric/nccl_log/nccl_log_line.h"
+
+#include <cctype>
+
+namespace fabkit::nccl_log {
+namespace {
+
+using sv = std::string_view;
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+void skip_spaces(sv& s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
+}
+
+// Reads up to `max` digits; false when there is none.
+bool read_int(sv& s, long* v, size_t max = 18) {
+  size_t i = 0;
+  long x = 0;
+  while (i < s.size() && i < max && is_digit(s[i])) x = x * 10 + (s[i++] - '0');
+  if (i == 0) return false;
+  *v = x;
+  s.remove_prefix(i);
+  return true;
+}
+
+bool eat(sv& s, char c) {
+  if (s.empty() || s.front() != c) return false;
+  s.remove_prefix(1);
+  return true;
+}
+
+// Howard Hinnant's days_from_civil: days since 1970-01-01 of a proleptic Gregorian date.
+long days_from_civil(long y, long m, long d) {
+  y -= m <= 2;
+  const long era = (y >= 0 ? y : y - 399) / 400;
+  const long yoe = y - era * 400;
+  const long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+// "HH:MM[:SS[.frac]]" -> seconds of the day.
+bool read_clock(sv& s, double* secs) {
+  sv t = s;
+  long h, m, sec = 0;
+  if (!read_int(t, &h, 2) || !eat(t, ':') || !read_int(t, &m, 2)) return false;
+  double frac = 0;
+  if (eat(t, ':')) {
+    if (!read_int(t, &sec, 2)) return false;
+    if (!t.empty() && (t.front() == '.' || t.front() == ',')) {
+      t.remove_prefix(1);
+      double scale = 0.1;
+      while (!t.empty() && is_digit(t.front())) {
+        frac += (t.front() - '0') * scale;
+        scale /= 10;
+        t.remove_prefix(1);
+      }
+    }
+  }
+  *secs = h * 3600.0 + m * 60.0 + sec + frac;
+  s = t;
+  return true;
+}
+
+// "2025-11-24T03:20:21.001Z", "2025-02-18 12:54", "2024-11-28T07:42:11.525+02:00".
+bool read_iso_time(sv& s, double* epoch_s) {
+  sv t = s;
+  long y, mo, d;
+  if (t.size() < 10 || !read_int(t, &y, 4) || !eat(t, '-') || !read_int(t, &mo, 2) ||
+      !eat(t, '-') || !read_int(t, &d, 2))
+    return false;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31) return false;
+  double secs = 0;
+  if (!t.empty() && (t.front() == 'T' || t.front() == ' ')) {
+    sv c = t.substr(1);
+    if (read_clock(c, &secs)) t = c;
+  }
+  if (eat(t, 'Z')) {
+  } else if (!t.empty() && (t.front() == '+' || t.front() == '-') && t.size() >= 3 &&
+             is_digit(t[1])) {
+    const double sign = t.front() == '+' ? -1 : 1;  // 12:00+02:00 is 10:00Z
+    t.remove_prefix(1);
+    long oh = 0, om = 0;
+    read_int(t, &oh, 2);
+    eat(t, ':');
+    read_int(t, &om, 2);
+    secs += sign * (oh * 3600.0 + om * 60.0);
+  }
+  *epoch_s = days_from_civil(y, mo, d) * 86400.0 + secs;
+  s = t;
+  return true;
+}
+
+// glog: "E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607" or "E ProcessGroupNCCL.cpp:458"
+// (the bracket already removed). Month-day time without a year.
+bool read_glog_head(sv body, LineOrigin& o) {
+  if (body.size() < 3) return false;
+  const char sev = body.front();
+  if (sev != 'E' && sev != 'W' && sev != 'I' && sev != 'F') return false;
+  sv t = body.substr(1);
+  if (!t.empty() && is_digit(t.front())) {
+    long mmdd;
+    if (!read_int(t, &mmdd, 4) || !eat(t, ' ')) return false;
+    double secs;
+    if (!read_clock(t, &secs)) return false;
+    o.time_s = ((mmdd / 100) * 31 + mmdd % 100) * 86400.0 + secs;
+    o.time_format = TimeFormat::kGlogNoYear;
+  }
+  skip_spaces(t);
+  // The source file: "ProcessGroupNCCL.cpp:607", "socket.cpp:676", "debug.cpp:49".
+  const size_t colon = t.find(':');
+  return colon != sv::npos && t.substr(0, colon).find(".c") != sv::npos;
+}
+
+bool starts_with(sv s, sv p) { return s.substr(0, p.size()) == p; }
+
+// "host:pid:tid" (NCCL's prefix) -> host and pid.
+bool split_host_pid_tid(sv tok, LineOrigin& o) {
+  const size_t c2 = tok.rfind(':');
+  if (c2 == sv::npos || c2 + 1 >= tok.size()) return false;
+  const size_t c1 = tok.rfind(':', c2 - 1);
+  if (c1 == sv::npos || c1 == 0 || c2 - c1 < 2) return false;
+  for (size_t i = c1 + 1; i < tok.size(); ++i)
+    if (i != c2 && !is_digit(tok[i])) return false;
+  o.host = std::string(tok.substr(0, c1));
+  sv p = tok.substr(c1 + 1, c2 - c1 - 1);
+  long pid;
+  if (read_int(p, &pid)) o.pid = pid;
+  return true;
+}
+
+// The part before "NCCL INFO"/"NCCL WARN": "host:pid:tid [dev] [file.cc:N]" or "host [dev]".
+void parse_nccl_prefix(sv head, LogLine& out) {
+  skip_spaces(head);
+  const size_t sp = head.find(' ');
+  sv first = head.substr(0, sp);
+  sv rest = sp == sv::npos ? sv() : head.substr(sp + 1);
+  if (!split_host_pid_tid(first, out.origin)) {
+    if (!first.empty() && first.front() != '[')
+      out.origin.host = std::string(first);
+    else
+      rest = head;
+  }
+  skip_spaces(rest);
+  if (eat(rest, '[')) {
+    long dev;
+    if (read_int(rest, &dev, 4) && eat(rest, ']')) out.origin.cuda_dev = static_cast<int>(dev);
+  }
+  skip_spaces(rest);
+  while (!rest.empty() && rest.back() == ' ') rest.remove_suffix(1);
+  if (!rest.empty() && rest.find(' ') == sv::npos) out.nccl_file = rest;
+}
+
+// One launcher/collector prefix removed from the front of `s`; false when none is there.
+bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
+  skip_spaces(s);
+  if (s.empty()) return false;
+  if (s.front() == '\x1b') {  // an ANSI escape: ESC [ params letter
+    size_t i = 1;
+    if (i < s.size() && s[i] == '[') ++i;
+    while (i < s.size() && !std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
+    s.remove_prefix(std::min(i + 1, s.size()));
+    return true;
+  }
+  if (starts_with(s, "[0m") || starts_with(s, "[m ")) {  // ANSI residue a copy kept
+    s.remove_prefix(s[1] == '0' ? 3 : 2);
+    return true;
+  }
+  if (s.front() == '|') {  // CloudWatch / kubectl table cells
+    s.remove_prefix(1);
+    return true;
+  }
+  if (is_digit(s.front())) {
+    sv t = s;
+    double secs;
+    if (read_iso_time(t, &secs)) {
+      o.time_s = secs;
+      o.time_format = TimeFormat::kAbsolute;
+      s = t;
+      return true;
+    }
+    long n;
+    t = s;
+    if (read_int(t, &n, 6) && starts_with(t, ": ")) {  // srun --label: "0: "
+      o.rank = static_cast<int>(n);
+      s = t.substr(2);
+      return true;
+    }
+  }
+  if (s.front() == '[') {
+    const size_t close = s.find(']');
+    if (close == sv::npos || close > 200) return false;
+    sv body = s.substr(1, close - 1);
+    sv after = s.substr(close + 1);
+    // [1,3]<stdout>: (Open MPI --tag-output)
+    const size_t comma = body.find(',');
+    if (comma != sv::npos && (starts_with(after, "<stdout>:") || starts_with(after, "<stderr>:"))) {
+      sv r = body.substr(comma + 1);
+      long n;
+      if (read_int(r, &n, 6)) o.rank = static_cast<int>(n);
+      s = after.substr(9);
+      return true;
+    }
+    if (starts_with(body, "rank") || starts_with(body, "Rank ")) {  // [rank13]: / [Rank 3]
+      sv r = body.substr(body[4] == ' ' ? 5 : 4);
+      long n;
+      if (read_int(r, &n, 6) && r.empty()) {
+        o.rank = static_cast<int>(n);
+        s = after;
+        eat(s, ':');
+        return true;
+      }
+    }
+    if (starts_with(body, "PG ")) {  // PyTorch: [PG ID 2 PG GUID 9 Rank 4] / [PG 1 Rank 0]
+      const size_t rk = body.rfind("Rank ");
+      if (rk != sv::npos) {
+        sv r = body.substr(rk + 5);
+        long n;
+        if (read_int(r, &n, 6)) o.rank = static_cast<int>(n);
+      }
+      s = after;
+      *torch = true;
+      return true;
+    }
+    sv t = body;
+    double secs;
+    if (read_iso_time(t, &secs)) {  // [2025-11-24 11:20:21]
+      o.time_s = secs;
+      o.time_format = TimeFormat::kAbsolute;
+      s = after;
+      return true;
+    }
+    if (read_glog_head(body, o)) {
+      *torch = true;
+      s = after;
+      return true;
+    }
+    t = body;
+    long n;
+    if (read_int(t, &n, 9) && t.empty()) {  // [56] host:pid:tid ... (a launcher's rank tag)
+      if (after.empty() || after.front() == ' ') {
+        o.rank = static_cast<int>(n);
+        s = after;
+        return true;
+      }
+      return false;
+    }
+    if (starts_with(after, ":") && body.find(' ') == sv::npos && !body.empty()) {
+      o.label = std::string(body.substr(0, body.find('|')));  // [trainer0|0]: (torchx roles)
+      s = after.substr(1);
+      return true;
+    }
+    return false;
+  }
+  // pdsh/clush "host: " in front of an NCCL line.
+  size_t i = 0;
+  while (
+      i < s.size() && i < 128 &&
+      (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '-' || s[i] == '_'))
+    ++i;
+  const sv token = s.substr(0, i);
+  if (i > 0 && i + 1 < s.size() && s[i] == ':' && s[i + 1] == ' ' && token != "WARN" &&
+      token != "INFO" &&
+      (s.find("NCCL ", i) != sv::npos || s.find("Test CUDA failure", i) != sv::npos ||
+       s.find("NET/OFI", i) != sv::npos)) {
+    if (o.host.empty()) o.host = std::string(s.substr(0, i));
+    s.remove_prefix(i + 2);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+LogLine split_log_line(std::string_view line) {
+  LogLine out;
+  sv s = line;
+  bool torch = false;
+  for (int guard = 0; guard < 8 && strip_one_prefix(s, out.origin, &torch); ++guard) {
+  }
+  skip_spaces(s);
+  const std::string pdsh_host = out.origin.host;  // a collector's host tag, overridden by NCCL's
+  out.origin.host.clear();
+  for (sv tag : {sv("NCCL INFO"), sv("NCCL WARN")}) {
+    const size_t p = s.find(tag);
+    if (p == sv::npos) continue;
+    if (p + tag.size() < s.size() && s[p + tag.size()] != ' ') continue;
+    out.source = tag[5] == 'W' ? LineSource::kNcclWarn : LineSource::kNcclInfo;
+    if (p > 0) parse_nccl_prefix(s.substr(0, p), out);
+    out.msg = s.substr(std::min(s.size(), p + tag.size() + 1));
+    skip_spaces(out.msg);
+    break;
+  }
+  // aws-ofi-nccl's own test binaries log "WARN: Function: f Line: N: NET/OFI ..." without NCCL.
+  for (sv tag : {sv("WARN: Function: "), sv("INFO: Function: ")}) {
+    if (out.source != LineSource::kOther || !starts_with(s, tag)) continue;
+    const size_t line_tag = s.find(" Line: ");
+    const size_t colon = line_tag == sv::npos ? sv::npos : s.find(": ", line_tag + 7);
+    if (colon == sv::npos) continue;
+    out.source = tag[0] == 'W' ? LineSource::kNcclWarn : LineSource::kNcclInfo;
+    out.msg = s.substr(colon + 2);
+  }
+  if (out.source == LineSource::kOther) {
+    // NCCL 2.2-2.3 wrote "host:pid:tid [dev] INFO msg" / "file.h:344 WARN msg".
+    for (sv tag : {sv(" INFO "), sv(" WARN ")}) {
+      const size_t p = s.find(tag);
+      if (p == sv::npos || p == 0 || s.substr(0, p).find(']') == sv::npos) continue;
+      out.source = tag[1] == 'W' ? LineSource::kNcclWarn : LineSource::kNcclInfo;
+      parse_nccl_prefix(s.substr(0, p), out);
+      out.msg = s.substr(p + tag.size());
+      break;
+    }
+  }
+  if (out.source == LineSource::kOther) {
+    out.msg = s;
+    // PyTorch's glog line behind a progress bar or other text on the same line.
+    const size_t pg = s.find("ProcessGroupNCCL.cpp");
+    if (!torch && pg != sv::npos) {
+      torch = true;
+      const size_t rk = s.find("[Rank ", pg);
+      if (rk != sv::npos && !out.origin.rank) {
+        sv r = s.substr(rk + 6);
+        long n;
+        if (read_int(r, &n, 6)) out.origin.rank = static_cast<int>(n);
+      }
+    }
+    if (torch) out.source = LineSource::kTorch;
+  }
+  if (out.origin.host.empty()) out.origin.host = pdsh_host;
+  while (!out.msg.empty() &&
+         (out.msg.back() == ' ' || out.msg.back() == '\r' || out.msg.back() == '\t'))
+    out.msg.remove_suffix(1);
+  return out;
+}
+
+}  // namespace fabkit::nccl_log
