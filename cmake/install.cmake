@@ -55,7 +55,6 @@ set(CPACK_PACKAGE_VENDOR "fabkit")
 set(CPACK_PACKAGE_CONTACT "fabkit developers <fabkit@localhost>")
 set(CPACK_PACKAGE_VERSION "${PROJECT_VERSION}")  # the one version: project(VERSION) above
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "GPU-cluster fabric checks (InfiniBand, RoCE, sockets) for multi-node training")
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_GENERATOR DEB TGZ)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_ARCHIVE_COMPONENT_INSTALL ON)

@@ -46,7 +46,7 @@ const char* const kFileReceiver =
     "[ \"$s\" = \"$1\" ] || { n=$(wc -c <\"$f\"); echo \"{\\\"fabkit_ship_error\\\":"
     "\\\"checksum_mismatch\\\",\\\"expected_sha256\\\":\\\"$1\\\",\\\"got_sha256\\\":\\\"$s\\\","
     "\\\"got_bytes\\\":$n,\\\"path\\\":\\\"$f\\\"}\"; exit 98; }; "
-    "shift 2; FABKIT_SHIPPED_DIR=${f%/*} exec \"$f\" \"$@\"";
+    "chmod 0700 \"$f\"; shift 2; FABKIT_SHIPPED_DIR=${f%/*} exec \"$f\" \"$@\"";
 
 std::string random_hex(size_t bytes) {
   std::string raw(bytes, '\0');

@@ -80,6 +80,19 @@ class PairShip(unittest.TestCase):
             self.assertEqual(1, r.returncode)
         self.assertEqual([], os.listdir(self.ship_dir))
 
+    def test_cluster_ships_to_its_node_checks_and_pair_runs(self):
+        with netns.NetnsWorld(hosts=2, decoys=False, controller=True) as w:
+            argv = ["ip", "netns", "exec", w.ctl, self.controller, "cluster", *w.hosts, "--launcher",
+                    "ip netns exec {host}", "--ship", "--ship-dir", self.ship_dir, "--transports", "none",
+                    "--pings", "50", "--bandwidth-ms", "100", "--timeout-ms", "8000", "--json"]
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=240)
+            doc = json.loads(r.stdout)
+            c = doc["cluster"]
+            self.assertTrue(all(n["check"] == "ok" for n in c["nodes"]), c["nodes"])
+            self.assertEqual(1, len(c["matrix"]["pairs"]), c["matrix"])
+            self.assertTrue(c["matrix"]["pairs"][0]["ok"], c["matrix"]["pairs"][0])
+        self.assertEqual([], os.listdir(self.ship_dir))
+
     def test_ship_refuses_agent_path(self):
         r = subprocess.run([self.controller, "pair", "a", "b", "--ship", "--agent-path", "/usr/bin/fabcheck"],
                            capture_output=True, text=True, timeout=30)

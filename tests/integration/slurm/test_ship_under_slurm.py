@@ -1,7 +1,7 @@
 """fabcheck pair --ship with the srun launcher in a real 2-node Slurm allocation (issue #24): the
 controller makes a private directory on every node (srun mkdir -m 0700), copies its own binary
 there with sbcast, each srun-started agent checks the copy (SHA-256) before running it, and the
-directories are removed at the end. A copy damaged on the way (an sbcast that flips a byte, first
+directories are removed at the end. A copy damaged on the way (an sbcast that overwrites 16 bytes, first
 on PATH) is refused by name (pair.ship_checksum_mismatch) and removed as well.
 
 Each node gets its own temporary directory (SlurmCluster(node_private_dir=...)): the two slurmd
@@ -21,9 +21,10 @@ from slurm_cluster import SlurmCluster  # noqa: E402
 FABCHECK = None
 
 CORRUPTING_SBCAST = """#!/bin/sh
-# sbcast SOURCE DEST with one byte of the copy inverted on the way.
+# sbcast SOURCE DEST with 16 bytes of the copy overwritten on the way.
 damaged=$(mktemp) || exit 1
-cp "$1" "$damaged" && printf '\\377' | dd of="$damaged" bs=1 seek=100000 conv=notrunc 2>/dev/null
+cp "$1" "$damaged" && chmod 0755 "$damaged" &&
+  printf 'damaged-by-test!' | dd of="$damaged" bs=1 seek=100000 conv=notrunc 2>/dev/null
 /usr/bin/sbcast "$damaged" "$2"; rc=$?
 rm -f "$damaged"
 exit $rc
