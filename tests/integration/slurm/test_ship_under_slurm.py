@@ -32,7 +32,7 @@ exit $rc
 
 
 class ShipUnderSlurm(unittest.TestCase):
-    def run_job(self, c, ship_dir, path_prefix=""):
+    def run_job(self, c, ship_dir, path_prefix="", command="pair node1 node2"):
         # The controller runs from a copy without debug sections (the installed form: a few MB for
         # sbcast instead of the build tree's ~160 MB).
         controller = os.path.join(c.dir, "controller", "fabcheck")
@@ -45,8 +45,9 @@ class ShipUnderSlurm(unittest.TestCase):
             f.write("#!/bin/bash\n#SBATCH -N2\n#SBATCH -o %s/ship.log\n" % c.dir)
             if path_prefix:
                 f.write("export PATH=%s:$PATH\n" % path_prefix)
-            f.write("%s pair node1 node2 --launcher srun --ship --ship-dir %s --transports none --pings 50 "
-                    "--bandwidth-ms 100 --json --timeout-ms 20000 > %s\necho $? > %s.rc\n" % (controller, ship_dir, out, out))
+            f.write("%s %s --launcher srun --ship --ship-dir %s --transports none --pings 50 "
+                    "--bandwidth-ms 100 --json --timeout-ms 20000 > %s\necho $? > %s.rc\n"
+                    % (controller, command, ship_dir, out, out))
             # What is left in each node's own directory once the controller is done.
             f.write("srun -N2 --ntasks-per-node=1 sh -c 'echo $(hostname) $(ls -A %s | wc -l)' > %s\n" % (ship_dir, left))
         r = c.run(["sbatch", "--wait", script], timeout_s=200)
@@ -65,6 +66,17 @@ class ShipUnderSlurm(unittest.TestCase):
             self.assertEqual([], failed)
             for side in ("a", "b"):
                 self.assertTrue(doc["pair"]["agents"][side]["agent_shipped"], doc["pair"]["agents"][side])
+            self.assertEqual(["0", "0"], left)
+        os.rmdir(ship_dir)
+
+    def test_cluster_ships_once_per_node_for_its_node_checks_and_pairs(self):
+        ship_dir = "/tmp/fabkit-ship-nodes-%d" % os.getpid()
+        with SlurmCluster(nodes=2, node_private_dir=ship_dir) as c:
+            doc, left = self.run_job(c, ship_dir, command="cluster")
+            cl = doc["cluster"]
+            self.assertEqual(["ok", "ok"], [n["check"] for n in cl["nodes"]], cl["nodes"])
+            self.assertEqual(1, len(cl["matrix"]["pairs"]))
+            self.assertTrue(cl["matrix"]["pairs"][0]["ok"], cl["matrix"]["pairs"][0])
             self.assertEqual(["0", "0"], left)
         os.rmdir(ship_dir)
 
