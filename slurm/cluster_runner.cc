@@ -1,5 +1,6 @@
 #include "slurm/cluster_runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -34,7 +35,7 @@ NodeRun run_node(const ClusterOptions& o, const std::string& host) {
                                        {"node", "--json"});
     co.argv = cmd.argv;
     co.stdin_payload = cmd.stdin_payload;  // --ship over ssh or a template: the binary
-    co.stdin_payload_timeout_ms = o.node_timeout_ms;
+    co.stdin_payload_timeout_ms = std::max(o.node_timeout_ms, 60000);
     co.search_path = true;
     co.own_process_group = true;
     co.stdout_is_log = true;  // the report is one JSON document, read whole at exit

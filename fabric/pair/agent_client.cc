@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/build_info.h"
 #include "common/errors.h"
 #include "common/json_read.h"
@@ -23,6 +25,8 @@ std::string with_stderr(const launch::ChildProcess* c, std::string msg) {
   if (!tail.empty()) msg += "; agent/launcher stderr: " + tail;
   return msg;
 }
+
+constexpr int kShipPayloadMinTimeoutMs = 60000;
 
 }  // namespace
 
@@ -48,7 +52,8 @@ void AgentClient::launch(const launch::RemoteCommand& command, int timeout_ms) {
     launch::ChildOptions o;
     o.argv = command.argv;
     o.stdin_payload = command.stdin_payload;  // --ship: the binary, ahead of the token
-    o.stdin_payload_timeout_ms = timeout_ms;
+    // A few MB over a slow link to a remote site can take longer than one control step.
+    o.stdin_payload_timeout_ms = std::max(timeout_ms, kShipPayloadMinTimeoutMs);
     o.search_path = true;
     o.own_process_group = true;  // the launcher and the agent it starts stop together
     o.stdin_text = token_ + "\n";  // the token goes through the pipe, never argv
@@ -58,7 +63,8 @@ void AgentClient::launch(const launch::RemoteCommand& command, int timeout_ms) {
   } catch (const WireError& e) {
     throw StepError(host_, "pair.ship_failed",
                     "the host did not take this controller's binary within " +
-                        std::to_string(timeout_ms) + " ms (" + e.what() + ")");
+                        std::to_string(std::max(timeout_ms, kShipPayloadMinTimeoutMs)) + " ms (" +
+                        e.what() + ")");
   }
 }
 
