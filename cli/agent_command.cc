@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/ship_option.h"
 #include "common/errors.h"
 #include "fabric/agent/agent.h"
 #include "fabric/wire/messages.h"
@@ -69,6 +70,7 @@ int run_agent_cmd(const AgentArgs& a) {
   o.name = a.name;
   o.accept_timeout_ms = a.accept_timeout_ms;
   o.idle_timeout_ms = a.idle_timeout_ms;
+  o.shipped = verify_shipped_copy();  // main checked it already; this only reads the answer
   o.token = read_token(a.token_timeout_ms);
   if (auto why = wire::token_problem(o.token); !why.empty())
     throw UsageError(std::string(wire::kWeakTokenError) +

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/progress_option.h"
+#include "cli/ship_option.h"
 #include "common/environment.h"
 #include "common/errors.h"
 #include "common/hostlist.h"
@@ -50,6 +51,7 @@ struct ClusterArgs {
   double per_pair_s = 6.0;
   bool json = false;
   bool no_progress = false;
+  ShipArgs ship;
 };
 
 // The --baseline file, read and checked before anything is launched.
@@ -132,6 +134,7 @@ int run_cluster_cmd(const ClusterArgs& a) {
   p.launcher_text = o.launcher_text;
   p.launcher = o.launcher;
   p.agent_path = o.agent_path;
+  p.ship = make_shipment(a.ship, a.agent_path, o.launcher, a.timeout_ms);
   p.sizes_bytes = pair::parse_sizes(a.sizes);
   p.transports = comma_list(a.transports);
   p.timeout_ms = a.timeout_ms;
@@ -267,6 +270,7 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
       ->needs(baseline)
       ->check(CLI::Range(0.0, 100.0));
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/cluster.md)");
+  add_ship_options(sub, &a->ship);
   add_no_progress_flag(sub, &a->no_progress);
   sub->callback([a, exit_code] {
     *exit_code = run_command("cluster", a->json, [&] { return run_cluster_cmd(*a); });

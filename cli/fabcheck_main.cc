@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "cli/ship_option.h"
 #include "common/build_info.h"
+#include "common/errors.h"
 #include "common/report.h"
 #include "reports/report_render.h"
 
@@ -28,7 +30,11 @@ int main(int argc, char** argv) {
   // [register commands]
 
   try {
+    fabkit::cli::verify_shipped_copy();  // a copy fabcheck --ship put on this host runs only there
     app.parse(argc, argv);
+  } catch (const fabkit::UsageError& e) {
+    std::cerr << "fabcheck: " << e.what() << std::endl;
+    return fabkit::kExitUsage;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     bool json = false;

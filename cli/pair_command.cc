@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/progress_option.h"
+#include "cli/ship_option.h"
 #include "common/errors.h"
 #include "fabric/pair/group_controller.h"
 #include "fabric/pair/pair_controller.h"
@@ -33,6 +34,7 @@ struct PairArgs {
   bool json = false;
   bool no_progress = false;
   std::string html;  // also write the report as HTML (docs/reports.md)
+  ShipArgs ship;
 };
 
 pair::PairOptions pair_options(const PairArgs& a) {
@@ -42,6 +44,7 @@ pair::PairOptions pair_options(const PairArgs& a) {
   o.launcher_text = a.launcher;
   o.launcher = launch::parse_launcher(a.launcher, std::max(1, a.timeout_ms / 1000));
   o.agent_path = a.agent_path.empty() ? self_path() : a.agent_path;
+  o.ship = make_shipment(a.ship, a.agent_path, o.launcher, a.timeout_ms);
   o.port = static_cast<uint16_t>(a.port);
   o.sizes_bytes = a.sizes.empty() ? pair::default_pair_sizes() : pair::parse_sizes(a.sizes);
   o.transports = comma_list(a.transports);
@@ -114,6 +117,7 @@ void register_pair_command(CLI::App& app, int* exit_code) {
   sub->add_option("--bandwidth-ms", a->bandwidth_ms, "Duration of each bandwidth test")->check(CLI::Range(10, 60000));
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/pair.md)");
   sub->add_option("--html", a->html, "Also write the report as one self-contained HTML file");
+  add_ship_options(sub, &a->ship);
   add_no_progress_flag(sub, &a->no_progress);
   sub->callback([a, exit_code] {
     *exit_code = run_command("pair", a->json, [&] { return run_pair_cmd(*a); });

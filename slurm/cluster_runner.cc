@@ -1,5 +1,6 @@
 #include "slurm/cluster_runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -10,6 +11,7 @@
 #include "common/errors.h"
 #include "common/json_read.h"
 #include "fabric/launch/child_process.h"
+#include "fabric/launch/ship.h"
 #include "fabric/wire/wire_error.h"
 #include "slurm/cluster_judge.h"
 #include "slurm/search_runner.h"
@@ -29,7 +31,11 @@ NodeRun run_node(const ClusterOptions& o, const std::string& host) {
   auto t0 = Clock::now();
   try {
     launch::ChildOptions co;
-    co.argv = launch::launcher_argv(o.launcher, host, {o.agent_path, "node", "--json"});
+    auto cmd = launch::remote_fabcheck(o.launcher, o.agent_path, o.pair.ship.get(), host,
+                                       {"node", "--json"});
+    co.argv = cmd.argv;
+    co.stdin_payload = cmd.stdin_payload;  // --ship over ssh or a template: the binary
+    co.stdin_payload_timeout_ms = std::max(o.node_timeout_ms, 60000);
     co.search_path = true;
     co.own_process_group = true;
     co.stdout_is_log = true;  // the report is one JSON document, read whole at exit
@@ -40,7 +46,8 @@ NodeRun run_node(const ClusterOptions& o, const std::string& host) {
     const bool exited = WIFEXITED(st);
     const int code = exited ? WEXITSTATUS(st) : -1;
     // 0 clean and 1 findings both carry a report; anything else is the tool failing there.
-    if (!child.exited() || !exited || (code != 0 && code != 1)) {
+    const bool ship_refused = code == launch::kShipExitChecksum || code == launch::kShipExitFailed;
+    if (!child.exited() || !exited || (code != 0 && code != 1 && !ship_refused)) {
       std::string tail = child.stderr_tail(600);
       r.error = "`fabcheck node --json` on " + host + " ended with " + r.exit +
                 (ms_since(t0) >= o.node_timeout_ms
@@ -55,7 +62,9 @@ NodeRun run_node(const ClusterOptions& o, const std::string& host) {
       } catch (const JsonReadError& e) {
         why = std::string(": ") + e.what();
       }
-      if (!j.is_object() || !j.contains("kind") || j["kind"] != "node") {
+      if (auto ship = launch::parse_ship_failure(j)) {
+        r.error = ship->code + " on " + host + ": " + ship->message;
+      } else if (!j.is_object() || !j.contains("kind") || j["kind"] != "node") {
         r.error = "`fabcheck node --json` on " + host + " printed no node report (" +
                   std::to_string(child.log().size()) + " bytes of output)" + why;
       } else {
@@ -63,6 +72,8 @@ NodeRun run_node(const ClusterOptions& o, const std::string& host) {
         r.report = std::move(j);
       }
     }
+  } catch (const launch::ShipError& e) {
+    r.error = std::string("pair.ship_failed: ") + e.what();
   } catch (const SysErrorException& e) {
     r.error = std::string("could not start the launcher: ") + e.what();
   } catch (const wire::WireError& e) {

@@ -35,10 +35,15 @@ Json hello_document(const AgentOptions& o, uint16_t port) {
   for (const auto& i : local_interfaces(SystemRoots::live_system("")))
     if (i.value("kind", "") != "loopback" && i.value("up", false))
       for (const auto& a : i["addresses"]) addrs.push_back(a["address"]);
-  return {{"fabkit_agent", wire::kProtocolVersion}, {"version", fabkit_version()},
-          {"name", o.name}, {"hostname", hostname()}, {"pid", static_cast<int>(::getpid())},
-          {"bind_addr", o.bind_addr.empty() ? Json() : Json(o.bind_addr)}, {"port", port},
-          {"addresses", addrs}};
+  return {{"fabkit_agent", wire::kProtocolVersion},
+          {"version", fabkit_version()},
+          {"name", o.name},
+          {"hostname", hostname()},
+          {"pid", static_cast<int>(::getpid())},
+          {"bind_addr", o.bind_addr.empty() ? Json() : Json(o.bind_addr)},
+          {"port", port},
+          {"addresses", addrs},
+          {"shipped", o.shipped}};
 }
 
 void send_error(int fd, WireErrorKind kind, const std::string& msg) {

@@ -29,6 +29,8 @@ struct AgentOptions {
   // room (a real controller's handshake takes a round trip or two, so it is never the oldest for
   // long). Each costs a descriptor: `fabcheck agent` raises its descriptor limit to the hard one.
   int max_pending_handshakes = 1024;
+  // This agent is a copy `fabcheck pair --ship` sent and checked (reported in the hello).
+  bool shipped = false;
 };
 
 enum class AgentExit { kBye, kControllerDropped, kIdleTimeout, kNoController, kProtocolError };

@@ -117,7 +117,18 @@ ChildProcess::ChildProcess(const ChildOptions& options) : options_(options) {
   for (int fd : {stdin_.get(), stdout_.get(), control_.get()})
     if (fd >= 0) set_nonblocking(fd);
 
-  if (!options_.stdin_text.empty()) {
+  if (options_.stdin_payload && !options_.stdin_payload->empty()) {
+    try {
+      write_stdin(*options_.stdin_payload, wire::deadline_in_ms(options_.stdin_payload_timeout_ms));
+    } catch (const WireError& e) {
+      if (e.kind() == WireErrorKind::kTimeout) {
+        stop(0);
+        throw;
+      }
+      stdin_.reset();  // it stopped reading: its output and exit tell why
+    }
+  }
+  if (!options_.stdin_text.empty() && stdin_.valid()) {
     // The token goes through the pipe, never argv. Into an empty pipe a write under PIPE_BUF is
     // whole or EPIPE; a launcher that already exited is reported by the caller's next step with
     // its exit status and stderr, so the error is not ours to raise here.

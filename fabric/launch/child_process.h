@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ struct ChildOptions {
   // Written to stdin first (the token; keep it under PIPE_BUF so it is one atomic write). A child
   // that has already exited makes it a silent no-op: its exit and stderr tell the story.
   std::string stdin_text;
+  // Written to stdin before stdin_text, within stdin_payload_timeout_ms (fabcheck --ship: the
+  // binary itself). A child that stops reading early makes it a no-op as for stdin_text; one that
+  // does not read in time throws WireError kTimeout from the constructor.
+  std::shared_ptr<const std::string> stdin_payload;
+  int stdin_payload_timeout_ms = 60000;
   bool keep_stdin_open = false;  // else the child reads EOF after stdin_text
   // stdout collected as a log (up to max_log_bytes, the rest counted as truncated) and drained
   // during every wait, instead of read as lines; stderr either kept in an unlinked temp file

@@ -1,6 +1,7 @@
 #include "fabric/launch/launcher.h"
 
 #include <cctype>
+#include <stdexcept>
 
 #include "common/errors.h"
 
@@ -105,6 +106,22 @@ std::vector<std::string> launcher_argv(const LauncherSpec& spec, const std::stri
       break;
   }
   argv.insert(argv.end(), agent_argv.begin(), agent_argv.end());
+  return argv;
+}
+
+std::vector<std::string> launcher_sh_argv(const LauncherSpec& spec, const std::string& host,
+                                          const std::string& script, const std::string& name,
+                                          const std::vector<std::string>& args) {
+  if (script.find_first_of("'!\n") != std::string::npos)
+    throw std::invalid_argument("launcher_sh_argv: the script holds ', ! or a newline");
+  for (const auto& w : args) check_shell_inert(w, "agent command word");
+  check_shell_inert(name, "agent command word");
+  // ssh joins its remote words into one string for the login shell: the script goes quoted.
+  const std::string program = spec.kind == LauncherKind::kSsh ? "'" + script + "'" : script;
+  std::vector<std::string> words = {"sh", "-c", "PROGRAM", name};
+  words.insert(words.end(), args.begin(), args.end());
+  auto argv = launcher_argv(spec, host, words);
+  argv[argv.size() - args.size() - 2] = program;
   return argv;
 }
 

@@ -33,6 +33,12 @@ void check_shell_inert(const std::string& word, const char* what);
 
 std::vector<std::string> launcher_argv(const LauncherSpec& spec, const std::string& host,
                                        const std::vector<std::string>& agent_argv);
+// `sh -c SCRIPT $0 ARGS...` on host: the script is fabcheck's own (ship.h), one line without
+// single quotes or '!', so ssh's remote shell (sh, bash, zsh or csh) receives it single-quoted;
+// the args are checked shell-inert as agent words are.
+std::vector<std::string> launcher_sh_argv(const LauncherSpec& spec, const std::string& host,
+                                          const std::string& script, const std::string& name,
+                                          const std::vector<std::string>& args);
 
 const char* to_string(LauncherKind k);
 

@@ -82,6 +82,10 @@ std::string find_nccl_runner(const NcclTransportChoice& choice) {
     std::string dir(self, static_cast<size_t>(n));
     dir = dir.substr(0, dir.rfind('/'));
     if (executable(dir + "/fabcheck-nccl-runner")) return dir + "/fabcheck-nccl-runner";
+#ifdef FABKIT_NCCL_RUNNER_FROM_BIN
+    const std::string installed = dir + "/" FABKIT_NCCL_RUNNER_FROM_BIN "/fabcheck-nccl-runner";
+    if (executable(installed)) return installed;
+#endif
   }
 #ifdef FABKIT_NCCL_RUNNER_BUILD_PATH
   if (executable(FABKIT_NCCL_RUNNER_BUILD_PATH)) return FABKIT_NCCL_RUNNER_BUILD_PATH;

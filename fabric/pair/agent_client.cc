@@ -2,8 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
+#include "common/build_info.h"
 #include "common/errors.h"
 #include "common/json_read.h"
+#include "fabric/launch/ship.h"
 #include "fabric/tcp/tcp_socket.h"
 #include "fabric/wire/handshake.h"
 #include "fabric/wire/messages.h"
@@ -22,18 +26,45 @@ std::string with_stderr(const launch::ChildProcess* c, std::string msg) {
   return msg;
 }
 
+constexpr int kShipPayloadMinTimeoutMs = 60000;
+
 }  // namespace
 
-void AgentClient::launch(const std::vector<std::string>& argv) {
+void check_agent_version(const std::string& host, const Json& hello) {
+  // The protocol number changes only with the frames, so two releases that differ in what they
+  // measure or report would pass a protocol check and mix silently: the release must match too.
+  const Json& protocol = hello["fabkit_agent"];
+  const Json version = hello.value("version", Json());
+  const std::string agent_version = version.is_string()
+                                        ? version.get<std::string>().substr(0, 64)
+                                        : "(none: " + version.dump().substr(0, 32) + ")";
+  if (protocol == wire::kProtocolVersion && agent_version == fabkit_version()) return;
+  throw StepError(host, "pair.version_mismatch",
+                  "the agent on " + host + " is fabcheck " + agent_version + " (protocol " +
+                      protocol.dump().substr(0, 16) + "), this controller is fabcheck " +
+                      fabkit_version() + " (protocol " + std::to_string(wire::kProtocolVersion) +
+                      "); install the same fabkit-fabcheck version on every node, or run with "
+                      "--ship to send this controller's own binary");
+}
+
+void AgentClient::launch(const launch::RemoteCommand& command, int timeout_ms) {
   try {
     launch::ChildOptions o;
-    o.argv = argv;
+    o.argv = command.argv;
+    o.stdin_payload = command.stdin_payload;  // --ship: the binary, ahead of the token
+    // A few MB over a slow link to a remote site can take longer than one control step.
+    o.stdin_payload_timeout_ms = std::max(timeout_ms, kShipPayloadMinTimeoutMs);
     o.search_path = true;
     o.own_process_group = true;  // the launcher and the agent it starts stop together
     o.stdin_text = token_ + "\n";  // the token goes through the pipe, never argv
     child_ = std::make_unique<launch::ChildProcess>(o);
   } catch (const SysErrorException& e) {
     throw StepError(host_, "pair.launch_failed", std::string("could not start the launcher: ") + e.what());
+  } catch (const WireError& e) {
+    throw StepError(host_, "pair.ship_failed",
+                    "the host did not take this controller's binary within " +
+                        std::to_string(std::max(timeout_ms, kShipPayloadMinTimeoutMs)) + " ms (" +
+                        e.what() + ")");
   }
 }
 
@@ -50,11 +81,12 @@ Json AgentClient::await_hello(int timeout_ms) {
       } catch (const JsonReadError&) {
         continue;  // an ssh banner, a login message
       }
+      if (auto ship = launch::parse_ship_failure(j)) {
+        ::usleep(50000);  // the receiving script's stderr, if any, comes with it
+        throw StepError(host_, ship->code, with_stderr(child_.get(), ship->message));
+      }
       if (j.is_object() && j.contains("fabkit_agent")) {
-        if (j["fabkit_agent"] != wire::kProtocolVersion)
-          throw StepError(host_, "pair.launch_failed", "the agent speaks protocol " + j["fabkit_agent"].dump() +
-                                                    ", this controller " + std::to_string(wire::kProtocolVersion) +
-                                                    "; install the same fabcheck on both");
+        check_agent_version(host_, j);
         hello_ = j;
         return j;
       }

@@ -4,7 +4,8 @@
 // liveness bound is stopped or hung, and that is reported long before the request's own bound.
 // Failures are StepError with the finding code that names them (pair.launch_failed,
 // pair.agent_unreachable, pair.agent_rejected, pair.agent_impostor, pair.agent_lost,
-// pair.agent_timeout, pair.agent_unresponsive, pair.agent_error).
+// pair.agent_timeout, pair.agent_unresponsive, pair.agent_error, pair.version_mismatch,
+// pair.ship_checksum_mismatch, pair.ship_failed).
 #pragma once
 
 #include <functional>
@@ -15,6 +16,7 @@
 
 #include "common/json.h"
 #include "fabric/launch/child_process.h"
+#include "fabric/launch/ship.h"
 #include "fabric/wire/socket_io.h"
 
 namespace fabkit::pair {
@@ -31,12 +33,18 @@ class StepError : public std::runtime_error {
   std::string code_;
 };
 
+// The agent's hello must name this controller's protocol and fabkit version: throws StepError
+// pair.version_mismatch naming both versions otherwise.
+void check_agent_version(const std::string& host, const Json& hello);
+
 class AgentClient {
  public:
   AgentClient(std::string host, std::string token) : host_(std::move(host)), token_(std::move(token)) {}
   const std::string& host() const { return host_; }
 
-  void launch(const std::vector<std::string>& argv);  // spawn; token on stdin
+  // Spawns the launcher; its stdin gets the command's payload (--ship: the binary, within
+  // timeout_ms) and then the token.
+  void launch(const launch::RemoteCommand& command, int timeout_ms);
   Json await_hello(int timeout_ms);                     // the agent's one JSON line on stdout
   // Tries the hello's addresses in order until one answers, then runs the handshake there; an
   // answer that cannot prove the token is pair.agent_impostor and ends the attempt (fail closed).

@@ -201,8 +201,7 @@ GroupFacts run_group(const GroupOptions& o) {
   std::optional<ProgressScope> starting;
   starting.emplace(o.pair.progress, "group: starting the agents on " + std::to_string(n) + " hosts");
   bool ok = each("launch", [&](size_t i) {
-    ag[i]->launch(
-        launch::launcher_argv(o.pair.launcher, o.hosts[i], agent_argv(o.pair, o.hosts[i])));
+    ag[i]->launch(agent_command(o.pair, o.hosts[i]), o.pair.timeout_ms);
   });
   ok = ok && each("hello", [&](size_t i) { hello[i] = ag[i]->await_hello(o.pair.timeout_ms); });
   ok = ok && each("connect", [&](size_t i) {

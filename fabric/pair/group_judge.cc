@@ -9,7 +9,8 @@ bool aborting(const std::string& code) {
   return code == "pair.launch_failed" || code == "pair.agent_unreachable" ||
          code == "pair.agent_rejected" || code == "pair.agent_impostor" ||
          code == "pair.agent_lost" || code == "pair.agent_timeout" ||
-         code == "pair.agent_unresponsive";
+         code == "pair.agent_unresponsive" || code == "pair.version_mismatch" ||
+         code == "pair.ship_checksum_mismatch" || code == "pair.ship_failed";
 }
 
 }  // namespace

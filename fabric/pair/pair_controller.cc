@@ -146,9 +146,8 @@ PairFacts run_pair(const PairOptions& o) {
   };
   std::optional<ProgressScope> starting;
   starting.emplace(o.progress, "pair: starting the agents on " + o.host_a + " and " + o.host_b);
-  bool ok = both("launch", [&](AgentClient& c) {
-    c.launch(launch::launcher_argv(o.launcher, c.host(), agent_argv(o, c.host())));
-  });
+  bool ok =
+      both("launch", [&](AgentClient& c) { c.launch(agent_command(o, c.host()), o.timeout_ms); });
   ok = ok && step(f, "hello", o.host_a, [&] { hello_a = A.await_hello(o.timeout_ms); }) &&
        step(f, "hello", o.host_b, [&] { hello_b = B.await_hello(o.timeout_ms); });
   ok = ok && both("connect", [&](AgentClient& c) {

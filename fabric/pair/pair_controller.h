@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/progress.h"
 #include "common/report.h"
 #include "fabric/launch/launcher.h"
+#include "fabric/launch/ship.h"
 #include "fabric/pair/pair_facts.h"
 
 namespace fabkit::pair {
@@ -21,6 +23,9 @@ struct PairOptions {
   std::string launcher_text = "ssh";
   launch::LauncherSpec launcher;
   std::string agent_path;        // fabcheck on the hosts (default: this binary's path)
+  // --ship: the controller's binary goes to each host and runs there (launch/ship.h); null =
+  // agent_path is installed on the hosts. Shared by the parallel runs of fabcheck cluster.
+  std::shared_ptr<const launch::Shipment> ship;
   uint16_t port = 29400;         // the rendezvous port (MASTER_PORT) to check
   std::vector<uint64_t> sizes_bytes;
   int iters = 20, warmup_iters = 5;

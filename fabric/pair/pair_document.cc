@@ -39,6 +39,7 @@ Json to_json(const AgentFacts& a) {
   return {{"host", a.host},
           {"hostname", a.hello.value("hostname", "")},
           {"agent_version", a.hello.value("version", "")},
+          {"agent_shipped", a.hello.contains("shipped") && a.hello["shipped"] == true},
           {"interfaces_source", a.interfaces_source},
           {"candidates", cands},
           {"transports", a.transports},

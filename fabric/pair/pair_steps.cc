@@ -20,16 +20,16 @@ std::string size_text(uint64_t bytes) {
 
 bool fatal(const StepError& e) { return e.code() != "pair.agent_error"; }
 
-std::vector<std::string> agent_argv(const PairOptions& o, const std::string& host) {
+launch::RemoteCommand agent_command(const PairOptions& o, const std::string& host) {
   int idle_ms = std::max(60000, o.transport_timeout_ms + 10000);
-  return {o.agent_path,
-          "agent",
-          "--name",
-          host,
-          "--accept-timeout-ms",
-          std::to_string(o.timeout_ms + 5000),
-          "--idle-timeout-ms",
-          std::to_string(idle_ms)};
+  try {
+    return launch::remote_fabcheck(
+        o.launcher, o.agent_path, o.ship.get(), host,
+        {"agent", "--name", host, "--accept-timeout-ms", std::to_string(o.timeout_ms + 5000),
+         "--idle-timeout-ms", std::to_string(idle_ms)});
+  } catch (const launch::ShipError& e) {
+    throw StepError(host, "pair.ship_failed", e.what());
+  }
 }
 
 uint16_t answer_port(const std::string& host, const std::string& op, const Json& m) {

@@ -63,7 +63,7 @@ uint16_t answer_port(const std::string& host, const std::string& op, const Json&
 
 // pair.agent_error is an answer from a live agent; anything else means the session is gone.
 bool fatal(const StepError& e);
-std::vector<std::string> agent_argv(const PairOptions& o, const std::string& host);
+launch::RemoteCommand agent_command(const PairOptions& o, const std::string& host);
 AgentFacts agent_facts(const std::string& host, const Json& hello, const Json& facts);
 // The session's address book (session_peers.h): resolves the host names, vouches for each
 // agent's control address, and sends every agent the addresses it may contact (set_peers).

@@ -177,9 +177,20 @@ std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v) {
     aborted = aborted || s.code == "pair.launch_failed" || s.code == "pair.agent_unreachable" ||
               s.code == "pair.agent_rejected" || s.code == "pair.agent_impostor" ||
               s.code == "pair.agent_lost" || s.code == "pair.agent_timeout" ||
-              s.code == "pair.agent_unresponsive";
+              s.code == "pair.agent_unresponsive" || s.code == "pair.version_mismatch" ||
+              s.code == "pair.ship_checksum_mismatch" || s.code == "pair.ship_failed";
     std::string fix =
-        s.code == "pair.launch_failed"
+        s.code == "pair.version_mismatch"
+            ? "install the same fabkit-fabcheck version on every node (docs/install.md), or run "
+              "with --ship so the agents run this controller's own binary"
+        : s.code == "pair.ship_checksum_mismatch"
+            ? "the copy of fabcheck that reached " + s.host +
+                  " differs from this controller's binary: check the host's disk space and "
+                  "memory, then retry; install the package there if it keeps happening"
+        : s.code == "pair.ship_failed"
+            ? "run the quoted command by hand; --ship needs sh, mktemp, head and sha256sum on the "
+              "host (coreutils) and, with srun, sbcast inside the allocation"
+        : s.code == "pair.launch_failed"
             ? "run the launcher by hand: it must start `fabcheck agent` on " + s.host +
                   " (ssh: key-based login and the same fabcheck path, or --agent-path)"
         : s.code == "pair.agent_unreachable"

@@ -106,7 +106,9 @@ def main():
     listener.listen(8)
     listener.settimeout(30)
     print(json.dumps({"fabkit_agent": int(os.environ.get("HOSTILE_PROTOCOL", wire_client.PROTOCOL)),
-                      "version": "hostile", "name": "hostile",
+                      # The controller refuses another release (pair.version_mismatch): the
+                      # tests give the real one unless they test that refusal.
+                      "version": os.environ.get("HOSTILE_VERSION", "hostile"), "name": "hostile",
                       "hostname": "hostile", "pid": os.getpid(), "bind_addr": own,
                       "port": listener.getsockname()[1], "addresses": [own]}), flush=True)
     conn, _ = listener.accept()

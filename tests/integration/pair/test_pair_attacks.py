@@ -149,4 +149,8 @@ while True:
 
 if __name__ == "__main__":
     FABCHECK = os.path.abspath(sys.argv.pop(1))
+    # hostile_agent.py claims the controller's own release: the controller refuses any other
+    # (pair.version_mismatch), and these attacks are about what comes after the hello.
+    os.environ["HOSTILE_VERSION"] = subprocess.run([FABCHECK, "--version"], capture_output=True, text=True,
+                                                   check=True).stdout.split()[1]
     unittest.main(verbosity=2)

@@ -26,7 +26,7 @@ class SlurmError(RuntimeError):
 
 
 class SlurmCluster:
-    def __init__(self, nodes=1, tag=None, start_timeout_s=30):
+    def __init__(self, nodes=1, tag=None, start_timeout_s=30, node_private_dir=None):
         if nodes not in (1, 2, 3, 4):
             raise ValueError("nodes must be 1 to 4")
         self.nodes = nodes
@@ -35,6 +35,9 @@ class SlurmCluster:
         self.subnet = 100 + os.getpid() % 100
         self.ctld_port = 20000 + (os.getpid() % 5000) * 2
         self.start_timeout_s = start_timeout_s
+        # A directory that is each node's own, as /tmp is on real nodes (nodes >= 2): every slurmd
+        # runs in a mount namespace of its own with an empty tmpfs there, and so do its jobs.
+        self.node_private_dir = node_private_dir
         self.dir = None
         self.procs = []
         self.netns = []
@@ -143,8 +146,13 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
                 self._spawn(["slurmd", "-D", "-f", self.conf], "slurmd.out")
             else:
                 for ns, name in zip(self.netns, self.node_names):
-                    self._spawn(["nsenter", "--net=/var/run/netns/" + ns, "slurmd", "-D", "-f",
-                                 self.conf, "-N", name], "slurmd-%s.out" % name)
+                    slurmd = ["slurmd", "-D", "-f", self.conf, "-N", name]
+                    if self.node_private_dir:
+                        os.makedirs(self.node_private_dir, exist_ok=True)
+                        slurmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                                  'mount -t tmpfs -o mode=1777 fabkit-node "$0" && exec "$@"',
+                                  self.node_private_dir] + slurmd
+                    self._spawn(["nsenter", "--net=/var/run/netns/" + ns] + slurmd, "slurmd-%s.out" % name)
             self._wait_idle()
         except BaseException:
             self.stop()

@@ -114,6 +114,28 @@ class PairOverSsh(unittest.TestCase):
                     self.assertTrue(t["reason"], t)
             self.assertLess(time.time() - t0, 100)
 
+    def test_ship_sends_the_binary_through_ssh_stdin(self):
+        # --ship over real ssh (issue #24): the receiving program crosses the remote login shell
+        # quoted, the binary and then the token cross ssh's stdin; the copy is checked, run and
+        # removed. The controller is a copy without debug sections in a directory of its own.
+        controller = os.path.join(self.dir, "controller", "fabcheck")
+        os.makedirs(os.path.dirname(controller))
+        sh("objcopy", "--strip-debug", FABCHECK, controller)
+        ship_dir = os.path.join(self.dir, "ship")
+        os.makedirs(ship_dir)
+        with NetnsWorld(hosts=2, decoys=False, controller=True) as w:
+            addrs, env = self.ssh_world(w, 2)
+            r = subprocess.run(["ip", "netns", "exec", w.ctl, controller, "pair", addrs[0], addrs[1], "--ship",
+                                "--ship-dir", ship_dir, "--transports", "none", "--pings", "50",
+                                "--bandwidth-ms", "100", "--json", "--timeout-ms", "20000"],
+                               env=env, capture_output=True, text=True, timeout=120)
+            doc = json.loads(r.stdout)
+            failed = [st for st in doc["pair"]["steps"] if st["status"] == "failed"]
+            self.assertEqual([], failed, r.stderr[-2000:])
+            for side in ("a", "b"):
+                self.assertTrue(doc["pair"]["agents"][side]["agent_shipped"], doc["pair"]["agents"][side])
+        self.assertEqual([], os.listdir(ship_dir))
+
     def test_cluster_with_hosts_defaults_to_ssh(self):
         # fabcheck cluster given hosts (no allocation): node checks and agents over real ssh.
         with NetnsWorld(hosts=3, decoys=False, controller=True) as w:
