@@ -106,6 +106,10 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
   // 2 (UNDELIVERABLE)" — the libfabric counterpart of an RDMA work completion error.
   if (has(msg, "NET/OFI") && has(msg, "completed with error"))
     return make("completion_error", msg, "OFI request error");
+  // Its completion path meeting a completion it cannot match ("NET/OFI Unexpected status (0) for
+  // message 246", "Write complete from unexpected request type!"): the transfer failed there.
+  if (has(msg, "NET/OFI") && (has(msg, "Unexpected status") || has(msg, "unexpected request type")))
+    return make("completion_error", msg, "OFI completion not matched");
   if (has(msg, "ibv_modify_qp")) return make("qp_transition_failed", msg);
   if (has(msg, "ibv_create_cq")) return make("cq_create_failed", msg);
   if (has(msg, "ibv_create_qp")) return make("qp_create_failed", msg);
@@ -113,7 +117,9 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
                                  has_ci(msg, "not found") || has(msg, "No such file")))
     return make("libibverbs_missing", msg);
   if (has_ci(msg, "no socket interface found") || has(msg, "no interface found") ||
-      has(msg, "neither AF_INET") || has(msg, "NCCL_SOCKET_IFNAME interface found"))
+      has(msg, "neither AF_INET") || has(msg, "NCCL_SOCKET_IFNAME interface found") ||
+      // A socket made for the family of an address never found (nccl#210: no IP interface).
+      (has(msg, "Socket creation failed") && has(msg, "Address family not supported")))
     return make("no_socket_interface", msg);
   if (has(msg, "Connection reset by peer")) return make("peer_reset", msg);
   if (has(msg, "Broken pipe")) return make("broken_pipe", msg);

@@ -119,6 +119,46 @@ bool read_glog_head(sv body, LineOrigin& o) {
 
 bool starts_with(sv s, sv p) { return s.substr(0, p.size()) == p; }
 
+bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+// ctime's "Fri Aug 11 12:31:45 2023", which Open MPI's --timestamp-output writes in front of
+// its "[1,0]<stdout>:" tag.
+bool read_ctime(sv& s, double* epoch_s) {
+  static constexpr sv kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  sv t = s;
+  if (t.size() < 24 || !is_alpha(t[0]) || !is_alpha(t[1]) || !is_alpha(t[2]) || t[3] != ' ')
+    return false;
+  const size_t m = kMonths.find(t.substr(4, 3));
+  if (m == sv::npos || m % 3 != 0 || t[7] != ' ') return false;
+  t.remove_prefix(8);
+  skip_spaces(t);
+  long d, y;
+  double secs;
+  if (!read_int(t, &d, 2) || !eat(t, ' ') || !read_clock(t, &secs) || !eat(t, ' ') ||
+      !read_int(t, &y, 4))
+    return false;
+  *epoch_s = days_from_civil(y, static_cast<long>(m / 3 + 1), d) * 86400.0 + secs;
+  s = t;
+  return true;
+}
+
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+}
+
+// NCCL's source location alone: "include/socket.h:344", "transport/net_ib.cu:781".
+bool is_source_location(sv tok) {
+  const size_t colon = tok.rfind(':');
+  if (colon == sv::npos || colon + 1 >= tok.size() || tok.find(' ') != sv::npos) return false;
+  for (size_t i = colon + 1; i < tok.size(); ++i)
+    if (!is_digit(tok[i])) return false;
+  const sv file = tok.substr(0, colon);
+  const size_t dot = file.rfind('.');
+  if (dot == sv::npos) return false;
+  const sv ext = file.substr(dot + 1);
+  return ext == "h" || ext == "c" || ext == "cc" || ext == "cu" || ext == "cpp";
+}
+
 // "host:pid:tid" (NCCL's prefix) -> host and pid.
 bool split_host_pid_tid(sv tok, LineOrigin& o) {
   const size_t c2 = tok.rfind(':');
@@ -141,8 +181,9 @@ void parse_nccl_prefix(sv head, LogLine& out) {
   sv first = head.substr(0, sp);
   sv rest = sp == sv::npos ? sv() : head.substr(sp + 1);
   if (!split_host_pid_tid(first, out.origin)) {
+    // "host:XXXXXX" or "host:xxx:xxx": a poster masked the pid and tid; host names have no ':'.
     if (!first.empty() && first.front() != '[')
-      out.origin.host = std::string(first);
+      out.origin.host = std::string(first.substr(0, first.find(':')));
     else
       rest = head;
   }
@@ -174,6 +215,36 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
   if (s.front() == '|') {  // CloudWatch / kubectl table cells
     s.remove_prefix(1);
     return true;
+  }
+  if (is_alpha(s.front())) {
+    sv t = s;
+    double secs;
+    if (read_ctime(t, &secs)) {
+      o.time_s = secs;
+      o.time_format = TimeFormat::kAbsolute;
+      s = t;
+      return true;
+    }
+  }
+  if (s.front() == '(') {  // Ray's "(train_rft pid=2657296) " in front of a worker's output
+    const size_t close = s.find(')');
+    const size_t pid = s.find(" pid=");
+    if (close != sv::npos && close < 200 && pid != sv::npos && pid < close) {
+      s.remove_prefix(close + 1);
+      return true;
+    }
+  }
+  {  // NeMo-Run/torchx's "role/replica " before torchrun's "[default1]:" tag
+    size_t i = 0;
+    while (i < s.size() && i < 128 && is_name_char(s[i])) ++i;
+    if (i > 0 && i + 3 < s.size() && s[i] == '/') {
+      size_t j = i + 1;
+      while (j < s.size() && is_digit(s[j])) ++j;
+      if (j > i + 1 && j + 1 < s.size() && s[j] == ' ' && s[j + 1] == '[') {
+        s.remove_prefix(j + 1);
+        return true;
+      }
+    }
   }
   if (is_digit(s.front())) {
     sv t = s;
@@ -306,12 +377,19 @@ LogLine split_log_line(std::string_view line) {
     out.msg = s.substr(colon + 2);
   }
   if (out.source == LineSource::kOther) {
-    // NCCL 2.2-2.3 wrote "host:pid:tid [dev] INFO msg" / "file.h:344 WARN msg".
+    // NCCL 2.2-2.3 wrote "host:pid:tid [dev] INFO msg" / "file.h:344 WARN msg"; a quote often
+    // keeps only "transport/net_ib.cu:781 WARN msg", without the host and device.
     for (sv tag : {sv(" INFO "), sv(" WARN ")}) {
       const size_t p = s.find(tag);
-      if (p == sv::npos || p == 0 || s.substr(0, p).find(']') == sv::npos) continue;
+      if (p == sv::npos || p == 0) continue;
+      const sv head = s.substr(0, p);
+      const bool source_only = tag[1] == 'W' && is_source_location(head);
+      if (head.find(']') == sv::npos && !source_only) continue;
       out.source = tag[1] == 'W' ? LineSource::kNcclWarn : LineSource::kNcclInfo;
-      parse_nccl_prefix(s.substr(0, p), out);
+      if (source_only)
+        out.nccl_file = head;
+      else
+        parse_nccl_prefix(head, out);
       out.msg = s.substr(p + tag.size());
       break;
     }

@@ -29,18 +29,25 @@ TEST(NcclLogLine, LauncherPrefixes) {
     std::string prefix;
     std::optional<int> rank;
   };
-  for (const Case& c : std::vector<Case>{{"[rank13]:", 13},
-                                         {"[1,3]<stdout>:", 3},
-                                         {"[1,3]<stderr>:", 3},
-                                         {"12: ", 12},
-                                         {"[56] ", 56},
-                                         {"[80746] [rank0]:", 0},
-                                         {"2025-11-24T03:20:21.001125857Z ", std::nullopt},
-                                         {"  | 2024-11-28T07:42:11.525Z | ", std::nullopt},
-                                         {"\x1b[0m ", std::nullopt},
-                                         {"[0m ", std::nullopt},
-                                         {"10.0.87.143: 10.0.87.143: ", std::nullopt},
-                                         {"[trainer3]:", std::nullopt}}) {
+  for (const Case& c :
+       std::vector<Case>{{"[rank13]:", 13},
+                         {"[1,3]<stdout>:", 3},
+                         {"[1,3]<stderr>:", 3},
+                         {"12: ", 12},
+                         {"[56] ", 56},
+                         {"[80746] [rank0]:", 0},
+                         {"2025-11-24T03:20:21.001125857Z ", std::nullopt},
+                         {"  | 2024-11-28T07:42:11.525Z | ", std::nullopt},
+                         {"\x1b[0m ", std::nullopt},
+                         {"[0m ", std::nullopt},
+                         {"10.0.87.143: 10.0.87.143: ", std::nullopt},
+                         {"[trainer3]:", std::nullopt},
+                         // Open MPI --timestamp-output (nccl#957)
+                         {"Fri Aug 11 12:31:45 2023[1,0]<stdout>:", 0},
+                         // Ray's worker tag and time (nccl#1283)
+                         {"(train_rft pid=2657296) 2024-05-11 14:10:52.227 ", std::nullopt},
+                         // NeMo-Run role, torchrun tag (NeMo Speech#14399)
+                         {"B-nemo-ft3/0 [default1]:[rank1]:", 1}}) {
     LogLine l = split_log_line(c.prefix + kReset);
     EXPECT_EQ(l.source, LineSource::kNcclWarn) << c.prefix;
     EXPECT_EQ(l.origin.host, "gpu-server320") << c.prefix;
@@ -53,12 +60,41 @@ TEST(NcclLogLine, LauncherPrefixes) {
   EXPECT_EQ(split_log_line(std::string("[trainer3]:") + kReset).origin.label, "trainer3");
 }
 
+// NCCL 2.2-2.3's "file:line WARN msg" as quoted without its host (horovod#147, nccl#210), and a
+// host whose pid and tid a poster masked (nccl#2013).
+TEST(NcclLogLine, OldWarnWithoutHostAndMaskedPid) {
+  LogLine old = split_log_line(
+      "transport/net_ib.cu:781 WARN NET/IB : Got completion with error 12, opcode 1, len0, "
+      "vendor err 129");
+  EXPECT_EQ(old.source, LineSource::kNcclWarn);
+  EXPECT_EQ(old.nccl_file, "transport/net_ib.cu:781");
+  EXPECT_EQ(old.origin.host, "");
+  auto k = classify_message(old.msg, old.source, false);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->kind, "transport_retry_exceeded");
+  LogLine family = split_log_line(
+      "include/socket.h:344 WARN Socket creation failed : Address family not supported by "
+      "protocol");
+  k = classify_message(family.msg, family.source, false);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->kind, "no_socket_interface");
+  // Prose with " WARN " in it is not an NCCL line.
+  EXPECT_EQ(split_log_line("the job: WARN about this").source, LineSource::kOther);
+  LogLine masked = split_log_line(
+      "host-01.example.com:XXXXXX [5] ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp failed");
+  EXPECT_EQ(masked.origin.host, "host-01.example.com");
+  EXPECT_EQ(masked.origin.cuda_dev, 5);
+}
+
 TEST(NcclLogLine, TimesAreRead) {
   LogLine iso = split_log_line(std::string("2025-11-24T03:20:21.5Z ") + kReset);
   EXPECT_EQ(iso.origin.time_format, TimeFormat::kAbsolute);
   EXPECT_DOUBLE_EQ(iso.origin.time_s, 1763954421.5);
   LogLine offset = split_log_line(std::string("2025-11-24T05:20:21.5+02:00 ") + kReset);
   EXPECT_DOUBLE_EQ(offset.origin.time_s, iso.origin.time_s);
+  LogLine ctime = split_log_line(std::string("Mon Nov 24 03:20:21 2025[1,0]<stdout>:") + kReset);
+  EXPECT_EQ(ctime.origin.time_format, TimeFormat::kAbsolute);
+  EXPECT_DOUBLE_EQ(ctime.origin.time_s, 1763954421);
   LogLine glog = split_log_line(
       "[rank4]:[E1206 18:44:12.755262105 ProcessGroupNCCL.cpp:607] [Rank 4] Watchdog caught "
       "collective operation timeout: WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, "
