@@ -31,79 +31,90 @@ std::string join(const std::vector<int>& v) {
 class PipelineEngine : public StepEngine {
  public:
   PipelineEngine(const TrainOptions& o, EngineInputs& in, TrainLog& log)
-      : StepEngine(in.world, in.device, in.tensor_step, in.world.rank() % (in.world.world_size() / o.pp),
-                   in.world.world_size() / o.pp, o.micro_batches > 0 ? o.micro_batches : 4 * o.pp),
+      : StepEngine(in.world, in.device, in.tensor_step,
+                   in.world.rank() % (in.world.world_size() / o.pp), in.world.world_size() / o.pp,
+                   o.micro_batches > 0 ? o.micro_batches : 4 * o.pp),
         stages_(o.pp),
         stage_(in.world.rank() / replicas_),
         kind_(parse_pipe_schedule(o.schedule)),
         hidden_(in.loaded.config.hidden_size) {
     const LlamaConfig& cfg = in.loaded.config;
     if (cfg.tie_word_embeddings) {
-      throw UsageError(o.model_dir + " ties the head to the embedding (tie_word_embeddings true): with --pp " +
+      throw UsageError(o.model_dir +
+                       " ties the head to the embedding (tie_word_embeddings true): with --pp " +
                        std::to_string(stages_) +
-                       " the first and last stage would share one matrix, which fabtrain does not split; use --pp 1 "
+                       " the first and last stage would share one matrix, which fabtrain does not "
+                       "split; use --pp 1 "
                        "(sharded data parallel) or a model with tie_word_embeddings false");
     }
     // The layer split, the stage's communicator over its replicas, its sharded units.
     const StageParamCounts counts = count_stage_params(in.loaded.model);
     const std::vector<int> split =
-        o.stage_layers.empty() ? balance_stage_layers(counts.layers, counts.embed, counts.head, stages_)
-                               : parse_stage_layers(o.stage_layers, static_cast<int>(cfg.num_hidden_layers), stages_);
+        o.stage_layers.empty()
+            ? balance_stage_layers(counts.layers, counts.embed, counts.head, stages_)
+            : parse_stage_layers(o.stage_layers, static_cast<int>(cfg.num_hidden_layers), stages_);
     const std::vector<int> starts = stage_layer_starts(split);
     std::vector<int> members;
     for (int d = 0; d < replicas_; ++d) members.push_back(stage_ * replicas_ + d);
     stage_comm_ = make_group_comm(in.comm_options, members, "pp-stage-" + std::to_string(stage_));
-    log.info("pipeline: " + std::to_string(stages_) + " stages x " + std::to_string(replicas_) +
-             " data-parallel replicas, schedule " + to_string(kind_) + ", " + std::to_string(micro_batches_) +
-             " micro-batches of " + std::to_string(o.micro_batch_size) + " per replica; layers per stage " +
-             join(split) +
-             (o.stage_layers.empty() ? " (balanced by parameters, embedding on the first, head on the last)"
-                                     : " (--stage-layers)") +
-             "; bubble (S-1)/(M+S-1) = " + std::to_string(bubble_fraction(stages_, micro_batches_)));
+    log.info(
+        "pipeline: " + std::to_string(stages_) + " stages x " + std::to_string(replicas_) +
+        " data-parallel replicas, schedule " + to_string(kind_) + ", " +
+        std::to_string(micro_batches_) + " micro-batches of " + std::to_string(o.micro_batch_size) +
+        " per replica; layers per stage " + join(split) +
+        (o.stage_layers.empty()
+             ? " (balanced by parameters, embedding on the first, head on the last)"
+             : " (--stage-layers)") +
+        "; bubble (S-1)/(M+S-1) = " + std::to_string(bubble_fraction(stages_, micro_batches_)));
     const torch::ScalarType compute_dtype = parse_dtype_name(o.torch_dtype);
     in.loaded.model->set_compute_dtype(compute_dtype);
     in.loaded.model->set_device(device_.device());
-    LlamaPlan plan = plan_llama_stage(in.loaded.model, mb_, starts[stage_], starts[stage_ + 1], stage_ == 0,
-                                      stage_ == stages_ - 1);
-    model_ = std::make_unique<ShardedModel>(*stage_comm_, std::move(plan.units), std::move(plan.stages), false,
-                                            compute_dtype,
-                                            tensor_step_ ? std::optional<at::Device>(device_.device()) : std::nullopt);
+    LlamaPlan plan = plan_llama_stage(in.loaded.model, mb_, starts[stage_], starts[stage_ + 1],
+                                      stage_ == 0, stage_ == stages_ - 1);
+    model_ = std::make_unique<ShardedModel>(
+        *stage_comm_, std::move(plan.units), std::move(plan.stages), false, compute_dtype,
+        tensor_step_ ? std::optional<at::Device>(device_.device()) : std::nullopt);
     world_.barrier();  // NCCL: a world collective has run, so its log names the network
     if (device_.cuda) check_nccl_transport(in.nccl_log, in.required_transport, world_, log);
     // Adafactor's row/column sums span the shards of one unit: the stage's replicas hold them.
     make_optimizer(o, *stage_comm_, log);
-    log.info("rank 0 (stage 0) holds " + std::to_string(model_->shards().size()) + " units: params+grads+" +
-             opt_->name() + " state " + std::to_string(state_bytes()) + " bytes");
-    runner_ = std::make_unique<PipelineRunner>(world_, *model_, stage_, stages_,
-                                               stage_ > 0 ? world_.rank() - replicas_ : -1,
-                                               stage_ < stages_ - 1 ? world_.rank() + replicas_ : -1, kind_,
-                                               static_cast<int>(micro_batches_), compute_dtype);
-    log.info("stage " + std::to_string(stage_) + " holds at most " + std::to_string(peak_in_flight(runner_->actions())) +
-             " micro-batches' activations (" + to_string(kind_) + ")");
+    log.info("rank 0 (stage 0) holds " + std::to_string(model_->shards().size()) +
+             " units: params+grads+" + opt_->name() + " state " + std::to_string(state_bytes()) +
+             " bytes");
+    runner_ = std::make_unique<PipelineRunner>(
+        world_, *model_, stage_, stages_, stage_ > 0 ? world_.rank() - replicas_ : -1,
+        stage_ < stages_ - 1 ? world_.rank() + replicas_ : -1, kind_,
+        static_cast<int>(micro_batches_), compute_dtype);
+    log.info("stage " + std::to_string(stage_) + " holds at most " +
+             std::to_string(peak_in_flight(runner_->actions())) + " micro-batches' activations (" +
+             to_string(kind_) + ")");
   }
 
   Comm& replica_comm() override { return *stage_comm_; }
   std::string step_batch_text(int64_t micro_batch_size) const override {
-    return std::to_string(replicas_) + " replicas x " + std::to_string(micro_batches_) + " micro-batches x micro-batch " +
-           std::to_string(micro_batch_size);
+    return std::to_string(replicas_) + " replicas x " + std::to_string(micro_batches_) +
+           " micro-batches x micro-batch " + std::to_string(micro_batch_size);
   }
 
-  double forward_backward(const std::vector<Batch>& micro, double loss_normalizer, double loss_scale) override {
+  double forward_backward(const std::vector<Batch>& micro, double loss_normalizer,
+                          double loss_scale) override {
     model_->zero_grad();
     // Only the last stage's replicas return a share of the loss; the others 0.
-    return runner_->run_step([&](int i) { load(micro[i], loss_normalizer); }, shapes(micro), loss_scale);
+    return runner_->run_step([&](int i) { load(micro[i], loss_normalizer); }, shapes(micro),
+                             loss_scale);
   }
 
   // Replica r of every stage takes slice r of the validation set; the last stages' sums (loss,
   // target tokens) cross the world once (the other stages add zeros).
   double validation_loss(const std::vector<Example>& valid, const TrainOptions& o) override {
     std::vector<Batch> b;
-    for (const auto& idx :
-         epoch_batches(valid.size(), o.seed, 0, replica_, replicas_, static_cast<size_t>(o.micro_batch_size))) {
+    for (const auto& idx : epoch_batches(valid.size(), o.seed, 0, replica_, replicas_,
+                                         static_cast<size_t>(o.micro_batch_size))) {
       b.push_back(make_batch(valid, idx));
     }
     double acc[2] = {0.0, 0.0};  // loss sum, target tokens
-    acc[0] = runner_->run_forward_only(static_cast<int>(b.size()), [&](int i) { load(b[i], 1.0); }, shapes(b));
+    acc[0] = runner_->run_forward_only(
+        static_cast<int>(b.size()), [&](int i) { load(b[i], 1.0); }, shapes(b));
     if (stage_ == stages_ - 1) {
       for (const Batch& x : b) acc[1] += static_cast<double>(target_tokens(x.labels));
     } else {
@@ -147,12 +158,15 @@ class PipelineEngine : public StepEngine {
   }
 
   // Each stage from its own directory, all at one step.
-  std::optional<TrainState> resume(const std::string& output_dir, std::vector<std::string>* warnings) override {
-    return resume_pipeline(world_, *stage_comm_, output_dir, stage_, stages_, model_->shards(), *opt_, warnings);
+  std::optional<TrainState> resume(const std::string& output_dir,
+                                   std::vector<std::string>* warnings) override {
+    return resume_pipeline(world_, *stage_comm_, output_dir, stage_, stages_, model_->shards(),
+                           *opt_, warnings);
   }
   std::string save(SaveRequest req, std::vector<std::string>* warnings) override {
     req.output_dir = pipeline_stage_dir(req.output_dir, stage_, stages_);
-    const std::string dir = save_checkpoint(*stage_comm_, req, model_->shards(), *opt_, warnings).string();
+    const std::string dir =
+        save_checkpoint(*stage_comm_, req, model_->shards(), *opt_, warnings).string();
     world_.barrier();  // every stage's checkpoint is complete before the run goes on (or ends)
     return dir + " (and the other stages' beside it)";
   }
@@ -181,30 +195,36 @@ void validate_pipeline_flags(const TrainOptions& o) {
                        " splits a pipeline's batch, but --pp is 1: use --grad-accum " +
                        std::to_string(o.micro_batches) + " for the same global batch, or set --pp");
     }
-    if (!o.stage_layers.empty()) throw UsageError("--stage-layers " + o.stage_layers + " needs --pp > 1");
+    if (!o.stage_layers.empty())
+      throw UsageError("--stage-layers " + o.stage_layers + " needs --pp > 1");
     if (o.resume) refuse_other_pipeline_degree(o.output_dir, 1);
     return;
   }
   parse_pipe_schedule(o.schedule);
   // Tags are 2 * micro-batch + 1 and must stay below the backend's 2^30.
   if (o.micro_batches < 0 || o.micro_batches > (1 << 20)) {
-    throw UsageError("--micro-batches " + std::to_string(o.micro_batches) + " is out of range: give 1 to 1048576");
+    throw UsageError("--micro-batches " + std::to_string(o.micro_batches) +
+                     " is out of range: give 1 to 1048576");
   }
   auto refuse = [&](const std::string& flag, const std::string& fix) {
     throw UsageError(flag + " does not combine with --pp " + std::to_string(o.pp) + " yet: " + fix);
   };
   if (o.grad_accum != 1) {
     refuse("--grad-accum " + std::to_string(o.grad_accum),
-           "a pipeline accumulates its micro-batches; use --micro-batches " + std::to_string(o.grad_accum * o.pp));
+           "a pipeline accumulates its micro-batches; use --micro-batches " +
+               std::to_string(o.grad_accum * o.pp));
   }
   if (o.recompute) refuse("--recompute", "drop it (activation memory: use --schedule 1f1b)");
   if (o.save_on_each_node) refuse("--save-on-each-node", "write checkpoints to a shared --output");
-  if (o.fused_step) refuse("--fused-step", "drop it (the stages step after the pipeline's backward)");
-  if (o.offload_activations) refuse("--offload-activations", "drop it (activation memory: use --schedule 1f1b)");
+  if (o.fused_step)
+    refuse("--fused-step", "drop it (the stages step after the pipeline's backward)");
+  if (o.offload_activations)
+    refuse("--offload-activations", "drop it (activation memory: use --schedule 1f1b)");
   if (o.resume) refuse_other_pipeline_degree(o.output_dir, o.pp);
 }
 
-std::unique_ptr<StepEngine> make_pipeline_engine(const TrainOptions& o, EngineInputs& in, TrainLog& log) {
+std::unique_ptr<StepEngine> make_pipeline_engine(const TrainOptions& o, EngineInputs& in,
+                                                 TrainLog& log) {
   return std::make_unique<PipelineEngine>(o, in, log);
 }
 

@@ -22,6 +22,7 @@ namespace fabkit::trainer {
 // the communicator exists.
 void validate_pipeline_flags(const TrainOptions& o);
 
-std::unique_ptr<StepEngine> make_pipeline_engine(const TrainOptions& o, EngineInputs& in, TrainLog& log);
+std::unique_ptr<StepEngine> make_pipeline_engine(const TrainOptions& o, EngineInputs& in,
+                                                 TrainLog& log);
 
 }  // namespace fabkit::trainer

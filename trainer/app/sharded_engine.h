@@ -13,6 +13,7 @@ namespace fabkit::trainer {
 // Refuses memory flags that cannot combine (UsageError naming the flag that fixes it).
 void check_memory_options(const TrainOptions& o);
 
-std::unique_ptr<StepEngine> make_sharded_engine(const TrainOptions& o, EngineInputs& in, TrainLog& log);
+std::unique_ptr<StepEngine> make_sharded_engine(const TrainOptions& o, EngineInputs& in,
+                                                TrainLog& log);
 
 }  // namespace fabkit::trainer

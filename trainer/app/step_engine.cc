@@ -22,12 +22,14 @@ void StepEngine::make_optimizer(const TrainOptions& o, Comm& unit_comm, TrainLog
   if (tensor_step_) {
     opt_ = o.optimizer == "adamw"
                ? make_tensor_adamw(m.shards(), m.param_tensors(), m.grad_tensors(), adamw_options)
-               : make_tensor_adafactor(m.shards(), m.param_tensors(), m.grad_tensors(), adafactor_options, sum_across);
+               : make_tensor_adafactor(m.shards(), m.param_tensors(), m.grad_tensors(),
+                                       adafactor_options, sum_across);
   } else {
     opt_ = o.optimizer == "adamw" ? make_adamw(m.shards(), adamw_options)
                                   : make_adafactor(m.shards(), adafactor_options, sum_across);
   }
-  log.info("optimizer step: " + std::string(tensor_step_ ? "tensor ops on the shards' device" : "host loops") +
+  log.info("optimizer step: " +
+           std::string(tensor_step_ ? "tensor ops on the shards' device" : "host loops") +
            (tensor_step_ && o.optimizer == "adamw" ? " (fused AdamW kernel)" : ""));
 }
 
@@ -40,7 +42,8 @@ void StepEngine::load(const Batch& b, double loss_normalizer) {
 }
 
 bool StepEngine::grads_finite_everywhere() {
-  const bool finite = tensor_step_ ? tensor_grads_finite(model_->grad_tensors()) : grads_finite(model_->shards());
+  const bool finite =
+      tensor_step_ ? tensor_grads_finite(model_->grad_tensors()) : grads_finite(model_->shards());
   double bad = finite ? 0.0 : 1.0;
   world_.allreduce_sum(&bad, 1);  // every rank must agree whether the step is applied
   return bad == 0.0;
@@ -59,8 +62,9 @@ double StepEngine::clip_and_step(double max_grad_norm, double lr) {
   // Ranks hold disjoint slices (and a pipeline's stages disjoint units): the world's sum of the
   // squared norms is the full model's.
   auto sum_doubles = [this](double* d, size_t n) { world_.allreduce_sum(d, n); };
-  const double norm = tensor_step_ ? tensor_clip_grad_norm(model_->grad_tensors(), max_grad_norm, sum_doubles)
-                                   : clip_grad_norm(model_->shards(), max_grad_norm, sum_doubles);
+  const double norm =
+      tensor_step_ ? tensor_clip_grad_norm(model_->grad_tensors(), max_grad_norm, sum_doubles)
+                   : clip_grad_norm(model_->shards(), max_grad_norm, sum_doubles);
   opt_->step(model_->shards(), lr);
   return norm;
 }

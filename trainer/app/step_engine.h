@@ -71,7 +71,8 @@ class StepEngine {
   virtual void begin_step(double /*lr*/) {}
   // zero_grad, then every micro-batch forward and backward; the gradients end in the shards.
   // Returns this rank's share of the summed loss (the loop sums it over the world).
-  virtual double forward_backward(const std::vector<Batch>& micro, double loss_normalizer, double loss_scale) = 0;
+  virtual double forward_backward(const std::vector<Batch>& micro, double loss_normalizer,
+                                  double loss_scale) = 0;
   // --fused-step: the step is already applied; the squared norm's root over the world.
   virtual std::optional<double> fused_grad_norm() { return std::nullopt; }
   virtual void end_step() {}
@@ -82,7 +83,8 @@ class StepEngine {
   virtual void add_log_metrics(Json& /*m*/, double /*step_ms*/) {}
 
   // Checkpoints: the newest complete one (nullopt: none), and a new one of `req.state`.
-  virtual std::optional<TrainState> resume(const std::string& output_dir, std::vector<std::string>* warnings) = 0;
+  virtual std::optional<TrainState> resume(const std::string& output_dir,
+                                           std::vector<std::string>* warnings) = 0;
   // Returns what the log line names after "checkpoint ".
   virtual std::string save(SaveRequest req, std::vector<std::string>* warnings) = 0;
 

@@ -1,5 +1,5 @@
-// `fabtrain train`: the run set up as a story (launch, fabric, device and communicator, model, data),
-// then the one loop (train_loop.h) over the step engine the flags choose.
+// `fabtrain train`: the run set up as a story (launch, fabric, device and communicator, model,
+// data), then the one loop (train_loop.h) over the step engine the flags choose.
 #include <torch/torch.h>
 
 #include <malloc.h>
@@ -143,8 +143,10 @@ int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   // 6. The step engine: sharded data parallel, or pipeline stages (--pp > 1); then the one loop.
   check_memory_options(o);
   const Json model_config = to_hf_json(loaded.config);
-  EngineInputs in{launch, co, *comm, device, tensor_step, std::move(loaded), nccl_log, required_transport};
-  std::unique_ptr<StepEngine> engine = o.pp > 1 ? make_pipeline_engine(o, in, log) : make_sharded_engine(o, in, log);
+  EngineInputs in{
+      launch, co, *comm, device, tensor_step, std::move(loaded), nccl_log, required_transport};
+  std::unique_ptr<StepEngine> engine =
+      o.pp > 1 ? make_pipeline_engine(o, in, log) : make_sharded_engine(o, in, log);
   return run_train_loop(o, *engine, {data, model_config, launch.local_rank}, log);
 }
 

@@ -3,8 +3,8 @@
 // evaluation, checkpoints and the action every rank agreed on.
 #include "trainer/app/train_loop.h"
 
-#include <torch/torch.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/torch.h>
 
 #include <chrono>
 #include <cmath>
@@ -27,12 +27,15 @@ using Profile = torch::autograd::profiler::RecordProfile;
 
 // --trace-steps: ATen's op profiler over a few steps after two warm-up steps, one Chrome trace per
 // rank and step (chrome://tracing, Perfetto); the destructor writes the file.
-std::unique_ptr<Profile> trace_step(const TrainOptions& o, int64_t steps_this_process, int rank, int64_t step) {
-  if (o.trace_steps <= 0 || steps_this_process < 2 || steps_this_process >= 2 + o.trace_steps) return nullptr;
+std::unique_ptr<Profile> trace_step(const TrainOptions& o, int64_t steps_this_process, int rank,
+                                    int64_t step) {
+  if (o.trace_steps <= 0 || steps_this_process < 2 || steps_this_process >= 2 + o.trace_steps)
+    return nullptr;
   const fs::path dir = fs::path(o.output_dir) / "trace";
   fs::create_directories(dir);
   return std::make_unique<Profile>(
-      (dir / ("rank-" + std::to_string(rank) + "-step-" + std::to_string(step) + ".json")).string());
+      (dir / ("rank-" + std::to_string(rank) + "-step-" + std::to_string(step) + ".json"))
+          .string());
 }
 
 // The data position in this run's units after a resume: examples of the epoch's order already
@@ -42,9 +45,10 @@ void place_after_resume(TrainState& state, int64_t per_batch, TrainLog& log) {
   if (state.examples_in_epoch < 0) return;
   state.batch_in_epoch = state.examples_in_epoch / per_batch;
   if (const int64_t replay = state.examples_in_epoch % per_batch; replay != 0) {
-    log.warn(std::to_string(replay) + " examples before the checkpoint are seen again: its position (" +
-             std::to_string(state.examples_in_epoch) + " examples) is not a multiple of this run's " +
-             std::to_string(per_batch) + " examples per micro-batch");
+    log.warn(
+        std::to_string(replay) + " examples before the checkpoint are seen again: its position (" +
+        std::to_string(state.examples_in_epoch) + " examples) is not a multiple of this run's " +
+        std::to_string(per_batch) + " examples per micro-batch");
   }
 }
 
@@ -54,30 +58,34 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
   Comm& world = engine.world();
   const std::vector<Example>& train = in.data.train;
   const int64_t micro = engine.micro_batches_per_step();
-  const int64_t per_batch = o.micro_batch_size * engine.replicas();  // examples per micro-batch index
+  const int64_t per_batch =
+      o.micro_batch_size * engine.replicas();  // examples per micro-batch index
   // 1. Steps: each replica's slice of the epoch, `micro` micro-batches a step.
   const int64_t steps_per_epoch =
-      static_cast<int64_t>(epoch_batches(train.size(), o.seed, 0, engine.replica(), engine.replicas(),
-                                         o.micro_batch_size)
+      static_cast<int64_t>(epoch_batches(train.size(), o.seed, 0, engine.replica(),
+                                         engine.replicas(), o.micro_batch_size)
                                .size()) /
       micro;
   if (steps_per_epoch == 0) {
-    throw UsageError(o.data + ": " + std::to_string(train.size()) + " examples of " + std::to_string(o.max_length) +
-                     " tokens are too few for one step of " + engine.step_batch_text(o.micro_batch_size));
+    throw UsageError(o.data + ": " + std::to_string(train.size()) + " examples of " +
+                     std::to_string(o.max_length) + " tokens are too few for one step of " +
+                     engine.step_batch_text(o.micro_batch_size));
   }
   const int64_t total_steps = o.max_steps > 0 ? o.max_steps : o.num_epochs * steps_per_epoch;
   log.info("data " + o.data + ": " + std::to_string(train.size()) + " train / " +
-           std::to_string(in.data.valid.size()) + " valid examples, " + std::to_string(steps_per_epoch) +
-           " steps per epoch, " + std::to_string(total_steps) + " steps");
+           std::to_string(in.data.valid.size()) + " valid examples, " +
+           std::to_string(steps_per_epoch) + " steps per epoch, " + std::to_string(total_steps) +
+           " steps");
 
   // 2. Precision and schedule. fp16: the dynamic loss scale starts the backward (loss_scale.h).
   std::optional<DynamicLossScale> scaler;
   if (parse_dtype_name(o.torch_dtype) == torch::kFloat16) {
     scaler = DynamicLossScale{o.initial_loss_scale, 0, o.loss_scale_window};
   }
-  log.info("precision: compute " + o.torch_dtype + "; master weights, optimizer state and gradient reduction float32" +
-           (scaler ? "; dynamic loss scale from " + std::to_string(o.initial_loss_scale) + ", doubled after " +
-                         std::to_string(o.loss_scale_window) + " finite steps"
+  log.info("precision: compute " + o.torch_dtype +
+           "; master weights, optimizer state and gradient reduction float32" +
+           (scaler ? "; dynamic loss scale from " + std::to_string(o.initial_loss_scale) +
+                         ", doubled after " + std::to_string(o.loss_scale_window) + " finite steps"
                    : std::string()));
   const CosineSchedule schedule{o.lr, o.warmup_steps, total_steps, o.min_lr_ratio};
   const int64_t state_bytes = engine.state_bytes();
@@ -91,7 +99,8 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
     if (auto resumed = engine.resume(o.output_dir, &warnings)) {
       state = *resumed;
       engine.model().sync_params_from_host();
-      log.info("resumed from step " + std::to_string(state.step) + " (epoch " + std::to_string(state.epoch) + ")");
+      log.info("resumed from step " + std::to_string(state.step) + " (epoch " +
+               std::to_string(state.epoch) + ")");
       if (scaler && state.loss_scale > 0) {
         scaler->scale = state.loss_scale;
         scaler->good_steps = state.loss_scale_good_steps;
@@ -103,9 +112,11 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
   log.open_metrics(fs::path(o.output_dir) / "metrics.jsonl");
 
   // 4. Monitoring and control (run_monitor.h), and the one way to save: the monitor says so first.
-  RunMonitor monitor(o.output_dir, o.no_control, world.rank(), in.local_rank, Environment::from_process(), log);
-  const SaveRequest save_base{o.output_dir,      state, in.model_config, o.model_dir, o.save_total_limit,
-                              o.save_on_each_node, in.local_rank};
+  RunMonitor monitor(o.output_dir, o.no_control, world.rank(), in.local_rank,
+                     Environment::from_process(), log);
+  const SaveRequest save_base{
+      o.output_dir,        state,        in.model_config, o.model_dir, o.save_total_limit,
+      o.save_on_each_node, in.local_rank};
   int64_t saved_at = -1;
   auto save_now = [&] {
     if (saved_at == state.step) return;
@@ -119,14 +130,15 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
     saved_at = state.step;
   };
 
-  // 5. The loop: micro-batches, forward and backward, loss scale, clip, step, log, eval, save, control.
+  // 5. The loop: micro-batches, forward and backward, loss scale, clip, step, log, eval, save,
+  // control.
   int64_t steps_this_process = 0;
   std::vector<std::vector<size_t>> batches;
   int64_t batches_epoch = -1;
   while (state.step < total_steps) {
     if (batches_epoch != state.epoch) {
-      batches = epoch_batches(train.size(), o.seed, state.epoch, engine.replica(), engine.replicas(),
-                              o.micro_batch_size);
+      batches = epoch_batches(train.size(), o.seed, state.epoch, engine.replica(),
+                              engine.replicas(), o.micro_batch_size);
       batches_epoch = state.epoch;
     }
     if (state.batch_in_epoch + micro > static_cast<int64_t>(batches.size())) {
@@ -135,7 +147,8 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
       state.examples_in_epoch = 0;
       continue;
     }
-    const std::unique_ptr<Profile> trace = trace_step(o, steps_this_process, world.rank(), state.step + 1);
+    const std::unique_ptr<Profile> trace =
+        trace_step(o, steps_this_process, world.rank(), state.step + 1);
     const auto t0 = Clock::now();
     std::vector<Batch> step_batches;
     double counts[2] = {0.0, 0.0};  // target tokens, real tokens (this replica, then all)
@@ -156,8 +169,9 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
       if (apply) {
         engine.unscale_grads(scale_used);
       } else {
-        log.warn("step " + std::to_string(state.step + 1) + ": non-finite gradients at loss scale " +
-                 std::to_string(scale_used) + ": update skipped, loss scale now " + std::to_string(scaler->scale));
+        log.warn("step " + std::to_string(state.step + 1) +
+                 ": non-finite gradients at loss scale " + std::to_string(scale_used) +
+                 ": update skipped, loss scale now " + std::to_string(scaler->scale));
       }
       state.loss_scale = scaler->scale;
       state.loss_scale_good_steps = scaler->good_steps;
@@ -178,9 +192,17 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
     const TrainDevice& device = engine.device();
     const int64_t peak_memory = device.cuda ? cuda_peak_allocated_bytes(device) : max_rss_bytes();
     if (state.step % o.log_every == 0 || state.step == total_steps) {
-      Json m = {{"step", state.step}, {"total_steps", total_steps}, {"epoch", state.epoch}, {"loss", loss},
-                {"lr", lr}, {"grad_norm", grad_norm}, {"tokens", counts[1]}, {"tokens_per_s", tokens_per_s},
-                {"step_time_ms", ms}, {"state_bytes_per_rank", state_bytes}, {"max_rss_bytes", max_rss_bytes()}};
+      Json m = {{"step", state.step},
+                {"total_steps", total_steps},
+                {"epoch", state.epoch},
+                {"loss", loss},
+                {"lr", lr},
+                {"grad_norm", grad_norm},
+                {"tokens", counts[1]},
+                {"tokens_per_s", tokens_per_s},
+                {"step_time_ms", ms},
+                {"state_bytes_per_rank", state_bytes},
+                {"max_rss_bytes", max_rss_bytes()}};
       if (device.cuda) m["gpu_peak_bytes"] = cuda_peak_allocated_bytes(device);
       engine.add_log_metrics(m, ms);
       if (scaler) {
@@ -189,30 +211,32 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
       }
       log.step(m);
     }
-    if (o.eval_every > 0 && !in.data.valid.empty() && (state.step % o.eval_every == 0 || state.step == total_steps)) {
+    if (o.eval_every > 0 && !in.data.valid.empty() &&
+        (state.step % o.eval_every == 0 || state.step == total_steps)) {
       const double v = engine.validation_loss(in.data.valid, o);
       log.eval({{"step", state.step}, {"valid_loss", v}, {"valid_perplexity", std::exp(v)}});
       monitor.after_eval(state.step, v);
     }
     if (o.save_every > 0 && state.step % o.save_every == 0 && state.step < total_steps) save_now();
     // Every rank acts on the same step: what any rank's signals or node's socket asked for.
-    const control::Action action =
-        monitor.after_step(world, {state.step, total_steps, loss, lr, tokens_per_s, grad_norm, peak_memory});
+    const control::Action action = monitor.after_step(
+        world, {state.step, total_steps, loss, lr, tokens_per_s, grad_norm, peak_memory});
     if (action == control::Action::kSave) {
       log.info("save requested: checkpoint at step " + std::to_string(state.step));
       save_now();
     } else if (action == control::Action::kStop) {
-      log.info("stop requested" + monitor.signal_note() + ": checkpoint at step " + std::to_string(state.step) +
-               ", then exit");
+      log.info("stop requested" + monitor.signal_note() + ": checkpoint at step " +
+               std::to_string(state.step) + ", then exit");
       save_now();
       world.barrier();
       return 0;
     } else if (action == control::Action::kAbort) {
-      log.warn("abort requested" + monitor.signal_note() + ": exiting at step " + std::to_string(state.step) +
-               " without a checkpoint");
+      log.warn("abort requested" + monitor.signal_note() + ": exiting at step " +
+               std::to_string(state.step) + " without a checkpoint");
       return kAbortExitCode;
     }
-    if (o.exit_after_steps > 0 && steps_this_process >= o.exit_after_steps && state.step < total_steps) {
+    if (o.exit_after_steps > 0 && steps_this_process >= o.exit_after_steps &&
+        state.step < total_steps) {
       log.info("--exit-after-steps " + std::to_string(o.exit_after_steps) + ": stopping at step " +
                std::to_string(state.step) + " without a final checkpoint");
       world.barrier();
@@ -224,7 +248,8 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
   if (steps_this_process > 0) {
     save_now();
   } else {
-    log.info("the newest checkpoint is already at step " + std::to_string(state.step) + ": nothing to train");
+    log.info("the newest checkpoint is already at step " + std::to_string(state.step) +
+             ": nothing to train");
   }
   log.info("done: " + std::to_string(state.step) + " steps");
   return 0;

@@ -6,8 +6,13 @@ namespace {
 // The works of one collective in flight plus what to do once they landed.
 class C10dRequest : public CommRequest {
  public:
-  C10dRequest(C10dGroup& group, const char* op, size_t count, C10dWorks works, std::function<void()> finish)
-      : group_(group), op_(op), count_(count), works_(std::move(works)), finish_(std::move(finish)) {}
+  C10dRequest(C10dGroup& group, const char* op, size_t count, C10dWorks works,
+              std::function<void()> finish)
+      : group_(group),
+        op_(op),
+        count_(count),
+        works_(std::move(works)),
+        finish_(std::move(finish)) {}
   ~C10dRequest() override {
     // The backend may still write into the caller's buffers: never leave before it is done.
     if (!done_) {
@@ -38,7 +43,8 @@ class C10dRequest : public CommRequest {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-CommRequestPtr C10dGroup::issue(const char* op, size_t count, const std::function<C10dWorks()>& start,
+CommRequestPtr C10dGroup::issue(const char* op, size_t count,
+                                const std::function<C10dWorks()>& start,
                                 std::function<void()> finish) {
   check_alive(op);
   C10dWorks works;

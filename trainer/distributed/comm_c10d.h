@@ -36,7 +36,8 @@ class C10dGroup {
  protected:
   C10dGroup(std::string backend, int rank) : backend_(std::move(backend)), rank_(rank) {}
   // The CommError text of a failed collective: the backend's likely causes and where to look.
-  virtual std::string failure_message(const char* op, size_t count, const std::string& cause) const = 0;
+  virtual std::string failure_message(const char* op, size_t count,
+                                      const std::string& cause) const = 0;
 
   const std::string backend_;  // "Gloo", "NCCL"
   const int rank_;

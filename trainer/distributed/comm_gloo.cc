@@ -158,28 +158,32 @@ class GlooComm : public Comm, C10dGroup {
   CommRequestPtr exchange(const char* op, size_t count, SendTo&& send_to, RecvFrom&& recv_from,
                           std::function<void()> finish) {
     const int tag = kExchangeTagBase + static_cast<int>(next_exchange_++ % kExchangeTags);
-    return issue(op, count, [&] {
-      C10dWorks works;
-      for (int step = 1; step < world_; ++step) {
-        // Peers in ring order from this rank, so all ranks do not hit rank 0 first.
-        const int from = (rank_ - step + world_) % world_;
-        std::vector<at::Tensor> r{recv_from(from)};
-        works.push_back(pg_->recv(r, from, tag));
-      }
-      for (int step = 1; step < world_; ++step) {
-        const int to = (rank_ + step) % world_;
-        std::vector<at::Tensor> t{send_to(to)};
-        works.push_back(pg_->send(t, to, tag));
-      }
-      return works;
-    }, std::move(finish));
+    return issue(
+        op, count,
+        [&] {
+          C10dWorks works;
+          for (int step = 1; step < world_; ++step) {
+            // Peers in ring order from this rank, so all ranks do not hit rank 0 first.
+            const int from = (rank_ - step + world_) % world_;
+            std::vector<at::Tensor> r{recv_from(from)};
+            works.push_back(pg_->recv(r, from, tag));
+          }
+          for (int step = 1; step < world_; ++step) {
+            const int to = (rank_ + step) % world_;
+            std::vector<at::Tensor> t{send_to(to)};
+            works.push_back(pg_->send(t, to, tag));
+          }
+          return works;
+        },
+        std::move(finish));
   }
 
-  std::string failure_message(const char* op, size_t count, const std::string& cause) const override {
+  std::string failure_message(const char* op, size_t count,
+                              const std::string& cause) const override {
     // A peer died or the link broke: the caller ends the process.
-    return "Gloo " + std::string(op) + " of " + std::to_string(count) + " elements failed on rank " +
-           std::to_string(rank_) + "/" + std::to_string(world_) + ": " + cause +
-           " -- another rank probably exited or the network dropped; the job stops";
+    return "Gloo " + std::string(op) + " of " + std::to_string(count) +
+           " elements failed on rank " + std::to_string(rank_) + "/" + std::to_string(world_) +
+           ": " + cause + " -- another rank probably exited or the network dropped; the job stops";
   }
 
   // Tags of the internal exchanges: [2^30, 2^30 + 2^20); pipeline send/recv tags stay below.

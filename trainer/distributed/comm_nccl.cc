@@ -114,7 +114,8 @@ class NcclComm : public Comm, C10dGroup {
     // The reduce-scatter writes a fresh buffer; the add into the caller's accumulator runs on the
     // caller's stream once the collective is waited for.
     return issue(
-        "reduce-scatter", count, [&] { return C10dWorks{pg_->_reduce_scatter_base(sum, i.device, ro)}; },
+        "reduce-scatter", count,
+        [&] { return C10dWorks{pg_->_reduce_scatter_base(sum, i.device, ro)}; },
         [i, o, sum]() mutable {
           if (o.host.defined()) {
             o.host.add_(sum.cpu());
@@ -133,7 +134,8 @@ class NcclComm : public Comm, C10dGroup {
     DeviceView i = input(in, bytes, torch::kUInt8);
     DeviceView o = output(out, bytes * static_cast<size_t>(world_), torch::kUInt8);
     run(
-        "allgather(bytes)", bytes, [&] { return C10dWorks{pg_->_allgather_base(o.device, i.device)}; },
+        "allgather(bytes)", bytes,
+        [&] { return C10dWorks{pg_->_allgather_base(o.device, i.device)}; },
         [i, o] { copy_back(o); });
   }
   void barrier() override {
@@ -144,12 +146,14 @@ class NcclComm : public Comm, C10dGroup {
   void send(const float* data, size_t count, int dst, int tag) override {
     DeviceView i = input(data, count, torch::kFloat32);
     std::vector<at::Tensor> t{i.device};
-    run("send", count, [&] { return C10dWorks{pg_->send(t, dst, tag)}; }, [i] {});
+    run(
+        "send", count, [&] { return C10dWorks{pg_->send(t, dst, tag)}; }, [i] {});
   }
   void recv(float* data, size_t count, int src, int tag) override {
     DeviceView o = output(data, count, torch::kFloat32);
     std::vector<at::Tensor> t{o.device};
-    run("recv", count, [&] { return C10dWorks{pg_->recv(t, src, tag)}; }, [o] { copy_back(o); });
+    run(
+        "recv", count, [&] { return C10dWorks{pg_->recv(t, src, tag)}; }, [o] { copy_back(o); });
   }
 
  private:
@@ -191,20 +195,24 @@ class NcclComm : public Comm, C10dGroup {
   void allreduce(void* data, size_t count, at::ScalarType t, const char* op) {
     DeviceView v = inout(data, count, t);
     std::vector<at::Tensor> ts{v.device};
-    run(op, count, [&] { return C10dWorks{pg_->allreduce(ts)}; }, [v] { copy_back(v); });
+    run(
+        op, count, [&] { return C10dWorks{pg_->allreduce(ts)}; }, [v] { copy_back(v); });
   }
   void broadcast_view(DeviceView v, size_t count, int root, const char* op) {
     std::vector<at::Tensor> ts{v.device};
     c10d::BroadcastOptions bo;
     bo.rootRank = root;
-    run(op, count, [&] { return C10dWorks{pg_->broadcast(ts, bo)}; }, [v] { copy_back(v); });
+    run(
+        op, count, [&] { return C10dWorks{pg_->broadcast(ts, bo)}; }, [v] { copy_back(v); });
   }
 
-  std::string failure_message(const char* op, size_t count, const std::string& cause) const override {
-    return "NCCL " + std::string(op) + " of " + std::to_string(count) + " elements failed on rank " +
-           std::to_string(rank_) + "/" + std::to_string(world_) + " (cuda:" + std::to_string(device_.index()) +
-           "): " + cause +
-           " -- another rank probably exited, the network dropped or the collective timed out; the NCCL "
+  std::string failure_message(const char* op, size_t count,
+                              const std::string& cause) const override {
+    return "NCCL " + std::string(op) + " of " + std::to_string(count) +
+           " elements failed on rank " + std::to_string(rank_) + "/" + std::to_string(world_) +
+           " (cuda:" + std::to_string(device_.index()) + "): " + cause +
+           " -- another rank probably exited, the network dropped or the collective timed out; the "
+           "NCCL "
            "log (NCCL_DEBUG=INFO) names the transport and the failing peer";
   }
 

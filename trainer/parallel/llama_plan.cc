@@ -29,8 +29,8 @@ LlamaPlan plan_llama(LlamaModel model, std::shared_ptr<MicroBatch> batch) {
   return plan_llama_stage(std::move(model), std::move(batch), 0, layers, true, true);
 }
 
-LlamaPlan plan_llama_stage(LlamaModel model, std::shared_ptr<MicroBatch> batch, int first_layer, int end_layer,
-                           bool first, bool last) {
+LlamaPlan plan_llama_stage(LlamaModel model, std::shared_ptr<MicroBatch> batch, int first_layer,
+                           int end_layer, bool first, bool last) {
   const bool tied = model->config().tie_word_embeddings;
   FABKIT_ENFORCE(!tied || (first && last), "tied embeddings cannot be split over pipeline stages");
   FABKIT_ENFORCE(first_layer < end_layer, "a stage needs a decoder layer");
@@ -51,7 +51,8 @@ LlamaPlan plan_llama_stage(LlamaModel model, std::shared_ptr<MicroBatch> batch, 
   for (auto& [name, t] : model->hf_named_parameters()) {
     const int64_t layer = hf_layer_index(name);
     if (layer >= 0) {
-      if (layer >= first_layer && layer < end_layer) plan.units[layer_unit[layer]].params.emplace_back(name, t);
+      if (layer >= first_layer && layer < end_layer)
+        plan.units[layer_unit[layer]].params.emplace_back(name, t);
     } else if (name == "model.embed_tokens.weight") {
       if (first) plan.units[0].params.emplace_back(name, t);
     } else if (last) {

@@ -41,8 +41,8 @@ LlamaPlan plan_llama(LlamaModel model, std::shared_ptr<MicroBatch> batch);
 // layer. A stage that is not the first starts from a received activation: its first layer
 // computes the micro-batch's RoPE tables and attention bias itself (the embed stage does it on
 // the first). Tied embeddings need first and last (the head is the embedding matrix).
-LlamaPlan plan_llama_stage(LlamaModel model, std::shared_ptr<MicroBatch> batch, int first_layer, int end_layer,
-                           bool first, bool last);
+LlamaPlan plan_llama_stage(LlamaModel model, std::shared_ptr<MicroBatch> batch, int first_layer,
+                           int end_layer, bool first, bool last);
 
 // The decoder layer of an HF parameter name ("model.layers.7.mlp.up_proj.weight" -> 7), or -1.
 int64_t hf_layer_index(const std::string& name);

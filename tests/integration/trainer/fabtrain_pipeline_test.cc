@@ -360,8 +360,8 @@ TEST_F(FabtrainPipeline, SigtermStopsEveryStageAtOneStepWithACheckpoint) {
 
 // `--trace-steps` writes a Chrome trace per rank of the third step, as at --pp 1.
 TEST_F(FabtrainPipeline, TraceStepsWritesAChromeTracePerStage) {
-  auto r = run_fabtrain(
-      base("trace", 4, {"--nproc", "2", "--pp", "2", "--micro-batches", "2", "--trace-steps", "1"}));
+  auto r = run_fabtrain(base(
+      "trace", 4, {"--nproc", "2", "--pp", "2", "--micro-batches", "2", "--trace-steps", "1"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* f : {"rank-0-step-3.json", "rank-1-step-3.json"}) {
     EXPECT_TRUE(fs::exists(out("trace") / "trace" / f)) << f << "\n" << r.output;
@@ -372,8 +372,8 @@ TEST_F(FabtrainPipeline, TraceStepsWritesAChromeTracePerStage) {
 TEST_F(FabtrainPipeline, ResumeInsideABatchWarnsOfTheReplayedExamples) {
   const std::vector<std::string> pp = {"--nproc", "2", "--pp", "2", "--micro-batches", "2"};
   auto first_args = base("replay", 6, pp);
-  first_args.insert(first_args.end(), {"--micro-batch-size", "1", "--save-every", "3",
-                                       "--exit-after-steps", "3"});
+  first_args.insert(first_args.end(),
+                    {"--micro-batch-size", "1", "--save-every", "3", "--exit-after-steps", "3"});
   auto first = run_fabtrain(first_args);  // checkpoint at step 3: 6 examples into the epoch
   ASSERT_EQ(first.exit_code, 0) << first.output;
   auto second_args = base("replay", 4, pp);
@@ -381,7 +381,8 @@ TEST_F(FabtrainPipeline, ResumeInsideABatchWarnsOfTheReplayedExamples) {
   auto second = run_fabtrain(second_args);
   ASSERT_EQ(second.exit_code, 0) << second.output;
   EXPECT_NE(second.output.find("resumed from step 3"), std::string::npos) << second.output;
-  EXPECT_NE(second.output.find("2 examples before the checkpoint are seen again"), std::string::npos)
+  EXPECT_NE(second.output.find("2 examples before the checkpoint are seen again"),
+            std::string::npos)
       << second.output;
 }
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <thread>
 
+#include "tests/unit/trainer_dist/gloo_rank_threads.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/distributed/comm.h"
 #include "trainer/distributed/local_spawn.h"
@@ -13,7 +14,6 @@
 #include "trainer/optim/optimizer.h"
 #include "trainer/parallel/llama_plan.h"
 #include "trainer/parallel/pipeline_plan.h"
-#include "tests/unit/trainer_dist/gloo_rank_threads.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -228,7 +228,8 @@ void check_sharded_grads_equal_full(bool tied, bool recompute, bool stage_plan =
     LlamaModel m(tiny_config(tied), torch::kFloat32, 7);
     auto mb = std::make_shared<MicroBatch>();
     const int layers = static_cast<int>(m->config().num_hidden_layers);
-    LlamaPlan plan = stage_plan ? plan_llama_stage(m, mb, 0, layers, true, true) : plan_llama(m, mb);
+    LlamaPlan plan =
+        stage_plan ? plan_llama_stage(m, mb, 0, layers, true, true) : plan_llama(m, mb);
     ShardedModel sm(c, plan.units, plan.stages, recompute);
     mb->input_ids = ids.narrow(0, 2 * c.rank(), 2);
     mb->labels = labels.narrow(0, 2 * c.rank(), 2);
@@ -268,7 +269,9 @@ TEST(ShardedModel, GradsEqualOneProcessTiedRecompute) { check_sharded_grads_equa
 TEST(ShardedModel, TiedSingleStagePlanWithRecomputeEqualsOneProcess) {
   check_sharded_grads_equal_full(true, true, true);
 }
-TEST(ShardedModel, UntiedSingleStagePlanEqualsOneProcess) { check_sharded_grads_equal_full(false, true, true); }
+TEST(ShardedModel, UntiedSingleStagePlanEqualsOneProcess) {
+  check_sharded_grads_equal_full(false, true, true);
+}
 
 }  // namespace
 }  // namespace fabkit::trainer

@@ -36,7 +36,8 @@ class FakeEngine : public StepEngine {
   }
   Comm& replica_comm() override { return world_; }
   std::string step_batch_text(int64_t) const override { return "1 fake rank"; }
-  double forward_backward(const std::vector<Batch>& micro, double normalizer, double scale) override {
+  double forward_backward(const std::vector<Batch>& micro, double normalizer,
+                          double scale) override {
     model_->zero_grad();
     double loss = 0;
     for (const Batch& b : micro) {
@@ -50,11 +51,14 @@ class FakeEngine : public StepEngine {
     gathered_at.push_back(m["step"].get<int64_t>());
     m["fake_figure"] = 1;
   }
-  std::optional<TrainState> resume(const std::string&, std::vector<std::string>*) override { return resume_to; }
+  std::optional<TrainState> resume(const std::string&, std::vector<std::string>*) override {
+    return resume_to;
+  }
   std::string save(SaveRequest req, std::vector<std::string>*) override {
     // What `fabtrain control status` says while this engine writes its checkpoint.
     const Json reply = control::request(socket_.string(), "status", 5000);
-    phases_while_saving.push_back(reply.contains("status") ? reply["status"].value("phase", "?") : reply.dump());
+    phases_while_saving.push_back(reply.contains("status") ? reply["status"].value("phase", "?")
+                                                           : reply.dump());
     saved_steps.push_back(req.state.step);
     return req.output_dir.string();
   }
@@ -122,7 +126,8 @@ TEST_F(TrainLoop, ResumeMidBatchWarnsOfTheReplayedExamples) {
   ::testing::internal::CaptureStderr();
   ::testing::internal::CaptureStdout();
   const int rc = run(e);
-  const std::string out = ::testing::internal::GetCapturedStdout() + ::testing::internal::GetCapturedStderr();
+  const std::string out =
+      ::testing::internal::GetCapturedStdout() + ::testing::internal::GetCapturedStderr();
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("2 examples before the checkpoint are seen again"), std::string::npos) << out;
   EXPECT_NE(out.find("resumed from step 1"), std::string::npos) << out;
