@@ -1,74 +1,30 @@
-// `fabtrain train`: the whole run as a story, one numbered section per stage.
+// `fabtrain train`: the run set up as a story (launch, fabric, device and communicator, model,
+// data), then the one loop (train_loop.h) over the step engine the flags choose.
 #include <torch/torch.h>
-#include <torch/csrc/autograd/profiler_legacy.h>
 
 #include <malloc.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <cmath>
-#include <optional>
 #include <iostream>
-#include <filesystem>
+#include <optional>
 
 #include "common/errors.h"
 #include "trainer/app/device_setup.h"
 #include "trainer/app/fabric_setup.h"
 #include "trainer/app/nccl_transport.h"
-#include "trainer/app/pipeline_train.h"
-#include "trainer/app/run_monitor.h"
+#include "trainer/app/pipeline_engine.h"
+#include "trainer/app/sharded_engine.h"
 #include "trainer/app/train_log.h"
+#include "trainer/app/train_loop.h"
 #include "trainer/app/train_options.h"
-#include "trainer/checkpoint/checkpoint.h"
-#include "trainer/data/batch.h"
-#include "trainer/data/sampler.h"
 #include "trainer/distributed/comm.h"
 #include "trainer/distributed/launch_env.h"
 #include "trainer/distributed/local_spawn.h"
 #include "trainer/distributed/thread_plan.h"
-#include "trainer/model/ignore_label.h"
 #include "trainer/model/pretrained.h"
-#include "trainer/optim/loss_scale.h"
-#include "trainer/optim/optimizer.h"
-#include "trainer/optim/tensor_optimizers.h"
-#include "trainer/optim/schedule.h"
-#include "trainer/parallel/llama_plan.h"
 #include "trainer/tokenizer/tokenizer.h"
-
-namespace fs = std::filesystem;
 
 namespace fabkit::trainer {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// --fused-step steps each unit before the step's global facts exist; --offload-activations moves
-// recompute's checkpoints. Refused combinations name the flag that fixes them.
-void check_memory_options(const TrainOptions& o) {
-  if (o.offload_activations && !o.recompute) {
-    throw UsageError("--offload-activations moves the per-layer checkpoints of --recompute to host memory: add "
-                     "--recompute");
-  }
-  if (!o.fused_step) return;
-  if (o.max_grad_norm > 0) {
-    throw UsageError("--fused-step updates each unit during the backward, before the global gradient norm exists: "
-                     "clipping at --max-grad-norm " + std::to_string(o.max_grad_norm) +
-                     " is impossible; pass --max-grad-norm 0");
-  }
-  if (o.grad_accum != 1) {
-    throw UsageError("--fused-step applies each micro-batch's gradient at once: --grad-accum " +
-                     std::to_string(o.grad_accum) + " needs kept gradient shards; use --grad-accum 1");
-  }
-  if (o.torch_dtype == "float16") {
-    throw UsageError("--fused-step cannot skip a step whose float16 gradients overflowed (the check needs every "
-                     "unit's gradient first): use --torch-dtype bfloat16 or drop --fused-step");
-  }
-}
-
-// Target tokens the causal loss counts: labels[:, 1:] != -100 (the logits at t predict t+1).
-int64_t target_tokens(const at::Tensor& labels) {
-  return labels.slice(1, 1).ne(kIgnoreLabel).sum().item<int64_t>();
-}
 
 DataOptions data_options(const TrainOptions& o, int64_t vocab_size) {
   DataOptions d;
@@ -83,29 +39,6 @@ DataOptions data_options(const TrainOptions& o, int64_t vocab_size) {
   d.skip_bad_lines = o.skip_bad_lines;
   d.vocab_size = vocab_size;
   return d;
-}
-
-// The micro-batch's tensors on the compute device (a no-op on CPU).
-void load_micro_batch(MicroBatch& mb, const Batch& b, const at::Device& device, double loss_normalizer) {
-  mb.input_ids = b.input_ids.to(device);
-  mb.labels = b.labels.to(device);
-  mb.attention_mask = b.attention_mask.to(device);
-  mb.loss_normalizer = loss_normalizer;
-}
-
-// Mean loss over the validation set: every rank runs its shard; sums cross ranks once.
-double validation_loss(ShardedModel& model, MicroBatch& mb, const std::vector<Example>& valid,
-                       const TrainOptions& o, Comm& comm) {
-  double acc[2] = {0.0, 0.0};  // loss sum, tokens
-  for (const auto& idx : epoch_batches(valid.size(), o.seed, 0, comm.rank(), comm.world_size(),
-                                       static_cast<size_t>(o.micro_batch_size))) {
-    Batch b = make_batch(valid, idx);
-    load_micro_batch(mb, b, model.device(), 1.0);
-    acc[0] += model.forward_loss();
-    acc[1] += static_cast<double>(target_tokens(b.labels));
-  }
-  comm.allreduce_sum(acc, 2);
-  return acc[1] > 0 ? acc[0] / acc[1] : 0.0;
 }
 
 // glibc hands blocks above its mmap threshold back to the kernel on free, so each step's
@@ -224,277 +157,15 @@ int run_train_with(const TrainOptions& o, const std::vector<std::string>& argv,
     log.warn("data " + o.data + ": skipped " + std::to_string(data.train_stats.lines_skipped) +
              " bad lines (--skip-bad-lines)" + first);
   }
-  // --pp > 1: the stages run their own loop (app/pipeline_train.cc).
-  if (o.pp > 1) {
-    return run_pipeline_train(o, {launch, co, *comm, device, tensor_step, std::move(loaded), std::move(data), nccl_log,
-                                  required_transport}, log);
-  }
-  const int64_t batches_per_epoch = static_cast<int64_t>(
-      epoch_batches(data.train.size(), o.seed, 0, comm->rank(), comm->world_size(), o.micro_batch_size).size());
-  const int64_t steps_per_epoch = batches_per_epoch / o.grad_accum;
-  if (steps_per_epoch == 0) {
-    throw UsageError(o.data + ": " + std::to_string(data.train.size()) + " examples of " + std::to_string(o.max_length) +
-                     " tokens are too few for one step of " + std::to_string(comm->world_size()) + " ranks x micro-batch " +
-                     std::to_string(o.micro_batch_size) + " x grad-accum " + std::to_string(o.grad_accum));
-  }
-  const int64_t total_steps = o.max_steps > 0 ? o.max_steps : o.num_epochs * steps_per_epoch;
-  log.info("data " + o.data + ": " + std::to_string(data.train.size()) + " train / " + std::to_string(data.valid.size()) +
-           " valid examples, " + std::to_string(steps_per_epoch) + " steps per epoch, " + std::to_string(total_steps) + " steps");
 
-  // 6. Sharding, optimizer, schedule.
-  auto mb = std::make_shared<MicroBatch>();
-  // Precision: the model's weights stay fp32 (the shards are the master copy); a gathered unit is
-  // handed to its stage in the compute dtype.
-  const torch::ScalarType compute_dtype = parse_dtype_name(o.torch_dtype);
-  loaded.model->set_compute_dtype(compute_dtype);
-  loaded.model->set_device(device.device());
-  LlamaPlan plan = plan_llama(loaded.model, mb);
+  // 6. The step engine: sharded data parallel, or pipeline stages (--pp > 1); then the one loop.
   check_memory_options(o);
-  ShardedModel model(*comm, std::move(plan.units), std::move(plan.stages), o.recompute, compute_dtype,
-                     tensor_step ? std::optional<at::Device>(device.device()) : std::nullopt);
-  if (o.offload_activations) {
-    model.enable_activation_offload();
-    if (device.cuda) {
-      log.info("activation offload: each layer's checkpointed input waits in pinned host memory");
-    } else {
-      log.warn("--offload-activations on CPU copies the checkpoints within host memory: it saves nothing here "
-               "(it is for GPU runs)");
-    }
-  }
-  // --fused-step: the optimizer runs inside the backward, unit by unit (the lr and the squared
-  // gradient norm of the step are set and read around forward_backward).
-  std::unique_ptr<ShardOptimizer> opt;
-  double fused_lr = 0.0;
-  at::Tensor fused_sq;
-  if (o.fused_step) {
-    model.enable_fused_step([&](size_t u, const float* g) {
-      const int64_t n = model.shards()[u].shard_numel;
-      at::Tensor t = torch::from_blob(const_cast<float*>(g), {n}, torch::TensorOptions(torch::kFloat32).device(model.device()));
-      // The norm in fp32 (ATen accumulates it in a wider type), squared in double: a dtype=double
-      // norm would first copy the whole unit to double, twice the gradient's memory.
-      fused_sq.add_(at::linalg_vector_norm(t, 2).to(torch::kDouble).square());
-      opt->step_unit(model.shards(), u, g, fused_lr);
-    });
-    log.info("fused step: each unit is updated in the backward as its gradient arrives; no gradient shards kept");
-  }
-  // The shards' broadcast was NCCL's first collective: its log now names the network.
-  if (device.cuda) check_nccl_transport(nccl_log, required_transport, *comm, log);
-  std::optional<DynamicLossScale> scaler;
-  if (compute_dtype == torch::kFloat16) scaler = DynamicLossScale{o.initial_loss_scale, 0, o.loss_scale_window};
-  log.info("precision: compute " + o.torch_dtype + "; master weights, optimizer state and gradient reduction float32" +
-           (scaler ? "; dynamic loss scale from " + std::to_string(o.initial_loss_scale) + ", doubled after " +
-                         std::to_string(o.loss_scale_window) + " finite steps"
-                   : std::string()));
-  const AdamWOptions adamw_options{o.beta1, o.beta2, o.eps, o.weight_decay};
-  AdafactorOptions adafactor_options;
-  adafactor_options.weight_decay = o.weight_decay;
-  ShardSum sum_across = [&](float* d, size_t n) { comm->allreduce_sum(d, n); };
-  if (tensor_step) {
-    opt = o.optimizer == "adamw"
-              ? make_tensor_adamw(model.shards(), model.param_tensors(), model.grad_tensors(), adamw_options)
-              : make_tensor_adafactor(model.shards(), model.param_tensors(), model.grad_tensors(), adafactor_options,
-                                      sum_across);
-  } else {
-    opt = o.optimizer == "adamw" ? make_adamw(model.shards(), adamw_options)
-                                 : make_adafactor(model.shards(), adafactor_options, sum_across);
-  }
-  log.info("optimizer step: " + std::string(tensor_step ? "tensor ops on the shards' device" : "host loops") +
-           (tensor_step && o.optimizer == "adamw" ? " (fused AdamW kernel)" : ""));
-  const CosineSchedule schedule{o.lr, o.warmup_steps, total_steps, o.min_lr_ratio};
-  const int64_t state_bytes = model.state_bytes() + opt->state_bytes();
-  log.info("sharded " + std::to_string(model.shards().size()) + " units over " + std::to_string(comm->world_size()) +
-           " ranks: params+grads+" + opt->name() + " state " + std::to_string(state_bytes) + " bytes per rank (" +
-           std::to_string(model.unsharded_param_numel()) + " parameters)" + (o.recompute ? ", recompute on" : ""));
-
-  // 7. Resume from the newest complete checkpoint.
-  fs::create_directories(o.output_dir);
-  TrainState state;
-  state.seed = o.seed;
-  if (o.resume) {
-    std::vector<std::string> warnings;
-    if (auto resumed = resume_latest(*comm, o.output_dir, model.shards(), *opt, &warnings)) {
-      state = *resumed;
-      model.sync_params_from_host();
-      log.info("resumed from step " + std::to_string(state.step) + " (epoch " + std::to_string(state.epoch) + ")");
-      if (scaler && state.loss_scale > 0) {
-        scaler->scale = state.loss_scale;
-        scaler->good_steps = state.loss_scale_good_steps;
-      }
-      // The data position in this run's units: examples of the epoch's order already consumed,
-      // over this run's examples per micro-batch index (all ranks). Equal for an unchanged job;
-      // after a change of world or micro-batch size a partial batch is replayed, never skipped.
-      if (state.examples_in_epoch >= 0) {
-        const int64_t per_batch = o.micro_batch_size * comm->world_size();
-        state.batch_in_epoch = state.examples_in_epoch / per_batch;
-        if (const int64_t replay = state.examples_in_epoch % per_batch; replay != 0) {
-          log.warn(std::to_string(replay) + " examples before the checkpoint are seen again: its position (" +
-                   std::to_string(state.examples_in_epoch) + " examples) is not a multiple of this run's " +
-                   std::to_string(per_batch) + " examples per micro-batch");
-        }
-      }
-    }
-    for (const auto& w : warnings) log.warn(w);
-  }
-  log.open_metrics(fs::path(o.output_dir) / "metrics.jsonl");
-  SaveRequest save{o.output_dir, state, to_hf_json(loaded.config), o.model_dir, o.save_total_limit,
-                   o.save_on_each_node, launch.local_rank};
-  auto checkpoint = [&] {
-    save.state = state;
-    model.sync_params_to_host();
-    std::vector<std::string> warnings;
-    fs::path dir = save_checkpoint(*comm, save, model.shards(), *opt, &warnings);
-    log.info("checkpoint " + dir.string());
-    for (const auto& w : warnings) log.info(w);
-  };
-
-  // 8. Monitoring and control (run_monitor.h): signals, the control socket, TensorBoard, progress.
-  RunMonitor monitor(o.output_dir, o.no_control, comm->rank(), launch.local_rank, env, log);
-  int64_t saved_at = -1;
-  auto save_now = [&] {
-    if (saved_at == state.step) return;
-    monitor.saving(state.step, total_steps);
-    checkpoint();
-    saved_at = state.step;
-  };
-
-  // 9. The loop: grad-accum micro-steps, clip, step, log, eval, checkpoint, control.
-  int64_t steps_this_process = 0;
-  std::vector<std::vector<size_t>> batches;
-  int64_t batches_epoch = -1;
-  while (state.step < total_steps) {
-    if (batches_epoch != state.epoch) {
-      batches = epoch_batches(data.train.size(), o.seed, state.epoch, comm->rank(), comm->world_size(), o.micro_batch_size);
-      batches_epoch = state.epoch;
-    }
-    if (state.batch_in_epoch + o.grad_accum > static_cast<int64_t>(batches.size())) {
-      ++state.epoch;
-      state.batch_in_epoch = 0;
-      state.examples_in_epoch = 0;
-      continue;
-    }
-    // --trace-steps: ATen's op profiler over a few steps after two warm-up steps, one Chrome
-    // trace per rank and step (chrome://tracing, Perfetto); the destructor writes the file.
-    std::unique_ptr<torch::autograd::profiler::RecordProfile> trace;
-    if (o.trace_steps > 0 && steps_this_process >= 2 && steps_this_process < 2 + o.trace_steps) {
-      fs::create_directories(fs::path(o.output_dir) / "trace");
-      trace = std::make_unique<torch::autograd::profiler::RecordProfile>(
-          (fs::path(o.output_dir) / "trace" /
-           ("rank-" + std::to_string(comm->rank()) + "-step-" + std::to_string(state.step + 1) + ".json"))
-              .string());
-    }
-    const auto t0 = Clock::now();
-    std::vector<Batch> micro;
-    double counts[2] = {0.0, 0.0};  // target tokens, real tokens (this rank, then global)
-    for (int64_t a = 0; a < o.grad_accum; ++a) {
-      micro.push_back(make_batch(data.train, batches[state.batch_in_epoch + a]));
-      counts[0] += static_cast<double>(target_tokens(micro.back().labels));
-      counts[1] += micro.back().attention_mask.sum().item<double>();
-    }
-    comm->allreduce_sum(counts, 2);
-    const double lr = schedule.lr_at(state.step);
-    if (o.fused_step) {
-      fused_lr = lr;
-      fused_sq = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(model.device()));
-      opt->begin_step();
-    }
-    double loss = 0.0;
-    model.zero_grad();
-    for (const Batch& b : micro) {
-      load_micro_batch(*mb, b, model.device(), std::max(1.0, counts[0]));
-      loss += model.forward_backward(scaler ? scaler->scale : 1.0);
-    }
-    comm->allreduce_sum(&loss, 1);
-    // fp16: every rank must agree whether the step is applied, so the finiteness check is summed.
-    bool apply = true;
-    double scale_used = 1.0;
-    if (scaler) {
-      scale_used = scaler->scale;
-      const bool finite = tensor_step ? tensor_grads_finite(model.grad_tensors()) : grads_finite(model.shards());
-      double bad = finite ? 0.0 : 1.0;
-      comm->allreduce_sum(&bad, 1);
-      apply = scaler->update(bad == 0.0);
-      if (apply) {
-        if (tensor_step) {
-          tensor_scale_grads(model.grad_tensors(), static_cast<float>(1.0 / scale_used));
-        } else {
-          scale_grads(model.shards(), static_cast<float>(1.0 / scale_used));
-        }
-      } else {
-        log.warn("step " + std::to_string(state.step + 1) + ": non-finite gradients at loss scale " +
-                 std::to_string(scale_used) + ": update skipped, loss scale now " + std::to_string(scaler->scale));
-      }
-      state.loss_scale = scaler->scale;
-      state.loss_scale_good_steps = scaler->good_steps;
-    }
-    auto sum_doubles = [&](double* d, size_t n) { comm->allreduce_sum(d, n); };
-    double grad_norm = std::nan("");
-    if (o.fused_step) {  // already applied in the backward: the norm is only reported
-      double sq = fused_sq.item<double>();
-      comm->allreduce_sum(&sq, 1);
-      grad_norm = std::sqrt(sq);
-    } else if (apply) {
-      grad_norm = tensor_step ? tensor_clip_grad_norm(model.grad_tensors(), o.max_grad_norm, sum_doubles)
-                              : clip_grad_norm(model.shards(), o.max_grad_norm, sum_doubles);
-      opt->step(model.shards(), lr);
-    }
-    model.prefetch_first_stage();
-    state.batch_in_epoch += o.grad_accum;
-    state.examples_in_epoch = state.batch_in_epoch * o.micro_batch_size * comm->world_size();
-    ++state.step;
-    ++steps_this_process;
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    const double tokens_per_s = counts[1] / (ms / 1000.0);
-    const int64_t peak_memory = device.cuda ? cuda_peak_allocated_bytes(device) : max_rss_bytes();
-    if (state.step % o.log_every == 0 || state.step == total_steps) {
-      Json m = {{"step", state.step}, {"total_steps", total_steps}, {"epoch", state.epoch}, {"loss", loss},
-                {"lr", lr}, {"grad_norm", grad_norm}, {"tokens", counts[1]}, {"tokens_per_s", tokens_per_s},
-                {"step_time_ms", ms}, {"state_bytes_per_rank", state_bytes}, {"max_rss_bytes", max_rss_bytes()}};
-      if (device.cuda) m["gpu_peak_bytes"] = cuda_peak_allocated_bytes(device);
-      if (scaler) {
-        m["loss_scale"] = scale_used;
-        m["update_skipped"] = !apply;
-      }
-      log.step(m);
-    }
-    if (o.eval_every > 0 && !data.valid.empty() && (state.step % o.eval_every == 0 || state.step == total_steps)) {
-      const double v = validation_loss(model, *mb, data.valid, o, *comm);
-      log.eval({{"step", state.step}, {"valid_loss", v}, {"valid_perplexity", std::exp(v)}});
-      monitor.after_eval(state.step, v);
-    }
-    if (o.save_every > 0 && state.step % o.save_every == 0 && state.step < total_steps) save_now();
-    // Every rank acts on the same step: what any rank's signals or node's socket asked for.
-    const control::Action action =
-        monitor.after_step(*comm, {state.step, total_steps, loss, lr, tokens_per_s, grad_norm, peak_memory});
-    if (action == control::Action::kSave) {
-      log.info("save requested: checkpoint at step " + std::to_string(state.step));
-      save_now();
-    } else if (action == control::Action::kStop) {
-      log.info("stop requested" + monitor.signal_note() + ": checkpoint at step " + std::to_string(state.step) +
-               ", then exit");
-      save_now();
-      comm->barrier();
-      return 0;
-    } else if (action == control::Action::kAbort) {
-      log.warn("abort requested" + monitor.signal_note() + ": exiting at step " + std::to_string(state.step) +
-               " without a checkpoint");
-      return kAbortExitCode;
-    }
-    if (o.exit_after_steps > 0 && steps_this_process >= o.exit_after_steps && state.step < total_steps) {
-      log.info("--exit-after-steps " + std::to_string(o.exit_after_steps) + ": stopping at step " +
-               std::to_string(state.step) + " without a final checkpoint");
-      comm->barrier();
-      return 0;
-    }
-  }
-
-  // 10. The final checkpoint (export it with `fabtrain export`).
-  if (steps_this_process > 0) {
-    save_now();
-  } else {
-    log.info("the newest checkpoint is already at step " + std::to_string(state.step) + ": nothing to train");
-  }
-  log.info("done: " + std::to_string(state.step) + " steps");
-  return 0;
+  const Json model_config = to_hf_json(loaded.config);
+  EngineInputs in{
+      launch, co, *comm, device, tensor_step, std::move(loaded), nccl_log, required_transport};
+  std::unique_ptr<StepEngine> engine =
+      o.pp > 1 ? make_pipeline_engine(o, in, log) : make_sharded_engine(o, in, log);
+  return run_train_loop(o, *engine, {data, model_config, launch.local_rank}, log);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ struct TrainOptions {
   int blas_threads = 0;  // OpenBLAS threads per rank; 0: thread_plan.h decides
   int dp = 0;  // 0: the world size
   int pp = 1;
-  // Pipeline (--pp > 1, app/pipeline_train.h): schedule, micro-batches per replica per step
+  // Pipeline (--pp > 1, app/pipeline_engine.h): schedule, micro-batches per replica per step
   // (0: 4 x pp), layers per stage ("" : balanced by parameter count).
   std::string schedule = "1f1b";
   int micro_batches = 0;

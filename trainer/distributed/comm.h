@@ -1,6 +1,8 @@
 // The ONE communication interface of fabtrain. Everything above it (parallel/, optim/,
-// checkpoint/, app/) talks to ranks only through this class; all c10d use sits in one .cc per
-// backend (comm_gloo.cc for CPU ranks, comm_nccl.cc for GPU ranks).
+// checkpoint/, app/) talks to ranks only through this class; all c10d use sits in the comm_*.cc
+// files of trainer/distributed: a backend each (comm_gloo.cc for CPU ranks, comm_nccl.cc for GPU
+// ranks), what the two share (comm_c10d.cc: requests, the dead-group rule), the rendezvous store
+// (comm_store.cc) and sub-groups (comm_group.cc).
 //
 // Buffers are raw fp32/fp64 pointers, not tensors, so this header pulls in no torch headers (torch
 // TUs compile slowly) and optim/ and checkpoint/ stay plain C++.
@@ -76,8 +78,9 @@ class Comm {
   // out holds world_size() * bytes; rank r's bytes land at out + r * bytes.
   virtual void allgather_bytes(const void* in, size_t bytes, void* out) = 0;
   virtual void barrier() = 0;
-  // Point-to-point, for pipeline stages (later). Tag separates concurrent streams; tags from 2^30
-  // up are the backend's own (its allgather and reduce-scatter exchanges).
+  // Point-to-point: a pipeline's activations and their gradients between neighbouring stages
+  // (parallel/pipeline_runner.h). Tag separates concurrent streams; tags from 2^30 up are the
+  // backend's own (its allgather and reduce-scatter exchanges).
   virtual void send(const float* data, size_t count, int dst_rank, int tag) = 0;
   virtual void recv(float* data, size_t count, int src_rank, int tag) = 0;
 };

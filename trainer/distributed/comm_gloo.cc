@@ -1,5 +1,5 @@
-// The Gloo backend of Comm: c10d::ProcessGroupGloo over a c10d::TCPStore.
-// The only file that touches c10d for CPU training.
+// The Gloo backend of Comm: c10d::ProcessGroupGloo over a c10d::TCPStore, for CPU training.
+// Its requests and failure rule are comm_c10d.h's, shared with the NCCL backend.
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -14,6 +14,7 @@
 
 #include "common/net_route.h"
 #include "trainer/distributed/comm.h"
+#include "trainer/distributed/comm_c10d.h"
 #include "trainer/distributed/comm_store.h"
 
 namespace fabkit::trainer {
@@ -40,40 +41,9 @@ std::optional<std::string> address_toward(const std::string& master) {
   return std::nullopt;
 }
 
-class GlooComm;
-
-using Works = std::vector<c10::intrusive_ptr<c10d::Work>>;
-
-// Gloo Works in flight (one collective, or the sends and receives of one exchange) plus what to
-// do once they landed (the reduce-scatter's local sum).
-class GlooRequest : public CommRequest {
+class GlooComm : public Comm, C10dGroup {
  public:
-  GlooRequest(GlooComm& comm, const char* op, size_t count, Works works, std::function<void()> finish)
-      : comm_(comm), op_(op), count_(count), works_(std::move(works)), finish_(std::move(finish)) {}
-  ~GlooRequest() override {
-    // Gloo's worker may still write into the caller's buffers: never leave before it is done.
-    if (!done_) {
-      try {
-        wait();
-      } catch (const std::exception&) {
-        // The comm is marked dead; the next collective reports it.
-      }
-    }
-  }
-  void wait() override;
-
- private:
-  GlooComm& comm_;
-  const char* op_;
-  size_t count_;
-  Works works_;
-  std::function<void()> finish_;
-  bool done_ = false;
-};
-
-class GlooComm : public Comm {
- public:
-  explicit GlooComm(const CommOptions& o) : rank_(o.rank), world_(o.world_size) {
+  explicit GlooComm(const CommOptions& o) : C10dGroup("Gloo", o.rank), world_(o.world_size) {
     using std::chrono::milliseconds;
     std::string stage = "store";
     try {
@@ -119,11 +89,11 @@ class GlooComm : public Comm {
 
   void allreduce_sum(float* data, size_t count) override {
     std::vector<at::Tensor> t{wrap(data, count)};
-    run("allreduce", count, [&] { return pg_->allreduce(t); });
+    run("allreduce", count, [&] { return C10dWorks{pg_->allreduce(t)}; });
   }
   void allreduce_sum(double* data, size_t count) override {
     std::vector<at::Tensor> t{wrap(data, count)};
-    run("allreduce(f64)", count, [&] { return pg_->allreduce(t); });
+    run("allreduce(f64)", count, [&] { return C10dWorks{pg_->allreduce(t)}; });
   }
   void allgather(const float* in, size_t count, float* out) override { allgather_async(in, count, out)->wait(); }
   // allgather and reduce-scatter are direct exchanges with every peer over Gloo's point-to-point
@@ -153,13 +123,13 @@ class GlooComm : public Comm {
     std::vector<at::Tensor> t{wrap(data, count)};
     c10d::BroadcastOptions bo;
     bo.rootRank = root;
-    run("broadcast", count, [&] { return pg_->broadcast(t, bo); });
+    run("broadcast", count, [&] { return C10dWorks{pg_->broadcast(t, bo)}; });
   }
   void broadcast_bytes(void* data, size_t bytes, int root) override {
     std::vector<at::Tensor> t{wrap_bytes(data, bytes)};
     c10d::BroadcastOptions bo;
     bo.rootRank = root;
-    run("broadcast(bytes)", bytes, [&] { return pg_->broadcast(t, bo); });
+    run("broadcast(bytes)", bytes, [&] { return C10dWorks{pg_->broadcast(t, bo)}; });
   }
   void allgather_bytes(const void* in, size_t bytes, void* out) override {
     auto* o = static_cast<unsigned char*>(out);
@@ -169,108 +139,62 @@ class GlooComm : public Comm {
         ->wait();
   }
   void barrier() override {
-    run("barrier", 0, [&] { return pg_->barrier(); });
+    run("barrier", 0, [&] { return C10dWorks{pg_->barrier()}; });
   }
   void send(const float* data, size_t count, int dst, int tag) override {
     std::vector<at::Tensor> t{wrap(data, count)};
-    run("send", count, [&] { return pg_->send(t, dst, tag); });
+    run("send", count, [&] { return C10dWorks{pg_->send(t, dst, tag)}; });
   }
   void recv(float* data, size_t count, int src, int tag) override {
     std::vector<at::Tensor> t{wrap(data, count)};
-    run("recv", count, [&] { return pg_->recv(t, src, tag); });
+    run("recv", count, [&] { return C10dWorks{pg_->recv(t, src, tag)}; });
   }
 
  private:
-  friend class GlooRequest;
-  static std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-  void check_alive(const char* op) const {
-    if (dead_) {
-      throw CommError(std::string(op) + " on rank " + std::to_string(rank_) +
-                      ": the process group already failed; no collective may follow");
-    }
-  }
-
-  template <typename F>
-  CommRequestPtr issue(const char* op, size_t count, F&& start, std::function<void()> finish) {
-    check_alive(op);
-    Works works;
-    try {
-      works.push_back(start());
-    } catch (const std::exception& e) {
-      fail(op, count, e);
-    }
-    return std::make_unique<GlooRequest>(*this, op, count, std::move(works), std::move(finish));
-  }
-
   // Posts a receive from and a send to every peer under one fresh tag, so concurrent exchanges
   // (a prefetch beside a reduction) never match each other's messages. Every rank issues its
   // exchanges in the same order, so the tags agree.
   template <typename SendTo, typename RecvFrom>
   CommRequestPtr exchange(const char* op, size_t count, SendTo&& send_to, RecvFrom&& recv_from,
                           std::function<void()> finish) {
-    check_alive(op);
     const int tag = kExchangeTagBase + static_cast<int>(next_exchange_++ % kExchangeTags);
-    Works works;
-    try {
-      for (int step = 1; step < world_; ++step) {
-        // Peers in ring order from this rank, so all ranks do not hit rank 0 first.
-        const int from = (rank_ - step + world_) % world_;
-        std::vector<at::Tensor> r{recv_from(from)};
-        works.push_back(pg_->recv(r, from, tag));
-      }
-      for (int step = 1; step < world_; ++step) {
-        const int to = (rank_ + step) % world_;
-        std::vector<at::Tensor> t{send_to(to)};
-        works.push_back(pg_->send(t, to, tag));
-      }
-    } catch (const std::exception& e) {
-      fail(op, count, e);
-    }
-    return std::make_unique<GlooRequest>(*this, op, count, std::move(works), std::move(finish));
+    return issue(
+        op, count,
+        [&] {
+          C10dWorks works;
+          for (int step = 1; step < world_; ++step) {
+            // Peers in ring order from this rank, so all ranks do not hit rank 0 first.
+            const int from = (rank_ - step + world_) % world_;
+            std::vector<at::Tensor> r{recv_from(from)};
+            works.push_back(pg_->recv(r, from, tag));
+          }
+          for (int step = 1; step < world_; ++step) {
+            const int to = (rank_ + step) % world_;
+            std::vector<at::Tensor> t{send_to(to)};
+            works.push_back(pg_->send(t, to, tag));
+          }
+          return works;
+        },
+        std::move(finish));
   }
 
-  template <typename F>
-  void run(const char* op, size_t count, F&& start) {
-    issue(op, count, std::forward<F>(start), nullptr)->wait();
-  }
-
-  void wait_works(const char* op, size_t count, Works& works) {
-    try {
-      for (auto& w : works) w->wait();
-    } catch (const std::exception& e) {
-      fail(op, count, e);
-    }
-  }
-
-  [[noreturn]] void fail(const char* op, size_t count, const std::exception& e) {
-    // A peer died or the link broke. Peers may be blocked in another collective, so the group
-    // cannot be reused: mark it dead and let the caller end the process.
-    dead_ = true;
-    throw CommError("Gloo " + std::string(op) + " of " + std::to_string(count) +
-                    " elements failed on rank " + std::to_string(rank_) + "/" +
-                    std::to_string(world_) + ": " + first_line(e.what()) +
-                    " -- another rank probably exited or the network dropped; the job stops");
+  std::string failure_message(const char* op, size_t count,
+                              const std::string& cause) const override {
+    // A peer died or the link broke: the caller ends the process.
+    return "Gloo " + std::string(op) + " of " + std::to_string(count) +
+           " elements failed on rank " + std::to_string(rank_) + "/" + std::to_string(world_) +
+           ": " + cause + " -- another rank probably exited or the network dropped; the job stops";
   }
 
   // Tags of the internal exchanges: [2^30, 2^30 + 2^20); pipeline send/recv tags stay below.
   static constexpr int kExchangeTagBase = 1 << 30;
   static constexpr uint64_t kExchangeTags = 1 << 20;
 
-  int rank_;
   int world_;
-  bool dead_ = false;
   uint64_t next_exchange_ = 0;
   std::string transport_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
 };
-
-void GlooRequest::wait() {
-  if (done_) return;
-  done_ = true;
-  comm_.wait_works(op_, count_, works_);
-  if (finish_) finish_();
-}
 
 }  // namespace
 

@@ -1,5 +1,5 @@
 // The NCCL backend of Comm: c10d::ProcessGroupNCCL over the rendezvous store, one CUDA device per
-// rank. The only file that touches c10d for GPU training.
+// rank, for GPU training. Its requests and failure rule are comm_c10d.h's, shared with Gloo.
 //
 // Why ProcessGroupNCCL rather than the NCCL API directly: it already runs each collective on its
 // own CUDA stream ordered after the caller's stream, makes Work::wait() a stream wait (the host
@@ -19,6 +19,7 @@
 #include <chrono>
 #include <functional>
 
+#include "trainer/distributed/comm_c10d.h"
 #include "trainer/distributed/comm_store.h"
 #endif
 
@@ -27,35 +28,6 @@ namespace fabkit::trainer {
 #if FABKIT_TORCH_CUDA
 namespace {
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-class NcclComm;
-
-class NcclRequest : public CommRequest {
- public:
-  NcclRequest(NcclComm& comm, const char* op, size_t count, c10::intrusive_ptr<c10d::Work> work,
-              std::function<void()> finish)
-      : comm_(comm), op_(op), count_(count), work_(std::move(work)), finish_(std::move(finish)) {}
-  ~NcclRequest() override {
-    if (!done_) {
-      try {
-        wait();
-      } catch (const std::exception&) {
-        // The comm is marked dead; the next collective reports it.
-      }
-    }
-  }
-  void wait() override;
-
- private:
-  NcclComm& comm_;
-  const char* op_;
-  size_t count_;
-  c10::intrusive_ptr<c10d::Work> work_;
-  std::function<void()> finish_;  // holds the staged tensors alive too
-  bool done_ = false;
-};
-
 // A caller's buffer as a tensor on this rank's device: the buffer itself when it is device memory,
 // else a device copy (staged) that finish() copies back for outputs.
 struct DeviceView {
@@ -63,10 +35,10 @@ struct DeviceView {
   at::Tensor host;  // defined when staged
 };
 
-class NcclComm : public Comm {
+class NcclComm : public Comm, C10dGroup {
  public:
   explicit NcclComm(const CommOptions& o)
-      : rank_(o.rank),
+      : C10dGroup("NCCL", o.rank),
         world_(o.world_size),
         device_(at::kCUDA, static_cast<c10::DeviceIndex>(o.cuda_device)) {
     std::string stage = "device";
@@ -130,7 +102,7 @@ class NcclComm : public Comm {
     DeviceView i = input(in, count, torch::kFloat32);
     DeviceView o = output(out, count * static_cast<size_t>(world_), torch::kFloat32);
     return issue(
-        "allgather", count, [&] { return pg_->_allgather_base(o.device, i.device); },
+        "allgather", count, [&] { return C10dWorks{pg_->_allgather_base(o.device, i.device)}; },
         [i, o] { copy_back(o); });
   }
   CommRequestPtr reduce_scatter_add_async(const float* in, size_t count, float* out) override {
@@ -142,7 +114,8 @@ class NcclComm : public Comm {
     // The reduce-scatter writes a fresh buffer; the add into the caller's accumulator runs on the
     // caller's stream once the collective is waited for.
     return issue(
-        "reduce-scatter", count, [&] { return pg_->_reduce_scatter_base(sum, i.device, ro); },
+        "reduce-scatter", count,
+        [&] { return C10dWorks{pg_->_reduce_scatter_base(sum, i.device, ro)}; },
         [i, o, sum]() mutable {
           if (o.host.defined()) {
             o.host.add_(sum.cpu());
@@ -160,36 +133,30 @@ class NcclComm : public Comm {
   void allgather_bytes(const void* in, size_t bytes, void* out) override {
     DeviceView i = input(in, bytes, torch::kUInt8);
     DeviceView o = output(out, bytes * static_cast<size_t>(world_), torch::kUInt8);
-    issue(
-        "allgather(bytes)", bytes, [&] { return pg_->_allgather_base(o.device, i.device); },
-        [i, o] { copy_back(o); })
-        ->wait();
+    run(
+        "allgather(bytes)", bytes,
+        [&] { return C10dWorks{pg_->_allgather_base(o.device, i.device)}; },
+        [i, o] { copy_back(o); });
   }
   void barrier() override {
     c10d::BarrierOptions bo;
     bo.device_ids = {device_.index()};
-    issue(
-        "barrier", 0, [&] { return pg_->barrier(bo); }, nullptr)
-        ->wait();
+    run("barrier", 0, [&] { return C10dWorks{pg_->barrier(bo)}; });
   }
   void send(const float* data, size_t count, int dst, int tag) override {
     DeviceView i = input(data, count, torch::kFloat32);
     std::vector<at::Tensor> t{i.device};
-    issue(
-        "send", count, [&] { return pg_->send(t, dst, tag); }, [i] {})
-        ->wait();
+    run(
+        "send", count, [&] { return C10dWorks{pg_->send(t, dst, tag)}; }, [i] {});
   }
   void recv(float* data, size_t count, int src, int tag) override {
     DeviceView o = output(data, count, torch::kFloat32);
     std::vector<at::Tensor> t{o.device};
-    issue(
-        "recv", count, [&] { return pg_->recv(t, src, tag); }, [o] { copy_back(o); })
-        ->wait();
+    run(
+        "recv", count, [&] { return C10dWorks{pg_->recv(t, src, tag)}; }, [o] { copy_back(o); });
   }
 
  private:
-  friend class NcclRequest;
-
   at::TensorOptions options(at::ScalarType t) const {
     return at::TensorOptions().dtype(t).device(device_);
   }
@@ -228,70 +195,31 @@ class NcclComm : public Comm {
   void allreduce(void* data, size_t count, at::ScalarType t, const char* op) {
     DeviceView v = inout(data, count, t);
     std::vector<at::Tensor> ts{v.device};
-    issue(
-        op, count, [&] { return pg_->allreduce(ts); }, [v] { copy_back(v); })
-        ->wait();
+    run(
+        op, count, [&] { return C10dWorks{pg_->allreduce(ts)}; }, [v] { copy_back(v); });
   }
   void broadcast_view(DeviceView v, size_t count, int root, const char* op) {
     std::vector<at::Tensor> ts{v.device};
     c10d::BroadcastOptions bo;
     bo.rootRank = root;
-    issue(
-        op, count, [&] { return pg_->broadcast(ts, bo); }, [v] { copy_back(v); })
-        ->wait();
+    run(
+        op, count, [&] { return C10dWorks{pg_->broadcast(ts, bo)}; }, [v] { copy_back(v); });
   }
 
-  void check_alive(const char* op) const {
-    if (dead_) {
-      throw CommError(std::string(op) + " on rank " + std::to_string(rank_) +
-                      ": the NCCL process group already failed; no collective may follow");
-    }
+  std::string failure_message(const char* op, size_t count,
+                              const std::string& cause) const override {
+    return "NCCL " + std::string(op) + " of " + std::to_string(count) +
+           " elements failed on rank " + std::to_string(rank_) + "/" + std::to_string(world_) +
+           " (cuda:" + std::to_string(device_.index()) + "): " + cause +
+           " -- another rank probably exited, the network dropped or the collective timed out; the "
+           "NCCL "
+           "log (NCCL_DEBUG=INFO) names the transport and the failing peer";
   }
 
-  template <typename F>
-  CommRequestPtr issue(const char* op, size_t count, F&& start, std::function<void()> finish) {
-    check_alive(op);
-    c10::intrusive_ptr<c10d::Work> work;
-    try {
-      work = start();
-    } catch (const std::exception& e) {
-      fail(op, count, e);
-    }
-    return std::make_unique<NcclRequest>(*this, op, count, std::move(work), std::move(finish));
-  }
-
-  void wait_work(const char* op, size_t count, c10::intrusive_ptr<c10d::Work>& work) {
-    try {
-      work->wait();
-    } catch (const std::exception& e) {
-      fail(op, count, e);
-    }
-  }
-
-  [[noreturn]] void fail(const char* op, size_t count, const std::exception& e) {
-    dead_ = true;
-    throw CommError("NCCL " + std::string(op) + " of " + std::to_string(count) +
-                    " elements failed on rank " + std::to_string(rank_) + "/" +
-                    std::to_string(world_) + " (cuda:" + std::to_string(device_.index()) +
-                    "): " + first_line(e.what()) +
-                    " -- another rank probably exited, the network dropped or the collective timed "
-                    "out; the NCCL "
-                    "log (NCCL_DEBUG=INFO) names the transport and the failing peer");
-  }
-
-  int rank_;
   int world_;
   at::Device device_;
-  bool dead_ = false;
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> pg_;
 };
-
-void NcclRequest::wait() {
-  if (done_) return;
-  done_ = true;
-  comm_.wait_work(op_, count_, work_);
-  if (finish_) finish_();
-}
 
 }  // namespace
 

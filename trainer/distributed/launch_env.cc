@@ -3,7 +3,7 @@
 #include <cctype>
 
 #include "common/errors.h"
-#include "trainer/distributed/hostlist.h"
+#include "common/hostlist.h"
 
 namespace fabkit::trainer {
 namespace {

@@ -7,7 +7,9 @@
 //  - tied: unit 0 = embedding + final norm; the head IS the embedding matrix, so they are one unit.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "trainer/model/llama.h"
 #include "trainer/parallel/sharded_model.h"
@@ -30,6 +32,19 @@ struct LlamaPlan {
   std::vector<Stage> stages;
 };
 
+// The whole model (one stage of everything): plan_llama_stage(model, batch, 0, L, true, true).
 LlamaPlan plan_llama(LlamaModel model, std::shared_ptr<MicroBatch> batch);
+
+// The units and stages of decoder layers [first_layer, end_layer), with the embedding when
+// `first` and the final norm + head + loss when `last` (one pipeline stage; the whole model when
+// both). Each decoder layer is its own unit, so a stage's replicas shard and gather layer by
+// layer. A stage that is not the first starts from a received activation: its first layer
+// computes the micro-batch's RoPE tables and attention bias itself (the embed stage does it on
+// the first). Tied embeddings need first and last (the head is the embedding matrix).
+LlamaPlan plan_llama_stage(LlamaModel model, std::shared_ptr<MicroBatch> batch, int first_layer,
+                           int end_layer, bool first, bool last);
+
+// The decoder layer of an HF parameter name ("model.layers.7.mlp.up_proj.weight" -> 7), or -1.
+int64_t hf_layer_index(const std::string& name);
 
 }  // namespace fabkit::trainer

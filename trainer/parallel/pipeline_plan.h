@@ -1,7 +1,5 @@
-// The wrapping policy for one pipeline stage of the Llama decoder: the units and stages (in
-// sharded_model.h's sense) of the decoder layers [first_layer, end_layer), with the embedding on
-// the first pipeline stage and the final norm + head + loss on the last. Each decoder layer is
-// its own unit as in plan_llama, so a stage's replicas shard and gather layer by layer.
+// The parameter counts a pipeline's layer split balances (pipeline_split.h). A stage's units and
+// stages come from plan_llama_stage (llama_plan.h), the builder the whole model's plan uses too.
 //
 // Tied embeddings are refused for more than one stage (the caller says so): the head would be
 // the first stage's embedding matrix, and its gradient would have to be summed between the first
@@ -9,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "trainer/parallel/llama_plan.h"
@@ -22,10 +19,5 @@ struct StageParamCounts {
   int64_t head = 0;             // final norm + lm_head (last stage)
 };
 StageParamCounts count_stage_params(const LlamaModel& model);
-
-// A stage that is not the first starts from a received activation: its first layer computes the
-// micro-batch's RoPE tables and attention bias itself (the embed stage does it on the first).
-LlamaPlan plan_llama_stage(LlamaModel model, std::shared_ptr<MicroBatch> batch, int first_layer,
-                           int end_layer, bool first, bool last);
 
 }  // namespace fabkit::trainer

@@ -15,6 +15,7 @@
 #include "tests/integration/trainer/run_support.h"
 #include "tests/support/ttar.h"
 #include "trainer/checkpoint/checkpoint.h"
+#include "trainer/control/control_client.h"
 
 namespace fs = std::filesystem;
 
@@ -352,6 +353,71 @@ TEST_F(FabtrainPipeline, SigtermStopsEveryStageAtOneStepWithACheckpoint) {
   ASSERT_EQ(c0.size(), 1u);
   ASSERT_EQ(c1.size(), 1u);
   EXPECT_EQ(c0[0].filename(), c1[0].filename());
+}
+
+// The pipeline runs through the one training loop, so what the loop does holds for it too
+// (each of these did not at --pp > 1 before the loop was shared).
+
+// `--trace-steps` writes a Chrome trace per rank of the third step, as at --pp 1.
+TEST_F(FabtrainPipeline, TraceStepsWritesAChromeTracePerStage) {
+  auto r = run_fabtrain(base(
+      "trace", 4, {"--nproc", "2", "--pp", "2", "--micro-batches", "2", "--trace-steps", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* f : {"rank-0-step-3.json", "rank-1-step-3.json"}) {
+    EXPECT_TRUE(fs::exists(out("trace") / "trace" / f)) << f << "\n" << r.output;
+  }
+}
+
+// A resume at another micro-batch size lands inside a batch: the examples seen again are named.
+TEST_F(FabtrainPipeline, ResumeInsideABatchWarnsOfTheReplayedExamples) {
+  const std::vector<std::string> pp = {"--nproc", "2", "--pp", "2", "--micro-batches", "2"};
+  auto first_args = base("replay", 6, pp);
+  first_args.insert(first_args.end(),
+                    {"--micro-batch-size", "1", "--save-every", "3", "--exit-after-steps", "3"});
+  auto first = run_fabtrain(first_args);  // checkpoint at step 3: 6 examples into the epoch
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  auto second_args = base("replay", 4, pp);
+  second_args.insert(second_args.end(), {"--micro-batch-size", "4"});
+  auto second = run_fabtrain(second_args);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("resumed from step 3"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("2 examples before the checkpoint are seen again"),
+            std::string::npos)
+      << second.output;
+}
+
+// While the stages write a checkpoint, `fabtrain control status` says "saving" (polled over the
+// job's socket during a run that saves every step; before, a pipeline save said "training").
+TEST_F(FabtrainPipeline, ControlStatusSaysSavingWhileTheStagesSave) {
+  const fs::path ctl = dir_.path() / "ctl";
+  setenv("FABTRAIN_CONTROL_DIR", ctl.c_str(), 1);
+  Started job = start_fabtrain(base("saving", 40,
+                                    {"--nproc", "2", "--pp", "2", "--micro-batches", "2",
+                                     "--save-every", "1", "--save-total-limit", "1"}));
+  unsetenv("FABTRAIN_CONTROL_DIR");
+  const fs::path socket = ctl / "saving.sock";
+  std::map<std::string, int> phases;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(200);
+  bool was_up = false;  // the socket goes with the job: gone after it was up = the job ended
+  while (phases["saving"] == 0 && std::chrono::steady_clock::now() < deadline) {
+    if (!fs::exists(socket)) {
+      if (was_up) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    was_up = true;
+    try {
+      const Json j = trainer::control::request(socket.string(), "status", 2000);
+      if (j.contains("status")) ++phases[j["status"].value("phase", "?")];
+    } catch (const std::exception&) {
+      // The socket comes and goes with the job.
+    }
+  }
+  kill(job.pid, SIGTERM);
+  RunResult done = finish_fabtrain(job, 120);
+  std::string seen;
+  for (const auto& [phase, n] : phases) seen += phase + " x" + std::to_string(n) + " ";
+  EXPECT_GT(phases["saving"], 0) << "phases seen: " << seen << "\n" << done.output;
 }
 
 // `fabtrain export` given one stage's checkpoint gathers the same step of every stage: the

@@ -6,13 +6,14 @@
 #include <functional>
 #include <thread>
 
+#include "tests/unit/trainer_dist/gloo_rank_threads.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/distributed/comm.h"
 #include "trainer/distributed/local_spawn.h"
 #include "trainer/model/lm_loss.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/parallel/llama_plan.h"
-#include "tests/unit/trainer_dist/gloo_rank_threads.h"
+#include "trainer/parallel/pipeline_plan.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -209,7 +210,9 @@ std::pair<torch::Tensor, torch::Tensor> global_batch() {
   return {ids, labels};
 }
 
-void check_sharded_grads_equal_full(bool tied, bool recompute) {
+// stage_plan: the units and stages of one pipeline stage that holds the whole model
+// (plan_llama_stage with first and last), instead of plan_llama.
+void check_sharded_grads_equal_full(bool tied, bool recompute, bool stage_plan = false) {
   auto [ids, labels] = global_batch();
   // 1 process, whole batch, mean over counted tokens.
   LlamaModel ref(tiny_config(tied), torch::kFloat32, 7);
@@ -224,7 +227,9 @@ void check_sharded_grads_equal_full(bool tied, bool recompute) {
   run_ranks(2, [&](Comm& c) {
     LlamaModel m(tiny_config(tied), torch::kFloat32, 7);
     auto mb = std::make_shared<MicroBatch>();
-    LlamaPlan plan = plan_llama(m, mb);
+    const int layers = static_cast<int>(m->config().num_hidden_layers);
+    LlamaPlan plan =
+        stage_plan ? plan_llama_stage(m, mb, 0, layers, true, true) : plan_llama(m, mb);
     ShardedModel sm(c, plan.units, plan.stages, recompute);
     mb->input_ids = ids.narrow(0, 2 * c.rank(), 2);
     mb->labels = labels.narrow(0, 2 * c.rank(), 2);
@@ -259,6 +264,14 @@ void check_sharded_grads_equal_full(bool tied, bool recompute) {
 // only: |diff| <= 1e-6 + 1e-4 * max|g| per tensor.
 TEST(ShardedModel, GradsEqualOneProcessUntiedKeepGraph) { check_sharded_grads_equal_full(false, false); }
 TEST(ShardedModel, GradsEqualOneProcessTiedRecompute) { check_sharded_grads_equal_full(true, true); }
+// A tied model on one pipeline stage with recompute: the head runs on the embedding matrix after
+// the embed stage released it, unless the head's stage names the unit that holds the matrix.
+TEST(ShardedModel, TiedSingleStagePlanWithRecomputeEqualsOneProcess) {
+  check_sharded_grads_equal_full(true, true, true);
+}
+TEST(ShardedModel, UntiedSingleStagePlanEqualsOneProcess) {
+  check_sharded_grads_equal_full(false, true, true);
+}
 
 }  // namespace
 }  // namespace fabkit::trainer

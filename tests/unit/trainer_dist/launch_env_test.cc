@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
-#include "trainer/distributed/hostlist.h"
+#include "common/hostlist.h"
 #include "trainer/distributed/launch_env.h"
 #include "trainer/optim/schedule.h"
 

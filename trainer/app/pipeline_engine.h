@@ -1,0 +1,28 @@
+// Pipeline stages (`fabtrain train --pp S`, docs/fabtrain.md "Pipeline parallel"): the decoder's
+// layers split over S stages, each stage's units sharded over its D data-parallel replicas, the
+// micro-batches of a step run through the stages on a GPipe or 1F1B schedule
+// (parallel/pipeline_runner.h). The engine of `fabtrain train` at --pp > 1 (step_engine.h).
+//
+// Ranks: world = S stages x D data-parallel replicas, stage-major: rank = stage * D + replica, so
+// a stage's replicas are neighbours (on one node when D divides the ranks per node): their
+// gradient reduce-scatters stay on the fast local links, and only activations (small) cross the
+// slower links between nodes.
+#pragma once
+
+#include <memory>
+
+#include "trainer/app/step_engine.h"
+#include "trainer/app/train_log.h"
+#include "trainer/app/train_options.h"
+
+namespace fabkit::trainer {
+
+// Flags that do not combine with the pipeline, and checkpoints of another pipeline degree in
+// --output: UsageError naming the value and the fix. Called for every run (also --pp 1), before
+// the communicator exists.
+void validate_pipeline_flags(const TrainOptions& o);
+
+std::unique_ptr<StepEngine> make_pipeline_engine(const TrainOptions& o, EngineInputs& in,
+                                                 TrainLog& log);
+
+}  // namespace fabkit::trainer

@@ -1,0 +1,258 @@
+// The loop as a story: the step count, precision, resume, control; then per step the
+// micro-batches, the engine's forward and backward, the shared loss scale, clip and step, the log,
+// evaluation, checkpoints and the action every rank agreed on.
+#include "trainer/app/train_loop.h"
+
+#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+
+#include "common/errors.h"
+#include "trainer/app/run_monitor.h"
+#include "trainer/data/sampler.h"
+#include "trainer/optim/loss_scale.h"
+#include "trainer/optim/schedule.h"
+
+namespace fs = std::filesystem;
+
+namespace fabkit::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Profile = torch::autograd::profiler::RecordProfile;
+
+// --trace-steps: ATen's op profiler over a few steps after two warm-up steps, one Chrome trace per
+// rank and step (chrome://tracing, Perfetto); the destructor writes the file.
+std::unique_ptr<Profile> trace_step(const TrainOptions& o, int64_t steps_this_process, int rank,
+                                    int64_t step) {
+  if (o.trace_steps <= 0 || steps_this_process < 2 || steps_this_process >= 2 + o.trace_steps)
+    return nullptr;
+  const fs::path dir = fs::path(o.output_dir) / "trace";
+  fs::create_directories(dir);
+  return std::make_unique<Profile>(
+      (dir / ("rank-" + std::to_string(rank) + "-step-" + std::to_string(step) + ".json"))
+          .string());
+}
+
+// The data position in this run's units after a resume: examples of the epoch's order already
+// consumed, over this run's examples per micro-batch index (all replicas). Equal for an unchanged
+// job; after a change of replicas or micro-batch size a partial batch is replayed, never skipped.
+void place_after_resume(TrainState& state, int64_t per_batch, TrainLog& log) {
+  if (state.examples_in_epoch < 0) return;
+  state.batch_in_epoch = state.examples_in_epoch / per_batch;
+  if (const int64_t replay = state.examples_in_epoch % per_batch; replay != 0) {
+    log.warn(
+        std::to_string(replay) + " examples before the checkpoint are seen again: its position (" +
+        std::to_string(state.examples_in_epoch) + " examples) is not a multiple of this run's " +
+        std::to_string(per_batch) + " examples per micro-batch");
+  }
+}
+
+}  // namespace
+
+int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& in, TrainLog& log) {
+  Comm& world = engine.world();
+  const std::vector<Example>& train = in.data.train;
+  const int64_t micro = engine.micro_batches_per_step();
+  const int64_t per_batch =
+      o.micro_batch_size * engine.replicas();  // examples per micro-batch index
+  // 1. Steps: each replica's slice of the epoch, `micro` micro-batches a step.
+  const int64_t steps_per_epoch =
+      static_cast<int64_t>(epoch_batches(train.size(), o.seed, 0, engine.replica(),
+                                         engine.replicas(), o.micro_batch_size)
+                               .size()) /
+      micro;
+  if (steps_per_epoch == 0) {
+    throw UsageError(o.data + ": " + std::to_string(train.size()) + " examples of " +
+                     std::to_string(o.max_length) + " tokens are too few for one step of " +
+                     engine.step_batch_text(o.micro_batch_size));
+  }
+  const int64_t total_steps = o.max_steps > 0 ? o.max_steps : o.num_epochs * steps_per_epoch;
+  log.info("data " + o.data + ": " + std::to_string(train.size()) + " train / " +
+           std::to_string(in.data.valid.size()) + " valid examples, " +
+           std::to_string(steps_per_epoch) + " steps per epoch, " + std::to_string(total_steps) +
+           " steps");
+
+  // 2. Precision and schedule. fp16: the dynamic loss scale starts the backward (loss_scale.h).
+  std::optional<DynamicLossScale> scaler;
+  if (parse_dtype_name(o.torch_dtype) == torch::kFloat16) {
+    scaler = DynamicLossScale{o.initial_loss_scale, 0, o.loss_scale_window};
+  }
+  log.info("precision: compute " + o.torch_dtype +
+           "; master weights, optimizer state and gradient reduction float32" +
+           (scaler ? "; dynamic loss scale from " + std::to_string(o.initial_loss_scale) +
+                         ", doubled after " + std::to_string(o.loss_scale_window) + " finite steps"
+                   : std::string()));
+  const CosineSchedule schedule{o.lr, o.warmup_steps, total_steps, o.min_lr_ratio};
+  const int64_t state_bytes = engine.state_bytes();
+
+  // 3. Resume from the newest complete checkpoint (the engine knows where its checkpoints live).
+  fs::create_directories(o.output_dir);
+  TrainState state;
+  state.seed = o.seed;
+  if (o.resume) {
+    std::vector<std::string> warnings;
+    if (auto resumed = engine.resume(o.output_dir, &warnings)) {
+      state = *resumed;
+      engine.model().sync_params_from_host();
+      log.info("resumed from step " + std::to_string(state.step) + " (epoch " +
+               std::to_string(state.epoch) + ")");
+      if (scaler && state.loss_scale > 0) {
+        scaler->scale = state.loss_scale;
+        scaler->good_steps = state.loss_scale_good_steps;
+      }
+      place_after_resume(state, per_batch, log);
+    }
+    for (const auto& w : warnings) log.warn(w);
+  }
+  log.open_metrics(fs::path(o.output_dir) / "metrics.jsonl");
+
+  // 4. Monitoring and control (run_monitor.h), and the one way to save: the monitor says so first.
+  RunMonitor monitor(o.output_dir, o.no_control, world.rank(), in.local_rank,
+                     Environment::from_process(), log);
+  const SaveRequest save_base{
+      o.output_dir,        state,        in.model_config, o.model_dir, o.save_total_limit,
+      o.save_on_each_node, in.local_rank};
+  int64_t saved_at = -1;
+  auto save_now = [&] {
+    if (saved_at == state.step) return;
+    monitor.saving(state.step, total_steps);
+    SaveRequest req = save_base;
+    req.state = state;
+    engine.model().sync_params_to_host();
+    std::vector<std::string> warnings;
+    log.info("checkpoint " + engine.save(std::move(req), &warnings));
+    for (const auto& w : warnings) log.info(w);
+    saved_at = state.step;
+  };
+
+  // 5. The loop: micro-batches, forward and backward, loss scale, clip, step, log, eval, save,
+  // control.
+  int64_t steps_this_process = 0;
+  std::vector<std::vector<size_t>> batches;
+  int64_t batches_epoch = -1;
+  while (state.step < total_steps) {
+    if (batches_epoch != state.epoch) {
+      batches = epoch_batches(train.size(), o.seed, state.epoch, engine.replica(),
+                              engine.replicas(), o.micro_batch_size);
+      batches_epoch = state.epoch;
+    }
+    if (state.batch_in_epoch + micro > static_cast<int64_t>(batches.size())) {
+      ++state.epoch;
+      state.batch_in_epoch = 0;
+      state.examples_in_epoch = 0;
+      continue;
+    }
+    const std::unique_ptr<Profile> trace =
+        trace_step(o, steps_this_process, world.rank(), state.step + 1);
+    const auto t0 = Clock::now();
+    std::vector<Batch> step_batches;
+    double counts[2] = {0.0, 0.0};  // target tokens, real tokens (this replica, then all)
+    for (int64_t a = 0; a < micro; ++a) {
+      step_batches.push_back(make_batch(train, batches[state.batch_in_epoch + a]));
+      counts[0] += static_cast<double>(target_tokens(step_batches.back().labels));
+      counts[1] += step_batches.back().attention_mask.sum().item<double>();
+    }
+    engine.replica_comm().allreduce_sum(counts, 2);
+    const double lr = schedule.lr_at(state.step);
+    engine.begin_step(lr);
+    const double scale_used = scaler ? scaler->scale : 1.0;
+    double loss = engine.forward_backward(step_batches, std::max(1.0, counts[0]), scale_used);
+    world.allreduce_sum(&loss, 1);
+    bool apply = true;
+    if (scaler) {
+      apply = scaler->update(engine.grads_finite_everywhere());
+      if (apply) {
+        engine.unscale_grads(scale_used);
+      } else {
+        log.warn("step " + std::to_string(state.step + 1) +
+                 ": non-finite gradients at loss scale " + std::to_string(scale_used) +
+                 ": update skipped, loss scale now " + std::to_string(scaler->scale));
+      }
+      state.loss_scale = scaler->scale;
+      state.loss_scale_good_steps = scaler->good_steps;
+    }
+    double grad_norm = std::nan("");
+    if (auto fused = engine.fused_grad_norm()) {  // already applied in the backward: only reported
+      grad_norm = *fused;
+    } else if (apply) {
+      grad_norm = engine.clip_and_step(o.max_grad_norm, lr);
+    }
+    engine.end_step();
+    state.batch_in_epoch += micro;
+    state.examples_in_epoch = state.batch_in_epoch * per_batch;
+    ++state.step;
+    ++steps_this_process;
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const double tokens_per_s = counts[1] / (ms / 1000.0);
+    const TrainDevice& device = engine.device();
+    const int64_t peak_memory = device.cuda ? cuda_peak_allocated_bytes(device) : max_rss_bytes();
+    if (state.step % o.log_every == 0 || state.step == total_steps) {
+      Json m = {{"step", state.step},
+                {"total_steps", total_steps},
+                {"epoch", state.epoch},
+                {"loss", loss},
+                {"lr", lr},
+                {"grad_norm", grad_norm},
+                {"tokens", counts[1]},
+                {"tokens_per_s", tokens_per_s},
+                {"step_time_ms", ms},
+                {"state_bytes_per_rank", state_bytes},
+                {"max_rss_bytes", max_rss_bytes()}};
+      if (device.cuda) m["gpu_peak_bytes"] = cuda_peak_allocated_bytes(device);
+      engine.add_log_metrics(m, ms);
+      if (scaler) {
+        m["loss_scale"] = scale_used;
+        m["update_skipped"] = !apply;
+      }
+      log.step(m);
+    }
+    if (o.eval_every > 0 && !in.data.valid.empty() &&
+        (state.step % o.eval_every == 0 || state.step == total_steps)) {
+      const double v = engine.validation_loss(in.data.valid, o);
+      log.eval({{"step", state.step}, {"valid_loss", v}, {"valid_perplexity", std::exp(v)}});
+      monitor.after_eval(state.step, v);
+    }
+    if (o.save_every > 0 && state.step % o.save_every == 0 && state.step < total_steps) save_now();
+    // Every rank acts on the same step: what any rank's signals or node's socket asked for.
+    const control::Action action = monitor.after_step(
+        world, {state.step, total_steps, loss, lr, tokens_per_s, grad_norm, peak_memory});
+    if (action == control::Action::kSave) {
+      log.info("save requested: checkpoint at step " + std::to_string(state.step));
+      save_now();
+    } else if (action == control::Action::kStop) {
+      log.info("stop requested" + monitor.signal_note() + ": checkpoint at step " +
+               std::to_string(state.step) + ", then exit");
+      save_now();
+      world.barrier();
+      return 0;
+    } else if (action == control::Action::kAbort) {
+      log.warn("abort requested" + monitor.signal_note() + ": exiting at step " +
+               std::to_string(state.step) + " without a checkpoint");
+      return kAbortExitCode;
+    }
+    if (o.exit_after_steps > 0 && steps_this_process >= o.exit_after_steps &&
+        state.step < total_steps) {
+      log.info("--exit-after-steps " + std::to_string(o.exit_after_steps) + ": stopping at step " +
+               std::to_string(state.step) + " without a final checkpoint");
+      world.barrier();
+      return 0;
+    }
+  }
+
+  // 6. The final checkpoint (export it with `fabtrain export`).
+  if (steps_this_process > 0) {
+    save_now();
+  } else {
+    log.info("the newest checkpoint is already at step " + std::to_string(state.step) +
+             ": nothing to train");
+  }
+  log.info("done: " + std::to_string(state.step) + " steps");
+  return 0;
+}
+
+}  // namespace fabkit::trainer
