@@ -95,7 +95,6 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
-std::filesystem::path shared_fixtures() { return FABKIT_SHARED_FIXTURES; }
 std::filesystem::path project_fixtures() { return FABKIT_PROJECT_FIXTURES; }
 
 }  // namespace fabkit::testing

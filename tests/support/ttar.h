@@ -30,8 +30,7 @@ class TempDir {
 // Writes text to path, creating parent directories.
 void write_file(const std::filesystem::path& path, const std::string& text);
 
-// Absolute path of ../shared/fixtures/real (FABKIT_SHARED_FIXTURES) and tests/fixtures.
-std::filesystem::path shared_fixtures();
+// Absolute path of tests/fixtures (the real-machine captures are under tests/fixtures/real).
 std::filesystem::path project_fixtures();
 
 }  // namespace fabkit::testing
