@@ -17,23 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_timing.h"
 #include "common/json_read.h"
 
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-template <typename F>
-double ms(F&& f) {
-  auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
+using fabkit::bench::median;
+using fabkit::bench::ms;
 
 int main(int argc, char** argv) {
   if (argc < 2) {

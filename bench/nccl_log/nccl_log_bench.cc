@@ -18,21 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_timing.h"
 #include "fabric/nccl_log/nccl_log.h"
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-template <typename F>
-double ms(F&& f) {
-  auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
+using fabkit::bench::median;
+using fabkit::bench::ms;
 
 size_t count_lines(const std::string& t) {
   size_t n = 0;

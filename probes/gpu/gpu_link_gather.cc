@@ -69,6 +69,23 @@ void gather_links(CallLog& log, nvml::Device h, GpuHealth& health) {
   health.nvlinks = std::move(links);
 }
 
+namespace {
+
+// The fields both forms of the fabric answer carry (GpuFabricInfo and GpuFabricInfoV3).
+template <typename Info>
+FabricFacts fabric_facts(const nvml::Table& t, const char* call, const Info& v) {
+  FabricFacts f;
+  f.call = call;
+  f.state = v.state;
+  f.status = v.status;
+  f.status_text = nvml::describe(t, v.status);
+  f.clique_id = v.clique_id;
+  f.cluster_uuid = uuid_text(v.cluster_uuid);
+  return f;
+}
+
+}  // namespace
+
 void gather_fabric(CallLog& log, nvml::Device h, GpuHealth& health) {
   const nvml::Table& t = log.table();
   const char* kV = "nvmlDeviceGetGpuFabricInfoV";
@@ -85,14 +102,8 @@ void gather_fabric(CallLog& log, nvml::Device h, GpuHealth& health) {
       version = 2;
     }
     if (r == nvml::kSuccess) {
-      FabricFacts f;
-      f.call = kV;
+      FabricFacts f = fabric_facts(t, kV, v);
       f.struct_version = version;
-      f.state = v.state;
-      f.status = v.status;
-      f.status_text = nvml::describe(t, v.status);
-      f.clique_id = v.clique_id;
-      f.cluster_uuid = uuid_text(v.cluster_uuid);
       f.health_mask = v.health_mask;
       if (version >= 3) f.health_summary = v.health_summary;
       health.fabric = std::move(f);
@@ -112,14 +123,7 @@ void gather_fabric(CallLog& log, nvml::Device h, GpuHealth& health) {
   }
   nvml::GpuFabricInfo v{};
   if (!log.ok(kOld, t.gpu_fabric_info(h, &v))) return;
-  FabricFacts f;
-  f.call = kOld;
-  f.state = v.state;
-  f.status = v.status;
-  f.status_text = nvml::describe(t, v.status);
-  f.clique_id = v.clique_id;
-  f.cluster_uuid = uuid_text(v.cluster_uuid);
-  health.fabric = std::move(f);
+  health.fabric = fabric_facts(t, kOld, v);
 }
 
 }  // namespace fabkit::probes::gpu_detail

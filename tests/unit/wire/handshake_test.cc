@@ -20,21 +20,12 @@
 #include "fabric/wire/socket_io.h"
 #include "fabric/wire/token.h"
 #include "fabric/wire/wire_error.h"
+#include "tests/unit/wire/wire_error_kind.h"
 
 namespace fabkit::wire {
 namespace {
 
 using namespace std::chrono_literals;
-
-WireErrorKind kind_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const WireError& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no WireError thrown";
-  return WireErrorKind::kIo;
-}
 
 const std::string kToken = std::string(64, 'a');
 auto any_purpose = [](const std::string&) { return true; };

@@ -9,19 +9,10 @@
 #include "fabric/wire/socket_io.h"
 #include "fabric/wire/token.h"
 #include "fabric/wire/wire_error.h"
+#include "tests/unit/wire/wire_error_kind.h"
 
 namespace fabkit::wire {
 namespace {
-
-WireErrorKind kind_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const WireError& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no WireError thrown";
-  return WireErrorKind::kIo;
-}
 
 TEST(Frame, RoundTripsThroughTheDecoderByteByByte) {
   std::string bytes = encode_frame({FrameType::kRequest, R"({"id":1,"op":"facts"})"}) +
