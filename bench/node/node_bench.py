@@ -9,8 +9,10 @@ Target: <= 100 ms per node check, also on a GPU node.
 Without a GPU, `--nvml-replay FILE` (extra arguments go to fabcheck node) runs the whole check with
 a recorded 8-GPU node's NVML answers, e.g. tests/fixtures/nvml/h100_sxm_8gpu_healthy.json: every
 probe and judge runs, only the NVML calls themselves are the fake's.
+Where FABKIT_BENCH_JSON names a file, the figures are also written there as JSON.
 usage: node_bench.py FABCHECK [N [FABCHECK NODE ARGS...]]"""
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -63,3 +65,10 @@ for k, why in skipped.items():
 print(f"  fabcheck GPU probe (NVML, gpus.query_ms): median {statistics.median(gpu_query_ms):.2f} ms")
 fab = med[FAB]
 print(f"  target <= {TARGET_MS:.0f} ms: {'met' if fab <= TARGET_MS else 'NOT met'} ({fab:.1f} ms)")
+if os.environ.get("FABKIT_BENCH_JSON"):
+    with open(os.environ["FABKIT_BENCH_JSON"], "w") as f:
+        json.dump({"runs": N, "median_ms": {k: round(v, 2) for k, v in med.items()},
+                   "fabcheck_over": {k: round(statistics.median(a / b for a, b in zip(times[FAB], times[k])), 3)
+                                     for k in med if k != FAB},
+                   "skipped": skipped, "gpu_query_ms_median": round(statistics.median(gpu_query_ms), 3),
+                   "target_ms": TARGET_MS, "target_met": fab <= TARGET_MS}, f, indent=1)

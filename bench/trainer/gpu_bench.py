@@ -8,14 +8,18 @@ compute, fused AdamW, the same micro-batch and sequence length, grad clipping at
 
 - fabtrain: `fabtrain --device cuda --torch-dtype bfloat16` (NCCL comm at world size 1, tensor
   shards, fused AdamW); its metrics.jsonl gives step_time_ms and gpu_peak_bytes.
-- eager: Hugging Face transformers' LlamaForCausalLM built from the config (no download) when
-  `transformers` imports (--reference hf), else the plain eager Llama of torch_reference.py
-  (--reference plain); fp32 parameters under torch.autocast(bfloat16), AdamW(fused=True).
+- PyTorch eager with SDPA: Hugging Face transformers' LlamaForCausalLM built from the config (no
+  download) with attn_implementation="sdpa" when `transformers` imports (--reference hf), else the
+  plain eager Llama of torch_reference.py (--reference plain, F.scaled_dot_product_attention too);
+  fp32 parameters under torch.autocast(bfloat16), AdamW(fused=True); with --recompute both
+  checkpoint every decoder layer (HF's gradient_checkpointing_enable, fabtrain's --recompute).
 
 The contenders alternate for --rounds rounds (the machine is shared); each round prints both
 tokens/s, their ratio, MFU against the GPU's dense bf16 peak (6N + 12*L*d*T FLOPs per token; H100
 and H200 SXM: 989 TFLOP/s, override with --peak-tflops) and peak GPU memory; the last line is the
-median ratio. Goal (issue #10): fabtrain >= 1.0x eager tokens/s and MFU >= 40% at ~350M on an H100.
+median ratio. Goals: fabtrain >= 1.1x eager tokens/s, MFU >= 40% at ~370M ("350m") and >= 45% at
+~1B ("1b") on an H100/H200, peak memory <= PyTorch's. Where FABKIT_BENCH_JSON names a file, the
+figures are also written there as JSON (scripts/gpu-check collects them).
 `--trace-steps N` makes fabtrain write Chrome traces (OUTPUT/trace/) to see where its time goes.
 
 `--device cpu` runs the same comparison at a tiny size in fp32 (a smoke test of this script on a
@@ -48,6 +52,8 @@ def run_fabtrain(a, d, tag):
            "--torch-dtype", "bfloat16" if a.device == "cuda" else "float32", "--max-grad-norm", "1.0"]
     if a.trace_steps:
         cmd += ["--trace-steps", str(a.trace_steps)]
+    if a.recompute:
+        cmd += ["--recompute"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit("fabtrain failed: " + " ".join(cmd) + "\n" + r.stderr[-3000:])
@@ -63,13 +69,18 @@ def eager_model(a, c):
         try:
             from transformers import LlamaConfig, LlamaForCausalLM
             cfg = LlamaConfig(**{k: v for k, v in c.items() if k not in ("architectures", "torch_dtype")})
-            cfg._attn_implementation = "eager"
-            return "hf-transformers-eager", LlamaForCausalLM(cfg)
+            cfg._attn_implementation = "sdpa"
+            model = LlamaForCausalLM(cfg)
+            if a.recompute:
+                model.gradient_checkpointing_enable()
+            return "hf-transformers-sdpa", model
         except ImportError:
             if a.reference == "hf":
                 sys.exit("--reference hf: transformers does not import (pip install transformers)")
     sys.path.insert(0, HERE)
     from torch_reference import Llama
+    if a.recompute:
+        sys.exit("--recompute: the plain reference has no activation checkpointing; use --reference hf")
     return "plain-eager (torch_reference.py)", Llama(c)
 
 
@@ -140,6 +151,7 @@ def main():
     p.add_argument("--reference", choices=["auto", "hf", "plain"], default="auto")
     p.add_argument("--peak-tflops", type=float, default=None)
     p.add_argument("--trace-steps", type=int, default=0)
+    p.add_argument("--recompute", action="store_true", help="activation checkpointing per layer, both contenders")
     a = p.parse_args()
     gpu = a.device == "cuda"
     a.size = a.size or ("350m" if gpu else "tiny")
@@ -153,7 +165,7 @@ def main():
     peak = peak_flops(a)
     print(f"model {a.size}: {param_count(c) / 1e6:.1f}M parameters, batch {a.batch} x {a.seq} tokens, "
           f"{a.steps} steps ({a.warmup} warm-up), device {a.device}", flush=True)
-    ratios = []
+    ratios, rounds = [], []
     for r in range(a.rounds):
         # Alternate who goes first: a shared machine drifts.
         order = ["fabtrain", "eager"] if r % 2 == 0 else ["eager", "fabtrain"]
@@ -171,7 +183,19 @@ def main():
             line += f"; peak GPU memory fabtrain {res['fabtrain']['peak_bytes'] / 2**30:.2f} GiB, " \
                     f"eager {res['eager']['peak_bytes'] / 2**30:.2f} GiB"
         print(line, flush=True)
+        rounds.append({who: {"tokens_per_s": round(x["tokens_per_s"], 1), "peak_bytes": x["peak_bytes"],
+                             "mfu": round(x["tokens_per_s"] * fpt / peak, 4) if peak else None}
+                       for who, x in res.items()})
+        rounds[-1]["ratio"] = round(ratio, 4)
     print(f"median fabtrain/eager tokens/s over {a.rounds} rounds: {statistics.median(ratios):.3f}")
+    if os.environ.get("FABKIT_BENCH_JSON"):
+        with open(os.environ["FABKIT_BENCH_JSON"], "w") as f:
+            json.dump({"size": a.size, "parameters": param_count(c), "batch": a.batch, "seq": a.seq,
+                       "device": a.device, "recompute": a.recompute, "reference": res["eager"]["name"],
+                       "median_ratio": round(statistics.median(ratios), 4),
+                       "median_mfu_fabtrain": round(statistics.median(x["fabtrain"]["mfu"] for x in rounds), 4)
+                       if peak else None,
+                       "rounds": rounds}, f, indent=1)
 
 
 if __name__ == "__main__":

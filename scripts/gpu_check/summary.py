@@ -1,0 +1,66 @@
+"""scripts/gpu-check's summary: summary.json (everything) and summary.txt (what a person reads)."""
+import json
+import os
+import time
+
+FAILING = ("failed", "timeout", "not_run")
+
+
+def make(machine, done, budget, args):
+    elapsed = round(time.monotonic() - budget.start, 1)
+    failed = [s["name"] for s in done if s["status"] in FAILING]
+    return {
+        "schema": "fabkit.gpu_check/1",
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine,
+        "options": {"quick": args.quick, "budget_s": args.budget_s, "jobs": args.jobs, "build_dir": args.build_dir,
+                    "tests": args.tests},
+        "elapsed_s": elapsed,
+        "within_budget": elapsed <= args.budget_s,
+        "ok": not failed,
+        "failed": failed,
+        "steps": done,
+    }
+
+
+def _figure_lines(step):
+    f = step.get("figures")
+    if not f:
+        return []
+    if step["name"] == "gpu-tests":
+        lines = ["    " + ", ".join(f"{k} {v}" for k, v in f.items())]
+        for t in step.get("tests", []):
+            if t["status"] != "passed":
+                lines.append(f"    {t['status']:<8} {t['name']}: {t.get('reason', '')}"[:220])
+        return lines
+    return ["    " + l for l in json.dumps(f, indent=1, sort_keys=True).splitlines()[:60]]
+
+
+def text(doc):
+    m = doc["machine"]
+    out = [f"fabkit gpu-check {doc['finished_at']}: {'OK' if doc['ok'] else 'FAILED: ' + ', '.join(doc['failed'])}",
+           f"machine: {m.get('hostname')}, {m.get('cores')} cores, {len(m.get('gpus', []))} GPU(s)"
+           + (f", driver {m.get('driver')}" if m.get("driver") else f" ({m.get('gpu_reason')})"),
+           f"torch {m.get('torch')} (CUDA {m.get('torch_cuda')}, available {m.get('cuda_available')}), "
+           f"NCCL {m.get('nccl')}, {m.get('cmake')}, {m.get('gxx')}"]
+    out += [f"  {g}" for g in m.get("gpus", [])]
+    out.append(f"elapsed {doc['elapsed_s']} s of {doc['options']['budget_s']:.0f} s"
+               f"{'' if doc['within_budget'] else ' (OVER BUDGET)'}")
+    for s in doc["steps"]:
+        secs = f" {s['seconds']} s" if "seconds" in s else ""
+        out.append(f"  {s['status']:<8} {s['name']}{secs}" + (f": {s['reason']}" if s.get("reason") else ""))
+        if s.get("note"):
+            out.append(f"    note: {s['note']}")
+        out += _figure_lines(s)
+        if s["status"] in FAILING and s.get("tail"):
+            out += ["    | " + l for l in s["tail"].splitlines()[-12:]]
+    return "\n".join(out) + "\n"
+
+
+def write(out_dir, doc):
+    # Written to a temporary name and renamed: a killed run never leaves half a summary.
+    for name, body in (("summary.json", json.dumps(doc, indent=1) + "\n"), ("summary.txt", text(doc))):
+        tmp = os.path.join(out_dir, name + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(body)
+        os.replace(tmp, os.path.join(out_dir, name))

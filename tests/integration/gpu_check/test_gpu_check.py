@@ -1,0 +1,269 @@
+#!/usr/bin/python3
+"""scripts/gpu-check rehearsed on this machine: everything it does that needs no GPU.
+
+- the whole command with --quick over the existing build: every step reports, the GPU tests run
+  (pass, or skip naming the absent hardware), the fabtrain bench runs both contenders, the netns
+  pair measures, the node timing and the active check report; summary.json/.txt are complete;
+- the carried packages: fetched with apt (skipped, 77, when the mirror cannot be reached), then
+  unpacked into a merged-/usr root that must keep its /lib symlink and its own files;
+- the parts with rules of their own: a step over its cap is killed, a skip for want of a GPU on
+  a machine with one is a failure, resource locks serialise, bad options exit 2.
+On a GPU machine the same test runs the GPU parts for real (at the --quick sizes).
+
+usage: test_gpu_check.py --build BUILD --python PYTHON"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from gpu_check import carry, steps, test_runner  # noqa: E402
+
+ARGS = None
+GPU_CHECK = os.path.join(ROOT, "scripts", "gpu-check")
+
+
+def have_gpu():
+    smi = shutil.which("nvidia-smi")
+    return bool(smi) and "GPU " in subprocess.run([smi, "-L"], capture_output=True, text=True).stdout
+
+
+class WholeCommand(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.out = tempfile.mkdtemp(prefix="fabkit-gpu-check-")
+        start = time.monotonic()
+        cls.proc = subprocess.run([GPU_CHECK, "--quick", "--no-build", "--build-dir", ARGS.build, "--python",
+                                   ARGS.python, "--out", cls.out, "--jobs", "2", "--budget-s", "420"],
+                                  capture_output=True, text=True, timeout=600)
+        cls.wall_s = time.monotonic() - start
+        with open(os.path.join(cls.out, "summary.json")) as f:
+            cls.doc = json.load(f)
+        cls.steps = {s["name"]: s for s in cls.doc["steps"]}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.out, ignore_errors=True)
+
+    def test_exits_zero_with_nothing_failed_within_the_budget(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stdout[-4000:] + self.proc.stderr[-2000:])
+        self.assertTrue(self.doc["ok"])
+        self.assertEqual(self.doc["failed"], [])
+        self.assertTrue(self.doc["within_budget"])
+        self.assertLess(self.wall_s, 420 + 30)
+
+    def test_every_step_reports_and_each_skip_says_why(self):
+        names = set(self.steps)
+        bench = [n for n in names if n.startswith("fabtrain-bench")]
+        self.assertTrue(bench, names)
+        for n in ("deps", "build", "gpu-tests", "nccl-pair", "node-timing", "node-active"):
+            self.assertIn(n, names)
+        for s in self.doc["steps"]:
+            self.assertIn(s["status"], ("passed", "skipped"), s)
+            if s["status"] == "skipped":
+                self.assertTrue(s.get("reason"), s)
+
+    def test_the_gpu_tests_ran_and_absent_hardware_is_named(self):
+        t = self.steps["gpu-tests"]
+        self.assertGreaterEqual(len(t["tests"]), 100)
+        self.assertEqual(t["figures"]["failed"], 0)
+        self.assertGreater(t["figures"]["passed"], 50)
+        names = {x["name"] for x in t["tests"]}
+        for must in ("NcclChild.OneRankAllReduceOnTheGpu", "NvmlAgainstNvidiaSmi.LiveFactsMatchNvidiaSmiQ",
+                     "GpuBenchLive.MeasuresEveryGpu"):
+            self.assertIn(must, names)
+        for x in t["tests"]:
+            if x["status"] == "skipped":
+                self.assertTrue(x["reason"] and x["reason"] != "no reason printed", x)
+                if not have_gpu():
+                    continue
+                self.assertIsNone(test_runner.ABSENT_GPU.search(x["reason"]), x)
+
+    def test_the_fabtrain_bench_ran_both_contenders(self):
+        b = [s for n, s in self.steps.items() if n.startswith("fabtrain-bench")][0]
+        self.assertEqual(b["status"], "passed", b)
+        f = b["figures"]
+        self.assertGreater(f["median_ratio"], 0)
+        r = f["rounds"][0]
+        self.assertGreater(r["fabtrain"]["tokens_per_s"], 0)
+        self.assertGreater(r["eager"]["tokens_per_s"], 0)
+        self.assertIn("sdpa" if f["reference"].startswith("hf") else "plain", f["reference"])
+        if have_gpu():
+            self.assertEqual(f["device"], "cuda")
+
+    def test_the_pair_and_the_node_figures(self):
+        p = self.steps["nccl-pair"]
+        runner = os.path.join(ARGS.build, "fabric", "nccl_runner", "fabcheck-nccl-runner")
+        if os.geteuid() != 0 or not os.access(runner, os.X_OK):
+            # netns needs root; the runner is built only where CUDA and NCCL were found.
+            self.assertEqual(p["status"], "skipped", p)
+        else:
+            self.assertEqual(p["status"], "passed", p)
+            by = {x["transport"]: x for x in p["figures"]["pair"]}
+            self.assertEqual(by["fabkit-socket"]["status"], "ok")
+            self.assertGreater(by["fabkit-socket"]["max_busbw_gbps"], 0)
+            self.assertEqual(by["nccl-socket"]["status"], "ok" if have_gpu() else "unavailable")
+        n = self.steps["node-timing"]["figures"]
+        self.assertGreater(n["median_ms"]["fabcheck node --json"], 0)
+        a = self.steps["node-active"]
+        self.assertEqual(a["status"], "passed" if have_gpu() else "skipped", a)
+
+    def test_the_text_summary_names_every_step(self):
+        with open(os.path.join(self.out, "summary.txt")) as f:
+            text = f.read()
+        self.assertIn("fabkit gpu-check", text)
+        for n in self.steps:
+            self.assertIn(n, text)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "logs", "node-timing.log")))
+
+
+def make_deb(dirpath, name, files):
+    """A real .deb (dpkg-deb --build) holding files {relative path: content or ('link', target)}."""
+    pkg = os.path.join(dirpath, "src-" + name)
+    os.makedirs(os.path.join(pkg, "DEBIAN"))
+    with open(os.path.join(pkg, "DEBIAN", "control"), "w") as f:
+        f.write(f"Package: {name}\nVersion: 1.0\nArchitecture: amd64\nMaintainer: t <t@t>\nDescription: t\n")
+    for rel, body in files.items():
+        p = os.path.join(pkg, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        if isinstance(body, tuple):
+            os.symlink(body[1], p)
+        else:
+            with open(p, "w") as f:
+                f.write(body)
+    out = os.path.join(dirpath, "debs")
+    os.makedirs(out, exist_ok=True)
+    subprocess.run(["dpkg-deb", "--build", "--root-owner-group", pkg, os.path.join(out, name + ".deb")],
+                   check=True, capture_output=True)
+    return out
+
+
+def merged_usr_root(d):
+    root = os.path.join(d, "root")
+    os.makedirs(os.path.join(root, "usr", "lib", "x86_64-linux-gnu"))
+    os.makedirs(os.path.join(root, "usr", "include"))
+    os.symlink("usr/lib", os.path.join(root, "lib"))
+    with open(os.path.join(root, "usr", "include", "kept.h"), "w") as f:
+        f.write("the target's own\n")
+    return root
+
+
+class Carry(unittest.TestCase):
+    def test_unpacks_into_a_merged_usr_root_without_replacing_anything(self):
+        with tempfile.TemporaryDirectory() as d:
+            debs = make_deb(d, "libfake-dev", {
+                "lib/x86_64-linux-gnu/libfake.so.1": "elf",
+                "usr/lib/x86_64-linux-gnu/libfake.so": ("link", "/lib/x86_64-linux-gnu/libfake.so.1"),
+                "usr/include/fake.h": "int fake;\n",
+                "usr/include/kept.h": "the package's\n"})
+            root = merged_usr_root(d)
+            r = carry.install(debs, root=root)
+            self.assertEqual(r["packages"], ["libfake-dev.deb"])
+            self.assertTrue(os.path.islink(os.path.join(root, "lib")), "the /lib symlink was replaced")
+            self.assertTrue(os.path.isfile(os.path.join(root, "usr/lib/x86_64-linux-gnu/libfake.so.1")))
+            self.assertEqual(os.readlink(os.path.join(root, "usr/lib/x86_64-linux-gnu/libfake.so")),
+                             "/lib/x86_64-linux-gnu/libfake.so.1")
+            with open(os.path.join(root, "usr/include/kept.h")) as f:
+                self.assertEqual(f.read(), "the target's own\n")
+            self.assertEqual(r["kept"], 1)
+
+    def test_an_empty_folder_names_the_command_that_fills_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(RuntimeError) as e:
+                carry.install(d, root=d)
+            self.assertIn("--download-debs", str(e.exception))
+
+    def test_the_listed_packages_give_every_header_the_build_needs(self):
+        with tempfile.TemporaryDirectory() as d:
+            try:
+                debs = carry.download(os.path.join(d, "debs"))
+            except RuntimeError as e:
+                if "Failed to fetch" in str(e) or "Temporary failure" in str(e) or "Could not resolve" in str(e):
+                    raise unittest.SkipTest(f"the Debian mirror cannot be reached: {e}")
+                raise
+            size = sum(os.path.getsize(x) for x in debs)
+            self.assertLess(size, 64 * 2**20, "the carry must fit the device tool's 64 MiB")
+            root = merged_usr_root(d)
+            carry.install(os.path.join(d, "debs"), root=root)
+            for h in ("infiniband/verbs.h", "hwloc.h", "CLI/CLI.hpp", "nlohmann/json.hpp", "gtest/gtest.h",
+                      "gmock/gmock.h", "pugixml.hpp", "gloo/allreduce.h", "sentencepiece_processor.h",
+                      "openssl/sha.h"):
+                self.assertTrue(os.path.exists(os.path.join(root, "usr/include", h)), h)
+            lib = os.path.join(root, "usr/lib/x86_64-linux-gnu")
+            # The link-time names (links: libcrypto.so's target is the machine's own libssl3 runtime).
+            for so in ("libibverbs.so", "libhwloc.so", "libpugixml.so", "libsentencepiece.so", "libcrypto.so"):
+                self.assertTrue(os.path.lexists(os.path.join(lib, so)), so)
+            self.assertTrue(os.path.exists(os.path.join(root, "usr/lib/libgloo.so")))  # Debian puts it there
+            self.assertTrue(os.path.islink(os.path.join(root, "lib")))
+            self.assertTrue(os.path.exists(os.path.join(root, "usr/bin/ninja")))
+
+
+def fake_test(name, script, **props):
+    p = {"SKIP_REGULAR_EXPRESSION": [r"\[  SKIPPED \]"], "WORKING_DIRECTORY": "/"}
+    p.update(props)
+    return {"name": name, "command": ["/bin/sh", "-c", script], "props": p}
+
+
+SKIP_NO_GPU = "echo 'x.cc:9: Skipped'; echo 'needs an NVIDIA GPU: none here'; echo '[  SKIPPED ] A.b'"
+SKIP_TWO_GPUS = "echo 'x.cc:9: Skipped'; echo 'needs 2 GPUs for a 2-rank all-reduce'; echo '[  SKIPPED ] A.c'"
+
+
+class Rules(unittest.TestCase):
+    def test_a_gpu_absent_skip_fails_only_on_a_machine_with_a_gpu(self):
+        tests = [fake_test("A.b", SKIP_NO_GPU), fake_test("A.c", SKIP_TWO_GPUS), fake_test("A.d", "exit 3")]
+        off = {r["name"]: r for r in test_runner.run_tests(tests, 2, 60, machine_has_gpu=False)}
+        self.assertEqual(off["A.b"]["status"], "skipped")
+        self.assertEqual(off["A.b"]["reason"], "needs an NVIDIA GPU: none here")
+        self.assertEqual(off["A.d"]["status"], "failed")
+        on = {r["name"]: r for r in test_runner.run_tests(tests, 2, 60, machine_has_gpu=True)}
+        self.assertEqual(on["A.b"]["status"], "failed")
+        self.assertIn("skipped on a machine that has a GPU", on["A.b"]["reason"])
+        self.assertEqual(on["A.c"]["status"], "skipped")
+
+    def test_a_test_past_its_timeout_is_killed_and_the_rest_wait_on_their_lock(self):
+        tests = [fake_test("L.one", "sleep 1; echo a >> \"$F\"", RESOURCE_LOCK=["x"]),
+                 fake_test("L.two", "sleep 1; echo b >> \"$F\"", RESOURCE_LOCK=["x"]),
+                 fake_test("T.slow", "sleep 30", TIMEOUT=2)]
+        with tempfile.TemporaryDirectory() as d:
+            os.environ["F"] = os.path.join(d, "f")
+            start = time.monotonic()
+            res = {r["name"]: r for r in test_runner.run_tests(tests, 3, 60)}
+            took = time.monotonic() - start
+        self.assertEqual(res["T.slow"]["status"], "timeout")
+        self.assertLess(took, 10)
+        # Serialised by the lock: the two 1 s tests cannot overlap.
+        self.assertGreaterEqual(res["L.one"]["seconds"] + res["L.two"]["seconds"], 2.0)
+        self.assertGreaterEqual(took, 2.0)
+
+    def test_a_step_over_its_cap_is_killed_with_its_children(self):
+        with tempfile.TemporaryDirectory() as d:
+            start = time.monotonic()
+            r = steps.run_command("sleepy", ["sh", "-c", "sleep 60 & sleep 60"], d, 1)
+            self.assertTrue(r["timed_out"])
+            self.assertLess(time.monotonic() - start, 15)
+
+    def test_bad_options_exit_two_naming_them(self):
+        for argv, words in ((["--skip", "bogus"], "bogus"), (["--budget-s", "5"], "--budget-s")):
+            p = subprocess.run([GPU_CHECK, *argv], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(words, p.stderr)
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", required=True)
+    p.add_argument("--python", required=True)
+    ARGS, rest = p.parse_known_args()
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
