@@ -102,6 +102,11 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
       has(msg, "ncclShmOpen"))
     return make("shm_exhausted", msg);
   if (has(msg, "Duplicate GPU detected")) return make("nccl_invalid_usage", msg);
+  // A receive larger than the buffer the peer posted ("NET/Socket : message truncated : receiving
+  // 696320 bytes instead of 32768", bootstrap's "Message truncated : received 256 bytes instead of
+  // 4"): the ranks disagree on the call (count, type, order) or on NCCL_PROTO; NCCL >= 2.12
+  // returns ncclInvalidUsage for it.
+  if (has_ci(msg, "message truncated")) return make("nccl_invalid_usage", msg, "message truncated");
   // aws-ofi-nccl's completion errors: "NET/OFI Request 0x.. completed with error. RC: 113. Error:
   // 2 (UNDELIVERABLE)" — the libfabric counterpart of an RDMA work completion error.
   if (has(msg, "NET/OFI") && has(msg, "completed with error"))
@@ -156,7 +161,8 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
       has(msg, "socketStartConnect") || has(msg, "Accept failed"))
     return make("connect_failed", msg);
   if (has(msg, "Cuda failure") || has(msg, "CUDA error") || has(msg, "unhandled cuda error") ||
-      has(msg, "ncclUnhandledCudaError"))
+      has(msg, "ncclUnhandledCudaError") ||
+      has(msg, "CUDA IPC handle"))  // p2p.cc: "failed to open CUDA IPC handle : 217 peer access"
     return make("cuda_error", msg);
   // benign_plugin_line() has already let through the "not found, using internal" probing.
   if ((has(msg, "NET/Plugin") || has(msg, "NET/OFI")) &&
@@ -193,7 +199,10 @@ std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
   if (has(msg, "ncclSystemError") || has(msg, "unhandled system error"))
     return make("nccl_system_error", msg);
   if (has(msg, "ncclUnhandledCudaError") || has(msg, "unhandled cuda error") ||
-      has(msg, "Test CUDA failure"))  // nccl-tests' own CUDA call failed
+      has(msg, "Test CUDA failure") ||  // nccl-tests' own CUDA call failed
+      // "[Rank 0] NCCL watchdog thread terminated with exception: CUDA error: an illegal memory
+      // access was encountered": the watchdog met a CUDA error, not a timeout.
+      has(msg, "CUDA error: "))
     return make("cuda_error", msg);
   if (has(msg, "ncclInvalidUsage") || has(msg, "ncclInvalidArgument") ||
       (has(msg, "NCCL error") && has(msg, "invalid usage")))

@@ -231,6 +231,10 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
     s.remove_prefix(1);
     return true;
   }
+  if (starts_with(s, "**")) {  // Markdown bold around a pasted line ("**hvd1:2918:3333 [0] ...**")
+    s.remove_prefix(2);
+    return true;
+  }
   if (s.front() == '|') {  // CloudWatch / kubectl table cells
     s.remove_prefix(1);
     return true;
@@ -462,6 +466,7 @@ LogLine split_log_line(std::string_view line) {
   while (!out.msg.empty() &&
          (out.msg.back() == ' ' || out.msg.back() == '\r' || out.msg.back() == '\t'))
     out.msg.remove_suffix(1);
+  if (out.msg.size() >= 2 && out.msg.substr(out.msg.size() - 2) == "**") out.msg.remove_suffix(2);
   return out;
 }
 

@@ -115,6 +115,7 @@ struct Process {
   std::optional<int> ib_using_line, last_socket_using_line;
   bool has_error = false;
   int info_lines = 0;  // NCCL INFO lines: with them, a failed call leaves an error trace
+  int last_plain_warning = -1;  // index into plain_warnings_ of its latest unruled WARN
   int trace_code = 0, trace_line = 0;
   std::string trace_text;
   bool trace_bootstrap = false;
@@ -156,7 +157,12 @@ class Parser {
   int wrap_lineno_ = 0, wrap_lines_ = 0;
   // Unclassified WARNs of processes that printed INFO lines: a failure only if that process
   // also printed NCCL's error trace (finish() decides).
-  std::vector<std::pair<NcclLogError, Process*>> plain_warnings_;
+  struct PlainWarning {
+    NcclLogError error;
+    Process* process;
+    int trace_code;  // the first error trace its process printed after it; 0: none
+  };
+  std::vector<PlainWarning> plain_warnings_;
   std::optional<std::string> plugin_net_name_;  // "FastSocket" of a plugin's "NET/FastSocket :"
   // The process of the previous line (process_of's cache).
   Process* cached_ = nullptr;
@@ -235,6 +241,24 @@ Process* Parser::lookup_process(const LogLine& l, const std::string& source) {
   return &p;
 }
 
+// ncclResult_t as NCCL's error trace prints it ("file.cc:N -> 2"), as a failure kind.
+const char* kind_of_return_code(int code, bool in_bootstrap) {
+  return in_bootstrap             ? "bootstrap_failed"
+         : code == 1              ? "cuda_error"
+         : code == 2              ? "nccl_system_error"
+         : code == 6              ? "nccl_remote_error"
+         : code == 4 || code == 5 ? "nccl_invalid_usage"
+                                  : "nccl_internal_error";
+}
+
+std::string explain(const FailureKind& k) {
+  std::string s = k.meaning;
+  s += "; likely causes:";
+  for (size_t i = 0; i < k.causes.size(); ++i)
+    s += " " + std::to_string(i + 1) + ") " + k.causes[i] + (i + 1 < k.causes.size() ? ";" : "");
+  return s;
+}
+
 std::string who_of(const LineOrigin& o, const Process* p) {
   std::optional<int> rank = o.rank;
   if (!rank && p) rank = p->rank;
@@ -257,11 +281,7 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
   e.line = lineno;
   e.kind = c.kind;
   e.text = trim_copy(text);
-  e.cause = k.meaning;
-  e.cause += "; likely causes:";
-  for (size_t i = 0; i < k.causes.size(); ++i)
-    e.cause +=
-        " " + std::to_string(i + 1) + ") " + k.causes[i] + (i + 1 < k.causes.size() ? ";" : "");
+  e.cause = explain(k);
   e.fix = k.fix;
   e.source = source;
   e.who = who_of(l.origin, p);
@@ -274,7 +294,8 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
   e.time_format = static_cast<int>(l.origin.time_format);
   e.order = ++order_;
   if (c.kind == "nccl_warning") {
-    plain_warnings_.emplace_back(std::move(e), p);
+    if (p) p->last_plain_warning = static_cast<int>(plain_warnings_.size());
+    plain_warnings_.push_back({std::move(e), p, 0});
     return;
   }
   book_error(std::move(e), p);
@@ -397,6 +418,8 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
   }
   // NCCL's error trace at INFO level: "transport/net_socket.cc:368 -> 6".
   if (const int code = trace_return_code(msg)) {
+    if (p && p->last_plain_warning >= 0 && !plain_warnings_[p->last_plain_warning].trace_code)
+      plain_warnings_[p->last_plain_warning].trace_code = code;
     if (p && !p->trace_code) {
       p->trace_code = code;
       p->trace_line = lineno;
@@ -410,7 +433,7 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
                            " (line " + std::to_string(lineno) + ")";
     }
   }
-  if (l.source == LineSource::kNcclWarn && has(msg, "NET/IB"))
+  if (l.source == LineSource::kNcclWarn && (has(msg, "NET/IB") || has(msg, "NET/Socket")))
     infer_from_error(ClassifiedMessage{"completion_error", "", ""}, msg, lineno);
   if (p && l.source == LineSource::kNcclInfo) ++p->info_lines;
   // A net plugin's own lines: "NET/FastSocket : Connected after 1000 retries." (NCCL's internal
@@ -427,6 +450,12 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
 // An NET/IB completion error or HCA event names the network even when nothing else in the log
 // does: both come from queue pairs and devices the IB transport opened.
 void Parser::infer_from_error(const ClassifiedMessage& c, sv msg, int lineno) {
+  // The socket transport's receive that met a larger message than posted carried the data.
+  if (!inferred_network_ && has(msg, "NET/Socket") && has(msg, "truncated")) {
+    inferred_network_ = "Socket";
+    inferred_evidence_ = "an NET/Socket transfer error (line " + std::to_string(lineno) + ")";
+    return;
+  }
   if (inferred_network_ || !has(msg, "NET/IB")) return;
   const bool event = has(msg, "async event") || has(msg, "async fatal event");
   if (!event && !has(msg, "completion")) return;
@@ -556,8 +585,19 @@ NcclLogSummary Parser::finish() {
   // prints "file.cc:N -> code". A WARN fabcheck has no rule for, from a process that printed INFO
   // lines but no such trace, was a warning NCCL carried on from (a plugin's "Maximum retry
   // reached for connect"): not a failure. Without INFO lines the log cannot tell; it counts.
-  for (auto& [e, p] : plain_warnings_)
-    if (!p || p->info_lines == 0 || p->trace_code != 0) book_error(std::move(e), p);
+  // NCCL's return code in the trace after such a WARN says what kind of error it was ("-> 1": a
+  // CUDA call, "-> 2": a system call such as NVML or sysfs during topology detection).
+  for (auto& w : plain_warnings_) {
+    if (w.trace_code) {
+      w.error.kind = kind_of_return_code(w.trace_code, false);
+      const FailureKind& k = failure_kind(w.error.kind);
+      w.error.cause = explain(k);
+      w.error.fix = k.fix;
+      w.error.detail = "NCCL's error trace after it returned " + std::to_string(w.trace_code);
+    }
+    if (!w.process || w.process->info_lines == 0 || w.trace_code != 0)
+      book_error(std::move(w.error), w.process);
+  }
   plain_warnings_.clear();
   std::stable_sort(s_.errors.begin(), s_.errors.end(),
                    [](const NcclLogError& a, const NcclLogError& b) { return a.order < b.order; });
@@ -566,12 +606,7 @@ NcclLogSummary Parser::finish() {
   for (const auto& key : process_order_) {
     Process& p = processes_[key];
     if (p.has_error || !p.trace_code) continue;
-    const char* kind = p.trace_bootstrap                        ? "bootstrap_failed"
-                       : p.trace_code == 1                      ? "cuda_error"
-                       : p.trace_code == 2                      ? "nccl_system_error"
-                       : p.trace_code == 6                      ? "nccl_remote_error"
-                       : p.trace_code == 4 || p.trace_code == 5 ? "nccl_invalid_usage"
-                                                                : "nccl_internal_error";
+    const char* kind = kind_of_return_code(p.trace_code, p.trace_bootstrap);
     ClassifiedMessage c{
         kind, "", "no WARN line; NCCL's error trace returned " + std::to_string(p.trace_code)};
     LogLine l;

@@ -115,7 +115,8 @@ TEST(NcclLogBatch5, MarkdownLinksAndAsyncEventNameIb) {
 
 // A WARN without a rule, from a process that logged INFO lines but no error trace ("-> N"),
 // is one NCCL carried on from; a net plugin's own NET/<name> lines name its network
-// (nccl-fastsocket#4). With a trace after it, or without INFO lines, it stays a failure.
+// (nccl-fastsocket#4). With a trace after it it is a failure of the kind its return code names
+// (batch 6); without INFO lines it stays a failure.
 TEST(NcclLogBatch5, WarningWithoutErrorTraceIsNoFailure) {
   const std::string info =
       "full-debug2-test-0:4300:4325 [0] NCCL INFO NET/FastSocket : Connected after 1000 "
@@ -128,7 +129,7 @@ TEST(NcclLogBatch5, WarningWithoutErrorTraceIsNoFailure) {
   EXPECT_EQ(s.network.value_or("null"), "FastSocket");
   s = parse_nccl_log(
       warn + "full-debug2-test-0:4300:4325 [0] NCCL INFO transport/net.cc:592 -> 2\n" + info);
-  EXPECT_EQ(s.cause_kind.value_or("none"), "nccl_warning");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "nccl_system_error");
   s = parse_nccl_log(warn);
   EXPECT_EQ(s.cause_kind.value_or("none"), "nccl_warning");
 }
