@@ -376,26 +376,6 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
   return false;
 }
 
-// The rank in PyTorch's "[PG ... Rank N]" or "[Rank N]" tag anywhere in `s`.
-std::optional<int> torch_rank_tag(sv s) {
-  const size_t pg = s.find("[PG ");
-  size_t at = sv::npos;
-  if (pg != sv::npos) {
-    const size_t close = s.find(']', pg);
-    const size_t rk = s.find(" Rank ", pg);
-    if (rk != sv::npos && rk < close) at = rk + 6;
-  }
-  if (at == sv::npos) {
-    const size_t rk = s.find("[Rank ");
-    if (rk != sv::npos) at = rk + 6;
-  }
-  if (at == sv::npos) return std::nullopt;
-  sv r = s.substr(at);
-  long n;
-  if (!read_int(r, &n, 6) || !starts_with(r, "]")) return std::nullopt;
-  return static_cast<int>(n);
-}
-
 }  // namespace
 
 LogLine split_log_line(std::string_view line) {
@@ -448,18 +428,6 @@ LogLine split_log_line(std::string_view line) {
     out.msg = s;
     // PyTorch's glog line behind a progress bar or other text on the same line.
     if (!torch && s.find("ProcessGroupNCCL.cpp") != sv::npos) torch = true;
-    // PyTorch's rank tags inside the text: "what():  [PG 3 Rank 5] ... [Rank 5] Watchdog ...",
-    // "[PG ID 2 PG GUID 3 Rank 0] ProcessGroupNCCL's watchdog got stuck".
-    if (!out.origin.rank) out.origin.rank = torch_rank_tag(s);
-    // c10d's store wait: "DistBackendError: [4] is setting up NCCL communicator and retrieving
-    // ncclUniqueId from [0] via c10d key-value store ...": the rank that waited.
-    const size_t setup = s.find("] is setting up NCCL communicator");
-    const size_t open = setup == sv::npos ? sv::npos : s.rfind('[', setup);
-    if (!out.origin.rank && open != sv::npos) {
-      sv r = s.substr(open + 1, setup - open - 1);
-      long n;
-      if (read_int(r, &n, 6) && r.empty()) out.origin.rank = static_cast<int>(n);
-    }
     if (torch) out.source = LineSource::kTorch;
   }
   if (out.origin.host.empty()) out.origin.host = pdsh_host;
@@ -468,6 +436,36 @@ LogLine split_log_line(std::string_view line) {
     out.msg.remove_suffix(1);
   if (out.msg.size() >= 2 && out.msg.substr(out.msg.size() - 2) == "**") out.msg.remove_suffix(2);
   return out;
+}
+
+std::optional<int> rank_in_text(std::string_view s) {
+  // PyTorch's tags: "what():  [PG 3 Rank 5] ... [Rank 5] Watchdog ...", "[PG ID 2 PG GUID 3
+  // Rank 0] ProcessGroupNCCL's watchdog got stuck".
+  size_t at = sv::npos;
+  const size_t pg = s.find("[PG ");
+  if (pg != sv::npos) {
+    const size_t close = s.find(']', pg);
+    const size_t rk = s.find(" Rank ", pg);
+    if (rk != sv::npos && rk < close) at = rk + 6;
+  }
+  if (at == sv::npos) {
+    const size_t rk = s.find("[Rank ");
+    if (rk != sv::npos) at = rk + 6;
+  }
+  long n;
+  if (at != sv::npos) {
+    sv r = s.substr(at);
+    if (read_int(r, &n, 6) && starts_with(r, "]")) return static_cast<int>(n);
+  }
+  // c10d's store wait: "DistBackendError: [4] is setting up NCCL communicator and retrieving
+  // ncclUniqueId from [0] via c10d key-value store ...": the rank that waited.
+  const size_t setup = s.find("] is setting up NCCL communicator");
+  const size_t open = setup == sv::npos ? sv::npos : s.rfind('[', setup);
+  if (open != sv::npos) {
+    sv r = s.substr(open + 1, setup - open - 1);
+    if (read_int(r, &n, 6) && r.empty()) return static_cast<int>(n);
+  }
+  return std::nullopt;
 }
 
 }  // namespace fabkit::nccl_log

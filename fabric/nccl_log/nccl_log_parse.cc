@@ -524,12 +524,14 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   // aws-ofi-nccl's text quoted in an exception ("Last error: NET/OFI ...") names the plugin too.
   if (!nccl && !s_.plugin && continuation && has(raw, "NET/OFI")) s_.plugin = "aws-ofi-nccl";
   if (auto c = classify_message(l.msg, l.source, continuation && !l.msg.empty())) {
+    if (!l.origin.rank && !(p && p->rank)) l.origin.rank = rank_in_text(l.msg);
     add_error(*c, l, p, source, lineno, l.msg);
     if (continuation) infer_from_error(*c, l.msg, lineno);
   } else if (l.source == LineSource::kTorch && !l.msg.empty() &&
              l.origin.time_format == TimeFormat::kGlogNoYear) {
     wrap_text_.assign(l.msg);
     wrap_line_ = l;
+    if (!wrap_line_.origin.rank) wrap_line_.origin.rank = rank_in_text(l.msg);
     wrap_line_.msg = {};
     wrap_line_.nccl_file = {};
     wrap_process_ = p;

@@ -55,17 +55,20 @@ TEST(NcclLogBatch5, FailedConnectWhateverTheReason) {
 // PyTorch's rank tags inside the text (sglang#1693, nccl#1684), and an exception's class is no
 // pdsh host (ray_lightning#24).
 TEST(NcclLogBatch5, RankTagsAndExceptionNames) {
-  EXPECT_EQ(split_log_line("  what():  [PG 3 Rank 5] Process group watchdog thread terminated "
-                           "with exception: [Rank 5] Watchdog caught collective operation timeout: "
-                           "WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008, "
-                           "NumelOut=152064, Timeout(ms)=600000) ran for 600020 milliseconds "
-                           "before timing out.")
-                .origin.rank,
+  const auto first_rank = [](const std::string& text) -> std::optional<int> {
+    const NcclLogSummary s = parse_nccl_log(text);
+    if (s.failures.empty()) return std::nullopt;
+    return s.errors.at(s.failures[0].first_error).rank;
+  };
+  EXPECT_EQ(first_rank("  what():  [PG 3 Rank 5] Process group watchdog thread terminated with "
+                       "exception: [Rank 5] Watchdog caught collective operation timeout: "
+                       "WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, NumelIn=19008, "
+                       "NumelOut=152064, Timeout(ms)=600000) ran for 600020 milliseconds before "
+                       "timing out.\n"),
             5);
-  EXPECT_EQ(split_log_line(" rank0]:[E416 04:50:37.808620443 ProcessGroupNCCL.cpp:1484] [PG ID 2 "
-                           "PG GUID 3 Rank 0] ProcessGroupNCCL's watchdog got stuck for 300 "
-                           "seconds without making progress in monitoring enqueued collectives.")
-                .origin.rank,
+  EXPECT_EQ(first_rank(" rank0]:[E416 04:50:37.808620443 ProcessGroupNCCL.cpp:1484] [PG ID 2 PG "
+                       "GUID 3 Rank 0] ProcessGroupNCCL's watchdog got stuck for 300 seconds "
+                       "without making progress in monitoring enqueued collectives.\n"),
             0);
   const LogLine ex = split_log_line(
       "(pid=909597) RuntimeError: NCCL error in: "
