@@ -119,6 +119,22 @@ const std::vector<FailureKind>& failure_kinds() {
        "an RDMA work completion failed with a status fabcheck has no rule for",
        {"see the status name (ibv_wc_status_str) in the message"},
        "check both ports (ibstat, error counters) and the first error on the peer host"},
+      // NCCL's IB transport also watches the HCA's asynchronous events (ncclIbAsyncThreadMain):
+      // a port going down, the device failing, or a queue pair put in error by the hardware.
+      {"ib_async_error",
+       T::kRoot,
+       "RDMA NIC reported an asynchronous error",
+       "the HCA raised an error event outside any transfer (port error, local catastrophic error, "
+       "a fatal or access-violation event on a queue pair)",
+       {"the link went down or flaps: a bad cable or transceiver, a switch port reset ('port "
+        "error')",
+        "the adapter itself failed: firmware fault, overheating, PCIe error ('local catastrophic "
+        "error'; see dmesg for mlx5 health messages)",
+        "a queue pair's access to a buffer was refused (GPUDirect RDMA registration, IOMMU/ACS; "
+        "'local access violation work queue error')"},
+       "look at `ibstat`/`ibv_devinfo` port states and error counters (ibqueryerrors, "
+       "perfquery) on the host that said it, and dmesg for mlx5 errors; reseat or replace the "
+       "cable, update the firmware; for access violations check nvidia-peermem/DMA-BUF and ACS"},
       // --- TCP between NCCL processes ---
       {"connect_failed",
        T::kRoot,

@@ -102,6 +102,11 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
       has(msg, "ncclShmOpen"))
     return make("shm_exhausted", msg);
   if (has(msg, "Duplicate GPU detected")) return make("nccl_invalid_usage", msg);
+  // A receive larger than the buffer the peer posted ("NET/Socket : message truncated : receiving
+  // 696320 bytes instead of 32768", bootstrap's "Message truncated : received 256 bytes instead of
+  // 4"): the ranks disagree on the call (count, type, order) or on NCCL_PROTO; NCCL >= 2.12
+  // returns ncclInvalidUsage for it.
+  if (has_ci(msg, "message truncated")) return make("nccl_invalid_usage", msg, "message truncated");
   // aws-ofi-nccl's completion errors: "NET/OFI Request 0x.. completed with error. RC: 113. Error:
   // 2 (UNDELIVERABLE)" — the libfabric counterpart of an RDMA work completion error.
   if (has(msg, "NET/OFI") && has(msg, "completed with error"))
@@ -110,6 +115,13 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
   // message 246", "Write complete from unexpected request type!"): the transfer failed there.
   if (has(msg, "NET/OFI") && (has(msg, "Unexpected status") || has(msg, "unexpected request type")))
     return make("completion_error", msg, "OFI completion not matched");
+  // The HCA's asynchronous events (NET/IB : Got async event : port error / local catastrophic
+  // error; 2.2x: "async fatal event on QP (..): local access violation work queue error"); events
+  // that are no error (port active, GID or LID change) fall through to the generic warning.
+  if ((has(msg, "async event") || has(msg, "async fatal event")) &&
+      (has_ci(msg, "error") || has_ci(msg, "fatal") || has_ci(msg, "catastrophic")))
+    return make("ib_async_error", msg);
+  if (has(msg, "ibv_get_async_event") && has_ci(msg, "fail")) return make("ib_async_error", msg);
   if (has(msg, "ibv_modify_qp")) return make("qp_transition_failed", msg);
   if (has(msg, "ibv_create_cq")) return make("cq_create_failed", msg);
   if (has(msg, "ibv_create_qp")) return make("qp_create_failed", msg);
@@ -121,6 +133,11 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
       // A socket made for the family of an address never found (nccl#210: no IP interface).
       (has(msg, "Socket creation failed") && has(msg, "Address family not supported")))
     return make("no_socket_interface", msg);
+  // A connect that failed is a connect failure whatever the reason it gives: "Net : Connect to
+  // 172.17.0.2<40537> failed : Connection reset by peer" (the peer reset the handshake).
+  if ((has(msg, "Connect to ") && has_ci(msg, "fail")) || has(msg, "Call to connect") ||
+      msg.substr(0, 11) == "Connect to ")  // include/socket.h "Connect to %s failed : %s"
+    return make("connect_failed", msg);
   if (has(msg, "Connection reset by peer")) return make("peer_reset", msg);
   if (has(msg, "Broken pipe")) return make("broken_pipe", msg);
   if (has(msg, "Connection closed by remote peer") || has(msg, "Connection closed by peer"))
@@ -129,16 +146,23 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
   if (has_ci(msg, "bootstrap") &&
       (has_ci(msg, "timeout") || has_ci(msg, "timed out") || has_ci(msg, "mismatch")))
     return make("bootstrap_failed", msg);
+  // bootstrap.cc's root refusing a check-in: "Bootstrap Root : rank 1 of 8 ranks has already
+  // checked in" (two processes claimed one rank, or two jobs share a unique id).
+  if (has(msg, "Bootstrap Root") || has(msg, "has already checked in"))
+    return make("bootstrap_failed", msg);
+  // graph/rings.cc and graph/trees.cc's consistency checks of the rings every rank computed
+  // ("ring 0 does not loop back to start (14 != 0)"): NCCL returns ncclInternalError; the ranks
+  // saw different topologies (NCCL_HOSTID, mixed NCCL versions or settings).
+  if (has(msg, "does not loop back to start") || has(msg, "does not contain rank"))
+    return make("nccl_internal_error", msg, "ranks computed inconsistent rings");
   if (has(msg, "Connection refused") || has(msg, "Software caused connection abort") ||
       has(msg, "Connection timed out") || has(msg, "No route to host") ||
       has(msg, "Network is unreachable") || has(msg, "socketPollConnect") ||
-      has(msg, "socketStartConnect") || has(msg, "Accept failed") ||
-      (has(msg, "Connect to ") && has_ci(msg, "fail")) ||
-      msg.substr(0, 11) == "Connect to " ||  // include/socket.h "Connect to %s failed : %s"
-      has(msg, "Call to connect"))
+      has(msg, "socketStartConnect") || has(msg, "Accept failed"))
     return make("connect_failed", msg);
   if (has(msg, "Cuda failure") || has(msg, "CUDA error") || has(msg, "unhandled cuda error") ||
-      has(msg, "ncclUnhandledCudaError"))
+      has(msg, "ncclUnhandledCudaError") ||
+      has(msg, "CUDA IPC handle"))  // p2p.cc: "failed to open CUDA IPC handle : 217 peer access"
     return make("cuda_error", msg);
   // benign_plugin_line() has already let through the "not found, using internal" probing.
   if ((has(msg, "NET/Plugin") || has(msg, "NET/OFI")) &&
@@ -175,7 +199,10 @@ std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
   if (has(msg, "ncclSystemError") || has(msg, "unhandled system error"))
     return make("nccl_system_error", msg);
   if (has(msg, "ncclUnhandledCudaError") || has(msg, "unhandled cuda error") ||
-      has(msg, "Test CUDA failure"))  // nccl-tests' own CUDA call failed
+      has(msg, "Test CUDA failure") ||  // nccl-tests' own CUDA call failed
+      // "[Rank 0] NCCL watchdog thread terminated with exception: CUDA error: an illegal memory
+      // access was encountered": the watchdog met a CUDA error, not a timeout.
+      has(msg, "CUDA error: "))
     return make("cuda_error", msg);
   if (has(msg, "ncclInvalidUsage") || has(msg, "ncclInvalidArgument") ||
       (has(msg, "NCCL error") && has(msg, "invalid usage")))

@@ -177,6 +177,20 @@ bool split_host_pid_tid(sv tok, LineOrigin& o) {
 // The part before "NCCL INFO"/"NCCL WARN": "host:pid:tid [dev] [file.cc:N]" or "host [dev]".
 void parse_nccl_prefix(sv head, LogLine& out) {
   skip_spaces(head);
+  // A word some viewer put before NCCL's prefix ("pytorch card-16-...:22789:28201 [0] ..."):
+  // NCCL's own host:pid:tid is the token before the "[dev]".
+  for (size_t sp = head.find(' '); sp != sv::npos && sp + 1 < head.size();
+       sp = head.find(' ', sp + 1)) {
+    const sv next = head.substr(sp + 1);
+    LineOrigin probe;
+    if (split_host_pid_tid(head.substr(0, sp), probe)) break;
+    const size_t sp2 = next.find(' ');
+    if (split_host_pid_tid(next.substr(0, sp2), probe) && sp2 != sv::npos &&
+        next.substr(sp2 + 1, 1) == "[") {
+      head = next;
+      break;
+    }
+  }
   const size_t sp = head.find(' ');
   sv first = head.substr(0, sp);
   sv rest = sp == sv::npos ? sv() : head.substr(sp + 1);
@@ -212,6 +226,15 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
     s.remove_prefix(s[1] == '0' ? 3 : 2);
     return true;
   }
+  // A Markdown or mail quote ("> node201:127799:127863 [0] ..."): a log pasted as a quote.
+  if (s.front() == '>' && (s.size() == 1 || s[1] == ' ')) {
+    s.remove_prefix(1);
+    return true;
+  }
+  if (starts_with(s, "**")) {  // Markdown bold around a pasted line ("**hvd1:2918:3333 [0] ...**")
+    s.remove_prefix(2);
+    return true;
+  }
   if (s.front() == '|') {  // CloudWatch / kubectl table cells
     s.remove_prefix(1);
     return true;
@@ -226,9 +249,10 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
       return true;
     }
   }
-  if (s.front() == '(') {  // Ray's "(train_rft pid=2657296) " in front of a worker's output
+  // Ray's "(train_rft pid=2657296) " or "(pid=909608) " in front of a worker's output.
+  if (s.front() == '(') {
     const size_t close = s.find(')');
-    const size_t pid = s.find(" pid=");
+    const size_t pid = starts_with(s, "(pid=") ? 0 : s.find(" pid=");
     if (close != sv::npos && close < 200 && pid != sv::npos && pid < close) {
       s.remove_prefix(close + 1);
       return true;
@@ -252,6 +276,7 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
     if (read_iso_time(t, &secs)) {
       o.time_s = secs;
       o.time_format = TimeFormat::kAbsolute;
+      eat(t, ':');  // a collector's "2019-06-02T16:13:44.884Z: " separator
       s = t;
       return true;
     }
@@ -335,8 +360,13 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
       (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '-' || s[i] == '_'))
     ++i;
   const sv token = s.substr(0, i);
+  // Not a Python exception's class ("RuntimeError: NCCL error in: ...").
+  const auto ends_with = [&](sv suffix) {
+    return token.size() > suffix.size() && token.substr(token.size() - suffix.size()) == suffix;
+  };
+  const bool exception_name = ends_with("Error") || ends_with("Exception");
   if (i > 0 && i + 1 < s.size() && s[i] == ':' && s[i + 1] == ' ' && token != "WARN" &&
-      token != "INFO" &&
+      token != "INFO" && !exception_name &&
       (s.find("NCCL ", i) != sv::npos || s.find("Test CUDA failure", i) != sv::npos ||
        s.find("NET/OFI", i) != sv::npos)) {
     if (o.host.empty()) o.host = std::string(s.substr(0, i));
@@ -397,23 +427,45 @@ LogLine split_log_line(std::string_view line) {
   if (out.source == LineSource::kOther) {
     out.msg = s;
     // PyTorch's glog line behind a progress bar or other text on the same line.
-    const size_t pg = s.find("ProcessGroupNCCL.cpp");
-    if (!torch && pg != sv::npos) {
-      torch = true;
-      const size_t rk = s.find("[Rank ", pg);
-      if (rk != sv::npos && !out.origin.rank) {
-        sv r = s.substr(rk + 6);
-        long n;
-        if (read_int(r, &n, 6)) out.origin.rank = static_cast<int>(n);
-      }
-    }
+    if (!torch && s.find("ProcessGroupNCCL.cpp") != sv::npos) torch = true;
     if (torch) out.source = LineSource::kTorch;
   }
   if (out.origin.host.empty()) out.origin.host = pdsh_host;
   while (!out.msg.empty() &&
          (out.msg.back() == ' ' || out.msg.back() == '\r' || out.msg.back() == '\t'))
     out.msg.remove_suffix(1);
+  if (out.msg.size() >= 2 && out.msg.substr(out.msg.size() - 2) == "**") out.msg.remove_suffix(2);
   return out;
+}
+
+std::optional<int> rank_in_text(std::string_view s) {
+  // PyTorch's tags: "what():  [PG 3 Rank 5] ... [Rank 5] Watchdog ...", "[PG ID 2 PG GUID 3
+  // Rank 0] ProcessGroupNCCL's watchdog got stuck".
+  size_t at = sv::npos;
+  const size_t pg = s.find("[PG ");
+  if (pg != sv::npos) {
+    const size_t close = s.find(']', pg);
+    const size_t rk = s.find(" Rank ", pg);
+    if (rk != sv::npos && rk < close) at = rk + 6;
+  }
+  if (at == sv::npos) {
+    const size_t rk = s.find("[Rank ");
+    if (rk != sv::npos) at = rk + 6;
+  }
+  long n;
+  if (at != sv::npos) {
+    sv r = s.substr(at);
+    if (read_int(r, &n, 6) && starts_with(r, "]")) return static_cast<int>(n);
+  }
+  // c10d's store wait: "DistBackendError: [4] is setting up NCCL communicator and retrieving
+  // ncclUniqueId from [0] via c10d key-value store ...": the rank that waited.
+  const size_t setup = s.find("] is setting up NCCL communicator");
+  const size_t open = setup == sv::npos ? sv::npos : s.rfind('[', setup);
+  if (open != sv::npos) {
+    sv r = s.substr(open + 1, setup - open - 1);
+    if (read_int(r, &n, 6) && r.empty()) return static_cast<int>(n);
+  }
+  return std::nullopt;
 }
 
 }  // namespace fabkit::nccl_log

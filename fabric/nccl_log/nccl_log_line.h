@@ -42,4 +42,8 @@ struct LogLine {
 // `line` must outlive the returned views.
 LogLine split_log_line(std::string_view line);
 
+// A rank PyTorch names inside a line's text ("[PG 3 Rank 5]", "[Rank 5]", "[4] is setting up NCCL
+// communicator"); asked only of error lines without a rank prefix, not of every line.
+std::optional<int> rank_in_text(std::string_view text);
+
 }  // namespace fabkit::nccl_log

@@ -21,6 +21,7 @@
 #include "fabric/nccl_log/nccl_log_classify.h"
 #include "fabric/nccl_log/nccl_log_failures.h"
 #include "fabric/nccl_log/nccl_log_line.h"
+#include "fabric/nccl_log/nccl_log_text.h"
 
 namespace fabkit::nccl_log {
 namespace {
@@ -28,67 +29,20 @@ namespace {
 constexpr size_t kMaxLineChars = 4096;
 constexpr size_t kMaxErrors = 2000;  // kept lines; every error still counts in its failure
 constexpr size_t kMaxRankViews = 4096;
+constexpr int kMaxWrapLines = 6;
 
 using sv = std::string_view;
 
 bool has(sv s, sv sub) { return s.find(sub) != sv::npos; }
 bool starts(sv s, sv p) { return s.substr(0, p.size()) == p; }
 
-std::string trim_copy(sv s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  return std::string(s);
-}
-
-bool ascii_only(sv s) {
-  for (unsigned char c : s)
-    if (c >= 0x80) return false;
-  return true;
-}
-
-// "[0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>"
-void parse_ib_using(const std::string& msg, NcclLogSummary& s) {
-  // 2.3 wrote "NET/IB: [0] mlx4_0:2/RoCE" (a space after the index).
-  static const std::regex dev(R"(\[(\d+)\] ?([^\s:\[\]]+):(\d+)/(IB|RoCE))");
-  auto semi = msg.find("; OOB ");
-  std::string devs = msg.substr(0, semi);
-  s.hcas.clear();
-  s.hca_link_layers.clear();
-  for (std::sregex_iterator it(devs.begin(), devs.end(), dev), end; it != end; ++it) {
-    s.hcas.push_back((*it)[2].str() + ":" + (*it)[3].str());
-    s.hca_link_layers.push_back((*it)[4].str());
-  }
-  if (semi != std::string::npos) s.ib_oob_interface = trim_copy(sv(msg).substr(semi + 6));
-}
-
-// "Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA" (2.3-2.6: "Ring 00 : 1 -> 0 via
-// NET/IB/0"); the network name may hold spaces ("NET/AWS Libfabric/0"). Scanned by hand: channel
-// lines are a large share of a long log, and std::regex costs microseconds per line.
-bool parse_channel(sv msg, NcclChannelLine* out) {
-  if (!starts(msg, "Channel ") && !starts(msg, "Ring ")) return false;
-  const size_t via = msg.find("via NET/");
-  if (via == sv::npos) return false;
-  const sv rest = msg.substr(via + 8);
-  for (size_t slash = rest.find('/'); slash != sv::npos; slash = rest.find('/', slash + 1)) {
-    size_t i = slash + 1;
-    int dev = 0, n = 0;
-    while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i])) && n < 6)
-      dev = dev * 10 + (rest[i++] - '0'), ++n;
-    if (n == 0 || slash == 0 || (i < rest.size() && rest[i] != '/' && rest[i] != ' ')) continue;
-    out->network = trim_copy(rest.substr(0, slash));
-    out->device = dev;
-    out->gdr = rest.substr(i, 7) == "/GDRDMA";
-    return true;
-  }
-  return false;
-}
-
 // What one process printed that decides the network or explains its failure.
 struct Process {
   size_t view = SIZE_MAX;  // index into s.ranks, or SIZE_MAX when past the cap
   std::optional<int> ib_using_line, last_socket_using_line;
   bool has_error = false;
+  int info_lines = 0;  // NCCL INFO lines: with them, a failed call leaves an error trace
+  int last_plain_warning = -1;  // index into plain_warnings_ of its latest unruled WARN
   int trace_code = 0, trace_line = 0;
   std::string trace_text;
   bool trace_bootstrap = false;
@@ -111,6 +65,8 @@ class Parser {
   Process* lookup_process(const LogLine& l, const std::string& source);
   void add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
                  const std::string& source, int lineno, sv text);
+  void book_error(NcclLogError e, Process* p);
+  void continue_wrap(const LogLine& l, sv raw);
 
   NcclLogSummary s_;
   std::set<int> net_devices_used_;
@@ -119,6 +75,22 @@ class Parser {
   std::map<std::string, Process> processes_;
   std::vector<std::string> process_order_;
   bool last_error_pending_ = false;
+  // A PyTorch glog line the terminal wrapped: its text so far, joined with the unprefixed lines
+  // that follow it until they say something (at most kMaxWrapLines lines).
+  std::string wrap_text_;
+  LogLine wrap_line_;
+  Process* wrap_process_ = nullptr;
+  std::string wrap_source_;
+  int wrap_lineno_ = 0, wrap_lines_ = 0;
+  // Unclassified WARNs of processes that printed INFO lines: a failure only if that process
+  // also printed NCCL's error trace (finish() decides).
+  struct PlainWarning {
+    NcclLogError error;
+    Process* process;
+    int trace_code;  // the first error trace its process printed after it; 0: none
+  };
+  std::vector<PlainWarning> plain_warnings_;
+  std::optional<std::string> plugin_net_name_;  // "FastSocket" of a plugin's "NET/FastSocket :"
   // The process of the previous line (process_of's cache).
   Process* cached_ = nullptr;
   const std::string* cached_source_ = nullptr;
@@ -218,11 +190,7 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
   e.line = lineno;
   e.kind = c.kind;
   e.text = trim_copy(text);
-  e.cause = k.meaning;
-  e.cause += "; likely causes:";
-  for (size_t i = 0; i < k.causes.size(); ++i)
-    e.cause +=
-        " " + std::to_string(i + 1) + ") " + k.causes[i] + (i + 1 < k.causes.size() ? ";" : "");
+  e.cause = explain(k);
   e.fix = k.fix;
   e.source = source;
   e.who = who_of(l.origin, p);
@@ -234,13 +202,23 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
   e.time_s = l.origin.time_s;
   e.time_format = static_cast<int>(l.origin.time_format);
   e.order = ++order_;
-  if (c.kind == "libibverbs_missing") s_.ib_disabled = true;
+  if (c.kind == "nccl_warning") {
+    if (p) p->last_plain_warning = static_cast<int>(plain_warnings_.size());
+    plain_warnings_.push_back({std::move(e), p, 0});
+    return;
+  }
+  book_error(std::move(e), p);
+}
+
+void Parser::book_error(NcclLogError e, Process* p) {
+  const int lineno = e.line;
+  if (e.kind == "libibverbs_missing") s_.ib_disabled = true;
   if (p) {
     p->has_error = true;
     if (p->view != SIZE_MAX) {
       NcclRankView& v = s_.ranks[p->view];
       if (v.errors++ == 0) {
-        v.first_error_kind = c.kind;
+        v.first_error_kind = e.kind;
         v.first_error_line = lineno;
       }
     }
@@ -349,6 +327,8 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
   }
   // NCCL's error trace at INFO level: "transport/net_socket.cc:368 -> 6".
   if (const int code = trace_return_code(msg)) {
+    if (p && p->last_plain_warning >= 0 && !plain_warnings_[p->last_plain_warning].trace_code)
+      plain_warnings_[p->last_plain_warning].trace_code = code;
     if (p && !p->trace_code) {
       p->trace_code = code;
       p->trace_line = lineno;
@@ -362,20 +342,60 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
                            " (line " + std::to_string(lineno) + ")";
     }
   }
-  if (l.source == LineSource::kNcclWarn && has(msg, "NET/IB") && has(msg, "completion"))
+  if (l.source == LineSource::kNcclWarn && (has(msg, "NET/IB") || has(msg, "NET/Socket")))
     infer_from_error(ClassifiedMessage{"completion_error", "", ""}, msg, lineno);
+  if (p && l.source == LineSource::kNcclInfo) ++p->info_lines;
+  // A net plugin's own lines: "NET/FastSocket : Connected after 1000 retries." (NCCL's internal
+  // transports, the plugin loader and aws-ofi-nccl are decided elsewhere).
+  if (!plugin_net_name_ && l.source == LineSource::kNcclInfo && starts(msg, "NET/")) {
+    const size_t end = msg.find_first_of(" :/", 4);
+    const std::string name = msg.substr(4, end == std::string::npos ? end : end - 4);
+    if (!name.empty() && name != "IB" && name != "Socket" && name != "Plugin" && name != "OFI" &&
+        name != "IBext" && end != std::string::npos && msg.compare(end, 2, " :") == 0)
+      plugin_net_name_ = name;
+  }
 }
 
-// An NET/IB completion error names the network even when nothing else in the log does.
+// An NET/IB completion error or HCA event names the network even when nothing else in the log
+// does: both come from queue pairs and devices the IB transport opened.
 void Parser::infer_from_error(const ClassifiedMessage& c, sv msg, int lineno) {
-  if (inferred_network_ || !has(msg, "NET/IB") || !has(msg, "completion")) return;
+  // The socket transport's receive that met a larger message than posted carried the data.
+  if (!inferred_network_ && has(msg, "NET/Socket") && has(msg, "truncated")) {
+    inferred_network_ = "Socket";
+    inferred_evidence_ = "an NET/Socket transfer error (line " + std::to_string(lineno) + ")";
+    return;
+  }
+  if (inferred_network_ || !has(msg, "NET/IB")) return;
+  const bool event = has(msg, "async event") || has(msg, "async fatal event");
+  if (!event && !has(msg, "completion")) return;
   (void)c;
   inferred_network_ = "IB";
-  inferred_evidence_ = "an NET/IB completion error (line " + std::to_string(lineno) + ")";
+  inferred_evidence_ = std::string("an NET/IB ") + (event ? "device event" : "completion error") +
+                       " (line " + std::to_string(lineno) + ")";
+}
+
+// A terminal that hard-wraps long lines splits PyTorch's glog text mid-word ("ProcessGroupNCCL'"
+// / "s watchdog got stuck for 480 seconds"): the lines without any prefix that follow an
+// unclassified glog line are its text, joined as they were cut.
+void Parser::continue_wrap(const LogLine& l, sv raw) {
+  const bool bare = l.source == LineSource::kOther && l.origin.host.empty() && !l.origin.rank &&
+                    l.origin.label.empty() && !l.msg.empty();
+  if (!bare || wrap_lines_ >= kMaxWrapLines || wrap_text_.size() + raw.size() > kMaxLineChars) {
+    wrap_text_.clear();
+    return;
+  }
+  while (!raw.empty() && (raw.back() == '\r' || raw.back() == ' ')) raw.remove_suffix(1);
+  wrap_text_.append(raw);
+  ++wrap_lines_;
+  if (auto c = classify_message(wrap_text_, LineSource::kTorch, false)) {
+    add_error(*c, wrap_line_, wrap_process_, wrap_source_, wrap_lineno_, wrap_text_);
+    wrap_text_.clear();
+  }
 }
 
 void Parser::line(const std::string& source, int lineno, sv raw) {
   LogLine l = split_log_line(raw);
+  if (!wrap_text_.empty()) continue_wrap(l, raw);
   const bool nccl = l.source == LineSource::kNcclInfo || l.source == LineSource::kNcclWarn;
   const bool mentions_nccl = nccl || has(raw, "NCCL") || has(raw, "nccl");
   const bool test_cuda = !nccl && has(raw, "Test CUDA failure");  // nccl-tests' own failure
@@ -413,8 +433,20 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   // aws-ofi-nccl's text quoted in an exception ("Last error: NET/OFI ...") names the plugin too.
   if (!nccl && !s_.plugin && continuation && has(raw, "NET/OFI")) s_.plugin = "aws-ofi-nccl";
   if (auto c = classify_message(l.msg, l.source, continuation && !l.msg.empty())) {
+    if (!l.origin.rank && !(p && p->rank)) l.origin.rank = rank_in_text(l.msg);
     add_error(*c, l, p, source, lineno, l.msg);
     if (continuation) infer_from_error(*c, l.msg, lineno);
+  } else if (l.source == LineSource::kTorch && !l.msg.empty() &&
+             l.origin.time_format == TimeFormat::kGlogNoYear) {
+    wrap_text_.assign(l.msg);
+    wrap_line_ = l;
+    if (!wrap_line_.origin.rank) wrap_line_.origin.rank = rank_in_text(l.msg);
+    wrap_line_.msg = {};
+    wrap_line_.nccl_file = {};
+    wrap_process_ = p;
+    wrap_source_ = source;
+    wrap_lineno_ = lineno;
+    wrap_lines_ = 0;
   }
   // An exception printed on one line: "... ncclRemoteError: ... Last error: NET/IB : Got ...".
   const size_t last = nccl ? sv::npos : l.msg.find("Last error: ");
@@ -430,6 +462,7 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
 void Parser::feed(const std::string& source, const std::string& text) {
   s_.sources.push_back(source);
   last_error_pending_ = false;
+  wrap_text_.clear();
   last_origin_ = LineOrigin{};
   last_process_ = nullptr;
   size_t start = 0;
@@ -445,7 +478,11 @@ void Parser::feed(const std::string& source, const std::string& text) {
     // NCCL formats a log line into a 1024-byte buffer (ncclDebugLog): anything much longer is
     // not NCCL's, and std::regex recursion on megabyte lines could exhaust the stack.
     if (raw.size() > kMaxLineChars) continue;
-    if (ascii_only(raw)) {
+    if (raw.find("](http") != sv::npos) {  // a log pasted where GitHub auto-linked its words
+      std::string md = strip_markdown_links(raw);
+      if (!ascii_only(md)) md = utf8_clean(md);
+      line(source, lineno, md);
+    } else if (ascii_only(raw)) {
       line(source, lineno, raw);
     } else {
       const std::string clean = utf8_clean(std::string(raw));
@@ -455,17 +492,32 @@ void Parser::feed(const std::string& source, const std::string& text) {
 }
 
 NcclLogSummary Parser::finish() {
+  // An NCCL call that fails returns its error up the stack, and with NCCL_DEBUG=INFO each level
+  // prints "file.cc:N -> code". A WARN fabcheck has no rule for, from a process that printed INFO
+  // lines but no such trace, was a warning NCCL carried on from (a plugin's "Maximum retry
+  // reached for connect"): not a failure. Without INFO lines the log cannot tell; it counts.
+  // NCCL's return code in the trace after such a WARN says what kind of error it was ("-> 1": a
+  // CUDA call, "-> 2": a system call such as NVML or sysfs during topology detection).
+  for (auto& w : plain_warnings_) {
+    if (w.trace_code) {
+      w.error.kind = kind_of_return_code(w.trace_code, false);
+      const FailureKind& k = failure_kind(w.error.kind);
+      w.error.cause = explain(k);
+      w.error.fix = k.fix;
+      w.error.detail = "NCCL's error trace after it returned " + std::to_string(w.trace_code);
+    }
+    if (!w.process || w.process->info_lines == 0 || w.trace_code != 0)
+      book_error(std::move(w.error), w.process);
+  }
+  plain_warnings_.clear();
+  std::stable_sort(s_.errors.begin(), s_.errors.end(),
+                   [](const NcclLogError& a, const NcclLogError& b) { return a.order < b.order; });
   // A process that printed NCCL's error trace but no WARN (socketPollConnect in 2.18 failed
   // silently): the trace's return code and files are all the log says.
   for (const auto& key : process_order_) {
     Process& p = processes_[key];
     if (p.has_error || !p.trace_code) continue;
-    const char* kind = p.trace_bootstrap                        ? "bootstrap_failed"
-                       : p.trace_code == 1                      ? "cuda_error"
-                       : p.trace_code == 2                      ? "nccl_system_error"
-                       : p.trace_code == 6                      ? "nccl_remote_error"
-                       : p.trace_code == 4 || p.trace_code == 5 ? "nccl_invalid_usage"
-                                                                : "nccl_internal_error";
+    const char* kind = kind_of_return_code(p.trace_code, p.trace_bootstrap);
     ClassifiedMessage c{
         kind, "", "no WARN line; NCCL's error trace returned " + std::to_string(p.trace_code)};
     LogLine l;
@@ -478,6 +530,11 @@ NcclLogSummary Parser::finish() {
         "Using network " + *s_.network + " (line " + std::to_string(*using_network_line_) + ")";
   else if (s_.network)
     s_.network_evidence = "channel lines via NET/" + *s_.network;
+  if (!s_.network && plugin_net_name_) {
+    s_.network = plugin_net_name_;
+    s_.network_evidence =
+        "the " + *plugin_net_name_ + " net plugin's own NET/" + *plugin_net_name_ + " lines";
+  }
   // Neither a `Using network` line nor channel lines (NCCL 2.4-2.7, or a log cut before the
   // channels were set up): NCCL initialised IB first and fell back to its socket transport only
   // when IB had no device or was disabled, so the init lines name the network. NCCL 2.4's

@@ -47,7 +47,15 @@ TEST(NcclLogLine, LauncherPrefixes) {
                          // Ray's worker tag and time (nccl#1283)
                          {"(train_rft pid=2657296) 2024-05-11 14:10:52.227 ", std::nullopt},
                          // NeMo-Run role, torchrun tag (NeMo Speech#14399)
-                         {"B-nemo-ft3/0 [default1]:[rank1]:", 1}}) {
+                         {"B-nemo-ft3/0 [default1]:[rank1]:", 1},
+                         // Ray's tag without an actor name (ray_lightning#24)
+                         {"(pid=909608) ", std::nullopt},
+                         // a log pasted as a Markdown quote (nccl#1710)
+                         {"> ", std::nullopt},
+                         // a collector's "time: " before Open MPI's tag (nccl#230)
+                         {"2019-06-02T16:13:44.884Z: [1,12]<stdout>:", 12},
+                         // a log viewer's column before NCCL's prefix (nccl#879)
+                         {"pytorch ", std::nullopt}}) {
     LogLine l = split_log_line(c.prefix + kReset);
     EXPECT_EQ(l.source, LineSource::kNcclWarn) << c.prefix;
     EXPECT_EQ(l.origin.host, "gpu-server320") << c.prefix;
