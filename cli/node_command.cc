@@ -39,6 +39,7 @@ struct NodeArgs {
   std::string nvml_replay;  // NVML answers recorded with --nvml-record instead of the driver's
   std::string nvml_record;  // write this machine's NVML answers as a replayable fixture
   std::string qos_replay;   // DCB and ethtool answers of the RoCE netdevs from a fixture
+  std::string ib_qos_replay;  // PortInfo, SL-to-VL and PathRecord answers of the IB ports
   std::string since;        // kernel log window: "2h", an RFC 3339 time; "" = since boot
   bool active = false;      // the active GPU check (docs/gpu-node.md), after the passive probes
   double active_budget_s = probes::GpuActiveSettings{}.budget_s;
@@ -126,6 +127,7 @@ int run_node(const NodeArgs& a) {
   ProbeContext ctx = node_probe_context(a.sysroot);
   if (!a.nvml_replay.empty()) ctx.options.nvml_replay = a.nvml_replay;
   if (!a.qos_replay.empty()) ctx.options.qos_replay = a.qos_replay;
+  if (!a.ib_qos_replay.empty()) ctx.options.ib_qos_replay = a.ib_qos_replay;
   if (!a.nvml_record.empty()) record_nvml(a, ctx);
   if (!a.peer.empty()) ctx.options.peer = a.peer;
   if (!a.topo.empty()) ctx.options.topo_file = a.topo;
@@ -189,6 +191,11 @@ void register_node_command(CLI::App& app, int* exit_code) {
          "Use recorded DCB (PFC, trust, APP table) and ethtool statistics answers for the "
          "RoCE netdevs (FILE, tests/fixtures/roce_qos/README.md) instead of this kernel's; "
          "with --sysroot, the QoS of a captured node")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--ib-qos-replay", args->ib_qos_replay,
+                  "Use recorded PortInfo, SL-to-VL table and PathRecord answers for the "
+                  "InfiniBand ports (FILE, tests/fixtures/ib_qos/README.md) instead of this "
+                  "host's umad devices; with --sysroot, the IB QoS of a captured node")
       ->check(CLI::ExistingFile);
   sub->add_option("--nvml-record", args->nvml_record,
                   "Also write what this machine's NVML answers to FILE (a fixture for "
