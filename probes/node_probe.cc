@@ -87,7 +87,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   progress.advance(1, "node: roce qos (dcb, ethtool)");
   auto roce_qos = probes::gather_roce_qos(ctx, rdma, nccl_env);
   // The IB side of the same question: the VL NCCL_IB_SL reaches (three MADs per IB port).
-  auto ib_qos = probes::gather_ib_qos(ctx, rdma, nccl_env);
+  auto ib_qos = probes::gather_ib_qos(ctx, rdma, nccl_env, ctx.options.ib_peer_gid.value_or(""));
   progress.advance(1, "node: interfaces");
   auto net = probes::gather_net(ctx, probes::net_settings(nccl_env));
   progress.advance(1, "node: nccl topology file");

@@ -42,6 +42,8 @@ struct NodeOptions {
   // --ib-qos-replay FILE: the PortInfo, SLtoVLMappingTable and PathRecord answers of the IB ports,
   // replayed instead of this host's umad devices (tests/fixtures/ib_qos/README.md).
   std::optional<std::filesystem::path> ib_qos_replay;
+  // --peer-gid GID: the IB QoS probe also asks the SA for the PathRecord to this GID.
+  std::optional<std::string> ib_peer_gid;
   // The kernel log window; nullopt: every record since boot that the ring buffer still holds.
   std::optional<KernelLogSince> kernel_log_since;
 };

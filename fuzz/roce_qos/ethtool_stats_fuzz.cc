@@ -1,6 +1,7 @@
-// Any bytes as a driver's answers to SIOCETHTOOL: the first four give the string count the driver
-// claims and the lengths it writes back, the rest its counter names and values. Read through the
-// gather (names filtered, values kept, deltas on a second read) and written as JSON.
+// Any bytes as a driver's answers to SIOCETHTOOL: bytes 0-1 the string count the driver claims
+// (little endian), 2-3 the length it writes back, then its names (32-byte slots, as many as the
+// claimed count) and its values (8 bytes each). Read through the gather (names filtered, values
+// kept, deltas on a second read) and written as JSON.
 #include <linux/ethtool.h>
 
 #include <algorithm>
@@ -44,7 +45,9 @@ class FuzzKernel : public fabkit::probes::QosKernel {
     if (code == ETHTOOL_GSTATS) {
       auto* s = static_cast<ethtool_stats*>(cmd);
       const size_t room = static_cast<size_t>(s->n_stats) * sizeof(uint64_t);
-      std::memcpy(reinterpret_cast<uint8_t*>(s) + sizeof *s, rest, std::min(room, rest_size));
+      const size_t names = std::min(rest_size, static_cast<size_t>(claimed) * ETH_GSTRING_LEN);
+      std::memcpy(reinterpret_cast<uint8_t*>(s) + sizeof *s, rest + names,
+                  std::min(room, rest_size - names));
       s->n_stats = written;
       return 0;
     }
