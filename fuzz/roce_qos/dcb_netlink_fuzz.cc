@@ -1,6 +1,7 @@
 // Any bytes as the kernel's reply to each RTM_GETDCB command the gather sends: parsed into a
 // DcbState (or refused as malformed) and written as JSON without a crash; and as a request, the
-// way the replay decodes one.
+// way the replay decodes one. Seed request-ifname-not-utf8 is the input that first stopped this
+// target: the harness itself dumped the request's interface name as JSON.
 #include <linux/dcbnl.h>
 
 #include <cstdint>
@@ -30,6 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint8_t cmd = 0;
   std::string ifname;
   uint32_t seq = 0;
-  if (parse_dcb_request(bytes, cmd, ifname, seq)) fabkit::Json(ifname).dump();
+  // The replay only looks the name up; it never reaches a report, so it is not dumped here.
+  parse_dcb_request(bytes, cmd, ifname, seq);
   return 0;
 }
