@@ -5,13 +5,19 @@
 
 #include "common/errors.h"
 #include "common/json.h"
+#include "common/json_read.h"
 #include "probes/roce_qos/qos_kernel.h"
 #include "probes/roce_qos/roce_qos_facts.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fabkit::probes;
-  fabkit::Json j = fabkit::Json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return 0;
+  fabkit::Json j;
+  try {
+    // The reader the replay's loader uses (depth-limited), as --*-replay FILE reads it.
+    j = fabkit::parse_json(std::string(reinterpret_cast<const char*>(data), size), "fuzz.json");
+  } catch (const fabkit::JsonReadError&) {
+    return 0;
+  }
   std::unique_ptr<QosKernel> kernel;
   try {
     kernel = make_replay_qos_kernel(j, "fuzz.json");
