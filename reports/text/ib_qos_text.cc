@@ -20,7 +20,7 @@ void render_ib_qos(const Report& r, std::ostream& out, const Style& style) {
     if (!ports.is_array() || ports.empty()) return;  // no IB port: nothing to say
     const std::string source = str(member(s.facts, "source"));
     const Json& sl = member(s.facts, "nccl_sl");
-    out << "\nIB QoS (NCCL's SL " << or_dash(sl) << " -> VL; "
+    out << "\nIB QoS (the VL NCCL's SL " << or_dash(sl) << " reaches; "
         << (source == "sysroot" ? "MADs not sent under --sysroot" : "MADs: " + source) << ")\n";
     Table t({{"port"},
              {"VL", Align::kRight},

@@ -35,7 +35,8 @@ TEST(IbQosRender, TextMarksADroppedVl) {
   std::ostringstream healthy, vl15;
   reports::render_text(report_of("healthy"), healthy);
   reports::render_text(report_of("sl_to_vl15"), vl15);
-  EXPECT_NE(healthy.str().find("IB QoS (NCCL's SL 0 -> VL"), std::string::npos) << healthy.str();
+  EXPECT_NE(healthy.str().find("IB QoS (the VL NCCL's SL 0 reaches"), std::string::npos)
+      << healthy.str();
   EXPECT_EQ(healthy.str().find("DROPPED"), std::string::npos);
   EXPECT_NE(vl15.str().find("15 DROPPED"), std::string::npos) << vl15.str();
   EXPECT_NE(vl15.str().find("ib_qos.sl_to_vl15"), std::string::npos);
