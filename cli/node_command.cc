@@ -1,6 +1,7 @@
 // fabcheck node: inspect this node (or a --sysroot fixture tree) and report findings.
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "fabkit/config.h"
 #include "fabric/gpu_active/gpu_active_check.h"
 #include "probes/gpu/gpu_facts.h"
+#include "probes/ib_qos/mad_codec.h"
 #include "probes/kernel_log/kernel_log_facts.h"
 #include "probes/node_probe.h"
 #include "reports/html/html_report.h"
@@ -27,6 +29,7 @@ struct NodeArgs {
   bool json = false;
   std::string sysroot;
   std::string peer;
+  std::string peer_gid;  // an IB peer port's GID: also ask the SA for the path to it
   std::string topo;
   int counter_interval_ms = 50;  // probe_context.h says why
   std::string prom;              // node_exporter textfile to write
@@ -39,6 +42,7 @@ struct NodeArgs {
   std::string nvml_replay;  // NVML answers recorded with --nvml-record instead of the driver's
   std::string nvml_record;  // write this machine's NVML answers as a replayable fixture
   std::string qos_replay;   // DCB and ethtool answers of the RoCE netdevs from a fixture
+  std::string ib_qos_replay;  // PortInfo, SL-to-VL and PathRecord answers of the IB ports
   std::string since;        // kernel log window: "2h", an RFC 3339 time; "" = since boot
   bool active = false;      // the active GPU check (docs/gpu-node.md), after the passive probes
   double active_budget_s = probes::GpuActiveSettings{}.budget_s;
@@ -126,8 +130,17 @@ int run_node(const NodeArgs& a) {
   ProbeContext ctx = node_probe_context(a.sysroot);
   if (!a.nvml_replay.empty()) ctx.options.nvml_replay = a.nvml_replay;
   if (!a.qos_replay.empty()) ctx.options.qos_replay = a.qos_replay;
+  if (!a.ib_qos_replay.empty()) ctx.options.ib_qos_replay = a.ib_qos_replay;
   if (!a.nvml_record.empty()) record_nvml(a, ctx);
   if (!a.peer.empty()) ctx.options.peer = a.peer;
+  if (!a.peer_gid.empty()) {
+    std::array<uint8_t, 16> raw{};
+    if (!probes::gid_from_text(a.peer_gid, raw))
+      throw UsageError("--peer-gid '" + a.peer_gid +
+                       "' is not a GID; give it as sysfs prints it (ports/N/gids/0 of the peer's "
+                       "IB port, e.g. fe80:0000:0000:0000:b859:9f03:00d6:5b3e)");
+    ctx.options.ib_peer_gid = a.peer_gid;
+  }
   if (!a.topo.empty()) ctx.options.topo_file = a.topo;
   ctx.options.rdma_counter_interval_ms = a.counter_interval_ms;
   if (!a.since.empty()) ctx.options.kernel_log_since = probes::parse_since(a.since);
@@ -159,6 +172,9 @@ void register_node_command(CLI::App& app, int* exit_code) {
                   "Read sys/, proc/, dev/, etc/ under DIR instead of / (fixtures, copied trees)");
   sub->add_option("--peer", args->peer,
                   "Host or address of a peer: recommend the interface on its subnet");
+  sub->add_option("--peer-gid", args->peer_gid,
+                  "GID of a peer's InfiniBand port: also ask the subnet manager for the path to it "
+                  "and check its SL (ib_qos)");
   sub->add_option("--topo", args->topo, "NCCL topology XML to check (default: NCCL_TOPO_FILE)");
   sub->add_option("--html", args->html, "Also write the report as one self-contained HTML file");
   sub->add_option("--counter-interval-ms", args->counter_interval_ms,
@@ -189,6 +205,11 @@ void register_node_command(CLI::App& app, int* exit_code) {
          "Use recorded DCB (PFC, trust, APP table) and ethtool statistics answers for the "
          "RoCE netdevs (FILE, tests/fixtures/roce_qos/README.md) instead of this kernel's; "
          "with --sysroot, the QoS of a captured node")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--ib-qos-replay", args->ib_qos_replay,
+                  "Use recorded PortInfo, SL-to-VL table and PathRecord answers for the "
+                  "InfiniBand ports (FILE, tests/fixtures/ib_qos/README.md) instead of this "
+                  "host's umad devices; with --sysroot, the IB QoS of a captured node")
       ->check(CLI::ExistingFile);
   sub->add_option("--nvml-record", args->nvml_record,
                   "Also write what this machine's NVML answers to FILE (a fixture for "

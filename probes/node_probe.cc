@@ -9,6 +9,7 @@
 #include "fabkit/config.h"
 #include "probes/gpu/gpu_facts.h"
 #include "probes/gpudirect/gpudirect_facts.h"
+#include "probes/ib_qos/ib_qos_facts.h"
 #include "probes/kernel_log/kernel_log_facts.h"
 #include "probes/limits/limits_facts.h"
 #include "probes/locality/locality_facts.h"
@@ -85,6 +86,8 @@ Report run_node_probe(const ProbeContext& ctx) {
   // again after the other probes, like the AER totals.
   progress.advance(1, "node: roce qos (dcb, ethtool)");
   auto roce_qos = probes::gather_roce_qos(ctx, rdma, nccl_env);
+  // The IB side of the same question: the VL NCCL_IB_SL reaches (three MADs per IB port).
+  auto ib_qos = probes::gather_ib_qos(ctx, rdma, nccl_env, ctx.options.ib_peer_gid.value_or(""));
   progress.advance(1, "node: interfaces");
   auto net = probes::gather_net(ctx, probes::net_settings(nccl_env));
   progress.advance(1, "node: nccl topology file");
@@ -131,6 +134,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   append(r.findings, probes::judge_pcie(pcie));
   append(r.findings, probes::judge_kernel_log(kernel_log));
   append(r.findings, probes::judge_roce_qos(roce_qos));
+  append(r.findings, probes::judge_ib_qos(ib_qos));
 
   // 3. Sections, one per probe, in the order above.
   r.sections.push_back({"rdma", probes::to_json(rdma)});
@@ -144,6 +148,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   r.sections.push_back({"pcie", probes::to_json(pcie)});
   r.sections.push_back({"kernel_log", probes::to_json(kernel_log)});
   r.sections.push_back({"roce_qos", probes::to_json(roce_qos)});
+  r.sections.push_back({"ib_qos", probes::to_json(ib_qos)});
   return r;
 }
 

@@ -39,6 +39,11 @@ struct NodeOptions {
   // --qos-replay FILE: the DCB netlink and ethtool answers of the RoCE netdevs, replayed instead of
   // this kernel's (tests/fixtures/roce_qos/README.md); sysfs still comes from the roots.
   std::optional<std::filesystem::path> qos_replay;
+  // --ib-qos-replay FILE: the PortInfo, SLtoVLMappingTable and PathRecord answers of the IB ports,
+  // replayed instead of this host's umad devices (tests/fixtures/ib_qos/README.md).
+  std::optional<std::filesystem::path> ib_qos_replay;
+  // --peer-gid GID: the IB QoS probe also asks the SA for the PathRecord to this GID.
+  std::optional<std::string> ib_peer_gid;
   // The kernel log window; nullopt: every record since boot that the ring buffer still holds.
   std::optional<KernelLogSince> kernel_log_since;
 };

@@ -123,6 +123,10 @@ NodeFacts node_facts_from_report(const Report& r, const std::string& source) {
     const Json& ports = g.arr(*qos, "ports", "roce_qos");
     for (const auto& p : ports) f.roce_qos_ports.push_back(p);
   }
+  if (const Json* qos = section(r, "ib_qos")) {
+    const Json& ports = g.arr(*qos, "ports", "ib_qos");
+    for (const auto& p : ports) f.ib_qos_ports.push_back(p);
+  }
   if (const Json* net = section(r, "net")) read_interface(g, *net, f);
   if (const Json* gpus = section(r, "gpus"))
     f.gpu_count = static_cast<int>(g.num(*gpus, "count", "gpus").value_or(0));

@@ -28,6 +28,7 @@ struct NodeFacts {
   std::optional<bool> memlock_unlimited;   // nullopt: no limits section
   std::vector<std::string> nccl_conf_files;  // present nccl.conf files the job must see
   std::vector<Json> roce_qos_ports;  // the report's roce_qos.ports[] (docs/json/roce_qos.md)
+  std::vector<Json> ib_qos_ports;    // the report's ib_qos.ports[] (docs/json/ib_qos.md)
 };
 
 struct PairVerdict {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "profile/builder.h"
+#include "profile/ib_qos_rules.h"
 #include "profile/roce_qos_rules.h"
 
 namespace fabkit::profile {
@@ -119,6 +120,47 @@ void tc_setting(const NodeFacts& n, const std::vector<HcaPort>& ports, PerHost& 
   }
 }
 
+// NCCL_IB_SL from the subnet manager's PathRecord (ib_qos_rules.h): NCCL never asks the SA, so
+// without it the QPs carry SL 0 whatever QoS policy the SM set up. Set only when every chosen IB
+// port's PathRecord gives the same SL and it is not 0: 0 is NCCL's default already, and leaving
+// it unset keeps the profile free of a value that says nothing.
+void sl_setting(const NodeFacts& n, const std::vector<HcaPort>& ports, PerHost& out) {
+  if (ports.empty() || ports.front().link_layer != "InfiniBand") return;
+  std::optional<int> sl;
+  bool agree = true, all_known = true;
+  std::vector<std::string> ev;
+  for (const auto& p : ports) {
+    const std::string id = p.device + ":" + std::to_string(p.port);
+    const Json* q = nullptr;
+    for (const auto& j : n.ib_qos_ports)
+      if (j.value("device", std::string()) == p.device && j.value("port", -1) == p.port) q = &j;
+    if (!q) {
+      ev.push_back(n.hostname + " " + id + ": no ib_qos entry in the report");
+      all_known = false;
+      continue;
+    }
+    IbSlChoice c = path_record_sl(*q);
+    ev.push_back(n.hostname + " " + id + ": " + c.why);
+    if (!c.sl) {
+      all_known = false;
+      continue;
+    }
+    if (sl && *sl != *c.sl) agree = false;
+    sl = c.sl;
+  }
+  if (sl && agree && all_known && *sl != 0) {
+    out[n.hostname] = make(std::to_string(*sl), Basis::kInferred,
+                           "the SL the subnet manager's PathRecord gives on every chosen IB port "
+                           "(NCCL does not ask the SA and would use SL 0)",
+                           ev);
+  } else if (!agree) {
+    out[n.hostname] = make(std::nullopt, Basis::kInferred,
+                           "the IB ports' PathRecords disagree on the SL; NCCL's default SL 0 "
+                           "is used",
+                           ev);
+  }
+}
+
 }  // namespace
 
 TransportChoice choose_transport(const std::vector<NodeFacts>& nodes,
@@ -227,6 +269,9 @@ std::map<std::string, PerHost> choose_settings(const std::vector<NodeFacts>& nod
       PerHost tc;
       tc_setting(n, ports, tc);
       for (auto& [host, v] : tc) s["NCCL_IB_TC"][host] = v;
+      PerHost sl;
+      sl_setting(n, ports, sl);
+      for (auto& [host, v] : sl) s["NCCL_IB_SL"][host] = v;
       s["NCCL_IB_TIMEOUT"][h] = make(kIbTimeout, Basis::kInferred,
                                      "4.096 us * 2^22 ~= 17 s per attempt: rides out fabric "
                                      "reconvergence that the default (2^20 ~= 4.3 s) aborts on",

@@ -27,6 +27,7 @@ const std::vector<std::string>& known_variables() {
                                                  "NCCL_IB_HCA",
                                                  "NCCL_IB_GID_INDEX",
                                                  "NCCL_IB_TC",
+                                                 "NCCL_IB_SL",
                                                  "NCCL_NET_GDR_LEVEL",
                                                  "NCCL_TOPO_FILE",
                                                  "NCCL_IB_TIMEOUT",

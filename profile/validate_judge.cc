@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "profile/ib_qos_rules.h"
 #include "profile/profile.h"
 #include "profile/resolver.h"
 #include "profile/roce_qos_rules.h"
@@ -192,6 +193,48 @@ void check_roce_qos(const std::map<std::string, std::string>& env, const Report&
   }
 }
 
+// The profile's NCCL_IB_SL was the SM's PathRecord SL and reached a data VL; a node whose SM
+// programming changed since (a new qos policy, a port the SM skipped) drops or misroutes it.
+void check_ib_qos(const std::map<std::string, std::string>& env, const Report& r,
+                  std::vector<Finding>& out) {
+  auto it = env.find("NCCL_IB_SL");
+  if (it == env.end()) return;
+  const Json* qos = section(r, "ib_qos");
+  if (!qos) return skipped(out, "NCCL_IB_SL", "ib_qos");
+  const int sl = std::atoi(it->second.c_str());
+  const Json& ports = (*qos).contains("ports") ? (*qos)["ports"] : Json::array();
+  for (const auto& p : ports) {
+    const std::string id = str(p, "device") + ":" + (p.contains("port") ? p["port"].dump() : "?");
+    int vl = -1;
+    auto reaches = sl_reaches_data_vl(p, sl, &vl);
+    if (!reaches) {
+      out.push_back(info("profile.check_skipped", id,
+                         "NCCL_IB_SL=" + it->second + " not checked on " + id +
+                             ": the SL-to-VL table was not read (" + str(p, "status") + ": " +
+                             str(p, "detail") + ")",
+                         "run fabcheck validate on the node itself, as root (the MADs need "
+                         "/dev/infiniband/umad*)"));
+      continue;
+    }
+    const IbSlChoice now = path_record_sl(p);
+    std::string why;
+    if (!*reaches)
+      why = "maps to VL" + std::to_string(vl) + " on " + id +
+            ", which carries no data now (VL15, or at or above OperationalVLs): NCCL's QPs on it "
+            "hang";
+    else if (now.sl && *now.sl != sl)
+      why = "differs from the SL " + std::to_string(*now.sl) + " the subnet manager's PathRecord " +
+            "gives on " + id + " now";
+    if (why.empty()) continue;
+    out.push_back(warn("profile.ib_qos_drifted", id,
+                       "the profile's NCCL_IB_SL=" + it->second + " " + why +
+                           ": this node's IB QoS changed since the profile was built",
+                       "restore the subnet manager's QoS configuration (opensm qos_sl2vl / "
+                       "qos_max_vls; `fabcheck node` shows the table and PathRecord), or rebuild "
+                       "the profile if the fabric changed on purpose"));
+  }
+}
+
 void check_env_conflicts(const std::map<std::string, std::string>& env, const Report& r,
                          std::vector<Finding>& out) {
   const Json* ne = section(r, "nccl_env");
@@ -239,6 +282,7 @@ std::vector<Finding> validate_node(const Profile& p, const Report& node_report,
   if (name || p.hosts.empty()) env = resolve_env(p, name.value_or(host));
   check_topo(env, node_report, out);
   check_roce_qos(env, node_report, out);
+  check_ib_qos(env, node_report, out);
   check_env_conflicts(env, node_report, out);
   // "ok" only when every check ran and passed: a skipped check is not a pass.
   if (out.empty())

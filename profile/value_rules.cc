@@ -103,6 +103,7 @@ RuleError check_variable_value(const std::string& var, const std::string& v) {
   }
   if (var == "NCCL_IB_GID_INDEX") return check_int_range(v, 0, 255);
   if (var == "NCCL_IB_TC") return check_int_range(v, 0, 255);
+  if (var == "NCCL_IB_SL") return check_int_range(v, 0, 15);
   if (var == "NCCL_IB_DISABLE") return check_int_range(v, 0, 1);
   if (var == "NCCL_NET_GDR_LEVEL") {
     static const std::set<std::string> kLevels = {"LOC", "PIX", "PXB", "PHB", "SYS"};

@@ -74,6 +74,26 @@ const Kind kKinds[] = {
      "switches): set the same trust, PFC priorities and ECN as the other nodes (`mlnx_qos -i IF "
      "--trust dscp --pfc 0,0,0,1,0,0,0,0`, `echo 1 > /sys/class/net/IF/ecn/roce_np/enable/P`) "
      "and the same NCCL_IB_TC; `fabcheck node` on the node names the exact setting"},
+    {"ib_sl2vl:", "cluster.drift_ib_qos", "IB SL-to-VL table",
+     "NCCL_IB_SL is one value for the whole job: the subnet manager must program every node's "
+     "ports alike (opensm: one qos_ca_sl2vl / qos_ca_max_vls for all CAs, then a heavy sweep or "
+     "restart; a port it skipped shows an old table); `fabcheck node` on the node shows its "
+     "table, OperationalVLs and PathRecord SL"},
+    {"ib_oper_vls:", "cluster.drift_ib_qos", "IB OperationalVLs",
+     "NCCL_IB_SL is one value for the whole job: the subnet manager must program every node's "
+     "ports alike (opensm: one qos_ca_sl2vl / qos_ca_max_vls for all CAs, then a heavy sweep or "
+     "restart; a port it skipped shows an old table); `fabcheck node` on the node shows its "
+     "table, OperationalVLs and PathRecord SL"},
+    {"ib_nccl_vl:", "cluster.drift_ib_qos", "VL of NCCL's IB service level",
+     "NCCL_IB_SL is one value for the whole job: the subnet manager must program every node's "
+     "ports alike (opensm: one qos_ca_sl2vl / qos_ca_max_vls for all CAs, then a heavy sweep or "
+     "restart; a port it skipped shows an old table); `fabcheck node` on the node shows its "
+     "table, OperationalVLs and PathRecord SL"},
+    {"ib_path_sl:", "cluster.drift_ib_qos", "SM PathRecord SL",
+     "NCCL_IB_SL is one value for the whole job: the subnet manager must program every node's "
+     "ports alike (opensm: one qos_ca_sl2vl / qos_ca_max_vls for all CAs, then a heavy sweep or "
+     "restart; a port it skipped shows an old table); `fabcheck node` on the node shows its "
+     "table, OperationalVLs and PathRecord SL"},
     {"gid_types:", "cluster.drift_gid", "GID table types",
      "give every node the same GID layout (the same addresses on the RoCE netdev, RoCE v2 "
      "enabled: `cma_roce_mode -d DEV -p PORT -m 2`)"},
@@ -111,6 +131,7 @@ std::map<std::string, std::string> drift_facts_from_node_report(const Json& r) {
   }
   add_gpu_drift_facts(r, out);
   add_roce_qos_drift_facts(r, out);
+  add_ib_qos_drift_facts(r, out);
   if (const Json* rdma = section(r, "rdma")) {
     // The set of devices, so a node that lost one (driver not loaded, a dead card) stands out;
     // only when the section lists its devices (an empty list is "none", not "unknown").

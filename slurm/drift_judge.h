@@ -27,6 +27,9 @@ namespace fabkit::slurm {
 //   roce_pfc:<hca>:<p>, roce_trust:<hca>:<p>, roce_nccl_priority:<hca>:<p>, roce_ecn:<hca>:<p>
 //                           -> cluster.drift_roce_qos (PFC priorities, trust mode, the priority
 //                              NCCL's traffic lands on, ECN np/rp on it)
+//   ib_sl2vl:<hca>:<p>, ib_oper_vls:<hca>:<p>, ib_nccl_vl:<hca>:<p>, ib_path_sl:<hca>:<p>
+//                           -> cluster.drift_ib_qos (the SM-programmed SL-to-VL table,
+//                              OperationalVLs, the VL NCCL's SL reaches, the PathRecord SL)
 struct NodeDriftFacts {
   std::string host;
   std::map<std::string, std::string> values;
@@ -45,6 +48,9 @@ void add_gpu_drift_facts(const Json& report, std::map<std::string, std::string>&
 // The RoCE QoS keys (roce_qos_drift.cc) from the report's `roce_qos` section; a port whose DCB was
 // not read gives no PFC key (unknown is not a difference).
 void add_roce_qos_drift_facts(const Json& report, std::map<std::string, std::string>& out);
+// The IB QoS keys (ib_qos_drift.cc) from the report's `ib_qos` section; a port whose MADs were not
+// answered gives no key.
+void add_ib_qos_drift_facts(const Json& report, std::map<std::string, std::string>& out);
 
 std::vector<Finding> judge_drift(const std::vector<NodeDriftFacts>& nodes);
 

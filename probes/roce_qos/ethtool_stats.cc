@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/utf8_text.h"
+
 namespace fabkit::probes {
 
 std::vector<std::string> parse_gstrings(const uint8_t* data, uint32_t count) {
@@ -12,7 +14,8 @@ std::vector<std::string> parse_gstrings(const uint8_t* data, uint32_t count) {
   names.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {
     const char* s = reinterpret_cast<const char*>(data) + static_cast<size_t>(i) * ETH_GSTRING_LEN;
-    names.emplace_back(s, strnlen(s, ETH_GSTRING_LEN));
+    // A driver's bytes: the names reach findings and the JSON report, which must be UTF-8.
+    names.push_back(utf8_clean(std::string(s, strnlen(s, ETH_GSTRING_LEN))));
   }
   return names;
 }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/file_reader.h"
+#include "common/utf8_text.h"
 #include "probes/nccl_env/nccl_env_facts.h"
 #include "probes/rdma/rdma_facts.h"
 #include "probes/roce_qos/dcb_netlink.h"
@@ -44,7 +45,7 @@ std::map<std::string, int64_t> read_params(const fs::path& dir) {
   for (const fs::path& d : {dir, dir / "params"})
     for (const auto& name : list_dir(d)) {
       if (fs::is_directory(d / name)) continue;
-      if (auto v = read_int(d / name)) out[name] = *v;
+      if (auto v = read_int(d / name)) out[utf8_clean(name)] = *v;
     }
   return out;
 }
@@ -157,11 +158,11 @@ std::optional<int> parse_traffic_class(const std::string& text) {
 void read_port_sysfs(const fs::path& sys, RoceQosPort& p, std::vector<SysError>& errors) {
   const fs::path net = sys / "class" / "net" / p.netdev;
   if (auto m = read_int(net / "mtu")) p.netdev_mtu = static_cast<int>(*m);
-  if (auto t = read_line(net / "qos" / "trust")) p.trust_file = trim(*t);
+  if (auto t = read_line(net / "qos" / "trust")) p.trust_file = utf8_clean(trim(*t));
   const fs::path tc =
       sys / "class" / "infiniband" / p.device / "tc" / std::to_string(p.port) / "traffic_class";
   if (auto t = read_text(tc, 4096); ok(t)) {
-    p.traffic_class_text = trim(value(t));
+    p.traffic_class_text = utf8_clean(trim(value(t)));
     p.traffic_class = parse_traffic_class(*p.traffic_class_text);
     // MLNX_OFED writes "Global tclass=N" when set and nothing (or -1) when unset.
     if (!p.traffic_class && !p.traffic_class_text->empty() && *p.traffic_class_text != "-1" &&

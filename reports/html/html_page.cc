@@ -133,6 +133,7 @@ std::string node_section(const Json& doc) {
   if (doc.contains("gpus")) o << gpu_section(doc["gpus"]);
   o << pcie_and_kernel_log_section(doc);
   o << roce_qos_section(doc);
+  o << ib_qos_section(doc);
   if (doc.contains("gpu_active")) o << gpu_active_section(doc["gpu_active"]);
   return o.str();
 }

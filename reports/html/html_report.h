@@ -30,6 +30,8 @@ std::string gpu_section(const Json& gpus);
 std::string pcie_and_kernel_log_section(const Json& doc);
 // A node report's RoCE QoS table (html_roce_qos.cc; part of node_section); "" without RoCE ports.
 std::string roce_qos_section(const Json& doc);
+// A node report's IB QoS table (html_ib_qos.cc; part of node_section); "" without IB ports.
+std::string ib_qos_section(const Json& doc);
 std::string pair_section(const Json& doc);
 std::string cluster_section(const Json& doc);
 // Round-trip histograms (html_latency.cc): a pair report's links[] (chosen first), a cluster

@@ -178,6 +178,7 @@ std::vector<Family> node_families(const Json& r) {
   for (auto& f : gpu_health_families(r)) out.push_back(std::move(f));
   for (auto& f : pcie_families(r)) out.push_back(std::move(f));
   for (auto& f : roce_qos_families(r)) out.push_back(std::move(f));
+  for (auto& f : ib_qos_families(r)) out.push_back(std::move(f));
   for (auto& f : gpu_active_families(r)) out.push_back(std::move(f));
   return out;
 }

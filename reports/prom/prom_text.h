@@ -49,6 +49,10 @@ std::vector<Family> pcie_families(const Json& node_report);
 // fabkit_node_roce_ecn_on_nccl_priority {point}, fabkit_node_roce_qos_counter_total {counter},
 // each labelled {device,port,netdev}.
 std::vector<Family> roce_qos_families(const Json& node_report);
+// The node report's IB QoS families (prom_ib_qos.cc; part of node_families):
+// fabkit_node_ib_nccl_vl, fabkit_node_ib_data_vls, fabkit_node_ib_path_record_sl, each labelled
+// {device,port}.
+std::vector<Family> ib_qos_families(const Json& node_report);
 // fabkit_node_check_timestamp_seconds: when the check ran, so an alert can fire on a stale file.
 Family check_timestamp(double unix_time_s);
 // fabkit_pair_busbw_bytes_per_second{transport,bytes}, peak, link rate, findings.

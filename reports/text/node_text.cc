@@ -115,6 +115,7 @@ void render_node_facts(const Report& r, std::ostream& out, const Style& style) {
   if (gpus) render_gpu_health(*gpus, r.findings, out, style);
   render_pcie_and_kernel_log(r, out, style);
   render_roce_qos(r, out, style);
+  render_ib_qos(r, out, style);
   if (gpu_active) render_gpu_active(*gpu_active, out, style);
 }
 

@@ -40,5 +40,7 @@ void render_gpu_health(const Json& gpus, const std::vector<Finding>& findings, s
 void render_pcie_and_kernel_log(const Report& node, std::ostream& out, const Style& style);
 // A node report's RoCE QoS per port (roce_qos_text.cc); nothing when there is no RoCE port.
 void render_roce_qos(const Report& node, std::ostream& out, const Style& style);
+// A node report's IB QoS per port (ib_qos_text.cc); nothing when there is no IB port.
+void render_ib_qos(const Report& node, std::ostream& out, const Style& style);
 
 }  // namespace fabkit::reports::text

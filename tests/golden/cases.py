@@ -118,6 +118,15 @@ CASES = [
      "setup": {"root": sysroots.build_roce_qos_pfc_off_node}, "env": {"NCCL_IB_TC": "106"},
      "args": ["node", "--json", "--sysroot", "root", "--qos-replay",
               FIX + "/roce_qos/pfc_off_nccl_priority.json"]},
+    # Issue #23, InfiniBand: the SL NCCL uses against the SM's tables (tests/fixtures/ib_qos)
+    {"name": "node-sysroot-ib-qos-healthy", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_ib_roce_node},
+     "args": ["node", "--json", "--sysroot", "root", "--ib-qos-replay",
+              FIX + "/ib_qos/healthy.json"]},
+    {"name": "node-sysroot-ib-qos-sl-to-vl15", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_ib_roce_node}, "env": {"NCCL_IB_SL": "3"},
+     "args": ["node", "--json", "--sysroot", "root", "--ib-qos-replay",
+              FIX + "/ib_qos/sl_to_vl15.json"]},
     # fabcheck node with recorded NVML answers (tests/fixtures/nvml): the GPU health section
     {"name": "node-nvml-h100-healthy", "binary": "fabcheck", "schema": "node.schema.json",
      "setup": {"root": sysroots.build_empty_node},

@@ -52,7 +52,7 @@ class DebInCleanRoot(unittest.TestCase):
         self.assertEqual(ARGS.version, field("Version"))
         depends = field("Depends")
         # Computed from the binary's NEEDED libraries, not listed by hand.
-        for lib in ("libc6", "libstdc++6", "libhwloc15", "libibverbs1", "libssl3"):
+        for lib in ("libc6", "libstdc++6", "libhwloc15", "libibverbs1", "libibumad3", "libssl3"):
             self.assertIn(lib, depends)
         listing = subprocess.run(["dpkg-deb", "-c", deb], capture_output=True, text=True, check=True).stdout
         self.assertIn("./usr/bin/fabcheck", listing)
