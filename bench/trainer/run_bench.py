@@ -13,6 +13,8 @@ PyTorch runs twice per round:
 
   .venv/bin/python3 bench/trainer/run_bench.py --fabtrain BUILD/trainer/app/fabtrain [--rounds 3]
       [--ranks 1] [--no-memory]   (only the 1-rank comparison; skip the sharded-state table)
+      [--threads N]   (ATen intra-op threads per rank for both; on a loaded machine 1 keeps
+                       OpenMP from spinning against other processes)
 
 (run it with the Python of .venv/, whose torch is the one fabtrain was built against)
 """
@@ -52,6 +54,8 @@ def fabtrain(a, d, ranks, tag, steps=None, mb=None):
            "--output", out, "--max-length", str(a.max_length), "--micro-batch-size", str(mb or a.micro_batch),
            "--max-steps", str(steps or a.steps), "--lr", "1e-4", "--no-resume", "--nproc", str(ranks),
            "--device", "cpu"]
+    if a.threads:
+        cmd += ["--threads", str(a.threads)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit("fabtrain failed: " + " ".join(cmd) + "\n" + r.stderr[-3000:])
@@ -68,7 +72,7 @@ def fabtrain(a, d, ranks, tag, steps=None, mb=None):
 
 def torch_ref(a, d, ranks, plan=None):
     env = dict(os.environ)
-    extra = []
+    extra = ["--intra-op-threads", str(a.threads)] if a.threads else []
     if plan:
         extra = ["--intra-op-threads", str(plan["intra_op"])]
         if plan["blas"] is not None:
@@ -96,6 +100,7 @@ def main():
     p.add_argument("--vocab", type=int, default=4096)
     p.add_argument("--ranks", default="1,2", help="comma-separated rank counts to compare (1 and/or 2)")
     p.add_argument("--no-memory", action="store_true", help="skip the sharded state per rank table")
+    p.add_argument("--threads", type=int, default=0, help="ATen intra-op threads per rank for both (default: each its own)")
     a = p.parse_args()
     rank_counts = [int(r) for r in a.ranks.split(",")]
     if not rank_counts or any(r not in (1, 2) for r in rank_counts):
