@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fabtrain vs PyTorch (Python API, eager CPU, the same torch 2.x wheel fabtrain links): tokens/s at 1 rank and at
+"""fabtrain vs PyTorch (Python API, eager CPU with SDPA and fused RMSNorm, the same torch 2.x wheel fabtrain links): tokens/s at 1 rank and at
 2 ranks (fabtrain sharded vs torch DDP on Gloo), and fabtrain's per-rank sharded state at 1/2/4
 ranks. The machine is noisy, so the contenders alternate and the ratio is the median of the
 per-round ratios.
@@ -12,6 +12,9 @@ PyTorch runs twice per round:
                is fabtrain's own code (model, sharding, optimizer) like for like.
 
   .venv/bin/python3 bench/trainer/run_bench.py --fabtrain BUILD/trainer/app/fabtrain [--rounds 3]
+      [--ranks 1] [--no-memory]   (only the 1-rank comparison; skip the sharded-state table)
+      [--threads N]   (ATen intra-op threads per rank for both; on a loaded machine 1 keeps
+                       OpenMP from spinning against other processes)
 
 (run it with the Python of .venv/, whose torch is the one fabtrain was built against)
 """
@@ -51,6 +54,8 @@ def fabtrain(a, d, ranks, tag, steps=None, mb=None):
            "--output", out, "--max-length", str(a.max_length), "--micro-batch-size", str(mb or a.micro_batch),
            "--max-steps", str(steps or a.steps), "--lr", "1e-4", "--no-resume", "--nproc", str(ranks),
            "--device", "cpu"]
+    if a.threads:
+        cmd += ["--threads", str(a.threads)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit("fabtrain failed: " + " ".join(cmd) + "\n" + r.stderr[-3000:])
@@ -67,7 +72,7 @@ def fabtrain(a, d, ranks, tag, steps=None, mb=None):
 
 def torch_ref(a, d, ranks, plan=None):
     env = dict(os.environ)
-    extra = []
+    extra = ["--intra-op-threads", str(a.threads)] if a.threads else []
     if plan:
         extra = ["--intra-op-threads", str(plan["intra_op"])]
         if plan["blas"] is not None:
@@ -93,13 +98,19 @@ def main():
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--vocab", type=int, default=4096)
+    p.add_argument("--ranks", default="1,2", help="comma-separated rank counts to compare (1 and/or 2)")
+    p.add_argument("--no-memory", action="store_true", help="skip the sharded state per rank table")
+    p.add_argument("--threads", type=int, default=0, help="ATen intra-op threads per rank for both (default: each its own)")
     a = p.parse_args()
+    rank_counts = [int(r) for r in a.ranks.split(",")]
+    if not rank_counts or any(r not in (1, 2) for r in rank_counts):
+        sys.exit(f"--ranks {a.ranks}: expected 1, 2 or 1,2")
     print(f"BLAS: {blas()}  (must be openblas-pthread for meaningful numbers)")
     print(f"model: hidden {a.hidden}, {a.layers} layers, vocab {a.vocab}; micro-batch {a.micro_batch} x "
           f"{a.max_length} tokens per rank; {a.steps} steps, first {a.warmup} dropped; {a.rounds} rounds")
     with tempfile.TemporaryDirectory(prefix="fabtrain-bench-") as d:
         make_inputs(d, a)
-        for ranks in (1, 2):
+        for ranks in rank_counts:
             ft, pt, pp, ratios, plan_ratios = [], [], [], [], []
             for rnd in range(a.rounds):
                 # Alternate who goes first: the machine's load drifts.
@@ -116,7 +127,7 @@ def main():
             print(f"    fabtrain {statistics.median(ft):7.0f} tok/s   torch+plan {statistics.median(pp):7.0f} tok/s   "
                   f"ratio median {statistics.median(plan_ratios):.2f}x  (rounds: {', '.join(f'{r:.2f}' for r in plan_ratios)})")
         base = None
-        for ranks in (1, 2, 4):
+        for ranks in () if a.no_memory else (1, 2, 4):
             m = fabtrain(a, d, ranks, f"mem-{ranks}", steps=1, mb=1)
             base = base or m["state_bytes_per_rank"]
             print(f"sharded state per rank at {ranks} rank(s): {m['state_bytes_per_rank'] / 2**20:8.2f} MiB "

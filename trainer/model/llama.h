@@ -5,7 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -22,12 +26,11 @@ namespace fabkit::trainer {
 // cos/sin of the rotary angles for the positions of one batch, shaped [B or 1, 1, T, head_dim]
 // so they broadcast over heads; computed in fp32 and cast to the activations' dtype as HF does.
 // fp32 (training) takes a shorter path with the same maths: signed_sin carries rotate_half's sign
-// ([-sin | +sin]) so the rotation is one roll, and the q tables carry attention's 1/sqrt(head_dim)
-// so the scores need no scaling pass. bf16/fp16 keep HF's exact op order, since each op rounds.
+// ([-sin | +sin]) so the rotation is one roll. bf16/fp16 keep HF's exact op order, since each op
+// rounds.
 struct RopeCache {
-  torch::Tensor cos, sin;             // HF's tables
-  torch::Tensor signed_sin;           // fp32 path, keys
-  torch::Tensor q_cos, q_signed_sin;  // fp32 path, queries: times 1/sqrt(head_dim)
+  torch::Tensor cos, sin;    // HF's tables
+  torch::Tensor signed_sin;  // fp32 path
 };
 
 class RmsNormImpl : public torch::nn::Module {
@@ -44,8 +47,8 @@ TORCH_MODULE(RmsNorm);
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
   explicit LlamaAttentionImpl(const LlamaConfig& c);
-  // bias: additive [B or 1, 1, T, T] (0 = attend, dtype lowest = masked).
-  torch::Tensor forward(const torch::Tensor& x, const RopeCache& rope, const torch::Tensor& bias);
+  // mask: LlamaModelImpl::attention_bias (undefined = causal only; bool, true = attend).
+  torch::Tensor forward(const torch::Tensor& x, const RopeCache& rope, const torch::Tensor& mask);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
@@ -64,7 +67,8 @@ TORCH_MODULE(LlamaMlp);
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   explicit DecoderLayerImpl(const LlamaConfig& c);
-  torch::Tensor forward(const torch::Tensor& hidden, const RopeCache& rope, const torch::Tensor& bias);
+  torch::Tensor forward(const torch::Tensor& hidden, const RopeCache& rope,
+                        const torch::Tensor& mask);
   LlamaAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};
   RmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -92,10 +96,14 @@ class LlamaModelImpl : public torch::nn::Module {
 
   // The pieces, in the order forward() runs them.
   torch::Tensor embed(const torch::Tensor& input_ids);  // [B,T] int64 -> [B,T,H]
-  // positions: [T] or [B,T] int64; undefined -> 0..T-1 (HF's default when position_ids is None).
+  // positions: [T] or [B,T] int64; undefined -> 0..T-1 (HF's default when position_ids is None),
+  // whose tables are computed once per (length, device, dtype) and shared by later calls.
   RopeCache rope(int64_t seq_len, const torch::Tensor& positions = {}) const;
-  // Causal (and, for Mistral, sliding-window) mask plus padding: attention_mask [B,T] with 1 for
-  // tokens and 0 for padding, or undefined for none.
+  // What the attention masks, for attention_mask [B,T] (1 = token, 0 = padding; undefined = none):
+  // undefined when plain causal attention is exact (no padding, no sliding window shorter than
+  // seq_len), so the kernels run is_causal without a mask; else a bool [B or 1, 1, T, T], true =
+  // may attend: causal, Mistral's window, padded keys masked, and any row left with no key at all
+  // (a padded query before the first token) unmasked whole, so no row's softmax is empty.
   torch::Tensor attention_bias(int64_t seq_len, const torch::Tensor& attention_mask = {}) const;
   std::vector<DecoderLayer> layers() const;
   torch::Tensor final_norm(const torch::Tensor& hidden);
@@ -115,10 +123,19 @@ class LlamaModelImpl : public torch::nn::Module {
   void init_weights(uint64_t seed);
 
  private:
+  using RopeKey = std::tuple<int64_t, std::string, torch::ScalarType>;  // length, device, dtype
+  struct RopeTableCache {
+    std::mutex mutex;  // pipeline stages of one process may ask from their own threads
+    std::map<RopeKey, RopeCache> tables;
+  };
+  static constexpr size_t kRopeCacheEntries = 8;
+  RopeCache rope_tables(const torch::Tensor& positions) const;  // positions on device_
+
   LlamaConfig config_;
   torch::ScalarType dtype_;
   torch::Device device_{torch::kCPU};
   torch::Tensor inv_freq_;  // fp32 [head_dim/2], not a parameter
+  std::shared_ptr<RopeTableCache> rope_cache_ = std::make_shared<RopeTableCache>();
   torch::nn::Embedding embed_tokens{nullptr};
   torch::nn::ModuleList layers_{nullptr};
   RmsNorm norm{nullptr};

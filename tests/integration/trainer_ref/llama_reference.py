@@ -155,9 +155,19 @@ def forward(c, w, ids, mask):
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         k = k.repeat_interleave(nh // nkv, dim=1)  # == HF repeat_kv (each kv head serves a group)
         v = v.repeat_interleave(nh // nkv, dim=1)
-        att = (q @ k.transpose(2, 3)) / math.sqrt(d) + bias
-        att = torch.softmax(att, dim=-1, dtype=torch.float32).to(dtype)
-        o = (att @ v).transpose(1, 2).reshape(b, t, nh * d)
+        if dtype == torch.float32:
+            # HF's eager attention: an independent formula, exact to 1e-5 in fp32.
+            att = (q @ k.transpose(2, 3)) / math.sqrt(d) + bias
+            att = torch.softmax(att, dim=-1, dtype=torch.float32).to(dtype)
+            o = att @ v
+        else:
+            # Low precision: HF's default attention (attn_implementation "sdpa", sdpa_attention_forward:
+            # repeat_kv, then SDPA with the boolean mask). Eager rounds the scores and the
+            # probabilities to bf16 where SDPA keeps them in fp32; the two HF paths differ by ~1.5
+            # bf16 ulps of the largest logit here, more than the bound, so the comparison is with
+            # the path HF runs by default.
+            o = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        o = o.transpose(1, 2).reshape(b, t, nh * d)
         x = x + o @ w[p + "self_attn.o_proj.weight"].T
         hs = rms_norm(x, w[p + "post_attention_layernorm.weight"], c["rms_norm_eps"])
         gate = torch.nn.functional.silu(hs @ w[p + "mlp.gate_proj.weight"].T)
