@@ -3,6 +3,9 @@ config.json and random token ids)."""
 import json, os, random
 
 SIZES = {
+    # ~1.1B: TinyLlama-1.1B's public shape (GQA 32 query / 4 kv heads of 64).
+    "1b": dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22, num_attention_heads=32,
+               num_key_value_heads=4, vocab_size=32000),
     "350m": dict(hidden_size=1024, intermediate_size=2816, num_hidden_layers=24, num_attention_heads=16,
                  num_key_value_heads=16, vocab_size=32000),
     "110m": dict(hidden_size=768, intermediate_size=2048, num_hidden_layers=12, num_attention_heads=12,
