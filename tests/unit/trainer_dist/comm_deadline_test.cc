@@ -113,7 +113,8 @@ TEST(CommDeadline, ARankBehindIsNamedWithTheCollectiveItWasLastSeenAt) {
     const std::string& e = results[static_cast<size_t>(r)].error;
     EXPECT_NE(e.find("allreduce(f64) (collective #2"), std::string::npos) << e;
     EXPECT_NE(e.find("rank 2 ("), std::string::npos) << e;
-    EXPECT_NE(e.find("last seen waiting at collective #1 (allreduce(f64))"), std::string::npos) << e;
+    EXPECT_NE(e.find("last seen waiting at collective #1 (allreduce(f64))"), std::string::npos)
+        << e;
   }
 }
 
