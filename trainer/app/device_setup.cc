@@ -68,8 +68,10 @@ TrainDevice choose_train_device(const std::string& device_flag, const LaunchEnv&
     d.reason = "no CUDA device visible (--device auto)";
     return d;
   }
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
   const DeviceChoice c =
-      choose_cuda_device(launch.local_rank, launch.local_world_size, visible, locality);
+      choose_cuda_device(launch.local_rank, launch.local_world_size, visible, locality,
+                         cvd ? std::optional<std::string>(cvd) : std::nullopt);
   d.cuda = true;
   d.index = c.index;
   d.bus_id = c.bus_id;

@@ -167,7 +167,9 @@ class PipelineEngine : public StepEngine {
     req.output_dir = pipeline_stage_dir(req.output_dir, stage_, stages_);
     const std::string dir =
         save_checkpoint(*stage_comm_, req, model_->shards(), *opt_, warnings).string();
-    world_.barrier();  // every stage's checkpoint is complete before the run goes on (or ends)
+    // Every stage's checkpoint is complete before the run goes on (or ends); stages finish their
+    // writes at different times, which counts against the pause timeout.
+    world_.pause_barrier("the end of every stage's checkpoint");
     return dir + " (and the other stages' beside it)";
   }
 

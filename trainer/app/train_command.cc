@@ -136,6 +136,11 @@ int run_train_with(const TrainOptions& o, const std::vector<std::string>& argv,
   co.rendezvous_timeout_ms = o.rendezvous_timeout_ms;
   co.collective_timeout_ms = o.collective_timeout_ms;
   co.cuda_device = device.cuda ? device.index : -1;
+  co.store_prefix = join_store_attempt(co);  // torchrun's store outlives attempts (comm.h)
+  if (co.store_hosted_by_agent) {
+    log.info("torchrun's agent store: this attempt's keys under " + co.store_prefix +
+             " (TORCHELASTIC_RESTART_COUNT=" + launch.restart_count + ")");
+  }
   std::unique_ptr<Comm> comm = make_comm(co);
   log.info("backend " + comm->backend() + ", transport " + comm->transport());
   apply_thread_plan(env, launch.local_world_size, o, log);

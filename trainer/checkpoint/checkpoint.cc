@@ -266,7 +266,7 @@ fs::path save_checkpoint(Comm& comm, const SaveRequest& req, const std::vector<F
     fs::remove_all(staging, ec);
     fs::create_directories(staging);
   }
-  comm.barrier();
+  comm.pause_barrier("the checkpoint's start (rank 0 clears its staging directory)");
   // Every rank: on node-local disks without save_on_each_node no manifest writer made it here.
   fs::create_directories(staging);
   // A failed save (a full disk) frees what it wrote: the old checkpoint, if any, is untouched.
@@ -336,7 +336,9 @@ fs::path save_checkpoint(Comm& comm, const SaveRequest& req, const std::vector<F
       }
     }
   }
-  comm.barrier();  // nobody proceeds (or exits) before the checkpoint is in place
+  // Nobody proceeds (or exits) before the checkpoint is in place; the manifest writer's pause
+  // (fsync, rename, pruning) counts against the pause timeout, not the collective timeout.
+  comm.pause_barrier("the checkpoint's end (the manifest writer publishes it)");
   // Where the staging directory is still there now, no manifest writer shares this disk
   // (node-local disks without save_on_each_node): nothing will ever vouch for the shards in it.
   // Elsewhere the writer renamed it into place before the barrier.

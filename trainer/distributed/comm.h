@@ -19,6 +19,9 @@
 // (comm_gloo.cc) that send from and receive into the caller's memory; reduce-scatter moves
 // (N-1)/N of the buffer per rank.
 //
+// A collective that does not complete within CommOptions::collective_timeout_ms throws CommError
+// on every rank that waits for it, naming the ranks (and hosts) that did not arrive.
+//
 // The *_async calls return at once with the collective in flight, so the caller can compute
 // while it runs (prefetching the next layer's parameters, reducing one layer's gradients during
 // the next layer's backward). Every rank must issue the same collectives in the same order;
@@ -78,6 +81,11 @@ class Comm {
   // out holds world_size() * bytes; rank r's bytes land at out + r * bytes.
   virtual void allgather_bytes(const void* in, size_t bytes, void* out) = 0;
   virtual void barrier() = 0;
+  // A barrier after a pause of some ranks only (rank 0 writing a checkpoint's manifest while the
+  // others wait): over the rendezvous store, with CommOptions::pause_timeout_ms, so neither the
+  // collective timeout nor ProcessGroupNCCL's watchdog counts the pause. `what` names the pause
+  // in the error. Host order only: no device work is ordered by it.
+  virtual void pause_barrier(const std::string& what) { barrier(); }
   // Point-to-point: a pipeline's activations and their gradients between neighbouring stages
   // (parallel/pipeline_runner.h). Tag separates concurrent streams; tags from 2^30 up are the
   // backend's own (its allgather and reduce-scatter exchanges).
@@ -95,12 +103,27 @@ struct CommOptions {
   bool store_hosted_by_agent = false;
   std::string socket_ifname;  // GLOO_SOCKET_IFNAME from the profile; empty: this host's name
   int rendezvous_timeout_ms = 60000;
+  // fabtrain's deadline for one collective: past it every waiting rank names the ranks that did
+  // not arrive (CommError) before the backend's own timeout, which is set longer.
   int collective_timeout_ms = 60000;
+  // pause_barrier()'s deadline (never below the collective timeout).
+  int pause_timeout_ms = 30 * 60 * 1000;
   std::string store_prefix = "fabtrain";
   // >= 0: this rank trains on CUDA device cuda_device (an index among the visible devices) and
   // talks NCCL; -1: CPU and Gloo.
   int cuda_device = -1;
 };
+
+// The store namespace of this run's attempt. torchrun's agent (store_hosted_by_agent) keeps its
+// store server across restarts of the workers, on the same port, and torch 2.5+ adds no
+// per-attempt prefix for the workers (torch/distributed/rendezvous.py; TORCHELASTIC_RESTART_COUNT
+// differs between agents, pytorch#135712), so keys a failed attempt wrote -- Gloo's peer
+// addresses, NCCL's unique id -- are still there for the next attempt to read. Returns
+// "<store_prefix>/attempt-<g>", g drawn once per attempt from a store counter by rank 0; every
+// other rank learns g under a key named by a random number of its own, so no rank can read a
+// number an earlier attempt left. Rank 0 waits for every rank (rendezvous timeout, naming those
+// missing). Without an agent's store: store_prefix (rank 0 serves a fresh store per attempt).
+std::string join_store_attempt(const CommOptions& options);
 
 // world_size 1 without a store or sockets.
 std::unique_ptr<Comm> make_local_comm();

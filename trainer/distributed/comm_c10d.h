@@ -1,51 +1,96 @@
 // What the two c10d backends of Comm (comm_gloo.cc, comm_nccl.cc) share: a request over the
-// c10d Works of one collective, and the rule that a failed collective ends the group. Included
-// only by those two files and comm_c10d.cc, the trainer's c10d users.
+// c10d Works of one collective, fabtrain's own collective timeout, and the rule that a failed
+// collective ends the group. Included only by those two files and comm_c10d.cc, the trainer's
+// c10d users.
+//
+// Why fabtrain keeps its own deadline: the backends' timeouts say only "timed out" (Gloo) or abort
+// every rank with SIGABRT from ProcessGroupNCCL's watchdog, so nobody learns which rank is
+// missing and fabtrain's error path never runs. Here every collective has a number; a wait that
+// blocks posts that number to the rendezvous store, and a wait that passes the collective timeout
+// reads every rank's post and names the ranks (and hosts) that did not arrive (comm_progress.h)
+// before it throws CommError. The backends' own timeouts are set longer (backend_timeout()), so
+// this deadline always comes first.
 #pragma once
 
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "trainer/distributed/comm.h"
+#include "trainer/distributed/comm_progress.h"
 
 namespace fabkit::trainer {
 
 using C10dWorks = std::vector<c10::intrusive_ptr<c10d::Work>>;
 
-// The group side: issues collectives, waits for them, and marks the group dead on the first
-// failure, since peers may be blocked in another collective and the group cannot be reused.
+class StoreReporter;
+
+// The group side: issues collectives, waits for them with fabtrain's deadline, and marks the group
+// dead on the first failure, since peers may be blocked in another collective and the group
+// cannot be reused.
 class C10dGroup {
  public:
-  virtual ~C10dGroup() = default;
+  virtual ~C10dGroup();
 
   // Starts one collective (or the sends and receives of one exchange) and returns its request;
   // finish runs after the works landed (a local sum, a copy back; it also keeps staged buffers
-  // alive until then).
+  // alive until then). host_wait: wait() returns only once the works completed (Gloo; NCCL with
+  // host buffers); false: Work::wait() (NCCL on device buffers: the caller's stream waits).
   CommRequestPtr issue(const char* op, size_t count, const std::function<C10dWorks()>& start,
-                       std::function<void()> finish);
+                       std::function<void()> finish, bool host_wait = true);
   // issue(...)->wait().
   void run(const char* op, size_t count, const std::function<C10dWorks()>& start,
-           std::function<void()> finish = nullptr);
-  void wait_works(const char* op, size_t count, C10dWorks& works);
+           std::function<void()> finish = nullptr, bool host_wait = true);
+  void wait_works(const char* op, uint64_t seq, size_t count, C10dWorks& works, bool host_wait);
+  bool dead() const { return dead_; }
+
+  // The timeout the backend itself gets: longer than fabtrain's, with room to name the missing
+  // ranks, so ProcessGroupNCCL's watchdog (or Gloo's own timeout) never fires first.
+  static std::chrono::milliseconds backend_timeout(const CommOptions& o);
 
  protected:
-  C10dGroup(std::string backend, int rank) : backend_(std::move(backend)), rank_(rank) {}
+  C10dGroup(std::string backend, const CommOptions& o);
+  // Once the process group exists: the store the deadline reports through (a clone, so a store
+  // host that stopped answering blocks only the reporter's thread), and this rank's host posted.
+  void watch_through(const c10::intrusive_ptr<c10d::Store>& store);
+  // Every rank of the group waits here, over the store, for up to the pause timeout: for pauses
+  // of one rank (rank 0 writing a checkpoint) that must trip neither deadline.
+  void store_barrier(const std::string& what);
   // The CommError text of a failed collective: the backend's likely causes and where to look.
   virtual std::string failure_message(const char* op, size_t count,
                                       const std::string& cause) const = 0;
 
   const std::string backend_;  // "Gloo", "NCCL"
   const int rank_;
+  const int world_;
+  const std::string host_;  // "node7 pid 4242"
   bool dead_ = false;
+  // Polls Work::isCompleted() against the deadline (NCCL) instead of Work::wait(time left)
+  // (Gloo, whose send/recv works complete only inside wait()).
+  bool poll_completion_ = false;
 
  private:
   void check_alive(const char* op) const;
   [[noreturn]] void fail(const char* op, size_t count, const std::exception& e);
+  [[noreturn]] void time_out(const char* op, uint64_t seq, size_t count);
+  std::string who_is_missing(const ProgressPost& mine);
+
+  const int timeout_ms_;
+  const int pause_timeout_ms_;
+  // This rank's process serves the rendezvous store (the world's rank 0 without torchrun's
+  // agent): when it fails, it stays a little so the others can still read who is missing.
+  const bool serves_store_;
+  uint64_t next_seq_ = 1;
+  uint64_t next_pause_ = 0;
+  c10::intrusive_ptr<c10d::Store> store_;  // main thread only (store_barrier)
+  std::shared_ptr<StoreReporter> reporter_;
 };
 
 // The first line of an exception's text (c10d's carry a C++ stack trace after it).

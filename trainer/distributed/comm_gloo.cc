@@ -43,14 +43,15 @@ std::optional<std::string> address_toward(const std::string& master) {
 
 class GlooComm : public Comm, C10dGroup {
  public:
-  explicit GlooComm(const CommOptions& o) : C10dGroup("Gloo", o.rank), world_(o.world_size) {
+  explicit GlooComm(const CommOptions& o) : C10dGroup("Gloo", o) {
     using std::chrono::milliseconds;
     std::string stage = "store";
     try {
       auto store = make_rendezvous_store(o);
 
       stage = "device";
-      auto options = c10d::ProcessGroupGloo::Options::create(milliseconds(o.collective_timeout_ms));
+      // Gloo's own timeout only says "timed out": fabtrain's deadline (comm_c10d.h) comes first.
+      auto options = c10d::ProcessGroupGloo::Options::create(backend_timeout(o));
       if (!o.socket_ifname.empty()) {
         options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(o.socket_ifname));
         transport_ = "tcp via interface " + o.socket_ifname + " (GLOO_SOCKET_IFNAME)";
@@ -72,6 +73,7 @@ class GlooComm : public Comm, C10dGroup {
       options->threads = 2;
       stage = "connect";
       pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, o.rank, o.world_size, options);
+      watch_through(store);
     } catch (const std::exception& e) {
       throw CommError("rank " + std::to_string(o.rank) + "/" + std::to_string(o.world_size) +
                       ": Gloo rendezvous failed at the " + stage + " stage (master " + o.master_addr +
@@ -80,6 +82,14 @@ class GlooComm : public Comm, C10dGroup {
                       " -- check that every rank started, MASTER_ADDR/MASTER_PORT agree and the "
                       "port is reachable");
     }
+  }
+
+  ~GlooComm() override {
+    // After a failure (fabtrain's deadline came first) Gloo's worker threads may still sit in the
+    // collective until Gloo's own, longer timeout, and ~ProcessGroupGloo joins them: a dying rank
+    // would hang for that long while its stack unwinds. The process is on its way out; leave the
+    // group to it.
+    if (dead_) pg_.release();
   }
 
   int rank() const override { return rank_; }
@@ -141,6 +151,7 @@ class GlooComm : public Comm, C10dGroup {
   void barrier() override {
     run("barrier", 0, [&] { return C10dWorks{pg_->barrier()}; });
   }
+  void pause_barrier(const std::string& what) override { store_barrier(what); }
   void send(const float* data, size_t count, int dst, int tag) override {
     std::vector<at::Tensor> t{wrap(data, count)};
     run("send", count, [&] { return C10dWorks{pg_->send(t, dst, tag)}; });
@@ -190,7 +201,6 @@ class GlooComm : public Comm, C10dGroup {
   static constexpr int kExchangeTagBase = 1 << 30;
   static constexpr uint64_t kExchangeTags = 1 << 20;
 
-  int world_;
   uint64_t next_exchange_ = 0;
   std::string transport_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;

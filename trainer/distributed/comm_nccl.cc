@@ -38,9 +38,8 @@ struct DeviceView {
 class NcclComm : public Comm, C10dGroup {
  public:
   explicit NcclComm(const CommOptions& o)
-      : C10dGroup("NCCL", o.rank),
-        world_(o.world_size),
-        device_(at::kCUDA, static_cast<c10::DeviceIndex>(o.cuda_device)) {
+      : C10dGroup("NCCL", o), device_(at::kCUDA, static_cast<c10::DeviceIndex>(o.cuda_device)) {
+    poll_completion_ = true;
     std::string stage = "device";
     try {
       const int visible = static_cast<int>(c10::cuda::device_count());
@@ -56,8 +55,11 @@ class NcclComm : public Comm, C10dGroup {
       auto store = make_rendezvous_store(o);
       stage = "communicator";
       auto options = c10d::ProcessGroupNCCL::Options::create();
-      options->timeout = std::chrono::milliseconds(o.collective_timeout_ms);
+      // The watchdog aborts every rank (SIGABRT) once a collective outlives this timeout;
+      // fabtrain's own deadline (comm_c10d.h), which names the missing ranks, must come first.
+      options->timeout = backend_timeout(o);
       pg_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, o.rank, o.world_size, options);
+      watch_through(store);
       // Create the NCCL communicator now (ncclCommInitRank), not at the first collective: a
       // rendezvous or transport failure is then reported as such, before the model loads.
       pg_->eagerConnectSingleDevice(device_);
@@ -103,7 +105,7 @@ class NcclComm : public Comm, C10dGroup {
     DeviceView o = output(out, count * static_cast<size_t>(world_), torch::kFloat32);
     return issue(
         "allgather", count, [&] { return C10dWorks{pg_->_allgather_base(o.device, i.device)}; },
-        [i, o] { copy_back(o); });
+        [i, o] { copy_back(o); }, staged(i, o));
   }
   CommRequestPtr reduce_scatter_add_async(const float* in, size_t count, float* out) override {
     DeviceView i = input(in, count * static_cast<size_t>(world_), torch::kFloat32);
@@ -122,7 +124,8 @@ class NcclComm : public Comm, C10dGroup {
           } else {
             o.device.add_(sum);
           }
-        });
+        },
+        staged(i, o));
   }
   void broadcast(float* data, size_t count, int root) override {
     broadcast_view(inout(data, count, torch::kFloat32), count, root, "broadcast");
@@ -136,24 +139,26 @@ class NcclComm : public Comm, C10dGroup {
     run(
         "allgather(bytes)", bytes,
         [&] { return C10dWorks{pg_->_allgather_base(o.device, i.device)}; },
-        [i, o] { copy_back(o); });
+        [i, o] { copy_back(o); }, staged(i, o));
   }
   void barrier() override {
     c10d::BarrierOptions bo;
     bo.device_ids = {device_.index()};
     run("barrier", 0, [&] { return C10dWorks{pg_->barrier(bo)}; });
   }
+  void pause_barrier(const std::string& what) override { store_barrier(what); }
   void send(const float* data, size_t count, int dst, int tag) override {
     DeviceView i = input(data, count, torch::kFloat32);
     std::vector<at::Tensor> t{i.device};
     run(
-        "send", count, [&] { return C10dWorks{pg_->send(t, dst, tag)}; }, [i] {});
+        "send", count, [&] { return C10dWorks{pg_->send(t, dst, tag)}; }, [i] {}, staged(i, i));
   }
   void recv(float* data, size_t count, int src, int tag) override {
     DeviceView o = output(data, count, torch::kFloat32);
     std::vector<at::Tensor> t{o.device};
     run(
-        "recv", count, [&] { return C10dWorks{pg_->recv(t, src, tag)}; }, [o] { copy_back(o); });
+        "recv", count, [&] { return C10dWorks{pg_->recv(t, src, tag)}; }, [o] { copy_back(o); },
+        staged(o, o));
   }
 
  private:
@@ -187,6 +192,12 @@ class NcclComm : public Comm, C10dGroup {
   DeviceView input(const void* p, size_t n, at::ScalarType t) const { return view(p, n, t, true); }
   DeviceView output(void* p, size_t n, at::ScalarType t) const { return view(p, n, t, false); }
   DeviceView inout(void* p, size_t n, at::ScalarType t) const { return view(p, n, t, true); }
+  // Host buffers: the host waits for the collective itself (with fabtrain's deadline) before
+  // copying back. Device buffers only: the caller's stream waits, the host goes on; a collective
+  // that never lands is then caught by the next host wait, which is ordered after it.
+  static bool staged(const DeviceView& a, const DeviceView& b) {
+    return a.host.defined() || b.host.defined();
+  }
   static void copy_back(const DeviceView& v) {
     // A synchronous copy on the current stream, which wait() made wait for the collective.
     if (v.host.defined()) v.host.copy_(v.device);
@@ -196,14 +207,16 @@ class NcclComm : public Comm, C10dGroup {
     DeviceView v = inout(data, count, t);
     std::vector<at::Tensor> ts{v.device};
     run(
-        op, count, [&] { return C10dWorks{pg_->allreduce(ts)}; }, [v] { copy_back(v); });
+        op, count, [&] { return C10dWorks{pg_->allreduce(ts)}; }, [v] { copy_back(v); },
+        staged(v, v));
   }
   void broadcast_view(DeviceView v, size_t count, int root, const char* op) {
     std::vector<at::Tensor> ts{v.device};
     c10d::BroadcastOptions bo;
     bo.rootRank = root;
     run(
-        op, count, [&] { return C10dWorks{pg_->broadcast(ts, bo)}; }, [v] { copy_back(v); });
+        op, count, [&] { return C10dWorks{pg_->broadcast(ts, bo)}; }, [v] { copy_back(v); },
+        staged(v, v));
   }
 
   std::string failure_message(const char* op, size_t count,
@@ -216,7 +229,6 @@ class NcclComm : public Comm, C10dGroup {
            "log (NCCL_DEBUG=INFO) names the transport and the failing peer";
   }
 
-  int world_;
   at::Device device_;
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> pg_;
 };

@@ -33,17 +33,77 @@ std::string normalize_bus_id(const std::string& bus_id) {
   return domain + s.substr(colon);
 }
 
+std::vector<std::string> cuda_visible_entries(const std::string& value) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= value.size()) {
+    size_t comma = value.find(',', i);
+    if (comma == std::string::npos) comma = value.size();
+    std::string e = value.substr(i, comma - i);
+    const auto b = e.find_first_not_of(" \t"), l = e.find_last_not_of(" \t");
+    e = b == std::string::npos ? "" : e.substr(b, l - b + 1);
+    if (!e.empty()) out.push_back(e);
+    i = comma + 1;
+  }
+  return out;
+}
+
+namespace {
+
+// "'3' (device index 3)", "'GPU-8f3e' (a GPU by UUID)", "'MIG-...' (a MIG device)".
+std::string describe_entry(const std::string& e) {
+  if (e.rfind("MIG-", 0) == 0) return "'" + e + "' (a MIG device)";
+  if (e.rfind("GPU-", 0) == 0) return "'" + e + "' (a GPU by UUID)";
+  return "'" + e + "' (device index " + e + ")";
+}
+
+std::string visible_text(const std::optional<std::string>& cvd) {
+  return cvd ? "CUDA_VISIBLE_DEVICES='" + *cvd + "'" : std::string("CUDA_VISIBLE_DEVICES unset");
+}
+
+}  // namespace
+
 DeviceChoice choose_cuda_device(int local_rank, int local_world_size,
                                 const std::vector<VisibleGpu>& visible,
-                                const std::vector<GpuNicLocality>& locality) {
+                                const std::vector<GpuNicLocality>& locality,
+                                const std::optional<std::string>& cvd) {
   const int n = static_cast<int>(visible.size());
+  const std::vector<std::string> listed =
+      cvd ? cuda_visible_entries(*cvd) : std::vector<std::string>{};
+  if (cvd && static_cast<int>(listed.size()) > n) {
+    // CUDA enumerates the entries in order and stops at the first it cannot resolve, so a typo
+    // (or a UUID of another node's GPU) silently shrinks the set: a rank would pick the wrong GPU.
+    throw UsageError(
+        visible_text(cvd) + " lists " + std::to_string(listed.size()) + " devices but CUDA sees " +
+        std::to_string(n) + ": entry " + describe_entry(listed[static_cast<size_t>(n)]) +
+        " did not resolve on this node (CUDA hides it and every entry after it) -- list indices "
+        "or UUIDs that `nvidia-smi -L` shows here, or leave the variable to Slurm "
+        "(--gpus-per-task, "
+        "--gpu-bind)");
+  }
+  if (n == 1 && local_world_size > 1) {
+    // One GPU per task: Slurm's --gpus-per-task=1 / --gpu-bind narrow CUDA_VISIBLE_DEVICES per
+    // task, a cgroup-constrained GRES hides the other devices (then often CUDA_VISIBLE_DEVICES=0
+    // in every task, each meaning a different physical GPU).
+    const std::string how =
+        cvd ? visible_text(cvd) + (listed.empty() ? "" : " = " + describe_entry(listed.front()))
+            : "CUDA_VISIBLE_DEVICES unset, the other GPUs hidden (device cgroup)";
+    return {visible[0].index, normalize_bus_id(visible[0].bus_id),
+            "the one GPU this task sees (" + how + "), local rank " + std::to_string(local_rank) +
+                " of " + std::to_string(local_world_size) +
+                ": one GPU per task (srun --gpus-per-task=1, --gpu-bind, a constrained GRES); "
+                "each local rank must see a different one, or NCCL stops with \"Duplicate GPU "
+                "detected\""};
+  }
   if (local_world_size > n || local_rank >= n) {
-    throw UsageError(std::to_string(local_world_size) + " local ranks on this node but " +
-                     std::to_string(n) +
-                     " visible CUDA device(s) (CUDA_VISIBLE_DEVICES, the driver): start at most " +
-                     std::to_string(n) +
-                     " ranks per node (--nproc, srun --ntasks-per-node) or train on CPU "
-                     "(--device cpu)");
+    throw UsageError(
+        std::to_string(local_world_size) + " local ranks on this node but " + std::to_string(n) +
+        " visible CUDA device(s) (" + visible_text(cvd) +
+        "): each rank needs a GPU of its own and with more than one visible the rank cannot tell "
+        "which of them are its own -- give each task one GPU (srun --gpus-per-task=1 or "
+        "--gpu-bind=single:1), start at most " +
+        std::to_string(n) +
+        " ranks per node (--nproc, srun --ntasks-per-node), or train on CPU (--device cpu)");
   }
   auto plain = [&](const std::string& why) {
     return DeviceChoice{visible[local_rank].index, normalize_bus_id(visible[local_rank].bus_id),

@@ -95,6 +95,7 @@ LaunchEnv detect_launch_env(const Environment& env, std::optional<uint16_t> defa
     else if (le.world_size > 1) throw UsageError("RANK and WORLD_SIZE are set but MASTER_ADDR is not: set MASTER_ADDR to rank 0's address");
     auto agent = env.get("TORCHELASTIC_USE_AGENT_STORE");
     le.store_hosted_by_agent = agent && (*agent == "True" || *agent == "true" || *agent == "1");
+    le.restart_count = env.get("TORCHELASTIC_RESTART_COUNT").value_or("");
     le.evidence = "RANK/WORLD_SIZE";
     check_rank(le, "RANK", "WORLD_SIZE");
   } else if (env.has("OMPI_COMM_WORLD_RANK") && env.has("OMPI_COMM_WORLD_SIZE")) {

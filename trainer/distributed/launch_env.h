@@ -21,6 +21,9 @@ struct LaunchEnv {
   uint16_t master_port = 29500;
   std::string master_port_source = "default";  // "MASTER_PORT", "profile", "default"
   bool store_hosted_by_agent = false;           // TORCHELASTIC_USE_AGENT_STORE=True
+  // TORCHELASTIC_RESTART_COUNT as given (for the log only: each agent counts its own restarts,
+  // so ranks may disagree; join_store_attempt() in comm.h separates the attempts instead).
+  std::string restart_count;
   std::string evidence;                         // the variables that decided, for the log
 };
 

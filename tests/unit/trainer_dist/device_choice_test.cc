@@ -80,5 +80,67 @@ TEST(DeviceChoice, MoreRanksThanGpusNamesBothCounts) {
   }
 }
 
+// Slurm --gpus-per-task=1 / --gpu-bind: each of 8 tasks sees one GPU, its own, at index 0.
+TEST(DeviceChoice, OneVisibleGpuPerTaskIsThatGpu) {
+  for (int r = 0; r < 8; ++r) {
+    const std::string cvd = std::to_string(r);
+    const DeviceChoice c = choose_cuda_device(
+        r, 8, {{0, eight_gpus()[static_cast<size_t>(r)].bus_id}}, eight_gpu_locality(), cvd);
+    EXPECT_EQ(c.index, 0);
+    EXPECT_EQ(c.bus_id, normalize_bus_id(eight_gpus()[static_cast<size_t>(r)].bus_id));
+    EXPECT_NE(c.reason.find("the one GPU this task sees"), std::string::npos) << c.reason;
+    EXPECT_NE(c.reason.find("CUDA_VISIBLE_DEVICES='" + cvd + "'"), std::string::npos) << c.reason;
+    EXPECT_NE(c.reason.find("local rank " + std::to_string(r) + " of 8"), std::string::npos)
+        << c.reason;
+  }
+}
+
+TEST(DeviceChoice, OneVisibleGpuByUuidOrMigOrCgroup) {
+  const std::vector<VisibleGpu> one{{0, "00000000:3A:00.0"}};
+  DeviceChoice c = choose_cuda_device(5, 8, one, {}, std::string("GPU-8932f937-d72c-4106"));
+  EXPECT_EQ(c.index, 0);
+  EXPECT_NE(c.reason.find("a GPU by UUID"), std::string::npos) << c.reason;
+  c = choose_cuda_device(2, 4, one, {}, std::string("MIG-GPU-8932f937-d72c-4106/1/0"));
+  EXPECT_EQ(c.index, 0);
+  EXPECT_NE(c.reason.find("a MIG device"), std::string::npos) << c.reason;
+  // A cgroup-constrained GRES without CUDA_VISIBLE_DEVICES: the other GPUs are simply absent.
+  c = choose_cuda_device(7, 8, one, {}, std::nullopt);
+  EXPECT_EQ(c.index, 0);
+  EXPECT_NE(c.reason.find("device cgroup"), std::string::npos) << c.reason;
+}
+
+TEST(DeviceChoice, SomeButNotEnoughVisibleGpusIsRefusedWithTheFix) {
+  try {
+    choose_cuda_device(1, 8, {{0, "0000:18:00.0"}, {1, "0000:2a:00.0"}}, {}, std::string("0,1"));
+    FAIL() << "8 ranks on 2 visible GPUs were accepted";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("8 local ranks"), std::string::npos) << m;
+    EXPECT_NE(m.find("2 visible CUDA device"), std::string::npos) << m;
+    EXPECT_NE(m.find("CUDA_VISIBLE_DEVICES='0,1'"), std::string::npos) << m;
+    EXPECT_NE(m.find("--gpus-per-task=1"), std::string::npos) << m;
+  }
+}
+
+// CUDA stops at the first entry it cannot resolve: "0,7" on a node where 7 does not exist
+// leaves one GPU visible, which must not read as "one GPU per task".
+TEST(DeviceChoice, AnEntryCudaCouldNotResolveIsNamed) {
+  const std::vector<VisibleGpu> one{{0, "0000:18:00.0"}};
+  for (const std::string cvd : {"0,7", "GPU-aaaa, GPU-bbbb", "0,1,2,3,4,5,6,7"}) {
+    try {
+      choose_cuda_device(0, 8, one, {}, cvd);
+      FAIL() << cvd << " with one visible GPU was accepted";
+    } catch (const UsageError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("CUDA sees 1"), std::string::npos) << m;
+      EXPECT_NE(m.find("did not resolve"), std::string::npos) << m;
+      EXPECT_NE(m.find("'" + cuda_visible_entries(cvd)[1] + "'"), std::string::npos) << m;
+    }
+  }
+  EXPECT_EQ(cuda_visible_entries(" 0, GPU-ab ,,MIG-x/1/0"),
+            (std::vector<std::string>{"0", "GPU-ab", "MIG-x/1/0"}));
+  EXPECT_TRUE(cuda_visible_entries("").empty());
+}
+
 }  // namespace
 }  // namespace fabkit::trainer

@@ -1,0 +1,164 @@
+// fabtrain's own collective deadline on Gloo ranks (threads on 127.0.0.1): a rank that does not
+// arrive is named on every rank that waits for it, within the timeout; a pause of one rank before
+// pause_barrier() trips nothing.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trainer/app/device_setup.h"
+#include "trainer/distributed/comm.h"
+#include "trainer/distributed/local_spawn.h"
+
+namespace fabkit::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct RankResult {
+  std::string error;  // empty: fn returned
+  double seconds = 0;
+};
+
+// fn(comm) on `world` Gloo ranks as threads; what each threw and when.
+std::vector<RankResult> run_ranks_timed(int world, int collective_timeout_ms,
+                                        const std::function<void(Comm&)>& fn, bool nccl = false) {
+  const uint16_t port = pick_free_port();
+  std::vector<std::thread> threads;
+  std::vector<RankResult> results(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      std::unique_ptr<Comm> comm;
+      try {
+        CommOptions o;
+        o.rank = r;
+        o.world_size = world;
+        o.master_port = port;
+        o.socket_ifname = "lo";
+        o.rendezvous_timeout_ms = 20000;
+        o.collective_timeout_ms = collective_timeout_ms;
+        if (nccl) o.cuda_device = r;
+        comm = nccl ? make_nccl_comm(o) : make_gloo_comm(o);
+        const auto t0 = Clock::now();
+        try {
+          fn(*comm);
+        } catch (const std::exception& e) {
+          results[static_cast<size_t>(r)].error = e.what();
+        }
+        results[static_cast<size_t>(r)].seconds =
+            std::chrono::duration<double>(Clock::now() - t0).count();
+      } catch (const std::exception& e) {
+        results[static_cast<size_t>(r)].error = std::string("setup: ") + e.what();
+      }
+      // A failed Gloo group still holds pending work its destructor would wait for: leave it to
+      // the process's end, as fabtrain does (its main exits without destructors after a
+      // CommError). A failed NCCL group is aborted by its destructor (ncclCommAbort), which ends
+      // the kernel still waiting on the GPU.
+      if (comm && !nccl && !results[static_cast<size_t>(r)].error.empty()) comm.release();
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+TEST(CommDeadline, TheRankThatDoesNotArriveIsNamedOnEveryOtherRank) {
+  // Rank 1 hangs before the third allreduce (as a rank stuck outside the collectives does);
+  // ranks 0 and 2 must fail with fabtrain's error naming rank 1, within the 1.5 s timeout.
+  const int timeout_ms = 1500;
+  const auto results = run_ranks_timed(3, timeout_ms, [](Comm& c) {
+    double x = 1;
+    for (int i = 0; i < 2; ++i) c.allreduce_sum(&x, 1);
+    if (c.rank() == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(6000));
+      return;
+    }
+    c.allreduce_sum(&x, 1);
+  });
+  for (int r : {0, 2}) {
+    const RankResult& res = results[static_cast<size_t>(r)];
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + res.error);
+    EXPECT_NE(res.error.find("Gloo allreduce(f64) (collective #3"), std::string::npos);
+    EXPECT_NE(res.error.find("did not complete within 1500 ms (--collective-timeout-ms)"),
+              std::string::npos);
+    // Named with its host and pid (all threads share this process's).
+    EXPECT_NE(res.error.find("rank 1 ("), std::string::npos);
+    EXPECT_NE(res.error.find(" pid "), std::string::npos);
+    EXPECT_NE(res.error.find("did not arrive"), std::string::npos);
+    EXPECT_NE(res.error.find("rank(s) " + std::to_string(2 - r) + " were waiting"),
+              std::string::npos);
+    // Within the timeout plus the naming's grace (375 ms here) and slack for a loaded machine.
+    EXPECT_LT(res.seconds, timeout_ms / 1000.0 + 3.0);
+    EXPECT_GE(res.seconds, timeout_ms / 1000.0 - 0.1);
+  }
+  EXPECT_EQ(results[1].error, "");
+}
+
+TEST(CommDeadline, ARankBehindIsNamedWithTheCollectiveItWasLastSeenAt) {
+  // Rank 2 waits at collective #1 long enough to post it (ranks 0 and 1 are late there), then
+  // hangs before #2: ranks 0 and 1 must report it as last seen at #1.
+  const auto results = run_ranks_timed(3, 1000, [](Comm& c) {
+    double x = 1;
+    if (c.rank() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    c.allreduce_sum(&x, 1);
+    if (c.rank() == 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5000));
+      return;
+    }
+    c.allreduce_sum(&x, 1);
+  });
+  for (int r : {0, 1}) {
+    const std::string& e = results[static_cast<size_t>(r)].error;
+    EXPECT_NE(e.find("allreduce(f64) (collective #2"), std::string::npos) << e;
+    EXPECT_NE(e.find("rank 2 ("), std::string::npos) << e;
+    EXPECT_NE(e.find("last seen waiting at collective #1 (allreduce(f64))"), std::string::npos)
+        << e;
+  }
+}
+
+TEST(CommDeadline, APauseOfRankZeroBeforePauseBarrierTripsNothing) {
+  // Rank 0 "writes a checkpoint" for 2.5x the collective timeout while the others wait at the
+  // pause barrier; then a collective runs as usual.
+  const auto results = run_ranks_timed(3, 800, [](Comm& c) {
+    double x = 1;
+    c.allreduce_sum(&x, 1);
+    if (c.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    c.pause_barrier("a test pause");
+    c.allreduce_sum(&x, 1);
+    EXPECT_EQ(x, 9.0);
+  });
+  for (size_t r = 0; r < results.size(); ++r) EXPECT_EQ(results[r].error, "") << "rank " << r;
+}
+
+// The same on NCCL, one GPU per rank: fabtrain's deadline (polled CUDA events) must name rank 1
+// long before ProcessGroupNCCL's watchdog (set to 2x + 60 s) would abort the process.
+TEST(CommDeadline, NcclNamesTheRankThatDoesNotArriveBeforeTheWatchdog) {
+  const auto gpus = visible_cuda_devices();
+  if (gpus.size() < 2) {
+    GTEST_SKIP() << "needs 2 CUDA devices (two ranks cannot share one GPU in an NCCL "
+                    "communicator); this LibTorch sees "
+                 << gpus.size();
+  }
+  const auto results = run_ranks_timed(
+      2, 3000,
+      [](Comm& c) {
+        double x = 1;  // host memory: staged, so the host waits with the deadline
+        c.allreduce_sum(&x, 1);
+        if (c.rank() == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(8000));
+          return;
+        }
+        c.allreduce_sum(&x, 1);
+      },
+      /*nccl=*/true);
+  const RankResult& r0 = results[0];
+  EXPECT_NE(r0.error.find("NCCL allreduce(f64) (collective #2"), std::string::npos) << r0.error;
+  EXPECT_NE(r0.error.find("rank 1 ("), std::string::npos) << r0.error;
+  EXPECT_LT(r0.seconds, 3.0 + 4.0);
+  EXPECT_EQ(results[1].error, "");
+}
+
+}  // namespace
+}  // namespace fabkit::trainer
