@@ -171,6 +171,7 @@ TEST_F(TrainLoop, TraceStepsWritesATraceOfTheThirdStep) {
 // it. Counted through ATen's RecordFunction, so it sees every read, not only those of fabtrain's
 // own helpers. A read inside another ATen op (that op's CPU kernel reading a scalar argument) is
 // counted apart, under the outermost op's name: on a GPU that op runs its CUDA kernel instead.
+// (`.item()` is aten::item around aten::_local_scalar_dense: a direct read.)
 class ScalarReads {
  public:
   ScalarReads() {
@@ -178,7 +179,8 @@ class ScalarReads {
         at::RecordFunctionCallback(
             [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
               if (std::string_view(fn.name()) == "aten::_local_scalar_dense") {
-                if (stack_.empty()) {
+                // Direct (a bare call, or Tensor::item's wrapper) or inside another op.
+                if (stack_.empty() || stack_.front() == "aten::item") {
                   ++count_;
                 } else {
                   inside_[stack_.front()]++;
