@@ -186,30 +186,43 @@ class TensorAdafactor : public ShardOptimizer {
     if (partial.numel() > 0) sum_(partial.data_ptr<float>(), static_cast<size_t>(partial.numel()));
 
     // 2. The running row/column statistics and the factors rsqrt(row / mean(row)), rsqrt(col).
-    std::vector<at::Tensor> stats_rc, row_stats, col_stats;
+    //    Every factored parameter's statistics move, also those of parameters outside this
+    //    rank's slice: every rank holds (and checkpoints) the same statistics.
+    std::vector<at::Tensor> stats_rc;
     // add_ with alpha (1 - beta2t) / cols (rows) per parameter: one foreach per distinct alpha
     // (a transformer has few distinct widths).
     std::map<double, std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>>> by_alpha;
-    for (const auto& x : fact) {
-      const auto& f = *x.f;
-      at::Tensor rows = stats_[x.unit].narrow(0, f.row_at, f.rows),
-                 cols = stats_[x.unit].narrow(0, f.col_at, f.cols);
-      stats_rc.push_back(rows);
-      stats_rc.push_back(cols);
-      row_stats.push_back(rows);
-      col_stats.push_back(cols);
-      auto& ra = by_alpha[(1.0 - beta2t) / static_cast<double>(f.cols)];
-      ra.first.push_back(rows);
-      ra.second.push_back(x.partial.narrow(0, f.row_at, f.rows));
-      auto& ca = by_alpha[(1.0 - beta2t) / static_cast<double>(f.rows)];
-      ca.first.push_back(cols);
-      ca.second.push_back(x.partial.narrow(0, f.col_at, f.cols));
+    int64_t unit_at = 0;
+    for (size_t u : us) {
+      at::Tensor part = partial.narrow(0, unit_at, stats_[u].numel());
+      unit_at += stats_[u].numel();
+      for (const auto& f : factors_[u]) {
+        if (f.cols == 0) continue;
+        at::Tensor rows = stats_[u].narrow(0, f.row_at, f.rows),
+                   cols = stats_[u].narrow(0, f.col_at, f.cols);
+        stats_rc.push_back(rows);
+        stats_rc.push_back(cols);
+        auto& ra = by_alpha[(1.0 - beta2t) / static_cast<double>(f.cols)];
+        ra.first.push_back(rows);
+        ra.second.push_back(part.narrow(0, f.row_at, f.rows));
+        auto& ca = by_alpha[(1.0 - beta2t) / static_cast<double>(f.rows)];
+        ca.first.push_back(cols);
+        ca.second.push_back(part.narrow(0, f.col_at, f.cols));
+      }
     }
-    std::vector<at::Tensor> row_factor, col_factor;
-    if (!fact.empty()) {
+    if (!stats_rc.empty()) {
       at::_foreach_mul_(stats_rc, beta2t);
       for (auto& [alpha, lists] : by_alpha) at::_foreach_add_(lists.first, lists.second, alpha);
-      for (const auto& rows : row_stats) row_factor.push_back(rows / rows.mean());
+    }
+    // The factors of the parameters this slice updates.
+    std::vector<at::Tensor> row_factor, col_stats, col_factor;
+    for (const auto& x : fact) {
+      const auto& f = *x.f;
+      at::Tensor rows = stats_[x.unit].narrow(0, f.row_at, f.rows);
+      row_factor.push_back(rows / rows.mean());
+      col_stats.push_back(stats_[x.unit].narrow(0, f.col_at, f.cols));
+    }
+    if (!fact.empty()) {
       at::_foreach_rsqrt_(row_factor);
       col_factor = at::_foreach_rsqrt(col_stats);
     }

@@ -266,6 +266,23 @@ TEST(TensorAdafactor, ForeachStepAndUnitStepMatchTheHostLoopOverUnits) {
           tensor_opt->step(layout, 0.05);
         }
       }
+      // The checkpointed statistics too: every rank keeps every parameter's row/column
+      // statistics, also of parameters outside its slice (a reshard reads them from one rank).
+      for (size_t u = 0; u < host.size(); ++u) {
+        const auto hs = host_opt->state(u), ts = tensor_opt->state(u);
+        for (size_t a = 0; a < hs.size(); ++a) {
+          ASSERT_EQ(hs[a].values.size(), ts[a].values.size());
+          for (size_t k = 0; k < hs[a].values.size(); ++k) {
+            if (std::abs(hs[a].values[k] - ts[a].values[k]) >
+                1e-6f * (1.0f + std::abs(hs[a].values[k]))) {
+              failures[c.rank()] += "unit " + std::to_string(u) + " " + hs[a].name + "[" +
+                                    std::to_string(k) + "] " + std::to_string(ts[a].values[k]) +
+                                    " vs " + std::to_string(hs[a].values[k]) + "; ";
+              break;
+            }
+          }
+        }
+      }
       for (size_t u = 0; u < host.size(); ++u) {
         const float diff = (host_view(host[u].param) - ps[u]).abs().max().item<float>();
         if (diff > 2e-6f)
