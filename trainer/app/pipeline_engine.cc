@@ -96,8 +96,8 @@ class PipelineEngine : public StepEngine {
            " micro-batches x micro-batch " + std::to_string(micro_batch_size);
   }
 
-  double forward_backward(const std::vector<Batch>& micro, double loss_normalizer,
-                          double loss_scale) override {
+  at::Tensor forward_backward(const std::vector<Batch>& micro, double loss_normalizer,
+                              double loss_scale) override {
     model_->zero_grad();
     // Only the last stage's replicas return a share of the loss; the others 0.
     return runner_->run_step([&](int i) { load(micro[i], loss_normalizer); }, shapes(micro),

@@ -39,8 +39,12 @@ RunMonitor::RunMonitor(const std::string& output_dir, bool no_control, int rank,
 control::Action RunMonitor::after_step(Comm& comm, const StepFigures& f) {
   if (server_) server_->publish_status({f.step, f.total_steps, f.loss, f.tokens_per_s, "training"});
   if (tensorboard_) {
-    tensorboard_->write_step(f.step, {f.loss, f.lr, f.tokens_per_s, f.grad_norm,
-                                      static_cast<double>(f.peak_memory_bytes)});
+    // Scalars on the steps that read them (log steps): reading them every step would wait for
+    // the GPU every step.
+    if (f.fresh) {
+      tensorboard_->write_step(f.step, {f.loss, f.lr, f.tokens_per_s, f.grad_norm,
+                                        static_cast<double>(f.peak_memory_bytes)});
+    }
     eta_.observe(f.step, monitor::wall_time_now_s());
     progress_->update(
         {f.step, f.total_steps, f.loss, f.tokens_per_s, eta_.seconds_left(f.total_steps)});

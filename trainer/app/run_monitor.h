@@ -32,6 +32,9 @@ struct StepFigures {
   double tokens_per_s = 0;
   double grad_norm = 0;
   int64_t peak_memory_bytes = -1;  // GPU allocator peak on GPU, max RSS on CPU; -1 unknown
+  // loss and grad_norm were read at this step (a log step); else they are the newest log step's,
+  // shown by the control status but not written to TensorBoard again.
+  bool fresh = true;
 };
 
 class RunMonitor {

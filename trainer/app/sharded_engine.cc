@@ -76,21 +76,20 @@ class ShardedEngine : public StepEngine {
     fused_sq_ = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(model_->device()));
     opt_->begin_step();
   }
-  double forward_backward(const std::vector<Batch>& micro, double loss_normalizer,
-                          double loss_scale) override {
-    double loss = 0.0;
+  at::Tensor forward_backward(const std::vector<Batch>& micro, double loss_normalizer,
+                              double loss_scale) override {
+    at::Tensor loss;
     model_->zero_grad();
     for (const Batch& b : micro) {
       load(b, loss_normalizer);
-      loss += model_->forward_backward(loss_scale);
+      at::Tensor l = model_->forward_backward(loss_scale);
+      loss = loss.defined() ? loss + l : l;
     }
     return loss;
   }
-  std::optional<double> fused_grad_norm() override {
+  std::optional<at::Tensor> fused_grad_sq() override {
     if (!fused_) return std::nullopt;
-    double sq = fused_sq_.item<double>();
-    world_.allreduce_sum(&sq, 1);
-    return std::sqrt(sq);
+    return fused_sq_;
   }
   void end_step() override { model_->prefetch_first_stage(); }
 
@@ -101,7 +100,7 @@ class ShardedEngine : public StepEngine {
                                          static_cast<size_t>(o.micro_batch_size))) {
       Batch b = make_batch(valid, idx);
       load(b, 1.0);
-      acc[0] += model_->forward_loss();
+      acc[0] += model_->forward_loss();  // validation reads each batch's loss: not a step
       acc[1] += static_cast<double>(target_tokens(b.labels));
     }
     world_.allreduce_sum(acc, 2);

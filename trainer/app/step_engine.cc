@@ -2,6 +2,10 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+#include <numeric>
+
+#include "common/errors.h"
 #include "trainer/app/train_log.h"
 #include "trainer/model/ignore_label.h"
 #include "trainer/optim/loss_scale.h"
@@ -9,8 +13,27 @@
 
 namespace fabkit::trainer {
 
+// Counted on the host batch with a plain loop: the batch is host memory, and an ATen reduction
+// read back with .item() would look like (and on a device tensor be) a sync in the step.
 int64_t target_tokens(const at::Tensor& labels) {
-  return labels.slice(1, 1).ne(kIgnoreLabel).sum().item<int64_t>();
+  FABKIT_ENFORCE(labels.device().is_cpu() && labels.dim() == 2 && labels.scalar_type() == at::kLong,
+                 "target_tokens counts a host batch's int64 [B,T] labels");
+  const at::Tensor l = labels.contiguous();
+  const int64_t* p = l.data_ptr<int64_t>();
+  const int64_t b = l.size(0), t = l.size(1);
+  int64_t n = 0;
+  for (int64_t i = 0; i < b; ++i) {
+    for (int64_t j = 1; j < t; ++j) n += p[i * t + j] != kIgnoreLabel;
+  }
+  return n;
+}
+
+int64_t mask_tokens(const at::Tensor& attention_mask) {
+  FABKIT_ENFORCE(attention_mask.device().is_cpu() && attention_mask.scalar_type() == at::kLong,
+                 "mask_tokens counts a host batch's int64 attention mask");
+  const at::Tensor m = attention_mask.contiguous();
+  const int64_t* p = m.data_ptr<int64_t>();
+  return std::accumulate(p, p + m.numel(), int64_t{0});
 }
 
 void StepEngine::make_optimizer(const TrainOptions& o, Comm& unit_comm, TrainLog& log) {
@@ -58,15 +81,44 @@ void StepEngine::unscale_grads(double scale) {
   }
 }
 
-double StepEngine::clip_and_step(double max_grad_norm, double lr) {
+at::Tensor StepEngine::finish_step(const at::Tensor& loss, bool apply, double max_grad_norm,
+                                   double lr) {
+  const std::optional<at::Tensor> fused_sq = fused_grad_sq();
+  const bool step_here = apply && !fused_sq;
+  const at::Device d = model_->device();
+  const auto f64 = torch::TensorOptions(torch::kDouble).device(d);
   // Ranks hold disjoint slices (and a pipeline's stages disjoint units): the world's sum of the
   // squared norms is the full model's.
-  auto sum_doubles = [this](double* d, size_t n) { world_.allreduce_sum(d, n); };
-  const double norm =
-      tensor_step_ ? tensor_clip_grad_norm(model_->grad_tensors(), max_grad_norm, sum_doubles)
-                   : clip_grad_norm(model_->shards(), max_grad_norm, sum_doubles);
-  opt_->step(model_->shards(), lr);
-  return norm;
+  at::Tensor sq;
+  if (fused_sq) {
+    sq = fused_sq->to(f64);
+  } else if (!apply) {
+    sq = torch::full({}, std::nan(""), f64);
+  } else if (tensor_step_) {
+    sq = tensor_grad_sq_norm(model_->grad_tensors()).to(f64);
+  } else {
+    // The host loops: the squared norm is a host value already (no device to wait for).
+    double local = 0.0;
+    clip_grad_norm(model_->shards(), 0.0, [&](double* s, size_t) { local = *s; });
+    sq = torch::full({}, local, f64);
+  }
+  at::Tensor sums = torch::stack({loss.to(f64).reshape({}), sq}).contiguous();
+  // A device pointer on a GPU: NCCL sums it in stream order, the host does not wait.
+  world_.allreduce_sum(sums.data_ptr<double>(), 2);
+  at::Tensor norm = sums[1].sqrt();
+  if (step_here) {
+    if (tensor_step_) {
+      tensor_clip_by_norm(model_->grad_tensors(), norm, max_grad_norm);
+    } else if (max_grad_norm > 0) {
+      // Host shards: the sums are host memory too. clip_grad_norm's rule, without its second pass.
+      const double world_norm = std::sqrt(sums.data_ptr<double>()[1]);
+      if (world_norm > max_grad_norm) {
+        scale_grads(model_->shards(), static_cast<float>(max_grad_norm / (world_norm + 1e-6)));
+      }
+    }
+    opt_->step(model_->shards(), lr);
+  }
+  return torch::stack({sums[0], norm});
 }
 
 }  // namespace fabkit::trainer

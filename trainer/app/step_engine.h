@@ -66,15 +66,16 @@ class StepEngine {
   // "2 ranks x micro-batch 1 x grad-accum 4": the batch of one step, for the too-few-data error.
   virtual std::string step_batch_text(int64_t micro_batch_size) const = 0;
 
-  // The step, in the loop's order: begin_step, forward_backward, then (unless fused_grad_norm
-  // has the norm) the shared checks, clip and step below, then end_step.
+  // The step, in the loop's order: begin_step, forward_backward, (fp16) the finite check and
+  // unscale, finish_step, end_step.
   virtual void begin_step(double /*lr*/) {}
   // zero_grad, then every micro-batch forward and backward; the gradients end in the shards.
-  // Returns this rank's share of the summed loss (the loop sums it over the world).
-  virtual double forward_backward(const std::vector<Batch>& micro, double loss_normalizer,
-                                  double loss_scale) = 0;
-  // --fused-step: the step is already applied; the squared norm's root over the world.
-  virtual std::optional<double> fused_grad_norm() { return std::nullopt; }
+  // Returns this rank's share of the summed loss as a double scalar on the model's device, not
+  // read back (the loop sums it over the world in finish_step's one collective).
+  virtual at::Tensor forward_backward(const std::vector<Batch>& micro, double loss_normalizer,
+                                      double loss_scale) = 0;
+  // --fused-step: the step is already applied; this rank's squared gradient norm (device scalar).
+  virtual std::optional<at::Tensor> fused_grad_sq() { return std::nullopt; }
   virtual void end_step() {}
   // Mean validation loss over the whole validation set (a collective on the world).
   virtual double validation_loss(const std::vector<Example>& valid, const TrainOptions& o) = 0;
@@ -89,11 +90,16 @@ class StepEngine {
   virtual std::string save(SaveRequest req, std::vector<std::string>* warnings) = 0;
 
   // Shared by both engines (step_engine.cc). fp16: whether every rank's gradients are finite (a
-  // collective on the world); the unscale; and the clip over the world plus the optimizer step,
-  // returning the gradient norm.
+  // collective on the world, read on the host: fp16 decides on the host whether to step); the
+  // unscale.
   bool grads_finite_everywhere();
   void unscale_grads(double scale);
-  double clip_and_step(double max_grad_norm, double lr);
+  // The rest of the step, with ONE collective on the world: this rank's loss share and squared
+  // gradient norm summed over ranks together, then (when apply and not fused) the clip and the
+  // optimizer step. Returns {world loss, gradient norm} as a double [2] tensor on the model's
+  // device, not read back: with tensor shards nothing here waits for the GPU; the loop reads it on
+  // log steps. The norm is NaN when the step was skipped (fp16 overflow).
+  at::Tensor finish_step(const at::Tensor& loss, bool apply, double max_grad_norm, double lr);
 
  protected:
   StepEngine(Comm& world, const TrainDevice& device, bool tensor_step, int replica, int replicas,
@@ -122,5 +128,7 @@ class StepEngine {
 
 // Target tokens the causal loss counts: labels[:, 1:] != -100 (the logits at t predict t+1).
 int64_t target_tokens(const at::Tensor& labels);
+// Real (unpadded) tokens: the sum of a host batch's attention mask.
+int64_t mask_tokens(const at::Tensor& attention_mask);
 
 }  // namespace fabkit::trainer

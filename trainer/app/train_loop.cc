@@ -3,13 +3,15 @@
 // evaluation, checkpoints and the action every rank agreed on.
 #include "trainer/app/train_loop.h"
 
-#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "common/errors.h"
 #include "trainer/app/run_monitor.h"
@@ -23,19 +25,48 @@ namespace fabkit::trainer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Profile = torch::autograd::profiler::RecordProfile;
 
-// --trace-steps: ATen's op profiler over a few steps after two warm-up steps, one Chrome trace per
-// rank and step (chrome://tracing, Perfetto); the destructor writes the file.
-std::unique_ptr<Profile> trace_step(const TrainOptions& o, int64_t steps_this_process, int rank,
-                                    int64_t step) {
+// One step under the Kineto profiler (what torch.profiler runs): the CPU ops always and, when the
+// step runs on a GPU, the CUDA activities (kernels, copies, with their device times), so the
+// trace shows where the GPU's time went, not only what the host queued. The destructor waits for
+// the device (the step's kernels end inside the trace) and writes the Chrome trace.
+class StepTrace {
+ public:
+  StepTrace(std::string path, const TrainDevice& device) : path_(std::move(path)), device_(device) {
+    namespace prof = torch::profiler::impl;
+    std::set<prof::ActivityType> activities{prof::ActivityType::CPU};
+    if (device_.cuda) activities.insert(prof::ActivityType::CUDA);
+    const prof::ProfilerConfig config(prof::ProfilerState::KINETO, /*report_input_shapes=*/true);
+    torch::autograd::profiler::prepareProfiler(config, activities);
+    torch::autograd::profiler::enableProfiler(config, activities);
+  }
+  ~StepTrace() {
+    try {
+      if (device_.cuda) torch::cuda::synchronize(device_.index);
+      torch::autograd::profiler::disableProfiler()->save(path_);
+    } catch (const std::exception&) {
+      // A trace is a diagnostic: its failure must not end the run (the file is then missing).
+    }
+  }
+  StepTrace(const StepTrace&) = delete;
+  StepTrace& operator=(const StepTrace&) = delete;
+
+ private:
+  std::string path_;
+  TrainDevice device_;
+};
+
+// --trace-steps: a few steps after two warm-up steps, one Chrome trace per rank and step
+// (chrome://tracing, Perfetto).
+std::unique_ptr<StepTrace> trace_step(const TrainOptions& o, int64_t steps_this_process, int rank,
+                                      int64_t step, const TrainDevice& device) {
   if (o.trace_steps <= 0 || steps_this_process < 2 || steps_this_process >= 2 + o.trace_steps)
     return nullptr;
   const fs::path dir = fs::path(o.output_dir) / "trace";
   fs::create_directories(dir);
-  return std::make_unique<Profile>(
-      (dir / ("rank-" + std::to_string(rank) + "-step-" + std::to_string(step) + ".json"))
-          .string());
+  return std::make_unique<StepTrace>(
+      (dir / ("rank-" + std::to_string(rank) + "-step-" + std::to_string(step) + ".json")).string(),
+      device);
 }
 
 // The data position in this run's units after a resume: examples of the epoch's order already
@@ -133,6 +164,9 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
   // 5. The loop: micro-batches, forward and backward, loss scale, clip, step, log, eval, save,
   // control.
   int64_t steps_this_process = 0;
+  // The figures of the newest step that read them (log steps): between log steps the control
+  // status shows these.
+  double loss = std::nan(""), grad_norm = std::nan("");
   std::vector<std::vector<size_t>> batches;
   int64_t batches_epoch = -1;
   while (state.step < total_steps) {
@@ -147,22 +181,22 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
       state.examples_in_epoch = 0;
       continue;
     }
-    const std::unique_ptr<Profile> trace =
-        trace_step(o, steps_this_process, world.rank(), state.step + 1);
+    const std::unique_ptr<StepTrace> trace =
+        trace_step(o, steps_this_process, world.rank(), state.step + 1, engine.device());
     const auto t0 = Clock::now();
     std::vector<Batch> step_batches;
     double counts[2] = {0.0, 0.0};  // target tokens, real tokens (this replica, then all)
     for (int64_t a = 0; a < micro; ++a) {
       step_batches.push_back(make_batch(train, batches[state.batch_in_epoch + a]));
       counts[0] += static_cast<double>(target_tokens(step_batches.back().labels));
-      counts[1] += step_batches.back().attention_mask.sum().item<double>();
+      counts[1] += static_cast<double>(mask_tokens(step_batches.back().attention_mask));
     }
     engine.replica_comm().allreduce_sum(counts, 2);
     const double lr = schedule.lr_at(state.step);
     engine.begin_step(lr);
     const double scale_used = scaler ? scaler->scale : 1.0;
-    double loss = engine.forward_backward(step_batches, std::max(1.0, counts[0]), scale_used);
-    world.allreduce_sum(&loss, 1);
+    const at::Tensor local_loss =
+        engine.forward_backward(step_batches, std::max(1.0, counts[0]), scale_used);
     bool apply = true;
     if (scaler) {
       apply = scaler->update(engine.grads_finite_everywhere());
@@ -176,12 +210,8 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
       state.loss_scale = scaler->scale;
       state.loss_scale_good_steps = scaler->good_steps;
     }
-    double grad_norm = std::nan("");
-    if (auto fused = engine.fused_grad_norm()) {  // already applied in the backward: only reported
-      grad_norm = *fused;
-    } else if (apply) {
-      grad_norm = engine.clip_and_step(o.max_grad_norm, lr);
-    }
+    // The world's loss and gradient norm in one collective, left on the device (no host sync).
+    const at::Tensor figures = engine.finish_step(local_loss, apply, o.max_grad_norm, lr);
     engine.end_step();
     state.batch_in_epoch += micro;
     state.examples_in_epoch = state.batch_in_epoch * per_batch;
@@ -191,7 +221,16 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
     const double tokens_per_s = counts[1] / (ms / 1000.0);
     const TrainDevice& device = engine.device();
     const int64_t peak_memory = device.cuda ? cuda_peak_allocated_bytes(device) : max_rss_bytes();
-    if (state.step % o.log_every == 0 || state.step == total_steps) {
+    // The one read of the step's figures (a host sync on a GPU), on log steps only: TensorBoard
+    // and metrics.jsonl get them there; --log-every 1 (the default) reads every step.
+    const bool log_step = state.step % o.log_every == 0 || state.step == total_steps;
+    const bool fresh = log_step;
+    if (fresh) {
+      const at::Tensor host = figures.to(at::kCPU);
+      loss = host.data_ptr<double>()[0];
+      grad_norm = host.data_ptr<double>()[1];
+    }
+    if (log_step) {
       Json m = {{"step", state.step},
                 {"total_steps", total_steps},
                 {"epoch", state.epoch},
@@ -220,7 +259,7 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
     if (o.save_every > 0 && state.step % o.save_every == 0 && state.step < total_steps) save_now();
     // Every rank acts on the same step: what any rank's signals or node's socket asked for.
     const control::Action action = monitor.after_step(
-        world, {state.step, total_steps, loss, lr, tokens_per_s, grad_norm, peak_memory});
+        world, {state.step, total_steps, loss, lr, tokens_per_s, grad_norm, peak_memory, fresh});
     if (action == control::Action::kSave) {
       log.info("save requested: checkpoint at step " + std::to_string(state.step));
       save_now();

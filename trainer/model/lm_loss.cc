@@ -4,7 +4,14 @@
 
 namespace fabkit::trainer {
 
-LmLoss causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels) {
+namespace {
+
+// The shifted targets ([B*T], -100 where nothing is predicted) and the fp32 logits [B*T,V].
+struct Shifted {
+  at::Tensor logits, targets, keep;
+};
+
+Shifted shift(const at::Tensor& logits, const at::Tensor& labels) {
   FABKIT_ENFORCE(logits.dim() == 3 && labels.dim() == 2 && logits.size(0) == labels.size(0) &&
                      logits.size(1) == labels.size(1),
                  "causal_lm_loss: logits [B,T,V] and labels [B,T] disagree");
@@ -16,15 +23,30 @@ LmLoss causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels) {
   auto targets = at::cat({labels.slice(1, 1), at::full({labels.size(0), 1}, kIgnoreLabel, labels.options())}, 1)
                      .reshape({-1});
   auto keep = targets != kIgnoreLabel;
-  LmLoss out;
-  out.tokens = keep.sum().item<int64_t>();
+  return {all_logits, targets, keep};
+}
+
+at::Tensor nll_sum(const Shifted& s) {
   // log_softmax + gather instead of cross_entropy(reduction=sum): identical maths, and the
   // masked positions never index the vocabulary with -100.
-  auto logp = at::log_softmax(all_logits, -1);
-  auto safe = at::where(keep, targets, at::zeros_like(targets));
+  auto logp = at::log_softmax(s.logits, -1);
+  auto safe = at::where(s.keep, s.targets, at::zeros_like(s.targets));
   auto nll = -logp.gather(1, safe.unsqueeze(1)).squeeze(1);
-  out.sum = (nll * keep.to(at::kFloat)).sum();
+  return (nll * s.keep.to(at::kFloat)).sum();
+}
+
+}  // namespace
+
+LmLoss causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels) {
+  const Shifted s = shift(logits, labels);
+  LmLoss out;
+  out.tokens = s.keep.sum().item<int64_t>();
+  out.sum = nll_sum(s);
   return out;
+}
+
+at::Tensor causal_lm_loss_sum(const at::Tensor& logits, const at::Tensor& labels) {
+  return nll_sum(shift(logits, labels));
 }
 
 }  // namespace fabkit::trainer

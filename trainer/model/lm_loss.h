@@ -17,6 +17,10 @@ struct LmLoss {
 };
 
 // logits [B,T,V] (any float dtype; the softmax runs in fp32), labels [B,T] int64.
+// Counting the tokens reads a device scalar back to the host (a sync on a GPU): evaluation wants
+// the count; the training step uses causal_lm_loss_sum, which never leaves the device.
 LmLoss causal_lm_loss(const at::Tensor& logits, const at::Tensor& labels);
+// The summed token cross-entropy alone (keeps the graph), without the host-side token count.
+at::Tensor causal_lm_loss_sum(const at::Tensor& logits, const at::Tensor& labels);
 
 }  // namespace fabkit::trainer

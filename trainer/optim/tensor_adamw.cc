@@ -111,16 +111,26 @@ void tensor_scale_grads(const std::vector<at::Tensor>& grads, float factor) {
   if (!grads.empty()) at::_foreach_mul_(grads, static_cast<double>(factor));
 }
 
-double tensor_clip_grad_norm(const std::vector<at::Tensor>& grads, double max_norm,
-                             const std::function<void(double*, size_t)>& sum_across_shards) {
+at::Tensor tensor_grad_sq_norm(const std::vector<at::Tensor>& grads) {
   // Each shard's norm in fp32 (ATen accumulates reductions in a wider type), the squares summed in
   // double like the host loop. A dtype=double norm would first copy every shard to double.
-  double sq = 0.0;
-  if (!grads.empty()) {
-    at::Tensor acc = at::zeros({}, grads.front().options().dtype(at::kDouble));
-    for (const auto& g : grads) acc.add_(at::linalg_vector_norm(g, 2).to(at::kDouble).square());
-    sq = acc.item<double>();
-  }
+  if (grads.empty()) return at::zeros({}, at::kDouble);
+  std::vector<at::Tensor> norms = at::_foreach_norm(grads, 2);
+  return at::stack(norms).to(at::kDouble).square().sum();
+}
+
+void tensor_clip_by_norm(const std::vector<at::Tensor>& grads, const at::Tensor& norm,
+                         double max_norm) {
+  if (grads.empty() || max_norm <= 0) return;
+  // Scaling by 1 when the norm is below the limit costs one pass over the grads but no host read
+  // to decide whether to scale (torch.nn.utils.clip_grad_norm_ does the same).
+  at::Tensor coef = (max_norm / (norm + 1e-6)).clamp_max(1.0).to(at::kFloat);
+  at::_foreach_mul_(grads, coef);
+}
+
+double tensor_clip_grad_norm(const std::vector<at::Tensor>& grads, double max_norm,
+                             const std::function<void(double*, size_t)>& sum_across_shards) {
+  double sq = grads.empty() ? 0.0 : tensor_grad_sq_norm(grads).item<double>();
   sum_across_shards(&sq, 1);
   const double norm = std::sqrt(sq);
   if (max_norm > 0 && norm > max_norm)

@@ -38,5 +38,12 @@ bool tensor_grads_finite(const std::vector<at::Tensor>& grads);
 void tensor_scale_grads(const std::vector<at::Tensor>& grads, float factor);
 double tensor_clip_grad_norm(const std::vector<at::Tensor>& grads, double max_norm,
                              const std::function<void(double*, size_t)>& sum_across_shards);
+// The same in two halves that never read a value back to the host (no sync on a GPU): this
+// rank's squared gradient norm as a double scalar on the grads' device, and the clip by the
+// world's norm (a device scalar), coefficient min(1, max_norm / (norm + 1e-6)) applied on the
+// device.
+at::Tensor tensor_grad_sq_norm(const std::vector<at::Tensor>& grads);
+void tensor_clip_by_norm(const std::vector<at::Tensor>& grads, const at::Tensor& norm,
+                         double max_norm);
 
 }  // namespace fabkit::trainer

@@ -79,8 +79,10 @@ LlamaPlan plan_llama_stage(LlamaModel model, std::shared_ptr<MicroBatch> batch, 
   if (last) {
     plan.stages.push_back({"head+loss", head_unit, [model, batch](const at::Tensor& h) mutable {
                              at::Tensor logits = model->lm_head(model->final_norm(h));
-                             LmLoss loss = causal_lm_loss(logits, batch->labels);
-                             return loss.sum / batch->loss_normalizer;
+                             // No token count here: it would read a device scalar back
+                             // every micro-batch (the loop knows the count from the host batch).
+                             return causal_lm_loss_sum(logits, batch->labels) /
+                                    batch->loss_normalizer;
                            }});
   }
   return plan;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -24,9 +25,14 @@ namespace fabkit::trainer {
 struct PipelineStepStats {
   int64_t bytes_sent = 0;             // activations + gradients this rank sent to its neighbours
   int peak_in_flight = 0;             // micro-batches whose activations were held at once (peak)
-  int64_t activation_bytes_peak = 0;  // host heap in use above the step's start, peak after a
-                                      // forward (the activations held; mallinfo2, CPU training)
-  double recv_wait_ms = 0;            // time blocked in receives (the bubble, measured)
+  // Memory in use above the step's start, peak after a forward (the activations held): on a GPU
+  // the caching allocator's allocated device bytes; on CPU the host heap (mallinfo2).
+  int64_t activation_bytes_peak = 0;
+  // Time the compute waited for received tensors (the bubble, measured). CPU: the host blocked
+  // in the receive. GPU: NCCL's wait only makes the compute stream wait, so the host timer would
+  // read ~0; CUDA events on the compute stream before the receive and after its wait time how
+  // long the stream itself stood still, read when the figures are asked for.
+  double recv_wait_ms = 0;
 };
 
 class PipelineRunner {
@@ -34,19 +40,22 @@ class PipelineRunner {
   // world: the comm whose ranks are prev_rank / next_rank (-1: none, the first / last stage).
   PipelineRunner(Comm& world, ShardedModel& model, int stage, int stages, int prev_rank,
                  int next_rank, PipeSchedule kind, int micro_batches, at::ScalarType compute_dtype);
+  ~PipelineRunner();
 
   // One step. load(mb) fills the micro-batch the stages read (batch inputs, labels, normalizer)
   // before its forward; activation_shape(mb) is the shape of the tensor between stages ([B,T,H]).
   // Returns this stage's share of the loss: the sum of the micro-batches' losses on the last
-  // stage, 0 elsewhere. loss_scale starts the backward (fp16).
-  double run_step(const std::function<void(int)>& load,
-                  const std::function<std::vector<int64_t>(int)>& activation_shape,
-                  double loss_scale);
+  // stage, 0 elsewhere, as a double scalar on the model's device (not read back: no host sync).
+  // loss_scale starts the backward (fp16).
+  at::Tensor run_step(const std::function<void(int)>& load,
+                      const std::function<std::vector<int64_t>(int)>& activation_shape,
+                      double loss_scale);
   // Validation: n micro-batches forward only, each handed on as soon as it is computed (a chain,
   // so the blocking transfers cannot wait on each other). Returns the last stage's summed values.
   double run_forward_only(int n, const std::function<void(int)>& load,
                           const std::function<std::vector<int64_t>(int)>& activation_shape);
-  const PipelineStepStats& stats() const { return stats_; }
+  // The last step's figures; on a GPU this reads the receive timers (a host sync: log steps only).
+  const PipelineStepStats& stats();
   const std::vector<PipeAction>& actions() const { return actions_; }
 
  private:
@@ -59,6 +68,9 @@ class PipelineRunner {
   at::ScalarType compute_dtype_;
   std::vector<PipeAction> actions_;
   PipelineStepStats stats_;
+  int64_t memory_in_use() const;
+  struct DeviceTimers;  // CUDA: event pairs around the step's receives (pipeline_runner.cc)
+  std::unique_ptr<DeviceTimers> timers_;
 };
 
 }  // namespace fabkit::trainer

@@ -49,6 +49,7 @@ ShardedModel::ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vecto
   gathered_.assign(units_.size(), 0);
   full_.resize(units_.size());
   prefetch_.resize(units_.size());
+  gathering_.resize(units_.size());
   for (size_t u = 0; u < units_.size(); ++u) release(u);
   first_stage_.assign(units_.size(), stages_.size());
   for (size_t i = 0; i < stages_.size(); ++i) {
@@ -61,12 +62,34 @@ ShardedModel::ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vecto
 // filled. More would only hold more gradient buffers alive.
 constexpr size_t kReductionsInFlight = 2;
 
+// Mixed precision as FSDP does it: the fp32 shard is cast to the compute dtype BEFORE the
+// allgather, so a bf16/fp16 unit moves 2 bytes per parameter instead of 4 (and the fp32 full copy
+// is never made). The Comm moves fp32 words; an allgather only copies them, so two 16-bit values
+// travel bit for bit in each word (FSDP2 gathers through a uint8 view the same way). Each rank's
+// slice is padded to whole words (a zero half-word after an odd shard_numel).
 void ShardedModel::start_allgather(size_t u) {
   FlatShard& s = shards_[u];
   at::Tensor param = param_tensor(u);
-  full_[u] = torch::empty({s.shard_numel * s.world_size}, param.options());
-  prefetch_[u] = comm_.allgather_async(param.data_ptr<float>(), static_cast<size_t>(s.shard_numel),
-                                       full_[u].data_ptr<float>());
+  Gathering& g = gathering_[u];
+  if (compute_dtype_ == torch::kFloat32) {
+    g.send = at::Tensor();
+    g.words = s.shard_numel;
+    full_[u] = torch::empty({s.shard_numel * s.world_size}, param.options());
+    record({"allgather", torch::kFloat32, s.shard_numel * s.world_size * 4});
+    prefetch_[u] = comm_.allgather_async(
+        param.data_ptr<float>(), static_cast<size_t>(s.shard_numel), full_[u].data_ptr<float>());
+    return;
+  }
+  g.words = (s.shard_numel + 1) / 2;
+  const auto half = param.options().dtype(compute_dtype_);
+  g.send = torch::empty({2 * g.words}, half);
+  g.send.narrow(0, 0, s.shard_numel).copy_(param);
+  if (2 * g.words != s.shard_numel) g.send.narrow(0, s.shard_numel, 1).zero_();
+  full_[u] = torch::empty({2 * g.words * s.world_size}, half);
+  record({"allgather", compute_dtype_, full_[u].numel() * full_[u].element_size()});
+  prefetch_[u] =
+      comm_.allgather_async(static_cast<const float*>(g.send.data_ptr()),
+                            static_cast<size_t>(g.words), static_cast<float*>(full_[u].data_ptr()));
 }
 
 void ShardedModel::prefetch(size_t u) {
@@ -81,13 +104,22 @@ void ShardedModel::gather(size_t u) {
     // (measured: a 20 MB alloc + copy per unit per step). Safe because the optimizer only writes
     // the shard after backward, when the unit is released and no graph holds the views.
     full_[u] = param_tensor(u);
+    if (compute_dtype_ != torch::kFloat32) full_[u] = full_[u].to(compute_dtype_);
   } else {
     if (!prefetch_[u]) start_allgather(u);
     prefetch_[u]->wait();
     prefetch_[u].reset();
+    Gathering& g = gathering_[u];
+    g.send = at::Tensor();
+    // An odd shard_numel left a pad half-word after each rank's slice: drop them (a copy, only
+    // then).
+    if (g.words * 2 != s.shard_numel && compute_dtype_ != torch::kFloat32) {
+      full_[u] = full_[u]
+                     .view({static_cast<int64_t>(s.world_size), 2 * g.words})
+                     .narrow(1, 0, s.shard_numel)
+                     .reshape({-1});
+    }
   }
-  // The compute copy replaces the fp32 buffer: only one full copy of the unit stays alive.
-  if (compute_dtype_ != torch::kFloat32) full_[u] = full_[u].to(compute_dtype_);
   for (size_t i = 0; i < s.params.size(); ++i) {
     const auto& slot = s.params[i];
     units_[u].params[i].second.set_data(full_[u].narrow(0, slot.offset, slot.numel).view(slot.shape));
@@ -143,6 +175,7 @@ void ShardedModel::reduce_grads(size_t u) {
     if (fused_step_) apply_fused(u, shard_grad);  // zeros, like an untouched gradient shard
     return;
   }
+  record({"reduce-scatter", torch::kFloat32, full_grad.numel() * full_grad.element_size()});
   CommRequestPtr r = comm_.reduce_scatter_add_async(full_grad.data_ptr<float>(), static_cast<size_t>(s.shard_numel),
                                                     shard_grad.data_ptr<float>());
   reductions_.push_back({std::move(r), std::move(full_grad), u, fused_step_ ? shard_grad : at::Tensor()});
@@ -158,9 +191,10 @@ void ShardedModel::wait_reductions(size_t keep_in_flight) {
   }
 }
 
-double ShardedModel::forward_backward(double loss_scale) {
+at::Tensor ShardedModel::forward_backward(double loss_scale) {
   const size_t n = stages_.size();
   std::vector<at::Tensor> inputs(n), outputs(n);
+  std::vector<OffloadedTensor> offloaded(n);  // --offload-activations: the inputs, in host memory
   at::Tensor h;
   for (size_t i = 0; i < n; ++i) {
     const Stage& st = stages_[i];
@@ -175,16 +209,21 @@ double ShardedModel::forward_backward(double loss_scale) {
       if (x.defined() && x.is_floating_point()) x.requires_grad_(true);
       outputs[i] = st.forward(x);
     }
-    inputs[i] = recompute_ ? offload(x) : x;
+    if (offloader_ && x.defined() && x.is_floating_point()) {
+      offloaded[i] = offloader_->offload(x);
+    } else {
+      inputs[i] = x;
+    }
     h = outputs[i];
   }
-  const double loss = h.item<double>();
+  const at::Tensor loss = h.detach().to(torch::kDouble);
   at::Tensor grad_out;
   for (size_t k = n; k-- > 0;) {
     const Stage& st = stages_[k];
-    at::Tensor x = restore(inputs[k]), out = outputs[k];
+    at::Tensor x = offloaded[k].defined() ? offloader_->restore(offloaded[k]) : inputs[k];
+    at::Tensor out = outputs[k];
     // The next stage back's input starts its way to the device while this stage computes.
-    if (k > 0) inputs[k - 1] = restore(inputs[k - 1]);
+    if (k > 0 && offloader_) offloader_->prefetch(offloaded[k - 1]);
     if (recompute_) {
       gather(st.unit);
       if (k > 0) prefetch(stages_[k - 1].unit);
@@ -276,24 +315,15 @@ void ShardedModel::enable_fused_step(UnitStep apply) {
   grad_t_.assign(grad_t_.size(), at::Tensor());
 }
 
+void ShardedModel::record(const CollectiveRecord& r) const {
+  if (observer_) observer_(r);
+}
+
 void ShardedModel::apply_fused(size_t u, const at::Tensor& grad) { fused_step_(u, grad.data_ptr<float>()); }
 
 void ShardedModel::enable_activation_offload() {
   FABKIT_ENFORCE(recompute_, "activation offload needs recompute: only each stage's input is kept then");
-  offload_ = true;
-}
-
-at::Tensor ShardedModel::offload(const at::Tensor& x) const {
-  if (!offload_ || !x.defined() || !x.is_floating_point()) return x;
-  // A separate host copy also when training on CPU (no saving there), so the path is the same.
-  at::Tensor host = torch::empty(x.sizes(), x.options().device(at::kCPU).pinned_memory(x.is_cuda()));
-  host.copy_(x, /*non_blocking=*/x.is_cuda());
-  return host;
-}
-
-at::Tensor ShardedModel::restore(const at::Tensor& x) const {
-  if (!offload_ || !x.defined() || x.device() == device()) return x;
-  return x.to(device(), /*non_blocking=*/true);
+  offloader_ = std::make_unique<ActivationOffloader>(device());
 }
 
 int64_t ShardedModel::state_bytes() const {

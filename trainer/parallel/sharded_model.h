@@ -19,9 +19,10 @@
 //
 // Mixed precision (compute_dtype bf16 or fp16; FSDP MixedPrecision's defaults with fp32
 // reduction): the shards, the optimizer state and the gradient reduction stay fp32 (master
-// weights); a gathered unit is cast to compute_dtype before its stage runs, so parameters and
-// activations are in that dtype, and each gradient is converted back to fp32 before it is reduced
-// into the shard.
+// weights); each rank casts its shard to compute_dtype BEFORE the allgather (half the bytes of
+// gathering fp32 and casting after), so parameters and activations are in that dtype, and each
+// gradient is converted back to fp32 before it is reduced into the shard. Bytes per step:
+// docs/fabtrain.md "Mixed precision".
 //
 // Where the shards live: by default the host vectors of FlatShard (param, grad) ARE the shards and
 // the host optimizer loops update them in place (CPU training). With a tensor device (GPU
@@ -36,6 +37,7 @@
 
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -44,6 +46,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "trainer/distributed/comm.h"
+#include "trainer/parallel/activation_offload.h"
 #include "trainer/parallel/flat_shard.h"
 
 namespace fabkit::trainer {
@@ -51,6 +54,14 @@ namespace fabkit::trainer {
 struct UnitParams {
   std::string unit;
   std::vector<std::pair<std::string, at::Tensor>> params;  // leaf tensors of the model
+};
+
+// What one collective of the model moved: its name, the dtype on the wire and the bytes of the
+// whole buffer (allgather: the gathered unit, world x slice; reduce-scatter: the full gradient).
+struct CollectiveRecord {
+  std::string op;  // "allgather", "reduce-scatter"
+  at::ScalarType dtype = at::kFloat;
+  int64_t bytes = 0;
 };
 
 struct Stage {
@@ -70,9 +81,11 @@ class ShardedModel {
                at::ScalarType compute_dtype = at::kFloat, std::optional<at::Device> tensor_device = std::nullopt);
 
   // One micro-batch: forward and backward through every stage; grads are added to the shards.
-  // Returns the last stage's value (this rank's part of the loss). loss_scale multiplies the
-  // gradient the backward starts from (fp16 loss scaling); the shards then hold scaled gradients.
-  double forward_backward(double loss_scale = 1.0);
+  // Returns the last stage's value (this rank's part of the loss) as a detached double scalar on
+  // device(): it is never read back here, so a step queues its work without waiting for the GPU
+  // (the loop reads the loss on log steps only). loss_scale multiplies the gradient the backward
+  // starts from (fp16 loss scaling); the shards then hold scaled gradients.
+  at::Tensor forward_backward(double loss_scale = 1.0);
   // Forward only, without grad (validation).
   double forward_loss();
   // A pipeline stage (parallel/pipeline_runner.h) with several micro-batches in flight.
@@ -119,8 +132,13 @@ class ShardedModel {
   void enable_fused_step(UnitStep apply);
   // --offload-activations (with recompute): each stage's input, the only activation kept between
   // forward and backward, waits in host memory (pinned on CUDA) and comes back to the device one
-  // stage ahead of its recompute.
+  // stage ahead of its recompute; on a GPU both copies run on a side stream (activation_offload.h).
   void enable_activation_offload();
+  bool offload_on_side_stream() const { return offloader_ && offloader_->on_side_stream(); }
+  // Called with every allgather and reduce-scatter the model issues (tests, byte accounting).
+  void set_collective_observer(std::function<void(const CollectiveRecord&)> observer) {
+    observer_ = std::move(observer);
+  }
   // The unit's full, unpadded parameter vector (a collective: every rank must call it).
   std::vector<float> gather_full(size_t unit);
   int64_t unsharded_param_numel() const;
@@ -145,12 +163,19 @@ class ShardedModel {
   std::vector<at::Tensor> full_;     // the gathered flat buffer while gathered (or prefetching)
   std::vector<CommRequestPtr> prefetch_;  // per unit: an allgather in flight into full_
   std::vector<size_t> first_stage_;  // per unit: its first stage (= its last in backward)
+  // Per unit while its allgather is in flight: the compute-dtype send buffer (kept alive until the
+  // wait) and the fp32 words each rank sends.
+  struct Gathering {
+    at::Tensor send;
+    int64_t words = 0;
+  };
+  std::vector<Gathering> gathering_;
+  std::function<void(const CollectiveRecord&)> observer_;
+  void record(const CollectiveRecord& r) const;
   void apply_fused(size_t unit, const at::Tensor& grad);
-  at::Tensor offload(const at::Tensor& x) const;
-  at::Tensor restore(const at::Tensor& x) const;
 
   UnitStep fused_step_;
-  bool offload_ = false;
+  std::unique_ptr<ActivationOffloader> offloader_;
   struct Reduction {
     CommRequestPtr request;
     at::Tensor full_grad;            // the send buffer, alive until the request completes

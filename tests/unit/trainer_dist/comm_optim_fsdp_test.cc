@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <map>
 #include <thread>
 
 #include "tests/unit/trainer_dist/gloo_rank_threads.h"
@@ -235,7 +236,7 @@ void check_sharded_grads_equal_full(bool tied, bool recompute, bool stage_plan =
     mb->labels = labels.narrow(0, 2 * c.rank(), 2);
     mb->attention_mask = torch::ones_like(mb->input_ids);
     mb->loss_normalizer = static_cast<double>(l.tokens);
-    double loss = sm.forward_backward();
+    double loss = sm.forward_backward().item<double>();
     c.allreduce_sum(&loss, 1);
     losses[c.rank()] = loss;
     // Gather every unit's grad shard into full grads and compare by name.
@@ -271,6 +272,133 @@ TEST(ShardedModel, TiedSingleStagePlanWithRecomputeEqualsOneProcess) {
 }
 TEST(ShardedModel, UntiedSingleStagePlanEqualsOneProcess) {
   check_sharded_grads_equal_full(false, true, true);
+}
+
+// Forwards every call to a real comm and records the bytes each allgather puts on the wire (the
+// buffer the Comm is handed: world x count fp32 words), whatever the model claims it sent.
+class ByteCountingComm : public Comm {
+ public:
+  explicit ByteCountingComm(Comm& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int world_size() const override { return inner_.world_size(); }
+  std::string backend() const override { return inner_.backend(); }
+  std::string transport() const override { return inner_.transport(); }
+  void allreduce_sum(float* d, size_t n) override { inner_.allreduce_sum(d, n); }
+  void allreduce_sum(double* d, size_t n) override { inner_.allreduce_sum(d, n); }
+  void allgather(const float* in, size_t n, float* out) override { inner_.allgather(in, n, out); }
+  CommRequestPtr allgather_async(const float* in, size_t n, float* out) override {
+    allgather_bytes_.push_back(static_cast<int64_t>(n * sizeof(float)) * world_size());
+    return inner_.allgather_async(in, n, out);
+  }
+  CommRequestPtr reduce_scatter_add_async(const float* in, size_t n, float* out) override {
+    return inner_.reduce_scatter_add_async(in, n, out);
+  }
+  void broadcast(float* d, size_t n, int root) override { inner_.broadcast(d, n, root); }
+  void broadcast_bytes(void* d, size_t b, int root) override { inner_.broadcast_bytes(d, b, root); }
+  void allgather_bytes(const void* in, size_t b, void* out) override {
+    inner_.allgather_bytes(in, b, out);
+  }
+  void barrier() override { inner_.barrier(); }
+  void send(const float* d, size_t n, int dst, int tag) override { inner_.send(d, n, dst, tag); }
+  void recv(float* d, size_t n, int src, int tag) override { inner_.recv(d, n, src, tag); }
+  std::vector<int64_t> allgather_bytes_;
+
+ private:
+  Comm& inner_;
+};
+
+// Mixed precision as FSDP does it: each rank casts its fp32 shard to bf16 before the allgather.
+// (1) The gathered unit travels in bf16: the model's record and the bytes the Comm was handed both
+// say 2 bytes per parameter (plus at most one pad half-word per rank), half of fp32.
+// (2) The result equals the previous way (the full fp32 unit cast to bf16 after it is whole: one
+// process, whose "gather" is that cast) within bf16 tolerance: loss and every gradient.
+TEST(ShardedModel, Bf16CastBeforeAllgatherHalvesTheBytesAndEqualsCastAfter) {
+  auto [ids, labels] = global_batch();
+  const double tokens =
+      static_cast<double>(causal_lm_loss(torch::zeros({4, 9, 50}), labels).tokens);
+  // The previous way: world 1 gathers nothing; the whole fp32 unit is cast after.
+  std::map<std::string, torch::Tensor> ref_grads;
+  double ref_loss = 0.0;
+  {
+    auto local = make_local_comm();
+    LlamaModel m(tiny_config(false), torch::kFloat32, 7);
+    m->set_compute_dtype(torch::kBFloat16);
+    auto mb = std::make_shared<MicroBatch>();
+    LlamaPlan plan = plan_llama(m, mb);
+    ShardedModel sm(*local, plan.units, plan.stages, true, torch::kBFloat16);
+    mb->input_ids = ids;
+    mb->labels = labels;
+    mb->attention_mask = torch::ones_like(ids);
+    mb->loss_normalizer = tokens;
+    ref_loss = sm.forward_backward().item<double>();
+    for (const auto& s : sm.shards()) {
+      for (const auto& slot : s.params) {
+        ref_grads[slot.name] =
+            torch::from_blob(const_cast<float*>(s.grad.data()) + slot.offset, slot.shape).clone();
+      }
+    }
+  }
+  std::vector<double> losses(2);
+  std::vector<std::string> failures(2);
+  run_ranks(2, [&](Comm& gloo) {
+    ByteCountingComm c(gloo);
+    LlamaModel m(tiny_config(false), torch::kFloat32, 7);
+    m->set_compute_dtype(torch::kBFloat16);
+    auto mb = std::make_shared<MicroBatch>();
+    LlamaPlan plan = plan_llama(m, mb);
+    ShardedModel sm(c, plan.units, plan.stages, true, torch::kBFloat16);
+    std::vector<CollectiveRecord> gathers;
+    sm.set_collective_observer([&](const CollectiveRecord& r) {
+      if (r.op == "allgather") gathers.push_back(r);
+    });
+    mb->input_ids = ids.narrow(0, 2 * c.rank(), 2);
+    mb->labels = labels.narrow(0, 2 * c.rank(), 2);
+    mb->attention_mask = torch::ones_like(mb->input_ids);
+    mb->loss_normalizer = tokens;
+    double loss = sm.forward_backward().item<double>();
+    c.allreduce_sum(&loss, 1);
+    losses[c.rank()] = loss;
+    // Every gather of the step: recorded as bf16, and the Comm moved exactly the recorded bytes.
+    ASSERT_FALSE(gathers.empty());
+    ASSERT_EQ(gathers.size(), c.allgather_bytes_.size());
+    int64_t fp32_bytes = 0, bf16_bytes = 0;
+    for (size_t i = 0; i < gathers.size(); ++i) {
+      EXPECT_EQ(gathers[i].dtype, torch::kBFloat16) << "allgather " << i;
+      EXPECT_EQ(gathers[i].bytes, c.allgather_bytes_[i]) << "allgather " << i;
+      bf16_bytes += c.allgather_bytes_[i];
+    }
+    // What fp32 gathers of the same units would move: 4 bytes x world x shard_numel per gather.
+    std::map<std::string, int64_t> unit_fp32;
+    for (const auto& s : sm.shards()) unit_fp32[s.unit] = 4 * 2 * s.shard_numel;
+    for (const auto& s : sm.shards()) {
+      const int64_t half = 2 * 2 * ((s.shard_numel + 1) / 2);  // bf16, slice padded to whole words
+      EXPECT_LE(half, unit_fp32[s.unit] / 2 + 4) << s.unit;
+    }
+    // Recompute gathers each unit twice (forward, backward): 2 gathers per unit.
+    for (const auto& s : sm.shards()) fp32_bytes += 2 * unit_fp32[s.unit];
+    EXPECT_EQ(gathers.size(), 2 * sm.shards().size());
+    EXPECT_LE(bf16_bytes, fp32_bytes / 2 + 4 * static_cast<int64_t>(gathers.size()));
+    for (size_t u = 0; u < sm.shards().size(); ++u) {
+      FlatShard& s = sm.shards()[u];
+      std::vector<float> full(s.shard_numel * 2);
+      c.allgather(s.grad.data(), s.shard_numel, full.data());
+      for (const auto& slot : s.params) {
+        torch::Tensor g = torch::from_blob(full.data() + slot.offset, slot.shape).clone();
+        const torch::Tensor& r = ref_grads.at(slot.name);
+        // bf16: 8 bits of mantissa; two half-batch sums against one whole-batch sum, in bf16
+        // matmuls: within 2^-6 of the tensor's largest gradient.
+        const float diff = (g - r).abs().max().item<float>();
+        const float scale = r.abs().max().item<float>();
+        if (diff > 1e-5f + scale / 64) {
+          failures[c.rank()] += slot.name + " differs by " + std::to_string(diff) + " (max |g| " +
+                                std::to_string(scale) + "); ";
+        }
+      }
+    }
+  });
+  EXPECT_NEAR(losses[0], ref_loss, 1e-2 * ref_loss);
+  EXPECT_EQ(failures[0], "");
+  EXPECT_EQ(failures[1], "");
 }
 
 }  // namespace

@@ -4,7 +4,14 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <ATen/record_function.h>
+
 #include <cmath>
+#include <functional>
+#include <iostream>
+#include <numeric>
+#include <set>
+#include <string_view>
 
 #include "common/errors.h"
 #include "tests/unit/trainer_dist/gloo_rank_threads.h"
@@ -13,6 +20,7 @@
 #include "trainer/optim/loss_scale.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/optim/tensor_optimizers.h"
+#include "trainer/parallel/activation_offload.h"
 #include "trainer/parallel/llama_plan.h"
 
 namespace fabkit::trainer {
@@ -136,6 +144,197 @@ TEST(TensorAdafactor, ShardedOverTwoAndThreeRanksMatchesTheHostLoop) {
   }
 }
 
+// The ATen operations one call issues on this thread that compute (views, allocations and the
+// dispatcher's wrappers excluded): on a GPU each is at least one kernel launch.
+class ComputeOps {
+ public:
+  ComputeOps() {
+    handle_ = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(
+            [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+              static const std::set<std::string_view> kNotCompute = {
+                  "aten::narrow",     "aten::slice",       "aten::view",
+                  "aten::unsqueeze",  "aten::as_strided",  "aten::select",
+                  "aten::expand",     "aten::reshape",     "aten::alias",
+                  "aten::empty",      "aten::empty_like",  "aten::empty_strided",
+                  "aten::detach",     "aten::resize_",     "aten::from_blob",
+                  "aten::lift_fresh", "aten::item",        "aten::_local_scalar_dense",
+                  "aten::to",         "aten::_to_copy",    "aten::zeros",
+                  "aten::zeros_like", "aten::result_type", "aten::contiguous",
+                  "aten::stack",      "aten::cat",         "aten::_reshape_alias"};
+              if (depth_++ == 0 && !kNotCompute.count(fn.name())) ++count_;
+              return nullptr;
+            },
+            [](const at::RecordFunction&, at::ObserverContext*) { --depth_; })
+            .scopes({at::RecordScope::FUNCTION}));
+  }
+  ~ComputeOps() { at::removeCallback(handle_); }
+  static int64_t count() { return count_; }
+
+ private:
+  at::CallbackHandle handle_;
+  static thread_local int64_t count_, depth_;
+};
+thread_local int64_t ComputeOps::count_ = 0;
+thread_local int64_t ComputeOps::depth_ = 0;
+
+// Top-level compute operations of one tensor Adafactor step over one unit of `params` factored
+// [8, 6] matrices and as many [5] vectors (one rank).
+int64_t adafactor_ops_per_step(int params) {
+  std::vector<ParamSlot> slots;
+  for (int i = 0; i < params; ++i) {
+    slots.push_back({"w" + std::to_string(i), {8, 6}, 0, 0});
+    slots.push_back({"b" + std::to_string(i), {5}, 0, 0});
+  }
+  std::vector<FlatShard> layout{make_flat_shard("u", slots, 0, 1)};
+  torch::Tensor p = torch::randn({layout[0].shard_numel}),
+                g = torch::randn({layout[0].shard_numel});
+  auto opt = make_tensor_adafactor(layout, {p}, {g}, AdafactorOptions{}, [](float*, size_t) {});
+  opt->step(layout, 0.01);  // warm: the first step makes its cached index tensors
+  ComputeOps ops;
+  const int64_t before = ComputeOps::count();
+  opt->step(layout, 0.01);
+  return ComputeOps::count() - before;
+}
+
+// Adafactor's element-wise work runs as foreach operations over the whole parameter list: what
+// each further parameter adds is its row/column reductions and factor product, not a dozen
+// separate element-wise kernels (the per-tensor loop added ~30 operations per parameter pair).
+TEST(TensorAdafactor, ElementwiseWorkIsForeachOverTheParameterList) {
+  const int64_t small = adafactor_ops_per_step(8), large = adafactor_ops_per_step(16);
+  const double per_pair = static_cast<double>(large - small) / 8.0;
+  std::cout << "tensor Adafactor step: " << small << " compute operations for 8 matrix+vector pairs, "
+            << large << " for 16 (" << per_pair << " per further pair)\n";
+  EXPECT_LE(per_pair, 8.0) << small << " operations for 8 matrix+vector pairs, " << large
+                           << " for 16";
+}
+
+// Several units of a Llama-like shape, stepped whole (step) and unit by unit (step_unit, the fused
+// step), over 2 ranks: equal to the host loop within fp32 rounding.
+TEST(TensorAdafactor, ForeachStepAndUnitStepMatchTheHostLoopOverUnits) {
+  torch::manual_seed(3);
+  const std::vector<std::vector<ParamSlot>> units = {
+      {{"embed", {13, 8}, 0, 0}, {"norm", {8}, 0, 0}},
+      {{"q", {8, 8}, 0, 0},
+       {"k", {4, 8}, 0, 0},
+       {"ln", {8}, 0, 0},
+       {"up", {12, 8}, 0, 0},
+       {"down", {8, 12}, 0, 0}},
+      {{"q", {8, 8}, 0, 0}, {"ln", {8}, 0, 0}, {"down", {8, 12}, 0, 0}}};
+  std::vector<torch::Tensor> init, grads;
+  for (const auto& slots : units) {
+    int64_t n = 0;
+    for (const auto& sl : slots)
+      n += std::accumulate(sl.shape.begin(), sl.shape.end(), int64_t{1}, std::multiplies<>());
+    init.push_back(torch::randn({n}));
+    for (int k = 0; k < 3; ++k) grads.push_back(torch::randn({n}));
+  }
+  for (bool per_unit : {false, true}) {
+    std::vector<std::string> failures(2);
+    run_ranks(2, [&](Comm& c) {
+      std::vector<FlatShard> host;
+      for (size_t u = 0; u < units.size(); ++u)
+        host.push_back(make_flat_shard("u" + std::to_string(u), units[u], c.rank(), 2));
+      std::vector<FlatShard> layout = host;
+      std::vector<torch::Tensor> ps, gs;
+      for (size_t u = 0; u < host.size(); ++u) {
+        FlatShard& s = host[u];
+        for (int64_t i = 0; i < s.valid_numel(); ++i)
+          s.param[i] = init[u][s.begin() + i].item<float>();
+        ps.push_back(host_view(s.param).clone());
+        gs.push_back(torch::zeros({s.shard_numel}));
+      }
+      AdafactorOptions ao;
+      ao.weight_decay = 0.02;
+      auto sum = [&](float* d, size_t n) { c.allreduce_sum(d, n); };
+      auto host_opt = make_adafactor(host, ao, sum);
+      auto tensor_opt = make_tensor_adafactor(layout, ps, gs, ao, sum);
+      for (int k = 0; k < 3; ++k) {
+        for (size_t u = 0; u < host.size(); ++u) {
+          FlatShard& s = host[u];
+          std::fill(s.grad.begin(), s.grad.end(), 0.0f);
+          for (int64_t i = 0; i < s.valid_numel(); ++i)
+            s.grad[i] = grads[3 * u + k][s.begin() + i].item<float>();
+          gs[u].copy_(host_view(s.grad));
+        }
+        host_opt->step(host, 0.05);
+        if (per_unit) {
+          tensor_opt->begin_step();
+          for (size_t u = 0; u < host.size(); ++u)
+            tensor_opt->step_unit(layout, u, gs[u].data_ptr<float>(), 0.05);
+        } else {
+          tensor_opt->step(layout, 0.05);
+        }
+      }
+      // The checkpointed statistics too: every rank keeps every parameter's row/column
+      // statistics, also of parameters outside its slice (a reshard reads them from one rank).
+      for (size_t u = 0; u < host.size(); ++u) {
+        const auto hs = host_opt->state(u), ts = tensor_opt->state(u);
+        for (size_t a = 0; a < hs.size(); ++a) {
+          ASSERT_EQ(hs[a].values.size(), ts[a].values.size());
+          for (size_t k = 0; k < hs[a].values.size(); ++k) {
+            if (std::abs(hs[a].values[k] - ts[a].values[k]) >
+                1e-6f * (1.0f + std::abs(hs[a].values[k]))) {
+              failures[c.rank()] += "unit " + std::to_string(u) + " " + hs[a].name + "[" +
+                                    std::to_string(k) + "] " + std::to_string(ts[a].values[k]) +
+                                    " vs " + std::to_string(hs[a].values[k]) + "; ";
+              break;
+            }
+          }
+        }
+      }
+      for (size_t u = 0; u < host.size(); ++u) {
+        const float diff = (host_view(host[u].param) - ps[u]).abs().max().item<float>();
+        if (diff > 2e-6f)
+          failures[c.rank()] +=
+              "unit " + std::to_string(u) + " differs by " + std::to_string(diff) + "; ";
+      }
+    });
+    EXPECT_EQ(failures[0], "") << (per_unit ? "step_unit" : "step");
+    EXPECT_EQ(failures[1], "") << (per_unit ? "step_unit" : "step");
+  }
+}
+
+// --offload-activations: what comes back is a copy taken at offload time (writing the original
+// afterwards changes nothing), in order on the caller on CPU; and a sharded model (2 ranks,
+// recompute) computes bit-identical loss and gradients with and without offload.
+TEST(ActivationOffload, RoundTripIsACopyAndTheGradientsAreUnchanged) {
+  ActivationOffloader off(at::Device(at::kCPU));
+  EXPECT_FALSE(off.on_side_stream());
+  torch::Tensor x = torch::randn({3, 5}), want = x.clone();
+  OffloadedTensor t = off.offload(x);
+  x.fill_(7.0f);
+  off.prefetch(t);
+  torch::Tensor back = off.restore(t);
+  EXPECT_TRUE(torch::equal(back, want));
+  EXPECT_NE(back.data_ptr(), x.data_ptr());
+  EXPECT_FALSE(t.defined());  // restore hands the tensor over and drops the host copy
+
+  torch::manual_seed(4);
+  torch::Tensor ids = torch::randint(0, 50, {4, 9}, torch::kInt64);
+  run_ranks(2, [&](Comm& c) {
+    std::vector<torch::Tensor> grads[2];
+    double loss[2] = {0, 0};
+    for (int with_offload = 0; with_offload < 2; ++with_offload) {
+      LlamaModel m(tiny_config(true), torch::kFloat32, 7);
+      auto mb = std::make_shared<MicroBatch>();
+      LlamaPlan plan = plan_llama(m, mb);
+      ShardedModel sm(c, plan.units, plan.stages, /*recompute=*/true, torch::kFloat32,
+                      at::Device(at::kCPU));
+      if (with_offload) sm.enable_activation_offload();
+      mb->input_ids = ids.narrow(0, 2 * c.rank(), 2);
+      mb->labels = mb->input_ids.clone();
+      mb->attention_mask = torch::ones_like(mb->input_ids);
+      mb->loss_normalizer = 32.0;
+      loss[with_offload] = sm.forward_backward().item<double>();
+      for (const auto& g : sm.grad_tensors()) grads[with_offload].push_back(g.clone());
+    }
+    EXPECT_EQ(loss[0], loss[1]);
+    for (size_t u = 0; u < grads[0].size(); ++u)
+      EXPECT_TRUE(torch::equal(grads[0][u], grads[1][u])) << "unit " << u;
+  });
+}
+
 TEST(TensorStep, FiniteCheckScaleAndClipMatchTheHostLoops) {
   torch::manual_seed(9);
   std::vector<FlatShard> host{make_flat_shard("a", {{"x", {10}, 0, 0}}, 0, 1),
@@ -246,6 +445,28 @@ TEST(NcclComm, OneRankCollectivesOnDeviceAndHostMemory) {
 }
 
 // NCCL on the GPU against the local comm on CPU at world size 1: the same sharded gradients.
+// On a GPU the copies run on the offloader's side stream: queued behind long kernels on the
+// compute stream, the copy out still sees the finished input (the event orders it), the input's
+// memory is not reused while it is copied, and the restored tensor equals it once the compute
+// stream waited for the copy back.
+TEST(ActivationOffload, OnTheGpuTheSideStreamIsOrderedByEvents) {
+  if (auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << why;
+  const at::Device d(at::kCUDA, 0);
+  ActivationOffloader off(d);
+  EXPECT_TRUE(off.on_side_stream());
+  torch::Tensor a = torch::randn({2048, 2048}, torch::TensorOptions().device(d));
+  torch::Tensor x =
+      a.matmul(a).matmul(a).narrow(0, 0, 64).contiguous();  // still running when offloaded
+  OffloadedTensor t = off.offload(x);
+  torch::Tensor want = x.cpu();
+  // Freed while the side stream may still read it: the allocator must not hand it out yet.
+  x = torch::Tensor();
+  torch::Tensor reuse = torch::zeros({64, 2048}, torch::TensorOptions().device(d));
+  torch::Tensor back = off.restore(t);
+  EXPECT_TRUE(back.is_cuda());
+  EXPECT_TRUE(torch::equal(back.cpu(), want));
+}
+
 TEST(NcclComm, ShardedGradsOnTheGpuEqualTheCpuRun) {
   if (auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << why;
   torch::manual_seed(11);

@@ -5,8 +5,15 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <ATen/record_function.h>
+
+#include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/support/ttar.h"
@@ -23,26 +30,33 @@ namespace {
 
 class FakeEngine : public StepEngine {
  public:
-  FakeEngine(Comm& comm, const TrainOptions& o, TrainLog& log, fs::path socket)
-      : StepEngine(comm, TrainDevice{}, false, 0, 1, 1), socket_(std::move(socket)) {
+  // tensor_step: the shards are tensors stepped by the tensor optimizers (the GPU path, on CPU).
+  FakeEngine(Comm& comm, const TrainOptions& o, TrainLog& log, fs::path socket,
+             bool tensor_step = false)
+      : StepEngine(comm, TrainDevice{}, tensor_step, 0, 1, 1), socket_(std::move(socket)) {
     at::Tensor w = torch::ones({4}).requires_grad_();
     std::vector<UnitParams> units{{"w", {{"w", w}}}};
     std::vector<Stage> stages{{"loss", 0, [w, mb = mb_](const at::Tensor&) {
                                  return (w * w).sum() * static_cast<double>(mb->input_ids.size(1)) /
                                         mb->loss_normalizer;
                                }}};
-    model_ = std::make_unique<ShardedModel>(comm, std::move(units), std::move(stages), false);
+    model_ = std::make_unique<ShardedModel>(
+        comm, std::move(units), std::move(stages), false, torch::kFloat32,
+        tensor_step ? std::optional<at::Device>(at::kCPU) : std::nullopt);
     make_optimizer(o, comm, log);
   }
   Comm& replica_comm() override { return world_; }
   std::string step_batch_text(int64_t) const override { return "1 fake rank"; }
-  double forward_backward(const std::vector<Batch>& micro, double normalizer,
-                          double scale) override {
+  void begin_step(double) override {
+    if (on_begin_step) on_begin_step();
+  }
+  at::Tensor forward_backward(const std::vector<Batch>& micro, double normalizer,
+                              double scale) override {
     model_->zero_grad();
-    double loss = 0;
+    at::Tensor loss = torch::zeros({}, torch::kDouble);
     for (const Batch& b : micro) {
       load(b, normalizer);
-      loss += model_->forward_backward(scale);
+      loss = loss + model_->forward_backward(scale);
     }
     return loss;
   }
@@ -63,6 +77,7 @@ class FakeEngine : public StepEngine {
     return req.output_dir.string();
   }
 
+  std::function<void()> on_begin_step;
   std::optional<TrainState> resume_to;
   std::vector<int64_t> gathered_at;
   std::vector<std::string> phases_while_saving;
@@ -87,6 +102,16 @@ class TrainLoop : public ::testing::Test {
     return dir_.path() / "ctl" / (control::job_id_from_output_dir(o_.output_dir) + ".sock");
   }
   int run(FakeEngine& e) { return run_train_loop(o_, e, {data_, Json::object(), 0}, log_); }
+  // The "step" lines of metrics.jsonl.
+  std::vector<Json> step_metrics() const {
+    std::vector<Json> out;
+    std::ifstream in(fs::path(o_.output_dir) / "metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      Json j = Json::parse(line);
+      if (j.contains("grad_norm")) out.push_back(j);
+    }
+    return out;
+  }
 
   fabkit::testing::TempDir dir_;
   TrainOptions o_;
@@ -139,6 +164,132 @@ TEST_F(TrainLoop, TraceStepsWritesATraceOfTheThirdStep) {
   FakeEngine e(*comm_, o_, log_, socket());
   ASSERT_EQ(run(e), 0);
   EXPECT_TRUE(fs::exists(fs::path(o_.output_dir) / "trace" / "rank-0-step-3.json"));
+}
+
+// Counts, on this thread, the reads of a tensor's value back to the host (`.item()` and friends
+// all end in aten::_local_scalar_dense): on a GPU each one waits for every kernel queued before
+// it. Counted through ATen's RecordFunction, so it sees every read, not only those of fabtrain's
+// own helpers. A read inside another ATen op (that op's CPU kernel reading a scalar argument) is
+// counted apart, under the outermost op's name: on a GPU that op runs its CUDA kernel instead.
+// (`.item()` is aten::item around aten::_local_scalar_dense: a direct read.)
+class ScalarReads {
+ public:
+  ScalarReads() {
+    handle_ = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(
+            [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+              if (std::string_view(fn.name()) == "aten::_local_scalar_dense") {
+                // Direct (a bare call, or Tensor::item's wrapper) or inside another op.
+                if (stack_.empty() || stack_.front() == "aten::item") {
+                  ++count_;
+                } else {
+                  inside_[stack_.front()]++;
+                }
+              }
+              stack_.push_back(fn.name());
+              return nullptr;
+            },
+            [](const at::RecordFunction&, at::ObserverContext*) { stack_.pop_back(); })
+            .scopes({at::RecordScope::FUNCTION}));
+  }
+  ~ScalarReads() { at::removeCallback(handle_); }
+  static int64_t count() { return count_; }
+  static const std::map<std::string, int64_t>& inside() { return inside_; }
+
+ private:
+  at::CallbackHandle handle_;
+  static thread_local int64_t count_;
+  static thread_local std::vector<std::string> stack_;
+  static thread_local std::map<std::string, int64_t> inside_;
+};
+thread_local int64_t ScalarReads::count_ = 0;
+thread_local std::vector<std::string> ScalarReads::stack_;
+thread_local std::map<std::string, int64_t> ScalarReads::inside_;
+
+// A comm that counts the collectives the loop issues (a host-memory one is a sync on a GPU).
+class CountingComm : public Comm {
+ public:
+  explicit CountingComm(Comm& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int world_size() const override { return inner_.world_size(); }
+  std::string backend() const override { return inner_.backend(); }
+  std::string transport() const override { return inner_.transport(); }
+  void allreduce_sum(float* d, size_t n) override {
+    ++allreduces;
+    inner_.allreduce_sum(d, n);
+  }
+  void allreduce_sum(double* d, size_t n) override {
+    ++allreduces;
+    inner_.allreduce_sum(d, n);
+  }
+  void allgather(const float* in, size_t n, float* out) override { inner_.allgather(in, n, out); }
+  CommRequestPtr allgather_async(const float* in, size_t n, float* out) override {
+    return inner_.allgather_async(in, n, out);
+  }
+  CommRequestPtr reduce_scatter_add_async(const float* in, size_t n, float* out) override {
+    return inner_.reduce_scatter_add_async(in, n, out);
+  }
+  void broadcast(float* d, size_t n, int root) override { inner_.broadcast(d, n, root); }
+  void broadcast_bytes(void* d, size_t b, int root) override { inner_.broadcast_bytes(d, b, root); }
+  void allgather_bytes(const void* in, size_t b, void* out) override {
+    inner_.allgather_bytes(in, b, out);
+  }
+  void barrier() override { inner_.barrier(); }
+  void send(const float* d, size_t n, int dst, int tag) override { inner_.send(d, n, dst, tag); }
+  void recv(float* d, size_t n, int src, int tag) override { inner_.recv(d, n, src, tag); }
+  int64_t allreduces = 0;
+
+ private:
+  Comm& inner_;
+};
+
+// A step that logs nothing reads nothing back: no value leaves the device between one step's start
+// and the next's (the loss stays on the device, the clip runs on the device), and the world's
+// scalars cross in few collectives: the step's token counts, the loss and gradient norm together,
+// and the control action. The log step reads the figures once. (Tensor shards on CPU: the GPU
+// path's code; a GPU run does the same reads.)
+TEST_F(TrainLoop, NonLogStepsReadNoValueBackAndBatchTheirScalars) {
+  o_.log_every = 4;
+  o_.max_steps = 6;
+  o_.grad_accum = 2;
+  o_.max_grad_norm = 0.5;  // the clip runs (the fake's gradient norm is 8)
+  CountingComm comm(*comm_);
+  FakeEngine e(comm, o_, log_, socket(), /*tensor_step=*/true);
+  ScalarReads reads;
+  std::vector<int64_t> reads_at, allreduces_at;  // at each step's start
+  e.on_begin_step = [&] {
+    reads_at.push_back(ScalarReads::count());
+    allreduces_at.push_back(comm.allreduces);
+  };
+  ASSERT_EQ(run(e), 0);
+  ASSERT_EQ(reads_at.size(), 6u);
+  // The only reads inside an op: the fused AdamW CPU kernel reading its step counter (the CUDA
+  // kernel reads it on the device).
+  for (const auto& [op, n] : ScalarReads::inside())
+    EXPECT_EQ(op, "aten::_fused_adamw_") << n << " reads";
+  // Between the starts of steps k and k+1: step k's forward, backward, step and tail, and step
+  // k+1's batch. Steps 1, 2, 3 and 5 log nothing; step 4 logs.
+  for (int k : {1, 2, 5}) {
+    EXPECT_EQ(reads_at[k] - reads_at[k - 1], 0) << "values read back in non-log step " << k;
+    EXPECT_EQ(allreduces_at[k] - allreduces_at[k - 1], 3) << "collectives in step " << k;
+  }
+  // The figures it logs are those of the host loops, which read every value on the host.
+  const std::vector<Json> tensor_steps = step_metrics();
+  o_.output_dir = (dir_.path() / "out-host").string();
+  TrainLog host_log{0};
+  FakeEngine host(*comm_, o_, host_log, socket(), /*tensor_step=*/false);
+  ASSERT_EQ(run_train_loop(o_, host, {data_, Json::object(), 0}, host_log), 0);
+  const std::vector<Json> host_steps = step_metrics();
+  ASSERT_EQ(tensor_steps.size(), 2u);  // steps 4 and 6
+  ASSERT_EQ(host_steps.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    for (const char* k : {"step", "loss", "grad_norm"}) {
+      EXPECT_NEAR(tensor_steps[i][k].get<double>(), host_steps[i][k].get<double>(),
+                  1e-6 * std::abs(host_steps[i][k].get<double>()))
+          << k << " at log step " << i;
+    }
+    EXPECT_GT(tensor_steps[i]["grad_norm"].get<double>(), 0.5);  // so the clip ran
+  }
 }
 
 }  // namespace
