@@ -12,8 +12,10 @@ import concurrent.futures
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -30,9 +32,24 @@ ABSENT_GPU = re.compile(r"needs an NVIDIA GPU|no NVIDIA driver|NVML lists no GPU
                         r"CUDA is not available|no GPU (here|visible|on this machine)", re.I)
 
 
+def _show_only(build_dir):
+    """`ctest --show-only=json-v1` over a copy of the build's CTestTestfile.cmake tree: even
+    --show-only rewrites BUILD/Testing/Temporary/LastTest.log, which would wipe the log of a ctest
+    run in progress on that build (the rehearsal runs inside one). The copied files include the
+    build's gtest lists by absolute path, so the listing is the build's own."""
+    with tempfile.TemporaryDirectory(prefix="fabkit-gpu-check-ctest-") as copy:
+        for dirpath, dirnames, filenames in os.walk(build_dir):
+            dirnames[:] = [d for d in dirnames if d not in ("Testing", "CMakeFiles")]
+            if "CTestTestfile.cmake" in filenames:
+                out = os.path.join(copy, os.path.relpath(dirpath, build_dir))
+                os.makedirs(out, exist_ok=True)
+                shutil.copy(os.path.join(dirpath, "CTestTestfile.cmake"), out)
+        return subprocess.run(["ctest", "--test-dir", copy, "--show-only=json-v1"], capture_output=True,
+                              text=True, timeout=120)
+
+
 def list_tests(build_dir, regex):
-    r = subprocess.run(["ctest", "--test-dir", build_dir, "--show-only=json-v1"], capture_output=True, text=True,
-                       timeout=120)
+    r = _show_only(build_dir)
     if r.returncode != 0:
         raise RuntimeError(f"ctest --show-only failed in {build_dir}: {r.stderr.strip()[-500:]}")
     doc = json.loads(r.stdout)

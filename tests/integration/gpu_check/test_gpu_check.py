@@ -249,6 +249,22 @@ class Rules(unittest.TestCase):
             self.assertTrue(r["timed_out"])
             self.assertLess(time.monotonic() - start, 15)
 
+    def test_listing_the_tests_leaves_the_builds_ctest_log_alone(self):
+        # This test itself runs inside a ctest on the same build: its log must survive.
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "CMakeLists.txt"), "w") as f:
+                f.write("cmake_minimum_required(VERSION 3.22)\nproject(x NONE)\nenable_testing()\n"
+                        "add_test(NAME GpuX COMMAND true)\n")
+            b = os.path.join(d, "b")
+            subprocess.run(["cmake", "-S", d, "-B", b], check=True, capture_output=True)
+            subprocess.run(["ctest", "--test-dir", b], check=True, capture_output=True)
+            log = os.path.join(b, "Testing", "Temporary", "LastTest.log")
+            with open(log) as f:
+                before = f.read()
+            self.assertEqual([t["name"] for t in test_runner.list_tests(b, "Gpu")], ["GpuX"])
+            with open(log) as f:
+                self.assertEqual(f.read(), before)
+
     def test_bad_options_exit_two_naming_them(self):
         for argv, words in ((["--skip", "bogus"], "bogus"), (["--budget-s", "5"], "--budget-s")):
             p = subprocess.run([GPU_CHECK, *argv], capture_output=True, text=True, timeout=60)
