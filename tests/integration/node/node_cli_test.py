@@ -285,10 +285,12 @@ def test_nccl_log():
              "--json", "--expect", "IB"])
     check(p.returncode == 0, f"clean IB log: exit {p.returncode}: {p.stdout}")
 
-    # A WARN line carrying escape sequences (set the window title, clear the screen, a C1 CSI):
-    # the text report shows them, and sends none to the terminal, from a file or from stdin.
+    # A failure line carrying escape sequences (set the window title, clear the screen, a C1 CSI):
+    # the text report shows them, and sends none to the terminal, from a file or from stdin. (A
+    # connect failure: a WARN matching no rule, with INFO lines and no error trace, is no failure
+    # and is not quoted.)
     evil = "\x1b]0;pwned\x07\x1b[2J\u009b31m"
-    line = f"gpu-a01:1:1 [0] misc/socket.cc:50 NCCL WARN bad peer {evil}\n"
+    line = f"gpu-a01:1:1 [0] misc/socket.cc:50 NCCL WARN Net : Connect to bad peer {evil} failed : Connection refused\n"
     with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
         f.write("gpu-a01:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.20.0.7<0>\n" + line)
     try:
