@@ -44,8 +44,11 @@ def _show_only(build_dir):
                 out = os.path.join(copy, os.path.relpath(dirpath, build_dir))
                 os.makedirs(out, exist_ok=True)
                 shutil.copy(os.path.join(dirpath, "CTestTestfile.cmake"), out)
-        return subprocess.run(["ctest", "--test-dir", copy, "--show-only=json-v1"], capture_output=True,
-                              text=True, timeout=120)
+        r = subprocess.run(["ctest", "--test-dir", copy, "--show-only=json-v1"], capture_output=True,
+                           text=True, timeout=120)
+        # A test without its own WORKING_DIRECTORY runs in its CTestTestfile's folder: the build's.
+        r.stdout = r.stdout.replace(json.dumps(copy)[1:-1], json.dumps(os.path.abspath(build_dir))[1:-1])
+        return r
 
 
 def list_tests(build_dir, regex):
@@ -97,9 +100,12 @@ def _run_one(t, deadline, default_timeout_s):
     if timeout <= 1:
         return {"name": t["name"], "status": "not_run", "seconds": 0.0, "reason": "the step's time budget ran out"}
     start = time.monotonic()
-    p = subprocess.Popen(t["command"], cwd=props.get("WORKING_DIRECTORY") or None, env=_env(props),
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-                         start_new_session=True)
+    try:
+        p = subprocess.Popen(t["command"], cwd=props.get("WORKING_DIRECTORY") or None, env=_env(props),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                             start_new_session=True)
+    except OSError as e:
+        return {"name": t["name"], "status": "failed", "seconds": 0.0, "reason": f"cannot start: {e}"}
     try:
         out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -261,7 +261,10 @@ class Rules(unittest.TestCase):
             log = os.path.join(b, "Testing", "Temporary", "LastTest.log")
             with open(log) as f:
                 before = f.read()
-            self.assertEqual([t["name"] for t in test_runner.list_tests(b, "Gpu")], ["GpuX"])
+            listed = test_runner.list_tests(b, "Gpu")
+            self.assertEqual([t["name"] for t in listed], ["GpuX"])
+            # Without a WORKING_DIRECTORY of its own a test runs in the build's folder, not the copy's.
+            self.assertEqual(listed[0]["props"]["WORKING_DIRECTORY"], os.path.abspath(b))
             with open(log) as f:
                 self.assertEqual(f.read(), before)
 
