@@ -60,7 +60,11 @@ void StepEngine::load(const Batch& b, double loss_normalizer) {
   const at::Device d = model_->device();
   mb_->input_ids = b.input_ids.to(d);
   mb_->labels = b.labels.to(d);
-  mb_->attention_mask = b.attention_mask.to(d);
+  // A micro-batch without padding reaches the model without a mask, decided here on the host
+  // copy: the model then runs plain causal attention (SDPA's is_causal) without reading a device
+  // tensor back to find out (a sync per micro-batch on a GPU).
+  const bool padded = mask_tokens(b.attention_mask) != b.attention_mask.numel();
+  mb_->attention_mask = padded ? b.attention_mask.to(d) : at::Tensor();
   mb_->loss_normalizer = loss_normalizer;
 }
 

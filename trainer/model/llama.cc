@@ -209,9 +209,9 @@ torch::Tensor LlamaModelImpl::attention_bias(int64_t seq_len, const torch::Tenso
   if (attention_mask.defined()) {
     FABKIT_ENFORCE(attention_mask.dim() == 2 && attention_mask.size(1) == seq_len,
                    "attention_mask must be [batch, seq_len]");
-    // One host read per micro-batch (a device sync on a GPU, of a [B,T] tensor): a batch without
-    // padding is plain causal, which on a GPU lets SDPA run flash attention instead of a masked
-    // kernel.
+    // A batch without padding is plain causal, which on a GPU lets SDPA run flash attention
+    // instead of a masked kernel. Reading that here is a host read (a device sync on a GPU): the
+    // training step avoids it by passing no mask for unpadded micro-batches (StepEngine::load).
     padded = !attention_mask.all().item<bool>();
   }
   if (!window_bites && !padded) return {};  // causal only: SDPA's is_causal
