@@ -8,6 +8,7 @@
 #include "common/errors.h"
 #include "common/file_reader.h"
 #include "common/json_read.h"
+#include "common/replay_file.h"
 #include "probes/gpu/gpu_facts.h"
 #include "probes/gpu/nvml_call.h"
 #include "probes/gpu/nvml_fake.h"
@@ -128,22 +129,8 @@ void query(const ProbeContext& ctx, const nvml::Table& t, bool name_processes, G
 // and what is wrong with it otherwise.
 nvml::Library replay_library(const std::string& path) {
   const std::string fix = "; give a file written by `fabcheck node --nvml-record FILE`";
-  // Sized to the file: read_text zero-fills its whole cap first, and 16 MiB of page faults cost
-  // ~25 ms of the node check's 100 ms budget (measured with perf on a 5 KB fixture).
   constexpr uintmax_t kMaxBytes = 16u << 20;  // a recorded 8-GPU node is ~25 KB
-  std::error_code ec;
-  uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kMaxBytes)
-    throw UsageError("--nvml-replay " + path + ": " + std::to_string(size) +
-                     " bytes, larger than any recorded node (16 MiB)" + fix);
-  auto text = read_text(path, ec ? kMaxBytes : static_cast<size_t>(size) + 1);
-  if (!ok(text)) throw UsageError("--nvml-replay " + path + ": " + error(text).to_string() + fix);
-  Json fixture;
-  try {
-    fixture = parse_json(value(text), "--nvml-replay " + path);
-  } catch (const JsonReadError& e) {
-    throw UsageError(e.what() + fix);
-  }
+  const Json fixture = read_replay_json("--nvml-replay " + path, path, kMaxBytes, fix);
   try {
     return nvml::fake_library(fixture);
   } catch (const std::invalid_argument& e) {

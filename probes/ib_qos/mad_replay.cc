@@ -6,6 +6,7 @@
 
 #include "common/errors.h"
 #include "common/json_read.h"
+#include "common/replay_file.h"
 #include "probes/ib_qos/mad_codec.h"
 #include "probes/ib_qos/mad_transport.h"
 
@@ -168,14 +169,7 @@ std::unique_ptr<MadTransport> make_replay_mad_transport(const Json& fixture,
 std::unique_ptr<MadTransport> load_replay_mad_transport(const std::filesystem::path& file) {
   const std::string what = "--ib-qos-replay " + file.string();
   const std::string fix = "; give a fixture in the format of tests/fixtures/ib_qos/README.md";
-  auto text = read_text(file, 4u << 20);
-  if (!ok(text)) throw UsageError(what + ": " + error(text).to_string() + fix);
-  Json j;
-  try {
-    j = parse_json(value(text), what);
-  } catch (const JsonReadError& e) {
-    throw UsageError(e.what() + fix);
-  }
+  const Json j = read_replay_json(what, file, 4u << 20, fix);
   try {
     return make_replay_mad_transport(j, what);
   } catch (const UsageError& e) {

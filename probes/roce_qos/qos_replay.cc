@@ -12,6 +12,7 @@
 
 #include "common/errors.h"
 #include "common/json_read.h"
+#include "common/replay_file.h"
 #include "probes/roce_qos/dcb_netlink.h"
 #include "probes/roce_qos/qos_kernel.h"
 
@@ -254,14 +255,7 @@ std::unique_ptr<QosKernel> make_replay_qos_kernel(const Json& fixture, const std
 std::unique_ptr<QosKernel> load_replay_qos_kernel(const std::filesystem::path& file) {
   const std::string what = "--qos-replay " + file.string();
   const std::string fix = "; give a fixture in the format of tests/fixtures/roce_qos/README.md";
-  auto text = read_text(file, 4u << 20);
-  if (!ok(text)) throw UsageError(what + ": " + error(text).to_string() + fix);
-  Json j;
-  try {
-    j = parse_json(value(text), what);
-  } catch (const JsonReadError& e) {
-    throw UsageError(e.what() + fix);
-  }
+  const Json j = read_replay_json(what, file, 4u << 20, fix);
   try {
     return make_replay_qos_kernel(j, what);
   } catch (const UsageError& e) {
