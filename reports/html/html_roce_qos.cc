@@ -4,14 +4,12 @@
 
 #include "reports/chart/svg_chart.h"
 #include "reports/html/html_report.h"
+#include "reports/json_scalar_text.h"
 
 namespace fabkit::reports::html {
 namespace {
 
-std::string cell(const Json& j) {
-  if (j.is_null()) return "";
-  return j.is_string() ? j.get<std::string>() : j.dump();
-}
+std::string cell(const Json& j) { return json_scalar_text(j, ""); }
 
 }  // namespace
 

@@ -1,15 +1,13 @@
 // Text of a node report's `ib_qos` section: per IB port the SL NCCL uses, the VL it reaches,
 // OperationalVLs, the SM's PathRecord SL, and whether the MADs could be sent.
+#include "reports/json_scalar_text.h"
 #include "reports/text/table.h"
 #include "reports/text/text_parts.h"
 
 namespace fabkit::reports::text {
 namespace {
 
-std::string or_dash(const Json& j) {
-  if (j.is_null()) return "-";
-  return j.is_string() ? j.get<std::string>() : j.dump();
-}
+std::string or_dash(const Json& j) { return json_scalar_text(j, "-"); }
 
 }  // namespace
 

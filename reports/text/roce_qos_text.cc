@@ -1,16 +1,14 @@
 // Text of a node report's `roce_qos` section: per RoCE port where NCCL's traffic lands (traffic
 // class, DSCP, trust, priority) and whether that priority is lossless (PFC, ECN), the MTUs, and the
 // DCB and statistics state.
+#include "reports/json_scalar_text.h"
 #include "reports/text/table.h"
 #include "reports/text/text_parts.h"
 
 namespace fabkit::reports::text {
 namespace {
 
-std::string or_dash(const Json& j) {
-  if (j.is_null()) return "-";
-  return j.is_string() ? j.get<std::string>() : j.dump();
-}
+std::string or_dash(const Json& j) { return json_scalar_text(j, "-"); }
 
 std::string priorities(const Json& list) {
   if (!list.is_array()) return "?";
