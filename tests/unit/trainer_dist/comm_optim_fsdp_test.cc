@@ -7,6 +7,7 @@
 #include <map>
 #include <thread>
 
+#include "tests/unit/trainer_dist/forwarding_comm.h"
 #include "tests/unit/trainer_dist/gloo_rank_threads.h"
 #include "trainer/checkpoint/checkpoint.h"
 #include "trainer/distributed/comm.h"
@@ -276,35 +277,14 @@ TEST(ShardedModel, UntiedSingleStagePlanEqualsOneProcess) {
 
 // Forwards every call to a real comm and records the bytes each allgather puts on the wire (the
 // buffer the Comm is handed: world x count fp32 words), whatever the model claims it sent.
-class ByteCountingComm : public Comm {
+class ByteCountingComm : public ForwardingComm {
  public:
-  explicit ByteCountingComm(Comm& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int world_size() const override { return inner_.world_size(); }
-  std::string backend() const override { return inner_.backend(); }
-  std::string transport() const override { return inner_.transport(); }
-  void allreduce_sum(float* d, size_t n) override { inner_.allreduce_sum(d, n); }
-  void allreduce_sum(double* d, size_t n) override { inner_.allreduce_sum(d, n); }
-  void allgather(const float* in, size_t n, float* out) override { inner_.allgather(in, n, out); }
+  using ForwardingComm::ForwardingComm;
   CommRequestPtr allgather_async(const float* in, size_t n, float* out) override {
     allgather_bytes_.push_back(static_cast<int64_t>(n * sizeof(float)) * world_size());
-    return inner_.allgather_async(in, n, out);
+    return ForwardingComm::allgather_async(in, n, out);
   }
-  CommRequestPtr reduce_scatter_add_async(const float* in, size_t n, float* out) override {
-    return inner_.reduce_scatter_add_async(in, n, out);
-  }
-  void broadcast(float* d, size_t n, int root) override { inner_.broadcast(d, n, root); }
-  void broadcast_bytes(void* d, size_t b, int root) override { inner_.broadcast_bytes(d, b, root); }
-  void allgather_bytes(const void* in, size_t b, void* out) override {
-    inner_.allgather_bytes(in, b, out);
-  }
-  void barrier() override { inner_.barrier(); }
-  void send(const float* d, size_t n, int dst, int tag) override { inner_.send(d, n, dst, tag); }
-  void recv(float* d, size_t n, int src, int tag) override { inner_.recv(d, n, src, tag); }
   std::vector<int64_t> allgather_bytes_;
-
- private:
-  Comm& inner_;
 };
 
 // Mixed precision as FSDP does it: each rank casts its fp32 shard to bf16 before the allgather.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tests/support/ttar.h"
+#include "tests/unit/trainer_dist/forwarding_comm.h"
 #include "trainer/app/step_engine.h"
 #include "trainer/app/train_log.h"
 #include "trainer/app/train_loop.h"
@@ -207,40 +208,18 @@ thread_local std::vector<std::string> ScalarReads::stack_;
 thread_local std::map<std::string, int64_t> ScalarReads::inside_;
 
 // A comm that counts the collectives the loop issues (a host-memory one is a sync on a GPU).
-class CountingComm : public Comm {
+class CountingComm : public ForwardingComm {
  public:
-  explicit CountingComm(Comm& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int world_size() const override { return inner_.world_size(); }
-  std::string backend() const override { return inner_.backend(); }
-  std::string transport() const override { return inner_.transport(); }
+  using ForwardingComm::ForwardingComm;
   void allreduce_sum(float* d, size_t n) override {
     ++allreduces;
-    inner_.allreduce_sum(d, n);
+    ForwardingComm::allreduce_sum(d, n);
   }
   void allreduce_sum(double* d, size_t n) override {
     ++allreduces;
-    inner_.allreduce_sum(d, n);
+    ForwardingComm::allreduce_sum(d, n);
   }
-  void allgather(const float* in, size_t n, float* out) override { inner_.allgather(in, n, out); }
-  CommRequestPtr allgather_async(const float* in, size_t n, float* out) override {
-    return inner_.allgather_async(in, n, out);
-  }
-  CommRequestPtr reduce_scatter_add_async(const float* in, size_t n, float* out) override {
-    return inner_.reduce_scatter_add_async(in, n, out);
-  }
-  void broadcast(float* d, size_t n, int root) override { inner_.broadcast(d, n, root); }
-  void broadcast_bytes(void* d, size_t b, int root) override { inner_.broadcast_bytes(d, b, root); }
-  void allgather_bytes(const void* in, size_t b, void* out) override {
-    inner_.allgather_bytes(in, b, out);
-  }
-  void barrier() override { inner_.barrier(); }
-  void send(const float* d, size_t n, int dst, int tag) override { inner_.send(d, n, dst, tag); }
-  void recv(float* d, size_t n, int src, int tag) override { inner_.recv(d, n, src, tag); }
   int64_t allreduces = 0;
-
- private:
-  Comm& inner_;
 };
 
 // A step that logs nothing reads nothing back: no value leaves the device between one step's start
