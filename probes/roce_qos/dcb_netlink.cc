@@ -263,12 +263,13 @@ bool parse_dcb_request(const std::vector<uint8_t>& bytes, uint8_t& cmd, std::str
   if (bytes.size() < NLMSG_HDRLEN + sizeof(dcbmsg)) return false;
   nlmsghdr h;
   std::memcpy(&h, bytes.data(), sizeof h);
-  if (h.nlmsg_type != RTM_GETDCB || h.nlmsg_len > bytes.size()) return false;
+  const size_t at = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(dcbmsg));
+  // A length shorter than the headers would make the attribute span below wrap around.
+  if (h.nlmsg_type != RTM_GETDCB || h.nlmsg_len > bytes.size() || h.nlmsg_len < at) return false;
   seq = h.nlmsg_seq;
   dcbmsg d;
   std::memcpy(&d, bytes.data() + NLMSG_HDRLEN, sizeof d);
   cmd = d.cmd;
-  size_t at = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(dcbmsg));
   bool found = false;
   for_each_attr(bytes.data() + at, h.nlmsg_len - at,
                 [&](uint16_t type, const uint8_t* q, size_t len) {

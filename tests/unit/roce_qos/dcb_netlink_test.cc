@@ -48,6 +48,20 @@ TEST(DcbNetlink, RequestCarriesCommandAndIfname) {
   EXPECT_EQ(seq, 77u);
 }
 
+// Found by fuzz_dcb_netlink: a length below the netlink + dcbmsg headers made the attribute span
+// wrap around, and the walk read past the buffer (here it would find the name after the short
+// length and accept the request).
+TEST(DcbNetlink, RequestWhoseLengthIsShorterThanItsHeadersIsRefused) {
+  auto req = build_dcb_request(DCB_CMD_IEEE_GET, "ens1f0np0", 77);
+  const uint32_t short_len = NLMSG_HDRLEN;  // the dcbmsg header does not fit
+  std::memcpy(req.data(), &short_len, sizeof short_len);
+  uint8_t cmd = 0;
+  std::string ifname;
+  uint32_t seq = 0;
+  EXPECT_FALSE(parse_dcb_request(req, cmd, ifname, seq));
+  EXPECT_EQ(ifname, "");
+}
+
 TEST(DcbNetlink, IeeeReplyRoundTrips) {
   DcbState in = sample();
   auto reply = build_dcb_reply(DCB_CMD_IEEE_GET, "ens1f0np0", 5, in);
