@@ -65,6 +65,7 @@ class Parser {
   Process* lookup_process(const LogLine& l, const std::string& source);
   void add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
                  const std::string& source, int lineno, sv text);
+  static bool c10d_line(sv raw);
   void book_error(NcclLogError e, Process* p);
   void continue_wrap(const LogLine& l, sv raw);
 
@@ -88,6 +89,8 @@ class Parser {
     NcclLogError error;
     Process* process;
     int trace_code;  // the first error trace its process printed after it; 0: none
+    const char* file_kind;  // kind_of_source_file() of the WARN's "file.cc:N"; null: none
+    std::string file;       // that "file.cc:N"
   };
   std::vector<PlainWarning> plain_warnings_;
   std::optional<std::string> plugin_net_name_;  // "FastSocket" of a plugin's "NET/FastSocket :"
@@ -204,7 +207,8 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
   e.order = ++order_;
   if (c.kind == "nccl_warning") {
     if (p) p->last_plain_warning = static_cast<int>(plain_warnings_.size());
-    plain_warnings_.push_back({std::move(e), p, 0});
+    plain_warnings_.push_back(
+        {std::move(e), p, 0, kind_of_source_file(l.nccl_file), std::string(l.nccl_file)});
     return;
   }
   book_error(std::move(e), p);
@@ -365,12 +369,21 @@ void Parser::infer_from_error(const ClassifiedMessage& c, sv msg, int lineno) {
     inferred_evidence_ = "an NET/Socket transfer error (line " + std::to_string(lineno) + ")";
     return;
   }
+  if (!inferred_network_ && has(msg, "NET/Socket") && has(msg, "socket progress error")) {
+    inferred_network_ = "Socket";
+    inferred_evidence_ = "an NET/Socket transfer error (line " + std::to_string(lineno) + ")";
+    return;
+  }
   if (inferred_network_ || !has(msg, "NET/IB")) return;
-  const bool event = has(msg, "async event") || has(msg, "async fatal event");
-  if (!event && !has(msg, "completion")) return;
+  // Errors of queue pairs, requests and peers the IB transport had set up; not its init failing
+  // to find or open a device (then NCCL may still have run over sockets), nor a harmless event.
+  const bool event = has(msg, "async") && has(msg, "event") && !has(msg, "non-fatal");
+  const bool transfer = has(msg, "completion") || has(msg, "QP") || has(msg, "req ") ||
+                        has(msg, "mismatch") || has(msg, "incompatible");
+  if (!event && !transfer) return;
   (void)c;
   inferred_network_ = "IB";
-  inferred_evidence_ = std::string("an NET/IB ") + (event ? "device event" : "completion error") +
+  inferred_evidence_ = std::string("an NET/IB ") + (event ? "device event" : "transfer error") +
                        " (line " + std::to_string(lineno) + ")";
 }
 
@@ -391,6 +404,15 @@ void Parser::continue_wrap(const LogLine& l, sv raw) {
     add_error(*c, wrap_line_, wrap_process_, wrap_source_, wrap_lineno_, wrap_text_);
     wrap_text_.clear();
   }
+}
+
+// c10d's rendezvous and Gloo speak without the word NCCL ("torch.distributed.DistStoreError:
+// Timed out after 1801 seconds waiting for clients", "[c10d] recvValue failed ...", "[.../gloo/
+// transport/tcp/pair.cc:534] Connection closed by peer"), yet every NCCL communicator of a PyTorch
+// job gets its unique id through that store.
+bool Parser::c10d_line(sv raw) {
+  return has(raw, "c10d") || has(raw, "DistStoreError") || has(raw, "DistNetworkError") ||
+         has(raw, "TCPStore") || has(raw, "gloo") || has(raw, "Gloo") || has(raw, "Stop_waiting");
 }
 
 void Parser::line(const std::string& source, int lineno, sv raw) {
@@ -426,7 +448,7 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   }
   if (!l.msg.empty()) last_error_pending_ = false;
   if (!mentions_nccl && !continuation && !has(raw, "NET/") && !has(raw, "Channel") &&
-      !has(raw, "Ring") && !has(raw, "DistBackendError") && !test_cuda)
+      !has(raw, "Ring") && !has(raw, "DistBackendError") && !test_cuda && !c10d_line(raw))
     return;
   std::string msg(l.msg);
   if (nccl || has(raw, "NCCL version")) nccl_facts(l, msg, lineno, p);
@@ -499,6 +521,14 @@ NcclLogSummary Parser::finish() {
   // NCCL's return code in the trace after such a WARN says what kind of error it was ("-> 1": a
   // CUDA call, "-> 2": a system call such as NVML or sysfs during topology detection).
   for (auto& w : plain_warnings_) {
+    if (!w.trace_code && w.file_kind) {
+      // No trace to read the return code from: the file NCCL's WARN came from names its domain.
+      w.error.kind = w.file_kind;
+      const FailureKind& k = failure_kind(w.error.kind);
+      w.error.cause = explain(k);
+      w.error.fix = k.fix;
+      w.error.detail = "a WARN without a rule, from NCCL's " + w.file;
+    }
     if (w.trace_code) {
       w.error.kind = kind_of_return_code(w.trace_code, false);
       const FailureKind& k = failure_kind(w.error.kind);
