@@ -221,6 +221,7 @@ std::optional<ClassifiedMessage> classify_host(sv msg) {
   if (has(msg, "Cuda failure") || has(msg, "unhandled cuda error") ||
       has(msg, "ncclUnhandledCudaError") || has(msg, "failed to peer with device") ||
       ((has_ci(msg, "cuda") || has(msg, "cuDriver") || has(msg, "cuMem")) &&
+       !has(msg, "NET/") &&  // a net plugin's CUDA trouble is the plugin failing to start
        (has_ci(msg, "fail") || has_ci(msg, "error") || has(msg, "Minimum requirement") ||
         has(msg, "CUDA IPC handle"))))
     return make("cuda_error", msg);

@@ -51,12 +51,11 @@ std::optional<ClassifiedMessage> classify_c10d_text(sv msg) {
 
 std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
   // ProcessGroupNCCL's watchdog: a collective past its timeout ("Watchdog caught collective
-  // operation timeout: WorkNCCL(...)", "Timeout at NCCL work: 77", "Exception (either an error
-  // or timeout) detected by watchdog"), or the watchdog itself stuck ("Heartbeat monitor timed
-  // out!", "watchdog got stuck").
+  // operation timeout: WorkNCCL(...)", "Timeout at NCCL work: 77"), or the watchdog itself stuck
+  // ("Heartbeat monitor timed out!", "watchdog got stuck"). Its "Exception (either an error or
+  // timeout) detected by watchdog at work: N" follows either and names neither.
   if (has(msg, "Watchdog caught collective operation timeout") || has(msg, "watchdog got stuck") ||
-      has(msg, "Heartbeat monitor timed out") || has(msg, "Timeout at NCCL work") ||
-      has(msg, "detected by watchdog")) {
+      has(msg, "Heartbeat monitor timed out") || has(msg, "Timeout at NCCL work")) {
     const size_t w = msg.find("WorkNCCL(");
     // "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ..., Timeout(ms)=600000)": the ')' of "(ms)" is not
     // the end.

@@ -2,8 +2,6 @@
 // its plugins' WARN text, nccl_log_classify_torch.cc for PyTorch's). Internal to fabric/nccl_log.
 #pragma once
 
-#include <algorithm>
-#include <cctype>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,11 +14,21 @@ using sv = std::string_view;
 
 inline bool has(sv s, sv sub) { return s.find(sub) != sv::npos; }
 
+inline char lower_ascii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
+
+// ASCII case-insensitive find, without the locale lookup of std::tolower per character: the rules
+// ask it of every WARN line many times.
 inline bool has_ci(sv s, sv sub) {
-  return std::search(s.begin(), s.end(), sub.begin(), sub.end(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) ==
-                  std::tolower(static_cast<unsigned char>(b));
-         }) != s.end();
+  if (sub.empty()) return true;
+  const char lo = lower_ascii(sub[0]);
+  const char up = lo >= 'a' && lo <= 'z' ? static_cast<char>(lo - 32) : lo;
+  for (size_t i = 0; i + sub.size() <= s.size(); ++i) {
+    if (s[i] != lo && s[i] != up) continue;
+    size_t k = 1;
+    while (k < sub.size() && lower_ascii(s[i + k]) == lower_ascii(sub[k])) ++k;
+    if (k == sub.size()) return true;
+  }
+  return false;
 }
 
 inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
