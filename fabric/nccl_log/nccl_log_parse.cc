@@ -205,6 +205,7 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
   e.time_s = l.origin.time_s;
   e.time_format = static_cast<int>(l.origin.time_format);
   e.order = ++order_;
+  e.wrapped = l.source != LineSource::kNcclWarn && l.source != LineSource::kNcclInfo;
   if (c.kind == "nccl_warning") {
     if (p) p->last_plain_warning = static_cast<int>(plain_warnings_.size());
     plain_warnings_.push_back(
@@ -574,6 +575,7 @@ NcclLogSummary Parser::finish() {
     ClassifiedMessage c{
         kind, "", "no WARN line; NCCL's error trace returned " + std::to_string(p.trace_code)};
     LogLine l;
+    l.source = LineSource::kNcclInfo;  // NCCL's own trace line
     l.origin.host = p.host;
     l.origin.rank = p.rank;
     add_error(c, l, &p, p.source, p.trace_line, p.trace_text);

@@ -79,3 +79,27 @@ TEST(NcclLogSourceLines, KindAndNetworkOfEveryLine) {
 
 }  // namespace
 }  // namespace fabkit::nccl_log
+
+namespace fabkit::nccl_log {
+namespace {
+
+// An exception that quotes a CUDA error can reach the log before the WARN of the host that had it
+// (Ray and other launchers interleave their workers' streams): NCCL's own line names who said it,
+// the exception only repeats it.
+TEST(NcclLogFirstSayer, NcclLineBeforeTheExceptionQuotingIt) {
+  const NcclLogSummary s = parse_nccl_log(
+      "(pid=4022) RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:784, unhandled cuda error, "
+      "NCCL version 2.7.8\n"
+      "(pid=4021) gpu-a1:4021:4087 [0] NCCL INFO Channel 00/02 :    0   1\n"
+      "(pid=4021) gpu-a1:4021:4087 [0] transport/p2p.cc:187 NCCL WARN failed to open CUDA IPC "
+      "handle : 201 invalid device context\n");
+  ASSERT_EQ(s.cause_kind.value_or("none"), "cuda_error");
+  ASSERT_FALSE(s.failures.empty());
+  const NcclLogError& first = s.errors.at(s.failures.front().first_error);
+  EXPECT_EQ(first.host, "gpu-a1");
+  EXPECT_EQ(first.line, 3);
+  EXPECT_EQ(s.failures.front().count, 2);
+}
+
+}  // namespace
+}  // namespace fabkit::nccl_log
