@@ -80,7 +80,8 @@ std::optional<ClassifiedMessage> classify_resources(sv msg) {
       has(msg, "cudaErrorMemoryAllocation") || has(msg, "Failed to malloc") ||
       has(msg, "malloc of ") || has(msg, "returned null") || msg == "Allocation failed")
     return make("out_of_memory", msg);
-  if ((has(msg, "ibv_reg_") && has_ci(msg, "fail")) ||
+  // ibv_reg_mr, ibv_reg_mr_iova2, ibv_reg_dmabuf_mr, a plugin's mlx5dv_reg_dmabuf_mr.
+  if ((has(msg, "_reg_") && has_ci(msg, "fail")) ||
       (has_ci(msg, "register memory") &&
        (has(msg, "Unable") || has(msg, "Could not") || has_ci(msg, "fail"))))
     return make("ibv_reg_mr_failed", msg);

@@ -73,6 +73,11 @@ std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
     return make("nccl_remote_error", msg);
   if (has(msg, "ncclSystemError") || has(msg, "unhandled system error"))
     return make("nccl_system_error", msg);
+  // nccl-tests' "Test CUDA failure common.cu:891 'out of memory'", PyTorch's "CUDA error: out of
+  // memory": the allocation, not CUDA, failed.
+  if (has(msg, "out of memory") && (has(msg, "Test CUDA failure") || has(msg, "CUDA error")))
+    return make("out_of_memory", msg);
+  if (has(msg, "Test timeout (")) return make("watchdog_timeout", msg, "nccl-tests timeout");
   if (has(msg, "ncclUnhandledCudaError") || has(msg, "unhandled cuda error") ||
       has(msg, "Test CUDA failure") ||  // nccl-tests' own CUDA call failed
       // "[Rank 0] NCCL watchdog thread terminated with exception: CUDA error: an illegal memory

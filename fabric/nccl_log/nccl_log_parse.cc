@@ -444,7 +444,10 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   if (!wrap_text_.empty()) continue_wrap(l, raw);
   const bool nccl = l.source == LineSource::kNcclInfo || l.source == LineSource::kNcclWarn;
   const bool mentions_nccl = nccl || has(raw, "NCCL") || has(raw, "nccl");
-  const bool test_cuda = !nccl && has(raw, "Test CUDA failure");  // nccl-tests' own failure
+  // nccl-tests' own failures (src/common.h): "host: Test CUDA failure f:N 'x'", "host: Test
+  // timeout (300s) f:N".
+  const bool test_cuda =
+      !nccl && has(raw, "Test ") && (has(raw, "Test CUDA failure") || has(raw, "Test timeout ("));
   if (nccl) ++s_.nccl_lines;
   if (!nccl &&
       (l.source == LineSource::kTorch || test_cuda ||
@@ -495,9 +498,17 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
     wrap_lines_ = 0;
   }
   // An exception printed on one line: "... ncclRemoteError: ... Last error: NET/IB : Got ...".
-  const size_t last = nccl ? sv::npos : l.msg.find("Last error: ");
-  if (last != sv::npos && last + 12 < l.msg.size()) {
-    const sv tail = l.msg.substr(last + 12);
+  // nccl-tests built on NCCL >= 2.13 print ncclGetLastError after the code's text: "Test NCCL
+  // failure common.cu:1030 'unhandled system error (...) / socketProgressOpt: Call to ...'".
+  size_t last = nccl ? sv::npos : l.msg.find("Last error: ");
+  size_t skip = 12;
+  if (last == sv::npos && !nccl && has(l.msg, "Test NCCL failure")) {
+    last = l.msg.find(" / ");
+    skip = 3;
+  }
+  if (last != sv::npos && last + skip < l.msg.size()) {
+    sv tail = l.msg.substr(last + skip);
+    if (skip == 3 && tail.back() == '\'') tail.remove_suffix(1);
     if (auto c = classify_message(tail, LineSource::kOther, true)) {
       add_error(*c, l, p, source, lineno, tail);
       infer_from_error(*c, tail, lineno);
