@@ -63,14 +63,17 @@ const char* wc_status_name(int s) {
   return s >= 0 && s < 22 ? names[s] : "unknown status";
 }
 
-// A WARN that NCCL carries on from: a setting it corrected, an optional feature it turned off,
-// an HCA event that is no error.
+}  // namespace
+
 bool benign_warning(sv msg) {
-  return has(msg, "non-fatal") || has(msg, "GID table changed") ||
+  return has(msg, "non-fatal") || has(msg, "GID table changed") || has_ci(msg, "port active") ||
+         has_ci(msg, "GID table change") || has_ci(msg, "LID change") ||
          has(msg, "Cannot initialize CollNet") || has(msg, "is being ignored") ||
          has(msg, "maximum allowed, setting") || has(msg, "defaulting to") ||
          has(msg, "Limiting value to") || has(msg, "cap it to") || has(msg, ", ignoring");
 }
+
+namespace {
 
 // Resources of this process: GPU or host memory, /dev/shm, RDMA memory registration.
 std::optional<ClassifiedMessage> classify_resources(sv msg) {
@@ -107,7 +110,15 @@ std::optional<ClassifiedMessage> classify_usage(sv msg) {
       has(msg, "has already been destroyed") || has(msg, "No algorithm/protocol available") ||
       has(msg, "mismatchs with NCCL device") || has(msg, "is not a valid pointer") ||
       has(msg, "argument is NULL") || has(msg, " : invalid type") || has(msg, " : invalid root") ||
-      has(msg, " : invalid reduction") || msg.substr(0, 8) == "Invalid ")
+      has(msg, " : invalid reduction") || msg.substr(0, 8) == "Invalid " ||
+      has_ci(msg, "invalid device count") || has(msg, "improper usage") ||
+      has(msg, "not in a group call") || has(msg, "without a matching") ||
+      has(msg, "not within valid range of ranks") || has(msg, "not initialized via") ||
+      has(msg, "mixed local") ||  // "Detected mixed local Net device counts across ranks"
+      // An application built against another NCCL ("compiled with NCCL version 2.21, but is
+      // running with NCCL 2.18"), NCCL_NET naming a network that is not there.
+      has(msg, "compiled with NCCL version") || has(msg, "compiled with too old version") ||
+      has(msg, "Couldn't find net with name") || (has(msg, "network ") && has(msg, "not found.")))
     return make("nccl_invalid_usage", msg);
   return std::nullopt;
 }
@@ -127,6 +138,8 @@ std::optional<ClassifiedMessage> classify_verbs(sv msg) {
   // aws-ofi-nccl's completion errors: "NET/OFI Request 0x.. completed with error. RC: 113. Error:
   // 2 (UNDELIVERABLE)", "Unable to read from fi_cq_readerr": the libfabric counterpart of an RDMA
   // work completion error.
+  // 2.27+'s resilient IB transport: "NET/IB: Got CQE with error (devIndex=0, ..., qp_num=N)".
+  if (has(msg, "CQE with error")) return make("completion_error", msg);
   if (has(msg, "NET/OFI") && (has(msg, "completed with error") || has(msg, "fi_cq_readerr")))
     return make("completion_error", msg, "OFI request error");
   // Its completion path meeting a completion it cannot match ("NET/OFI Unexpected status (0) for
@@ -206,7 +219,9 @@ std::optional<ClassifiedMessage> classify_socket(sv msg) {
 std::optional<ClassifiedMessage> classify_internal(sv msg) {
   if (has(msg, "does not loop back to start") || has(msg, "does not contain rank"))
     return make("nccl_internal_error", msg, "ranks computed inconsistent rings");
-  if (has(msg, "has no transport for") || has(msg, "No transport found") ||
+  if (has(msg, "no transport for") || has(msg, "No transport found") ||
+      // The ranks on one node disagree on who is local (NCCL_HOSTID, duplicate host names).
+      has(msg, "Failed to determine") || has(msg, "not found in the list of system hostHashes") ||
       has(msg, "Internal error") || has(msg, "could not find CPU") ||
       has(msg, "Could not find any local path") || has(msg, "No path computed"))
     return make("nccl_internal_error", msg);
@@ -224,11 +239,12 @@ std::optional<ClassifiedMessage> classify_host(sv msg) {
       ((has_ci(msg, "cuda") || has(msg, "cuDriver") || has(msg, "cuMem")) &&
        !has(msg, "NET/") &&  // a net plugin's CUDA trouble is the plugin failing to start
        (has_ci(msg, "fail") || has_ci(msg, "error") || has(msg, "Minimum requirement") ||
-        has(msg, "CUDA IPC handle"))))
+        has(msg, "older than the minimum version") || has(msg, "CUDA IPC handle"))))
     return make("cuda_error", msg);
   // NVML ("nvmlInit_v2() failed: Driver Not Loaded", "Failed to open libnvidia-ml.so.1"), sysfs
   // during topology detection, a topology file, the IMEX channels of MNNVL, threads.
-  if ((has_ci(msg, "nvml") && (has_ci(msg, "fail") || has(msg, "Failed to open"))) ||
+  if (((has_ci(msg, "nvml") || has(msg, "libnvidia-ml")) &&
+       (has_ci(msg, "fail") || has(msg, "Failed to open"))) ||
       has(msg, "Could not find real path") || has(msg, "Could not open XML") ||
       (has(msg, "MNNVL") && has(msg, "not working")) || has(msg, "Thread creation failed"))
     return make("nccl_system_error", msg);

@@ -22,6 +22,10 @@ struct ClassifiedMessage {
 std::optional<ClassifiedMessage> classify_message(std::string_view msg, LineSource source,
                                                   bool last_error);
 
+// A WARN that NCCL carries on from: a setting it corrected, an optional feature it turned off,
+// an HCA event that is no error ("Got non-fatal async event", "port active", "GID table changed").
+bool benign_warning(std::string_view msg);
+
 // PyTorch's, Gloo's and nccl-tests' texts, and NCCL's own summaries (ncclSystemError, "unhandled
 // cuda error"): they wrap an error told elsewhere, or tell c10d's own rendezvous failing
 // (nccl_log_classify_torch.cc).

@@ -347,7 +347,8 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
                            " (line " + std::to_string(lineno) + ")";
     }
   }
-  if (l.source == LineSource::kNcclWarn && (has(msg, "NET/IB") || has(msg, "NET/Socket")))
+  if (l.source == LineSource::kNcclWarn && (has(msg, "NET/IB") || has(msg, "NET/Socket")) &&
+      !benign_warning(msg))
     infer_from_error(ClassifiedMessage{"completion_error", "", ""}, msg, lineno);
   if (p && l.source == LineSource::kNcclInfo) ++p->info_lines;
   // A net plugin's own lines: "NET/FastSocket : Connected after 1000 retries." (NCCL's internal
@@ -378,9 +379,9 @@ void Parser::infer_from_error(const ClassifiedMessage& c, sv msg, int lineno) {
   if (inferred_network_ || !has(msg, "NET/IB")) return;
   // Errors of queue pairs, requests and peers the IB transport had set up; not its init failing
   // to find or open a device (then NCCL may still have run over sockets), nor a harmless event.
-  const bool event = has(msg, "async") && has(msg, "event") && !has(msg, "non-fatal");
-  const bool transfer = has(msg, "completion") || has(msg, "QP") || has(msg, "req ") ||
-                        has(msg, "mismatch") || has(msg, "incompatible");
+  const bool event = has(msg, "async") && has(msg, "event");
+  const bool transfer = has(msg, "completion") || has(msg, "QP") || has(msg, "CQE") ||
+                        has(msg, "req ") || has(msg, "mismatch") || has(msg, "incompatible");
   if (!event && !transfer) return;
   (void)c;
   inferred_network_ = "IB";
