@@ -55,7 +55,9 @@ std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
   // ("Heartbeat monitor timed out!", "watchdog got stuck"). Its "Exception (either an error or
   // timeout) detected by watchdog at work: N" follows either and names neither.
   if (has(msg, "Watchdog caught collective operation timeout") || has(msg, "watchdog got stuck") ||
-      has(msg, "Heartbeat monitor timed out") || has(msg, "Timeout at NCCL work")) {
+      has(msg, "Heartbeat monitor timed out") || has(msg, "Timeout at NCCL work") ||
+      // Another rank's watchdog timed out and asked this one to dump its state.
+      has(msg, "dump signal due to a collective timeout")) {
     const size_t w = msg.find("WorkNCCL(");
     // "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ..., Timeout(ms)=600000)": the ')' of "(ms)" is not
     // the end.
