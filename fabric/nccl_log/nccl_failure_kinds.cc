@@ -68,6 +68,20 @@ const std::vector<FailureKind>& failure_kinds() {
         "error"},
        "ulimit -l unlimited (limits.conf, LimitMEMLOCK=infinity, --ulimit memlock=-1); compare "
        "`ibv_devinfo -v` max_cq/max_cqe with the ranks per HCA; pass /dev/infiniband; check dmesg"},
+      // ibvwrap/net_ib: the device itself could not be opened, queried or polled.
+      {"ib_device_error",
+       T::kRoot,
+       "RDMA device unusable",
+       "a verbs call on the device itself failed (ibv_open_device, ibv_query_device/port, "
+       "ibv_alloc_pd, ibv_poll_cq): NCCL could not use the HCA",
+       {"the device is not reachable from this process (a container without /dev/infiniband or "
+        "its uverbs devices, a missing provider library such as libmlx5)",
+        "the adapter or its port is in error (firmware fault, PCIe error; see dmesg for mlx5 "
+        "messages)",
+        "RLIMIT_MEMLOCK too low to allocate the device's resources"},
+       "run `ibv_devinfo` in the same environment as the job (container included); pass "
+       "/dev/infiniband into the container; ulimit -l unlimited; check dmesg and the firmware; "
+       "exclude the device with NCCL_IB_HCA until it is fixed"},
       {"qp_transition_failed",
        T::kRoot,
        "RDMA queue pair rejected on connect",

@@ -30,6 +30,9 @@ struct NcclLogError {
   double time_s = 0;    // with time_format: when it was said
   int time_format = 0;  // 0 none, 1 absolute, 2 glog month-day (nccl_log_line.h)
   long order = 0;       // position across all sources, for "first" without times
+  // Told by a framework's text (an exception, a glog line) rather than by NCCL's own INFO/WARN
+  // line: of two errors of one kind, NCCL's line says who had it (not serialised).
+  bool wrapped = false;
 };
 
 // The errors of one kind, with the first that said it: the unit the judge and reports speak of.

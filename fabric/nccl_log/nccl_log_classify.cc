@@ -1,48 +1,34 @@
-// The message texts matched here come from NCCL's WARN calls (src/misc/socket.cc, ibvwrap.cc,
-// transport/net_ib.cc, alloc.h, bootstrap.cc), from net plugins (NET/IBext's ib_plugin.c,
-// aws-ofi-nccl's NET/OFI) and from PyTorch's ProcessGroupNCCL; each rule is exercised by a real
-// log in tests/fixtures/nccl_log/real (README.md there gives the thread each came from).
+// The message texts matched here come from the format strings of NCCL's WARN calls (2.0 to 2.30:
+// misc/socket.cc and include/socket.h, bootstrap.cc, proxy.cc, misc/ibvwrap.cc, transport/net_ib*,
+// transport/net_socket.cc, misc/shmutils.cc, transport/p2p.cc, misc/cudawrap.cc,
+// misc/nvmlwrap.cc, graph/*, init.cc, enqueue.cc, include/alloc.h, include/checks.h) and from net
+// plugins (NET/IBext's ib_plugin.c, aws-ofi-nccl's NCCL_OFI_WARN "NET/OFI ..."). Rules prefer what
+// a whole family of messages shares (the call that failed, the errno text it prints, the object
+// it names) over one wording, so that a version's new phrasing still lands in its kind;
+// tests/unit/nccl_log/source_lines.tsv instantiates every format string with the kind it must get.
+// PyTorch's texts are in nccl_log_classify_torch.cc.
 #include "fabric/nccl_log/nccl_log_classify.h"
 
-#include <algorithm>
-#include <cctype>
+#include "fabric/nccl_log/nccl_log_match.h"
 
 namespace fabkit::nccl_log {
 namespace {
 
-using sv = std::string_view;
+using namespace match;
 
-bool has(sv s, sv sub) { return s.find(sub) != sv::npos; }
-
-bool has_ci(sv s, sv sub) {
-  return std::search(s.begin(), s.end(), sub.begin(), sub.end(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) ==
-                  std::tolower(static_cast<unsigned char>(b));
-         }) != s.end();
-}
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-// The first "name<port>" token: NCCL prints peers as address<port>.
-std::string peer_of(sv msg) {
-  for (size_t lt = msg.find('<'); lt != sv::npos; lt = msg.find('<', lt + 1)) {
-    size_t i = lt + 1;
-    while (i < msg.size() && is_digit(msg[i])) ++i;
-    if (i == lt + 1 || i >= msg.size() || msg[i] != '>') continue;
-    size_t start = lt;
-    while (start > 0 && msg[start - 1] != ' ' && msg[start - 1] != '(') --start;
-    if (start == lt) continue;
-    return std::string(msg.substr(start, i + 1 - start));
-  }
-  return {};
-}
-
-// The number after "with error " / "status=" in NCCL's completion warnings; -1 when absent.
+// The number of an ibv_wc_status in NCCL's completion warnings: "with error 12" (2.4-2.19),
+// "status=12" (2.19-2.27), "status=IBV_WC_RETRY_EXC_ERR(12)" (2.28+); -1 when absent.
 int completion_status(sv msg) {
   for (sv key : {sv("status="), sv("with error "), sv("status ")}) {
     const size_t p = msg.find(key);
     if (p == sv::npos) continue;
     size_t i = p + key.size();
+    if (key == "status=") {  // skip the status name to its "(N)"
+      size_t j = i;
+      while (j < msg.size() && (std::isupper(static_cast<unsigned char>(msg[j])) || msg[j] == '_'))
+        ++j;
+      if (j > i && j < msg.size() && msg[j] == '(') i = j + 1;
+    }
     int v = 0, n = 0;
     while (i < msg.size() && is_digit(msg[i]) && n < 4) v = v * 10 + (msg[i++] - '0'), ++n;
     if (n > 0) return v;
@@ -77,17 +63,68 @@ const char* wc_status_name(int s) {
   return s >= 0 && s < 22 ? names[s] : "unknown status";
 }
 
-std::optional<ClassifiedMessage> make(const char* kind, sv msg, std::string detail = {}) {
-  return ClassifiedMessage{kind, peer_of(msg), std::move(detail)};
+}  // namespace
+
+bool benign_warning(sv msg) {
+  return has(msg, "non-fatal") || has(msg, "GID table changed") || has_ci(msg, "port active") ||
+         has_ci(msg, "GID table change") || has_ci(msg, "LID change") ||
+         has(msg, "Cannot initialize CollNet") || has(msg, "is being ignored") ||
+         has(msg, "maximum allowed, setting") || has(msg, "defaulting to") ||
+         has(msg, "Limiting value to") || has(msg, "cap it to") || has(msg, ", ignoring");
 }
 
-// Rules for text that states an error by itself: NCCL WARN lines and `Last error:` lines.
-std::optional<ClassifiedMessage> classify_error_text(sv msg) {
-  if (has(msg, "out of memory") || has(msg, "Failed to CUDA calloc") ||
-      has(msg, "Failed to CUDA malloc") || has(msg, "cudaErrorMemoryAllocation"))
+namespace {
+
+// Resources of this process: GPU or host memory, /dev/shm, RDMA memory registration.
+std::optional<ClassifiedMessage> classify_resources(sv msg) {
+  // include/alloc.h and checks.h: "Failed to CUDA calloc|malloc|host alloc N bytes", "Failed to
+  // malloc N bytes" (2.4: "malloc of N bytes failed"), "malloc(size=N) returned null".
+  if (has(msg, "out of memory") || (has(msg, "Failed to CUDA") && has(msg, "alloc")) ||
+      has(msg, "cudaErrorMemoryAllocation") || has(msg, "Failed to malloc") ||
+      has(msg, "malloc of ") || has(msg, "returned null") || msg == "Allocation failed")
     return make("out_of_memory", msg);
-  if ((has(msg, "ibv_reg_") && has_ci(msg, "fail")) || has(msg, "Unable to register memory"))
+  // ibv_reg_mr, ibv_reg_mr_iova2, ibv_reg_dmabuf_mr, a plugin's mlx5dv_reg_dmabuf_mr.
+  if ((has(msg, "_reg_") && has_ci(msg, "fail")) ||
+      (has_ci(msg, "register memory") &&
+       (has(msg, "Unable") || has(msg, "Could not") || has_ci(msg, "fail"))))
     return make("ibv_reg_mr_failed", msg);
+  // misc/shmutils.cc: "Error while creating|attaching to shared memory segment", "failed to
+  // extend /dev/shm/nccl-x", "Could not map /dev/shm/...", "failed to create shared memory file".
+  if (has(msg, "posix_fallocate") || has(msg, "/dev/shm") || has(msg, "shared memory segment") ||
+      has(msg, "shared memory file") || has(msg, "ncclShmOpen"))
+    return make("shm_exhausted", msg);
+  return std::nullopt;
+}
+
+// The ranks or the application disagree: NCCL returns ncclInvalidUsage/ncclInvalidArgument.
+std::optional<ClassifiedMessage> classify_usage(sv msg) {
+  // A receive larger than the buffer the peer posted ("NET/Socket : message truncated : receiving
+  // 696320 bytes instead of 32768", bootstrap's "Message truncated : received 256 bytes instead of
+  // 4"): the ranks disagree on the call (count, type, order) or on NCCL_PROTO.
+  if (has_ci(msg, "message truncated")) return make("nccl_invalid_usage", msg, "message truncated");
+  if (has(msg, "Duplicate GPU detected") || has(msg, "using the same GPU") ||
+      has_ci(msg, "collective mismatch") || has(msg, "Mismatched collective") ||
+      has(msg, "posted incorrect receive info") || has(msg, "incompatible devices") ||
+      has(msg, "is incompatible with the local") || has(msg, "Mismatched NCCL version") ||
+      has(msg, "version mismatch") || has(msg, "before the previous operation returned") ||
+      has(msg, "has already been destroyed") || has(msg, "No algorithm/protocol available") ||
+      has(msg, "mismatchs with NCCL device") || has(msg, "is not a valid pointer") ||
+      has(msg, "argument is NULL") || has(msg, " : invalid type") || has(msg, " : invalid root") ||
+      has(msg, " : invalid reduction") || msg.substr(0, 8) == "Invalid " ||
+      has_ci(msg, "invalid device count") || has(msg, "improper usage") ||
+      has(msg, "not in a group call") || has(msg, "without a matching") ||
+      has(msg, "not within valid range of ranks") || has(msg, "not initialized via") ||
+      has(msg, "mixed local") ||  // "Detected mixed local Net device counts across ranks"
+      // An application built against another NCCL ("compiled with NCCL version 2.21, but is
+      // running with NCCL 2.18"), NCCL_NET naming a network that is not there.
+      has(msg, "compiled with NCCL version") || has(msg, "compiled with too old version") ||
+      has(msg, "Couldn't find net with name") || (has(msg, "network ") && has(msg, "not found.")))
+    return make("nccl_invalid_usage", msg);
+  return std::nullopt;
+}
+
+// The RDMA NIC: completions, asynchronous events, verbs calls.
+std::optional<ClassifiedMessage> classify_verbs(sv msg) {
   if (has_ci(msg, "completion") && completion_status(msg) >= 0) {
     const int st = completion_status(msg);
     std::string detail = "status " + std::to_string(st) + " (" + wc_status_name(st) + ")";
@@ -98,45 +135,62 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
     if (st == 10) return make("remote_access_error", msg, detail);
     return make("completion_error", msg, detail);
   }
-  if (has(msg, "posix_fallocate") || has(msg, "/dev/shm") || has(msg, "shared memory segment") ||
-      has(msg, "ncclShmOpen"))
-    return make("shm_exhausted", msg);
-  if (has(msg, "Duplicate GPU detected")) return make("nccl_invalid_usage", msg);
-  // A receive larger than the buffer the peer posted ("NET/Socket : message truncated : receiving
-  // 696320 bytes instead of 32768", bootstrap's "Message truncated : received 256 bytes instead of
-  // 4"): the ranks disagree on the call (count, type, order) or on NCCL_PROTO; NCCL >= 2.12
-  // returns ncclInvalidUsage for it.
-  if (has_ci(msg, "message truncated")) return make("nccl_invalid_usage", msg, "message truncated");
   // aws-ofi-nccl's completion errors: "NET/OFI Request 0x.. completed with error. RC: 113. Error:
-  // 2 (UNDELIVERABLE)" — the libfabric counterpart of an RDMA work completion error.
-  if (has(msg, "NET/OFI") && has(msg, "completed with error"))
+  // 2 (UNDELIVERABLE)", "Unable to read from fi_cq_readerr": the libfabric counterpart of an RDMA
+  // work completion error.
+  // 2.27+'s resilient IB transport: "NET/IB: Got CQE with error (devIndex=0, ..., qp_num=N)".
+  if (has(msg, "CQE with error")) return make("completion_error", msg);
+  if (has(msg, "NET/OFI") && (has(msg, "completed with error") || has(msg, "fi_cq_readerr")))
     return make("completion_error", msg, "OFI request error");
   // Its completion path meeting a completion it cannot match ("NET/OFI Unexpected status (0) for
   // message 246", "Write complete from unexpected request type!"): the transfer failed there.
   if (has(msg, "NET/OFI") && (has(msg, "Unexpected status") || has(msg, "unexpected request type")))
     return make("completion_error", msg, "OFI completion not matched");
-  // The HCA's asynchronous events (NET/IB : Got async event : port error / local catastrophic
-  // error; 2.2x: "async fatal event on QP (..): local access violation work queue error"); events
-  // that are no error (port active, GID or LID change) fall through to the generic warning.
-  if ((has(msg, "async event") || has(msg, "async fatal event")) &&
+  // The HCA's asynchronous events (2.4: "Got async event : port error"; 2.19: "mlx5_0:1 Got async
+  // error event: local catastrophic error"; 2.21+: "async fatal event on QP (..): local access
+  // violation work queue error"); events that are no error are benign_warning().
+  if (has(msg, "async") && has(msg, "event") &&
       (has_ci(msg, "error") || has_ci(msg, "fatal") || has_ci(msg, "catastrophic")))
     return make("ib_async_error", msg);
   if (has(msg, "ibv_get_async_event") && has_ci(msg, "fail")) return make("ib_async_error", msg);
   if (has(msg, "ibv_modify_qp")) return make("qp_transition_failed", msg);
   if (has(msg, "ibv_create_cq")) return make("cq_create_failed", msg);
-  if (has(msg, "ibv_create_qp")) return make("qp_create_failed", msg);
+  if (has(msg, "create_qp")) return make("qp_create_failed", msg);  // ibv_ and mlx5dv_create_qp
   if (has(msg, "libibverbs") && (has_ci(msg, "failed to open") || has_ci(msg, "cannot open") ||
                                  has_ci(msg, "not found") || has(msg, "No such file")))
     return make("libibverbs_missing", msg);
-  if (has_ci(msg, "no socket interface found") || has(msg, "no interface found") ||
-      has(msg, "neither AF_INET") || has(msg, "NCCL_SOCKET_IFNAME interface found") ||
-      // A socket made for the family of an address never found (nccl#210: no IP interface).
+  // The device itself: opening, querying, allocating a protection domain, polling its CQ.
+  if (has(msg, "ibv_open_device") || has(msg, "ibv_alloc_pd") || has(msg, "ibv_get_device") ||
+      has(msg, "ibv_query_") || has(msg, "ibv_poll_cq") || has(msg, "Unable to open device") ||
+      has(msg, "Unable to query"))
+    return make("ib_device_error", msg);
+  // Posting to a queue pair that a failed completion has put in error.
+  if (has(msg, "ibv_post_") && has(msg, "failed")) return make("nccl_system_error", msg);
+  return std::nullopt;
+}
+
+// TCP between NCCL's processes: interfaces, connects, a peer that went away.
+std::optional<ClassifiedMessage> classify_socket(sv msg) {
+  // "Bootstrap : no socket interface found", "NET/Socket : No usable listening interface found",
+  // "NET/IB : No IP interface found.", "No interface found in the same subnet as remote address";
+  // NCCL_OOB_NET_IFNAME matching no device; a socket made for a family never found.
+  if ((has_ci(msg, "interface found") && has_ci(msg, "no ")) ||
+      has(msg, "NCCL_SOCKET_IFNAME interface found") || has(msg, "neither AF_INET") ||
+      has(msg, "no device found matching") || has(msg, "no device found after excluding") ||
       (has(msg, "Socket creation failed") && has(msg, "Address family not supported")))
     return make("no_socket_interface", msg);
+  // getaddrinfo of NCCL_COMM_ID's host: the bootstrap cannot find its root.
+  if (has(msg, "getting address info")) return make("bootstrap_failed", msg);
   // A connect that failed is a connect failure whatever the reason it gives: "Net : Connect to
-  // 172.17.0.2<40537> failed : Connection reset by peer" (the peer reset the handshake).
-  if ((has(msg, "Connect to ") && has_ci(msg, "fail")) || has(msg, "Call to connect") ||
-      msg.substr(0, 11) == "Connect to ")  // include/socket.h "Connect to %s failed : %s"
+  // 172.17.0.2<40537> failed : Connection reset by peer", 2.21's "socketPollConnect: Connect to X
+  // returned 104(Connection reset by peer)", 2.28's lower-case "connect to X failed".
+  // socketStartConnect/socketPollConnect (2.18+, ncclOsSocketPollConnect in 2.30) fail only
+  // while connecting ("exceeded retries (34)", "poll() returned 0, no POLLOUT events"); so do
+  // the accepts of a listening socket.
+  if ((has_ci(msg, "connect to ") && (has_ci(msg, "fail") || has(msg, "returned"))) ||
+      msg.substr(0, 11) == "Connect to " ||  // include/socket.h's, even cut after its peer
+      has(msg, "Call to connect") || has(msg, "StartConnect") || has(msg, "PollConnect") ||
+      has(msg, "Accept failed") || has(msg, "TryAccept") || has(msg, "[Service thread] Accept"))
     return make("connect_failed", msg);
   if (has(msg, "Connection reset by peer")) return make("peer_reset", msg);
   if (has(msg, "Broken pipe")) return make("broken_pipe", msg);
@@ -150,66 +204,90 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
   // checked in" (two processes claimed one rank, or two jobs share a unique id).
   if (has(msg, "Bootstrap Root") || has(msg, "has already checked in"))
     return make("bootstrap_failed", msg);
-  // graph/rings.cc and graph/trees.cc's consistency checks of the rings every rank computed
-  // ("ring 0 does not loop back to start (14 != 0)"): NCCL returns ncclInternalError; the ranks
-  // saw different topologies (NCCL_HOSTID, mixed NCCL versions or settings).
-  if (has(msg, "does not loop back to start") || has(msg, "does not contain rank"))
-    return make("nccl_internal_error", msg, "ranks computed inconsistent rings");
   if (has(msg, "Connection refused") || has(msg, "Software caused connection abort") ||
       has(msg, "Connection timed out") || has(msg, "No route to host") ||
-      has(msg, "Network is unreachable") || has(msg, "socketPollConnect") ||
-      has(msg, "socketStartConnect") || has(msg, "Accept failed"))
+      has(msg, "Network is unreachable"))
     return make("connect_failed", msg);
-  if (has(msg, "Cuda failure") || has(msg, "CUDA error") || has(msg, "unhandled cuda error") ||
-      has(msg, "ncclUnhandledCudaError") ||
-      has(msg, "CUDA IPC handle"))  // p2p.cc: "failed to open CUDA IPC handle : 217 peer access"
+  // 2.4-2.17 net_socket.cc after a failed send/recv of the socket transport.
+  if (has(msg, "socket progress error")) return make("nccl_system_error", msg);
+  return std::nullopt;
+}
+
+// NCCL's own consistency checks of the topology and the rings every rank computed ("ring 0 does
+// not loop back to start (14 != 0)", "Rank 2 has no transport for recv peer 5"): NCCL returns
+// ncclInternalError; the ranks saw different topologies (NCCL_HOSTID, mixed versions or settings).
+std::optional<ClassifiedMessage> classify_internal(sv msg) {
+  if (has(msg, "does not loop back to start") || has(msg, "does not contain rank"))
+    return make("nccl_internal_error", msg, "ranks computed inconsistent rings");
+  if (has(msg, "no transport for") || has(msg, "No transport found") ||
+      // The ranks on one node disagree on who is local (NCCL_HOSTID, duplicate host names).
+      has(msg, "Failed to determine") || has(msg, "not found in the list of system hostHashes") ||
+      has(msg, "Internal error") || has(msg, "could not find CPU") ||
+      has(msg, "Could not find any local path") || has(msg, "No path computed"))
+    return make("nccl_internal_error", msg);
+  return std::nullopt;
+}
+
+// CUDA, NVML and the OS under NCCL.
+std::optional<ClassifiedMessage> classify_host(sv msg) {
+  // checks.h "Cuda failure 'x'" / "Cuda failure N 'x'"; cudawrap.cc ("Failed to create CUDA
+  // context", "Failed to find CUDA library", "cuDriverGetVersion failed", "CUDA Driver version
+  // found is N. Minimum requirement is M"); p2p.cc ("failed to open CUDA IPC handle", "failed to
+  // peer with device", "cudaIpcGetMemHandle failed"); NVLS ("CUDA error 1 'invalid argument'").
+  if (has(msg, "Cuda failure") || has(msg, "unhandled cuda error") ||
+      has(msg, "ncclUnhandledCudaError") || has(msg, "failed to peer with device") ||
+      ((has_ci(msg, "cuda") || has(msg, "cuDriver") || has(msg, "cuMem")) &&
+       !has(msg, "NET/") &&  // a net plugin's CUDA trouble is the plugin failing to start
+       (has_ci(msg, "fail") || has_ci(msg, "error") || has(msg, "Minimum requirement") ||
+        has(msg, "older than the minimum version") || has(msg, "CUDA IPC handle"))))
     return make("cuda_error", msg);
+  // NVML ("nvmlInit_v2() failed: Driver Not Loaded", "Failed to open libnvidia-ml.so.1"), sysfs
+  // during topology detection, a topology file, the IMEX channels of MNNVL, threads.
+  if (((has_ci(msg, "nvml") || has(msg, "libnvidia-ml")) &&
+       (has_ci(msg, "fail") || has(msg, "Failed to open"))) ||
+      has(msg, "Could not find real path") || has(msg, "Could not open XML") ||
+      (has(msg, "MNNVL") && has(msg, "not working")) || has(msg, "Thread creation failed"))
+    return make("nccl_system_error", msg);
+  return std::nullopt;
+}
+
+// Net plugins failing to start, and NCCL's proxy threads.
+std::optional<ClassifiedMessage> classify_plugin_proxy(sv msg) {
   // benign_plugin_line() has already let through the "not found, using internal" probing.
-  if ((has(msg, "NET/Plugin") || has(msg, "NET/OFI")) &&
-      (has_ci(msg, "fail") || has_ci(msg, "unable") || has_ci(msg, "error") ||
-       has(msg, "returned") || has(msg, "undefined symbol") || has(msg, "Couldn't")))
+  if (((has(msg, "NET/Plugin") || has(msg, "NET/OFI")) &&
+       (has_ci(msg, "fail") || has_ci(msg, "unable") || has_ci(msg, "error") ||
+        has(msg, "returned") || has(msg, "undefined symbol") || has(msg, "Couldn't"))) ||
+      has(msg, "Failed to initialize any NET plugin"))
     return make("plugin_init_failed", msg);
   // A proxy's Connect that failed with a system error (2) is the transport's connect failing;
   // with a remote error (6) it only saw the peer go (nccl_795: a Broken pipe before it).
   if ((has(msg, "operation=Connect") || has(msg, "operation Connect")) &&
       (has(msg, "res=2,") || has(msg, "retcode 2")))
     return make("connect_failed", msg);
-  if (has(msg, "[Proxy Service") || has(msg, "Socket recv failed while polling") ||
-      has(msg, "Could not receive type from localRank") ||
-      has(msg, "Error encountered progressing operation"))
+  // proxy.cc: "[Proxy Service N] Failed to execute operation", "[Service thread] ...", "Proxy Call
+  // to rank N failed", "ncclProxyCallBlockingUDS|ncclProxyClientGetFd ... failed : N".
+  if (has(msg, "[Proxy Service") || has(msg, "[Service thread]") ||
+      has(msg, "Socket recv failed while polling") || has(msg, "Proxy Call to rank") ||
+      ((has(msg, "ncclProxyCall") || has(msg, "ncclProxyClient")) && has(msg, "failed")))
     return make("proxy_failed", msg);
   return std::nullopt;
 }
 
-// PyTorch's and nccl-tests' summaries: they wrap an error told on another line.
-std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
-  if (has(msg, "Watchdog caught collective operation timeout") || has(msg, "watchdog got stuck")) {
-    const size_t w = msg.find("WorkNCCL(");
-    // "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ..., Timeout(ms)=600000)": the ')' of "(ms)" is not
-    // the end.
-    const size_t t = w == sv::npos ? sv::npos : msg.find("Timeout(ms)", w);
-    const size_t e = w == sv::npos ? sv::npos : msg.find(')', t == sv::npos ? w : t + 11);
-    return make("watchdog_timeout", msg,
-                e == sv::npos ? std::string() : std::string(msg.substr(w, e + 1 - w)));
-  }
-  if (has(msg, "store->get(") || (has(msg, "ncclUniqueId") && has_ci(msg, "timeout")))
-    return make("bootstrap_failed", msg);
-  if (has(msg, "ncclRemoteError") || has(msg, "remote process exited or there was a network error"))
-    return make("nccl_remote_error", msg);
-  if (has(msg, "ncclSystemError") || has(msg, "unhandled system error"))
-    return make("nccl_system_error", msg);
-  if (has(msg, "ncclUnhandledCudaError") || has(msg, "unhandled cuda error") ||
-      has(msg, "Test CUDA failure") ||  // nccl-tests' own CUDA call failed
-      // "[Rank 0] NCCL watchdog thread terminated with exception: CUDA error: an illegal memory
-      // access was encountered": the watchdog met a CUDA error, not a timeout.
-      has(msg, "CUDA error: "))
-    return make("cuda_error", msg);
-  if (has(msg, "ncclInvalidUsage") || has(msg, "ncclInvalidArgument") ||
-      (has(msg, "NCCL error") && has(msg, "invalid usage")))
-    return make("nccl_invalid_usage", msg);
-  if (has(msg, "ncclInternalError") || (has(msg, "NCCL error") && has(msg, "internal error")) ||
-      (has(msg, "Test NCCL failure") && has(msg, "internal error")))
-    return make("nccl_internal_error", msg);
+// Rules for text that states an error by itself: NCCL WARN lines and `Last error:` lines.
+std::optional<ClassifiedMessage> classify_error_text(sv msg) {
+  if (auto c = classify_resources(msg)) return c;
+  if (auto c = classify_usage(msg)) return c;
+  if (auto c = classify_verbs(msg)) return c;
+  if (auto c = classify_socket(msg)) return c;
+  if (auto c = classify_internal(msg)) return c;
+  if (auto c = classify_host(msg)) return c;
+  if (auto c = classify_plugin_proxy(msg)) return c;
+  // The last word: a system call that failed with its errno text (socket(), accept(), open()).
+  for (sv errno_text :
+       {sv("Too many open files"), sv("Resource temporarily unavailable"),
+        sv("Interrupted system call"), sv("Bad file descriptor"), sv("Permission denied"),
+        sv("Operation not permitted"), sv("Input/output error"), sv("No space left on device")})
+    if (has(msg, errno_text)) return make("nccl_system_error", msg, std::string(errno_text));
   return std::nullopt;
 }
 
@@ -232,6 +310,7 @@ std::optional<ClassifiedMessage> classify_message(sv msg, LineSource source, boo
     return std::nullopt;
   if (benign_plugin_line(msg)) return std::nullopt;
   if (source == LineSource::kNcclWarn || last_error) {
+    if (benign_warning(msg)) return std::nullopt;
     if (auto c = classify_error_text(msg)) return c;
     if (auto c = classify_wrapper_text(msg)) return c;
     if (source == LineSource::kNcclWarn) return make("nccl_warning", msg);
@@ -248,6 +327,19 @@ std::optional<ClassifiedMessage> classify_message(sv msg, LineSource source, boo
     return std::nullopt;
   }
   return classify_wrapper_text(msg);
+}
+
+const char* kind_of_source_file(sv file) {
+  // "graph/xml.cc:637", "misc/nvmlwrap.cc:70", "include/alloc.h:48": where NCCL's WARN call is.
+  const auto in = [&](sv part) { return file.find(part) != sv::npos; };
+  if (in("cudawrap")) return "cuda_error";
+  if (in("nvmlwrap")) return "nccl_system_error";
+  if (in("shmutils") || in("transport/shm.")) return "shm_exhausted";
+  if (in("include/alloc.h")) return "out_of_memory";
+  if (in("bootstrap.c")) return "bootstrap_failed";
+  if (in("proxy.c")) return "proxy_failed";
+  if (in("graph/")) return "nccl_internal_error";
+  return nullptr;
 }
 
 int trace_return_code(sv msg) {

@@ -22,6 +22,19 @@ struct ClassifiedMessage {
 std::optional<ClassifiedMessage> classify_message(std::string_view msg, LineSource source,
                                                   bool last_error);
 
+// A WARN that NCCL carries on from: a setting it corrected, an optional feature it turned off,
+// an HCA event that is no error ("Got non-fatal async event", "port active", "GID table changed").
+bool benign_warning(std::string_view msg);
+
+// PyTorch's, Gloo's and nccl-tests' texts, and NCCL's own summaries (ncclSystemError, "unhandled
+// cuda error"): they wrap an error told elsewhere, or tell c10d's own rendezvous failing
+// (nccl_log_classify_torch.cc).
+std::optional<ClassifiedMessage> classify_wrapper_text(std::string_view msg);
+
+// The kind of an unclassified WARN by where NCCL's call is ("graph/xml.cc:637": topology
+// detection; "misc/nvmlwrap.cc:70": NVML); null when the file says nothing more than the text.
+const char* kind_of_source_file(std::string_view file);
+
 // "file.cc:123 -> 6": NCCL's error trace at INFO level, with the ncclResult_t code; 0 when the
 // message is not such a line.
 int trace_return_code(std::string_view msg);

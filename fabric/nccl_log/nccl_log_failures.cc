@@ -15,11 +15,15 @@ void FailureBook::add(const NcclLogError& e, std::vector<NcclLogError>* kept) {
     Group g;
     g.kind = e.kind;
     g.first = e;
+    g.first_said = e;
     g.first_timed = e;
     g.time_format = e.time_format;
     groups_.push_back(std::move(g));
   }
   Group& g = groups_[it->second];
+  // An exception quoting a CUDA error, printed before the WARN of the host that had it (Ray and
+  // other launchers interleave streams): the WARN names who said it.
+  if (!fresh && g.first_said.wrapped && !e.wrapped) g.first_said = e;
   ++g.count;
   if (e.time_format == 0 || e.time_format != g.time_format) g.timed = false;
   if (g.timed && e.time_s < g.first_timed.time_s) g.first_timed = e;
@@ -70,7 +74,7 @@ void FailureBook::finish(NcclLogSummary& s) const {
     return a->first.order < b->first.order;
   });
   for (const Group* g : order) {
-    const NcclLogError& first = by_time && g->timed ? g->first_timed : g->first;
+    const NcclLogError& first = by_time && g->timed ? g->first_timed : g->first_said;
     auto at = std::find_if(s.errors.begin(), s.errors.end(),
                            [&](const NcclLogError& e) { return e.order == first.order; });
     if (at == s.errors.end()) {

@@ -25,6 +25,9 @@ class FailureBook {
     std::string kind;
     int count = 0;
     NcclLogError first;        // by position
+    // The first by position that NCCL said itself (first when that one was NCCL's, or when no
+    // NCCL line of the kind came): who to name when the times do not decide.
+    NcclLogError first_said;
     NcclLogError first_timed;  // by time, when every error of the kind has one of one format
     bool timed = true;
     int time_format = 0;

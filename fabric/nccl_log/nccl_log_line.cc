@@ -5,146 +5,13 @@
 
 #include <cctype>
 
+#include "fabric/nccl_log/nccl_log_scan.h"
+#include "fabric/nccl_log/nccl_log_time.h"
+
 namespace fabkit::nccl_log {
 namespace {
 
-using sv = std::string_view;
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-void skip_spaces(sv& s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
-    s.remove_prefix(1);
-}
-
-// Reads up to `max` digits; false when there is none.
-bool read_int(sv& s, long* v, size_t max = 18) {
-  size_t i = 0;
-  long x = 0;
-  while (i < s.size() && i < max && is_digit(s[i])) x = x * 10 + (s[i++] - '0');
-  if (i == 0) return false;
-  *v = x;
-  s.remove_prefix(i);
-  return true;
-}
-
-bool eat(sv& s, char c) {
-  if (s.empty() || s.front() != c) return false;
-  s.remove_prefix(1);
-  return true;
-}
-
-// Howard Hinnant's days_from_civil: days since 1970-01-01 of a proleptic Gregorian date.
-long days_from_civil(long y, long m, long d) {
-  y -= m <= 2;
-  const long era = (y >= 0 ? y : y - 399) / 400;
-  const long yoe = y - era * 400;
-  const long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-// "HH:MM[:SS[.frac]]" -> seconds of the day.
-bool read_clock(sv& s, double* secs) {
-  sv t = s;
-  long h, m, sec = 0;
-  if (!read_int(t, &h, 2) || !eat(t, ':') || !read_int(t, &m, 2)) return false;
-  double frac = 0;
-  if (eat(t, ':')) {
-    if (!read_int(t, &sec, 2)) return false;
-    if (!t.empty() && (t.front() == '.' || t.front() == ',')) {
-      t.remove_prefix(1);
-      double scale = 0.1;
-      while (!t.empty() && is_digit(t.front())) {
-        frac += (t.front() - '0') * scale;
-        scale /= 10;
-        t.remove_prefix(1);
-      }
-    }
-  }
-  *secs = h * 3600.0 + m * 60.0 + sec + frac;
-  s = t;
-  return true;
-}
-
-// "2025-11-24T03:20:21.001Z", "2025-02-18 12:54", "2024-11-28T07:42:11.525+02:00".
-bool read_iso_time(sv& s, double* epoch_s) {
-  sv t = s;
-  long y, mo, d;
-  if (t.size() < 10 || !read_int(t, &y, 4) || !eat(t, '-') || !read_int(t, &mo, 2) ||
-      !eat(t, '-') || !read_int(t, &d, 2))
-    return false;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31) return false;
-  double secs = 0;
-  if (!t.empty() && (t.front() == 'T' || t.front() == ' ')) {
-    sv c = t.substr(1);
-    if (read_clock(c, &secs)) t = c;
-  }
-  if (eat(t, 'Z')) {
-  } else if (!t.empty() && (t.front() == '+' || t.front() == '-') && t.size() >= 3 &&
-             is_digit(t[1])) {
-    const double sign = t.front() == '+' ? -1 : 1;  // 12:00+02:00 is 10:00Z
-    t.remove_prefix(1);
-    long oh = 0, om = 0;
-    read_int(t, &oh, 2);
-    eat(t, ':');
-    read_int(t, &om, 2);
-    secs += sign * (oh * 3600.0 + om * 60.0);
-  }
-  *epoch_s = days_from_civil(y, mo, d) * 86400.0 + secs;
-  s = t;
-  return true;
-}
-
-// glog: "E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607" or "E ProcessGroupNCCL.cpp:458"
-// (the bracket already removed). Month-day time without a year.
-bool read_glog_head(sv body, LineOrigin& o) {
-  if (body.size() < 3) return false;
-  const char sev = body.front();
-  if (sev != 'E' && sev != 'W' && sev != 'I' && sev != 'F') return false;
-  sv t = body.substr(1);
-  if (!t.empty() && is_digit(t.front())) {
-    long mmdd;
-    if (!read_int(t, &mmdd, 4) || !eat(t, ' ')) return false;
-    double secs;
-    if (!read_clock(t, &secs)) return false;
-    o.time_s = ((mmdd / 100) * 31 + mmdd % 100) * 86400.0 + secs;
-    o.time_format = TimeFormat::kGlogNoYear;
-  }
-  skip_spaces(t);
-  // The source file: "ProcessGroupNCCL.cpp:607", "socket.cpp:676", "debug.cpp:49".
-  const size_t colon = t.find(':');
-  return colon != sv::npos && t.substr(0, colon).find(".c") != sv::npos;
-}
-
-bool starts_with(sv s, sv p) { return s.substr(0, p.size()) == p; }
-
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-// ctime's "Fri Aug 11 12:31:45 2023", which Open MPI's --timestamp-output writes in front of
-// its "[1,0]<stdout>:" tag.
-bool read_ctime(sv& s, double* epoch_s) {
-  static constexpr sv kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
-  sv t = s;
-  if (t.size() < 24 || !is_alpha(t[0]) || !is_alpha(t[1]) || !is_alpha(t[2]) || t[3] != ' ')
-    return false;
-  const size_t m = kMonths.find(t.substr(4, 3));
-  if (m == sv::npos || m % 3 != 0 || t[7] != ' ') return false;
-  t.remove_prefix(8);
-  skip_spaces(t);
-  long d, y;
-  double secs;
-  if (!read_int(t, &d, 2) || !eat(t, ' ') || !read_clock(t, &secs) || !eat(t, ' ') ||
-      !read_int(t, &y, 4))
-    return false;
-  *epoch_s = days_from_civil(y, static_cast<long>(m / 3 + 1), d) * 86400.0 + secs;
-  s = t;
-  return true;
-}
-
-bool is_name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
-}
+using namespace scan;
 
 // NCCL's source location alone: "include/socket.h:344", "transport/net_ib.cu:781".
 bool is_source_location(sv tok) {
@@ -245,6 +112,10 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
     if (read_ctime(t, &secs)) {
       o.time_s = secs;
       o.time_format = TimeFormat::kAbsolute;
+      s = t;
+      return true;
+    }
+    if (read_syslog_time(t, o)) {  // journalctl / syslog "Nov 24 03:20:21 "
       s = t;
       return true;
     }
@@ -351,6 +222,17 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
       s = after.substr(1);
       return true;
     }
+    // kubectl logs --prefix: "[pod/trainer-worker-0/pytorch] ".
+    if (starts_with(body, "pod/") && body.find(' ') == sv::npos && starts_with(after, " ")) {
+      o.label = std::string(body.substr(4));
+      s = after;
+      return true;
+    }
+    t = body;
+    if (read_clock(t, &secs) && t.empty()) {  // "[03:20:21] ": a time of day alone orders nothing
+      s = after;
+      return true;
+    }
     return false;
   }
   // pdsh/clush "host: " in front of an NCCL line.
@@ -360,6 +242,30 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
       (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '-' || s[i] == '_'))
     ++i;
   const sv token = s.substr(0, i);
+  {  // docker compose "trainer-1  | " (the service's name padded to the widest one)
+    size_t j = i;
+    while (j < s.size() && s[j] == ' ') ++j;
+    if (i > 0 && j > i && j + 1 < s.size() && s[j] == '|' && s[j + 1] == ' ') {
+      o.label = std::string(token);
+      s.remove_prefix(j + 2);
+      return true;
+    }
+  }
+  {  // journald/syslog's "host tag[pid]: " after its time ("gpu-a1 python[4021]: ")
+    sv t = s.substr(i);
+    size_t k = 1;
+    if (i > 0 && eat(t, ' ')) {
+      while (k <= t.size() && k < 128 && is_name_char(t[k - 1])) ++k;
+      sv rest = t.substr(k - 1);
+      long pid;
+      if (k > 1 && eat(rest, '[') && read_int(rest, &pid, 9) && eat(rest, ']') &&
+          starts_with(rest, ": ")) {
+        if (o.host.empty()) o.host = std::string(token);
+        s = rest.substr(2);
+        return true;
+      }
+    }
+  }
   // Not a Python exception's class ("RuntimeError: NCCL error in: ...").
   const auto ends_with = [&](sv suffix) {
     return token.size() > suffix.size() && token.substr(token.size() - suffix.size()) == suffix;

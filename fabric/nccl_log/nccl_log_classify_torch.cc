@@ -1,0 +1,98 @@
+// PyTorch's texts around NCCL: ProcessGroupNCCL's watchdog and its exceptions (NCCLUtils'
+// "NCCL error in: ..., <ncclGetErrorString text>, NCCL version X" and "ncclXError: ..." details),
+// c10d's own rendezvous (TCPStore.cpp, socket.cpp: DistStoreError, DistNetworkError; Utils.hpp's
+// recvBytes/sendBytes), Gloo's TCP pairs, and nccl-tests' failures. These either wrap an error
+// told on another line (the failure tiers in nccl_failure_kinds.h rank them below it) or report
+// the store that every NCCL communicator's unique id goes through.
+#include "fabric/nccl_log/nccl_log_classify.h"
+#include "fabric/nccl_log/nccl_log_match.h"
+
+namespace fabkit::nccl_log {
+namespace {
+
+using namespace match;
+
+// c10d's rendezvous and Gloo: the exception class or the component tag says whose text it is.
+std::optional<ClassifiedMessage> classify_c10d_text(sv msg) {
+  const bool gloo = has(msg, "gloo") || has(msg, "Gloo");
+  const bool store = has(msg, "DistStoreError") || has(msg, "DistNetworkError") ||
+                     has(msg, "[c10d]") || has(msg, "TCPStore") || has(msg, "Stop_waiting");
+  if (!gloo && !store) return std::nullopt;
+  // socket.cpp tries every address of MASTER_ADDR and warns for each one that fails ("The client
+  // socket has failed to connect to [node1]:29500 (errno: 111 ...)", "cannot be initialized to
+  // connect to [localhost]:29500 (errno: 97 ...)") while it retries: only its final error counts.
+  if (has(msg, "cannot be initialized to connect") ||
+      (has(msg, "has failed to connect to [") && !has(msg, "any network address")))
+    return std::nullopt;
+  if (has(msg, "got 0 bytes") || has(msg, "Connection was likely closed") ||
+      has(msg, "Connection closed by peer"))
+    return make("peer_closed", msg);
+  if (has(msg, "Connection reset by peer")) return make("peer_reset", msg);
+  if (has(msg, "Broken pipe")) return make("broken_pipe", msg);
+  if (gloo) {
+    if (has(msg, "connectFullMesh") || has(msg, "Connection refused"))
+      return make("connect_failed", msg);
+    // unbound_buffer.cc: "Timed out waiting 1800000ms for recv operation to complete".
+    if (has(msg, "Timed out waiting"))
+      return make("watchdog_timeout", msg, "Gloo operation timed out");
+    return std::nullopt;
+  }
+  // The store is where every rank meets rank 0 (MASTER_ADDR:MASTER_PORT) and fetches NCCL's
+  // unique id: a store that cannot be reached, bound or waited on is a bootstrap failure.
+  if (has(msg, "DistStoreError") || has(msg, "client socket has timed out") ||
+      has(msg, "any network address") || has(msg, "server socket has failed") ||
+      has(msg, "waiting for clients") || has(msg, "wait timeout") || has(msg, "Socket Timeout") ||
+      has(msg, "Stop_waiting"))
+    return make("bootstrap_failed", msg);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
+  // ProcessGroupNCCL's watchdog: a collective past its timeout ("Watchdog caught collective
+  // operation timeout: WorkNCCL(...)", "Timeout at NCCL work: 77"), or the watchdog itself stuck
+  // ("Heartbeat monitor timed out!", "watchdog got stuck"). Its "Exception (either an error or
+  // timeout) detected by watchdog at work: N" follows either and names neither.
+  if (has(msg, "Watchdog caught collective operation timeout") || has(msg, "watchdog got stuck") ||
+      has(msg, "Heartbeat monitor timed out") || has(msg, "Timeout at NCCL work") ||
+      // Another rank's watchdog timed out and asked this one to dump its state.
+      has(msg, "dump signal due to a collective timeout")) {
+    const size_t w = msg.find("WorkNCCL(");
+    // "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ..., Timeout(ms)=600000)": the ')' of "(ms)" is not
+    // the end.
+    const size_t t = w == sv::npos ? sv::npos : msg.find("Timeout(ms)", w);
+    const size_t e = w == sv::npos ? sv::npos : msg.find(')', t == sv::npos ? w : t + 11);
+    return make("watchdog_timeout", msg,
+                e == sv::npos ? std::string() : std::string(msg.substr(w, e + 1 - w)));
+  }
+  if (has(msg, "store->get(") || (has(msg, "ncclUniqueId") && has_ci(msg, "timeout")) ||
+      has(msg, "NCCL timeout in communicator initialization"))
+    return make("bootstrap_failed", msg);
+  // NCCL's return codes, by name (NCCLUtils' "ncclRemoteError: ...") or by ncclGetErrorString's
+  // text ("remote process exited or there was a network error", "unhandled system error").
+  if (has(msg, "ncclRemoteError") || has(msg, "remote process exited or there was a network error"))
+    return make("nccl_remote_error", msg);
+  if (has(msg, "ncclSystemError") || has(msg, "unhandled system error"))
+    return make("nccl_system_error", msg);
+  // nccl-tests' "Test CUDA failure common.cu:891 'out of memory'", PyTorch's "CUDA error: out of
+  // memory": the allocation, not CUDA, failed.
+  if (has(msg, "out of memory") && (has(msg, "Test CUDA failure") || has(msg, "CUDA error")))
+    return make("out_of_memory", msg);
+  if (has(msg, "Test timeout (")) return make("watchdog_timeout", msg, "nccl-tests timeout");
+  if (has(msg, "ncclUnhandledCudaError") || has(msg, "unhandled cuda error") ||
+      has(msg, "Test CUDA failure") ||  // nccl-tests' own CUDA call failed
+      // "[Rank 0] NCCL watchdog thread terminated with exception: CUDA error: an illegal memory
+      // access was encountered": the watchdog met a CUDA error, not a timeout.
+      has(msg, "CUDA error: "))
+    return make("cuda_error", msg);
+  if (has(msg, "ncclInvalidUsage") || has(msg, "ncclInvalidArgument") ||
+      (has(msg, "NCCL error") && (has(msg, "invalid usage") || has(msg, "invalid argument"))))
+    return make("nccl_invalid_usage", msg);
+  if (has(msg, "ncclInternalError") || (has(msg, "NCCL error") && has(msg, "internal error")) ||
+      (has(msg, "Test NCCL failure") && has(msg, "internal error")))
+    return make("nccl_internal_error", msg);
+  return classify_c10d_text(msg);
+}
+
+}  // namespace fabkit::nccl_log

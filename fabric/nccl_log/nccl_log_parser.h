@@ -1,0 +1,99 @@
+// The parser's state across the lines of one or more logs: what each process printed and what
+// decides the network. Shared by nccl_log_parse.cc (reading lines, errors, the cause) and
+// nccl_log_network.cc (NCCL's init facts and the network decision). Internal to fabric/nccl_log.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fabric/nccl_log/nccl_log.h"
+#include "fabric/nccl_log/nccl_log_classify.h"
+#include "fabric/nccl_log/nccl_log_failures.h"
+#include "fabric/nccl_log/nccl_log_line.h"
+
+namespace fabkit::nccl_log::detail {
+
+using sv = std::string_view;
+
+inline bool has(sv s, sv sub) { return s.find(sub) != sv::npos; }
+inline bool starts(sv s, sv p) { return s.substr(0, p.size()) == p; }
+
+// What one process printed that decides the network or explains its failure.
+struct Process {
+  size_t view = SIZE_MAX;  // index into s.ranks, or SIZE_MAX when past the cap
+  std::optional<int> ib_using_line, last_socket_using_line;
+  bool has_error = false;
+  int info_lines = 0;           // NCCL INFO lines: with them, a failed call leaves an error trace
+  int last_plain_warning = -1;  // index into plain_warnings_ of its latest unruled WARN
+  int trace_code = 0, trace_line = 0;
+  std::string trace_text;
+  bool trace_bootstrap = false;
+  std::string source;
+  std::string host;
+  std::optional<int> rank;
+  long order = 0;
+};
+
+class Parser {
+ public:
+  void feed(const std::string& source, const std::string& text);
+  NcclLogSummary finish();
+
+ private:
+  void line(const std::string& source, int lineno, sv raw);
+  void nccl_facts(const LogLine& l, const std::string& msg, int lineno, Process* p);
+  void infer_from_error(const ClassifiedMessage& c, sv msg, int lineno);
+  Process* process_of(const LogLine& l, const std::string& source);
+  Process* lookup_process(const LogLine& l, const std::string& source);
+  void add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
+                 const std::string& source, int lineno, sv text);
+  static bool c10d_line(sv raw);
+  void book_error(NcclLogError e, Process* p);
+  void continue_wrap(const LogLine& l, sv raw);
+  // The network NCCL used, from the facts gathered (nccl_log_network.cc); in finish().
+  void decide_network();
+
+  NcclLogSummary s_;
+  std::set<int> net_devices_used_;
+  std::optional<int> using_network_line_, ib_using_line_, socket_using_line_, ib_no_device_line_;
+  std::optional<std::string> inferred_network_, inferred_evidence_;
+  std::map<std::string, Process> processes_;
+  std::vector<std::string> process_order_;
+  bool last_error_pending_ = false;
+  // A PyTorch glog line the terminal wrapped: its text so far, joined with the unprefixed lines
+  // that follow it until they say something (at most kMaxWrapLines lines).
+  std::string wrap_text_;
+  LogLine wrap_line_;
+  Process* wrap_process_ = nullptr;
+  std::string wrap_source_;
+  int wrap_lineno_ = 0, wrap_lines_ = 0;
+  // Unclassified WARNs of processes that printed INFO lines: a failure only if that process
+  // also printed NCCL's error trace (finish() decides).
+  struct PlainWarning {
+    NcclLogError error;
+    Process* process;
+    int trace_code;         // the first error trace its process printed after it; 0: none
+    const char* file_kind;  // kind_of_source_file() of the WARN's "file.cc:N"; null: none
+    std::string file;       // that "file.cc:N"
+  };
+  std::vector<PlainWarning> plain_warnings_;
+  std::optional<std::string> plugin_net_name_;  // "FastSocket" of a plugin's "NET/FastSocket :"
+  // The process of the previous line (process_of's cache).
+  Process* cached_ = nullptr;
+  const std::string* cached_source_ = nullptr;
+  long cached_pid_ = -1;
+  std::string cached_host_, cached_label_;
+  std::optional<int> cached_rank_;
+  int cached_dev_ = -1;
+  bool ofi_network_named_ = false;  // a line says "... is AWS Libfabric" / "via NET/AWS Libfabric"
+  LineOrigin last_origin_;          // the origin of the latest line that had one
+  Process* last_process_ = nullptr;
+  long order_ = 0;
+  FailureBook book_;
+};
+
+}  // namespace fabkit::nccl_log::detail
