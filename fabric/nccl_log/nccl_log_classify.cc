@@ -70,7 +70,9 @@ bool benign_warning(sv msg) {
          has_ci(msg, "GID table change") || has_ci(msg, "LID change") ||
          has(msg, "Cannot initialize CollNet") || has(msg, "is being ignored") ||
          has(msg, "maximum allowed, setting") || has(msg, "defaulting to") ||
-         has(msg, "Limiting value to") || has(msg, "cap it to") || has(msg, ", ignoring");
+         has(msg, "Limiting value to") || has(msg, "cap it to") || has(msg, ", ignoring") ||
+         // graph/search.cc: no path for a ring/tree pattern, NCCL uses the simple order instead.
+         has(msg, "falling back to simple order");
 }
 
 namespace {
@@ -300,13 +302,26 @@ bool benign_plugin_line(sv msg) {
          has(msg, "Using internal");
 }
 
+bool last_connect_retry(sv msg) {
+  const size_t at = msg.find("retrying (");
+  if (at == sv::npos || !has_ci(msg.substr(0, at), "connect")) return false;
+  size_t i = at + 10;
+  long done = 0, of = 0;
+  int digits = 0;
+  while (i < msg.size() && is_digit(msg[i]) && digits < 6) done = done * 10 + (msg[i++] - '0'), ++digits;
+  if (digits == 0 || i >= msg.size() || msg[i++] != '/') return false;
+  digits = 0;
+  while (i < msg.size() && is_digit(msg[i]) && digits < 6) of = of * 10 + (msg[i++] - '0'), ++digits;
+  return digits > 0 && i < msg.size() && msg[i] == ')' && of > 0 && done >= of;
+}
+
 }  // namespace
 
 std::optional<ClassifiedMessage> classify_message(sv msg, LineSource source, bool last_error) {
   if (msg.empty()) return std::nullopt;
   // Most INFO lines state nothing wrong: only these words can (this runs on every line).
   if (source == LineSource::kNcclInfo && !last_error && !has(msg, "ibv_") && !has(msg, "NET/") &&
-      !has(msg, "libibverbs"))
+      !has(msg, "libibverbs") && !has(msg, "retrying ("))
     return std::nullopt;
   if (benign_plugin_line(msg)) return std::nullopt;
   if (source == LineSource::kNcclWarn || last_error) {
@@ -317,6 +332,10 @@ std::optional<ClassifiedMessage> classify_message(sv msg, LineSource source, boo
     return std::nullopt;
   }
   if (source == LineSource::kNcclInfo) {
+    // NCCL 2.19+ logs each connect retry at INFO ("socketPollConnect: connect returned No route to
+    // host, retrying (34/34) after sleep for 3400 msec"); the last of them is the connect that
+    // failed, even where the WARN after it was not pasted. Earlier retries may still succeed.
+    if (last_connect_retry(msg)) return make("connect_failed", msg);
     // INFO lines that still state a failure (NCCL >= 2.19 logs a missing libibverbs at INFO;
     // plugin loaders and the IB transport report failed calls at INFO in some versions).
     const bool verbs_fail = has(msg, "ibv_") && has_ci(msg, "failed");

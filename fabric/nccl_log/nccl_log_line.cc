@@ -62,6 +62,11 @@ void parse_nccl_prefix(sv head, LogLine& out) {
   sv first = head.substr(0, sp);
   sv rest = sp == sv::npos ? sv() : head.substr(sp + 1);
   if (!split_host_pid_tid(first, out.origin)) {
+    // "graph/topo.h:230 NCCL WARN ...": a quote kept NCCL's source location without the host.
+    if (is_source_location(first) && rest.empty()) {
+      out.nccl_file = first;
+      return;
+    }
     // "host:XXXXXX" or "host:xxx:xxx": a poster masked the pid and tid; host names have no ':'.
     if (!first.empty() && first.front() != '[')
       out.origin.host = std::string(first.substr(0, first.find(':')));
@@ -282,6 +287,19 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
   return false;
 }
 
+// Ray's log deduplication appends " [repeated 15x across cluster]" to a line that several
+// workers printed; the words are Ray's, not NCCL's (a network name read up to the line's end
+// would keep them).
+void strip_ray_repeat_suffix(sv& msg) {
+  constexpr sv kTail = "x across cluster]";
+  if (msg.size() < kTail.size() || msg.substr(msg.size() - kTail.size()) != kTail) return;
+  const size_t open = msg.rfind(" [repeated ");
+  if (open == sv::npos) return;
+  for (size_t i = open + 11; i < msg.size() - kTail.size(); ++i)
+    if (!is_digit(msg[i])) return;
+  msg = msg.substr(0, open);
+}
+
 }  // namespace
 
 LogLine split_log_line(std::string_view line) {
@@ -340,6 +358,7 @@ LogLine split_log_line(std::string_view line) {
   while (!out.msg.empty() &&
          (out.msg.back() == ' ' || out.msg.back() == '\r' || out.msg.back() == '\t'))
     out.msg.remove_suffix(1);
+  strip_ray_repeat_suffix(out.msg);
   if (out.msg.size() >= 2 && out.msg.substr(out.msg.size() - 2) == "**") out.msg.remove_suffix(2);
   return out;
 }
