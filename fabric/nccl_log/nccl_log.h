@@ -33,6 +33,10 @@ struct NcclLogError {
   // Told by a framework's text (an exception, a glog line) rather than by NCCL's own INFO/WARN
   // line: of two errors of one kind, NCCL's line says who had it (not serialised).
   bool wrapped = false;
+  // A `Last error:` text that explains an exception's return-code summary ("unhandled system
+  // error ... Last error: [Service thread] ..."): that summary's `order`; 0 when none. Of two
+  // kinds of one tier, the explanation names the cause (not serialised).
+  long explains = 0;
 };
 
 // The errors of one kind, with the first that said it: the unit the judge and reports speak of.

@@ -109,7 +109,8 @@ std::optional<ClassifiedMessage> classify_usage(sv msg) {
       has(msg, "posted incorrect receive info") || has(msg, "incompatible devices") ||
       has(msg, "is incompatible with the local") || has(msg, "Mismatched NCCL version") ||
       has(msg, "version mismatch") || has(msg, "before the previous operation returned") ||
-      has(msg, "has already been destroyed") || has(msg, "No algorithm/protocol available") ||
+      has(msg, "has already been destroyed") ||
+      (has(msg, "No algorithm/protocol available") && !has(msg, "Error : no algorithm")) ||
       has(msg, "mismatchs with NCCL device") || has(msg, "is not a valid pointer") ||
       has(msg, "argument is NULL") || has(msg, " : invalid type") || has(msg, " : invalid root") ||
       has(msg, " : invalid reduction") || msg.substr(0, 8) == "Invalid " ||
@@ -277,6 +278,10 @@ std::optional<ClassifiedMessage> classify_plugin_proxy(sv msg) {
 
 // Rules for text that states an error by itself: NCCL WARN lines and `Last error:` lines.
 std::optional<ClassifiedMessage> classify_error_text(sv msg) {
+  // enqueue.cc before 2.13: "Error : no algorithm/protocol available", returned as
+  // ncclInternalError (later versions say "No algorithm/protocol available for function ..." and
+  // return ncclInvalidUsage, classify_usage).
+  if (has(msg, "Error : no algorithm/protocol available")) return make("nccl_internal_error", msg);
   if (auto c = classify_resources(msg)) return c;
   if (auto c = classify_usage(msg)) return c;
   if (auto c = classify_verbs(msg)) return c;
@@ -345,6 +350,10 @@ std::optional<ClassifiedMessage> classify_message(sv msg, LineSource source, boo
       return classify_error_text(msg);
     return std::nullopt;
   }
+  // A quote that kept only NCCL's message, without its prefix ("NET/IBP:Got completion from peer
+  // ... with status=12"): NCCL's own words, read as a WARN would be.
+  if (msg.substr(0, 4) == "NET/")
+    if (auto c = classify_error_text(msg)) return c;
   return classify_wrapper_text(msg);
 }
 

@@ -55,6 +55,8 @@ void FailureBook::finish(NcclLogSummary& s) const {
     if (tier(g) != best) continue;
     if (!cause) {
       cause = &g;
+    } else if (g.first.explains != 0 && g.first.explains == cause->first.order) {
+      cause = &g;  // the `Last error:` text that explains the exception chosen so far
     } else if (by_time) {
       if (g.first_timed.time_s < cause->first_timed.time_s ||
           (g.first_timed.time_s == cause->first_timed.time_s &&

@@ -117,6 +117,23 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
   e.time_format = static_cast<int>(l.origin.time_format);
   e.order = ++order_;
   e.wrapped = l.source != LineSource::kNcclWarn && l.source != LineSource::kNcclInfo;
+  e.explains = explains_;
+  // misc/shmutils.cc's CUDA calls register the /dev/shm segment with CUDA: a CUDA failure there
+  // ("Cuda failure 'invalid argument'" on a 64 MB /dev/shm) is the segment's, as its next WARN
+  // says ("Error while creating shared memory segment").
+  if (e.kind == "cuda_error" && l.nccl_file.find("shmutils") != sv::npos) {
+    e.kind = "shm_exhausted";
+    const FailureKind& shm = failure_kind(e.kind);
+    e.cause = explain(shm);
+    e.fix = shm.fix;
+  }
+  // An exception's lines repeat its summary ("DistBackendError: ... unhandled system error", then
+  // "ncclSystemError: System call ..."): the first of them is the one a `Last error:` explains.
+  if (e.wrapped && !explains_ && failure_kind(e.kind).tier == FailureTier::kWrapper &&
+      e.kind != last_wrapper_kind_) {
+    last_wrapper_order_ = e.order;
+    last_wrapper_kind_ = e.kind;
+  }
   if (c.kind == "nccl_warning") {
     if (p) p->last_plain_warning = static_cast<int>(plain_warnings_.size());
     plain_warnings_.push_back(
@@ -237,7 +254,9 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   if (!nccl && !s_.plugin && continuation && has(raw, "NET/OFI")) s_.plugin = "aws-ofi-nccl";
   if (auto c = classify_message(l.msg, l.source, continuation && !l.msg.empty())) {
     if (!l.origin.rank && !(p && p->rank)) l.origin.rank = rank_in_text(l.msg);
+    explains_ = continuation ? last_wrapper_order_ : 0;
     add_error(*c, l, p, source, lineno, l.msg);
+    explains_ = 0;
     if (continuation) infer_from_error(*c, l.msg, lineno);
   } else if (l.source == LineSource::kTorch && !l.msg.empty() &&
              l.origin.time_format == TimeFormat::kGlogNoYear) {
@@ -256,15 +275,22 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   // failure common.cu:1030 'unhandled system error (...) / socketProgressOpt: Call to ...'".
   size_t last = nccl ? sv::npos : l.msg.find("Last error: ");
   size_t skip = 12;
+  // XLA/JAX: "Last NCCL warning(error): 'Bootstrap : no socket interface found'".
+  if (last == sv::npos && !nccl) {
+    last = l.msg.find("Last NCCL warning(error): '");
+    skip = 27;
+  }
   if (last == sv::npos && !nccl && has(l.msg, "Test NCCL failure")) {
     last = l.msg.find(" / ");
     skip = 3;
   }
   if (last != sv::npos && last + skip < l.msg.size()) {
     sv tail = l.msg.substr(last + skip);
-    if (skip == 3 && tail.back() == '\'') tail.remove_suffix(1);
+    if (skip != 12 && tail.back() == '\'') tail.remove_suffix(1);
     if (auto c = classify_message(tail, LineSource::kOther, true)) {
+      explains_ = last_wrapper_order_;
       add_error(*c, l, p, source, lineno, tail);
+      explains_ = 0;
       infer_from_error(*c, tail, lineno);
     }
   }
@@ -273,6 +299,8 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
 void Parser::feed(const std::string& source, const std::string& text) {
   s_.sources.push_back(source);
   last_error_pending_ = false;
+  last_wrapper_order_ = 0;
+  last_wrapper_kind_.clear();
   wrap_text_.clear();
   last_origin_ = LineOrigin{};
   last_process_ = nullptr;

@@ -93,6 +93,11 @@ class Parser {
   LineOrigin last_origin_;          // the origin of the latest line that had one
   Process* last_process_ = nullptr;
   long order_ = 0;
+  // The newest wrapped error of the wrapper tier (an exception's "unhandled system error"), and
+  // the order a `Last error:` text being booked explains (add_error copies it; 0: none).
+  long last_wrapper_order_ = 0;
+  std::string last_wrapper_kind_;
+  long explains_ = 0;
   FailureBook book_;
 };
 
