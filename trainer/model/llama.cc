@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "trainer/model/attention.h"
 #include "trainer/model/rms_norm_fp32.h"
+#include "trainer/model/swiglu_mlp.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -103,9 +104,10 @@ LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig& c) {
 }
 
 torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x) {
-  // gate and up as one GEMM over the concatenated weights (see the attention's q/k/v).
-  auto gate_up = at::linear(x, torch::cat({gate_proj->weight, up_proj->weight}, 0)).chunk(2, -1);
-  return down_proj(torch::silu(gate_up[0]) * gate_up[1]);
+  // One autograd function (swiglu_mlp.h): one GEMM for gate and up, through a view when the two
+  // weights are adjacent (a sharded unit's flat buffer), and silu(gate) and the product
+  // recomputed in the backward instead of kept.
+  return swiglu_mlp(x, gate_proj->weight, up_proj->weight, down_proj->weight);
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const LlamaConfig& c) {

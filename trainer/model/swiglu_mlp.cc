@@ -1,0 +1,106 @@
+#include "trainer/model/swiglu_mlp.h"
+
+#include <ATen/ATen.h>
+#include <torch/torch.h>
+
+#include "common/errors.h"
+
+namespace fabkit::trainer {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// gate and up as one [2I, H] operand: the flat buffer itself when they are adjacent, else a copy.
+at::Tensor gate_up_weight(const at::Tensor& gate_w, const at::Tensor& up_w) {
+  at::Tensor view = adjacent_rows_view(gate_w, up_w);
+  return view.defined() ? view : at::cat({gate_w, up_w}, 0);
+}
+
+// silu(g) ⊙ u, with the op-by-op formula's ops (silu, then the product), so every dtype rounds
+// as HF's `act_fn(gate_proj(x)) * up_proj(x)` does.
+at::Tensor swiglu(const at::Tensor& gate_up, int64_t inter) {
+  return at::silu(gate_up.narrow(-1, 0, inter)).mul_(gate_up.narrow(-1, inter, inter));
+}
+
+class SwiGluMlp : public torch::autograd::Function<SwiGluMlp> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& gate_w,
+                            const at::Tensor& up_w, const at::Tensor& down_w) {
+    const int64_t inter = gate_w.size(0);
+    at::Tensor gate_up = at::linear(x, gate_up_weight(gate_w, up_w));  // [..., 2I]
+    at::Tensor out = at::linear(swiglu(gate_up, inter), down_w);
+    // What the backward needs and cannot cheaply recompute: the GEMMs' inputs. The weights are the
+    // model's own tensors (no copy); silu(gate) and the product are recomputed.
+    ctx->save_for_backward({x, gate_w, up_w, down_w, gate_up});
+    return out;
+  }
+
+  // y = h·Wdᵀ, h = silu(g) ⊙ u, [g | u] = x·[Wg; Wu]ᵀ:
+  //   dWd = dyᵀ·h, dh = dy·Wd, du = dh ⊙ silu(g), dg = silu'(g) · (dh ⊙ u),
+  //   d[Wg; Wu] = [dg | du]ᵀ·x, dx = [dg | du]·[Wg; Wu].
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor& x = saved[0];
+    const at::Tensor& gate_w = saved[1];
+    const at::Tensor& up_w = saved[2];
+    const at::Tensor& down_w = saved[3];
+    const at::Tensor& gate_up = saved[4];
+    const int64_t hidden = x.size(-1), inter = gate_w.size(0);
+    const at::Tensor dy = grads[0].reshape({-1, hidden});
+    const at::Tensor gu = gate_up.reshape({-1, 2 * inter});
+    const at::Tensor gate = gu.narrow(1, 0, inter), up = gu.narrow(1, inter, inter);
+
+    at::Tensor silu_gate = at::silu(gate);
+    at::Tensor d_down;
+    if (ctx->needs_input_grad(3)) d_down = at::mm(dy.t(), silu_gate * up);
+    at::Tensor dh = at::mm(dy, down_w);  // [N, I]
+    // [dg | du] written straight into one [N, 2I] buffer: the GEMMs below read it whole, where
+    // the op-by-op backward concatenates the two halves first.
+    at::Tensor d_gate_up = at::empty_like(gu);
+    at::Tensor d_gate_half = d_gate_up.narrow(1, 0, inter),
+               d_up_half = d_gate_up.narrow(1, inter, inter);
+    at::mul_out(d_up_half, dh, silu_gate);
+    silu_gate = at::Tensor();
+    at::silu_backward_out(d_gate_half, dh * up, gate);
+    dh = at::Tensor();
+
+    at::Tensor dx, d_gate, d_up;
+    if (ctx->needs_input_grad(0))
+      dx = at::mm(d_gate_up, gate_up_weight(gate_w, up_w)).view(x.sizes());
+    if (ctx->needs_input_grad(1) || ctx->needs_input_grad(2)) {
+      // One [2I, H] GEMM; its two row blocks are contiguous, as the parameters are.
+      at::Tensor d_w = at::mm(d_gate_up.t(), x.reshape({-1, hidden}));
+      if (ctx->needs_input_grad(1)) d_gate = d_w.narrow(0, 0, inter);
+      if (ctx->needs_input_grad(2)) d_up = d_w.narrow(0, inter, inter);
+    }
+    return {dx, d_gate, d_up, d_down};
+  }
+};
+
+}  // namespace
+
+at::Tensor adjacent_rows_view(const at::Tensor& first, const at::Tensor& second) {
+  if (first.dim() != 2 || second.dim() != 2 || first.size(1) != second.size(1) ||
+      first.scalar_type() != second.scalar_type() || first.device() != second.device() ||
+      !first.is_contiguous() || !second.is_contiguous() || !first.has_storage() ||
+      !second.has_storage() || !first.storage().is_alias_of(second.storage()) ||
+      second.storage_offset() != first.storage_offset() + first.numel()) {
+    return {};
+  }
+  // Within the shared storage by construction (both tensors are), so as_strided cannot reach
+  // outside it.
+  return first.detach().as_strided({first.size(0) + second.size(0), first.size(1)},
+                                   {first.size(1), 1}, first.storage_offset());
+}
+
+at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& gate_w, const at::Tensor& up_w,
+                      const at::Tensor& down_w) {
+  FABKIT_ENFORCE(gate_w.dim() == 2 && up_w.sizes() == gate_w.sizes() && down_w.dim() == 2 &&
+                     down_w.size(0) == gate_w.size(1) && down_w.size(1) == gate_w.size(0) &&
+                     x.size(-1) == gate_w.size(1),
+                 "swiglu_mlp: gate/up [I,H], down [H,I] and x [...,H] disagree");
+  return SwiGluMlp::apply(x, gate_w, up_w, down_w);
+}
+
+}  // namespace fabkit::trainer
