@@ -4,8 +4,8 @@
 // ranks), what the two share (comm_c10d.cc: requests, the dead-group rule), the rendezvous store
 // (comm_store.cc) and sub-groups (comm_group.cc).
 //
-// Buffers are raw fp32/fp64 pointers, not tensors, so this header pulls in no torch headers (torch
-// TUs compile slowly) and optim/ and checkpoint/ stay plain C++.
+// Buffers are raw fp32/fp64 pointers (and bf16 bits as uint16_t), not tensors, so this header
+// pulls in no torch headers (torch TUs compile slowly) and optim/ and checkpoint/ stay plain C++.
 //
 // Where buffers live: Gloo and the local comm take host memory. The NCCL comm takes memory of its
 // own GPU (the sharded model's parameters and gradients) AND host memory (the loop's few scalars,
