@@ -19,10 +19,8 @@ std::string check_reduce_dtype(std::string& v) {
   if (v == "fp16" || v == "float16" || v == "half") {
     return v +
            " is not supported: an fp16 sum over W ranks overflows at 65504, W times sooner than "
-           "one rank's "
-           "loss-scaled gradient, and fabtrain's loss scale is not sized for that -- use bf16 (the "
-           "same 2 bytes "
-           "a value, float32's range) or fp32";
+           "one rank's loss-scaled gradient, and fabtrain's loss scale is not sized for that -- "
+           "use bf16 (the same 2 bytes a value, float32's range) or fp32";
   }
   return "'" + v + "' is not a reduce dtype -- use fp32 (the default) or bf16";
 }
@@ -78,15 +76,13 @@ void bind_train_options(CLI::App& c, TrainOptions& o) {
   c.add_flag("--fused-step", o.fused_step,
              "apply the optimizer to each unit in the backward as soon as its gradient is reduced and keep no "
              "gradient shards (needs --max-grad-norm 0, --grad-accum 1, no float16)");
-  c.add_option(
-       "--torch-dtype", o.torch_dtype,
-       "compute precision of parameters and activations; master weights and optimizer state stay "
-       "float32")
+  c.add_option("--torch-dtype", o.torch_dtype,
+               "compute precision of parameters and activations; master weights and optimizer "
+               "state stay float32")
       ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
   c.add_option("--reduce-dtype", o.reduce_dtype,
                "dtype the gradients are reduce-scattered in: fp32 (default) or bf16 (half the "
-               "bytes; the sum "
-               "still lands in the float32 shard)")
+               "bytes; the sum still lands in the float32 shard)")
       ->transform(CLI::Validator(check_reduce_dtype, "fp32|bf16", "reduce dtype"));
   c.add_option("--initial-loss-scale", o.initial_loss_scale, "float16: the first dynamic loss scale")
       ->check(CLI::PositiveNumber);
