@@ -74,13 +74,14 @@ class PipelineEngine : public StepEngine {
     model_ = std::make_unique<ShardedModel>(
         *stage_comm_, std::move(plan.units), std::move(plan.stages), false, compute_dtype,
         tensor_step_ ? std::optional<at::Device>(device_.device()) : std::nullopt);
+    model_->set_reduce_dtype(parse_dtype_name(o.reduce_dtype));
     world_.barrier();  // NCCL: a world collective has run, so its log names the network
     if (device_.cuda) check_nccl_transport(in.nccl_log, in.required_transport, world_, log);
     // Adafactor's row/column sums span the shards of one unit: the stage's replicas hold them.
     make_optimizer(o, *stage_comm_, log);
     log.info("rank 0 (stage 0) holds " + std::to_string(model_->shards().size()) +
              " units: params+grads+" + opt_->name() + " state " + std::to_string(state_bytes()) +
-             " bytes");
+             " bytes; " + reduce_dtype_text(o.reduce_dtype, replicas_));
     runner_ = std::make_unique<PipelineRunner>(
         world_, *model_, stage_, stages_, stage_ > 0 ? world_.rank() - replicas_ : -1,
         stage_ < stages_ - 1 ? world_.rank() + replicas_ : -1, kind_,

@@ -26,6 +26,7 @@ class ShardedEngine : public StepEngine {
     model_ = std::make_unique<ShardedModel>(
         world_, std::move(plan.units), std::move(plan.stages), o.recompute, compute_dtype,
         tensor_step_ ? std::optional<at::Device>(device_.device()) : std::nullopt);
+    model_->set_reduce_dtype(parse_dtype_name(o.reduce_dtype));
     if (o.offload_activations) {
       model_->enable_activation_offload();
       if (device_.cuda) {
@@ -61,7 +62,8 @@ class ShardedEngine : public StepEngine {
              std::to_string(world_.world_size()) + " ranks: params+grads+" + opt_->name() +
              " state " + std::to_string(state_bytes()) + " bytes per rank (" +
              std::to_string(model_->unsharded_param_numel()) + " parameters)" +
-             (o.recompute ? ", recompute on" : ""));
+             (o.recompute ? ", recompute on" : "") + "; " +
+             reduce_dtype_text(o.reduce_dtype, world_.world_size()));
   }
 
   Comm& replica_comm() override { return world_; }

@@ -2,6 +2,31 @@
 
 namespace fabkit::trainer {
 
+namespace {
+
+// --reduce-dtype: the short names (fp32, bf16) and --torch-dtype's long ones, stored as the
+// long one (a transform: CLI11's check() would hand the validator a copy); float16 is refused with
+// the reason, not just "not in the set".
+std::string check_reduce_dtype(std::string& v) {
+  if (v == "fp32" || v == "float32") {
+    v = "float32";
+    return "";
+  }
+  if (v == "bf16" || v == "bfloat16") {
+    v = "bfloat16";
+    return "";
+  }
+  if (v == "fp16" || v == "float16" || v == "half") {
+    return v +
+           " is not supported: an fp16 sum over W ranks overflows at 65504, W times sooner than "
+           "one rank's loss-scaled gradient, and fabtrain's loss scale is not sized for that -- "
+           "use bf16 (the same 2 bytes a value, float32's range) or fp32";
+  }
+  return "'" + v + "' is not a reduce dtype -- use fp32 (the default) or bf16";
+}
+
+}  // namespace
+
 void bind_train_options(CLI::App& c, TrainOptions& o) {
   c.add_option("--profile", o.profile, "cluster.json from `fabcheck profile`: env to apply + node check")->check(CLI::ExistingFile);
   c.add_flag("--skip-validate", o.skip_validate, "start even when this node disagrees with the profile (logged)");
@@ -52,9 +77,13 @@ void bind_train_options(CLI::App& c, TrainOptions& o) {
              "apply the optimizer to each unit in the backward as soon as its gradient is reduced and keep no "
              "gradient shards (needs --max-grad-norm 0, --grad-accum 1, no float16)");
   c.add_option("--torch-dtype", o.torch_dtype,
-               "compute precision of parameters and activations; master weights, optimizer state and "
-               "gradient reduction stay float32")
+               "compute precision of parameters and activations; master weights and optimizer "
+               "state stay float32")
       ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
+  c.add_option("--reduce-dtype", o.reduce_dtype,
+               "dtype the gradients are reduce-scattered in: fp32 (default) or bf16 (half the "
+               "bytes; the sum still lands in the float32 shard)")
+      ->transform(CLI::Validator(check_reduce_dtype, "fp32|bf16", "reduce dtype"));
   c.add_option("--initial-loss-scale", o.initial_loss_scale, "float16: the first dynamic loss scale")
       ->check(CLI::PositiveNumber);
   c.add_option("--loss-scale-window", o.loss_scale_window,
@@ -85,6 +114,13 @@ void bind_train_options(CLI::App& c, TrainOptions& o) {
       ->check(CLI::NonNegativeNumber);
   c.add_flag("--no-control", o.no_control,
              "serve no control socket (`fabtrain control status|save|stop|abort JOB`; JOB is OUTPUT's name)");
+}
+
+std::string reduce_dtype_text(const std::string& reduce_dtype, int replicas) {
+  if (replicas <= 1)
+    return "one replica: no gradient reduction (--reduce-dtype " + reduce_dtype + " unused)";
+  return "gradients reduce-scattered in " + reduce_dtype + " over " + std::to_string(replicas) +
+         " replicas (--reduce-dtype), summed into the float32 shards";
 }
 
 }  // namespace fabkit::trainer

@@ -52,9 +52,12 @@ struct TrainOptions {
   bool recompute = false;
   bool offload_activations = false;  // with recompute: stage inputs wait in host memory
   bool fused_step = false;           // step each unit in the backward; no gradient shards kept
-  // Compute precision (the seed recipes' name); master weights, optimizer state and gradient
-  // reduction stay float32. float16 scales the loss dynamically.
+  // Compute precision (the seed recipes' name); master weights and optimizer state stay float32.
+  // float16 scales the loss dynamically.
   std::string torch_dtype = "float32";
+  // The dtype gradients travel in to be reduce-scattered: float32 (default) or bfloat16 (half the
+  // bytes; FSDP's reduce_dtype). Stored as --torch-dtype names; fp32/bf16 are accepted too.
+  std::string reduce_dtype = "float32";
   double initial_loss_scale = 65536.0;
   int64_t loss_scale_window = 2000;
   int64_t eval_every = 0;
@@ -80,6 +83,10 @@ struct TrainOptions {
 };
 
 void bind_train_options(CLI::App& cmd, TrainOptions& o);
+
+// The log's words for --reduce-dtype (a --torch-dtype name) over `replicas` ranks that reduce
+// each gradient together.
+std::string reduce_dtype_text(const std::string& reduce_dtype, int replicas);
 
 // The exit code; argv is re-used by --nproc to start the ranks.
 int run_train(const TrainOptions& o, const std::vector<std::string>& argv);

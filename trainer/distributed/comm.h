@@ -4,8 +4,8 @@
 // ranks), what the two share (comm_c10d.cc: requests, the dead-group rule), the rendezvous store
 // (comm_store.cc) and sub-groups (comm_group.cc).
 //
-// Buffers are raw fp32/fp64 pointers, not tensors, so this header pulls in no torch headers (torch
-// TUs compile slowly) and optim/ and checkpoint/ stay plain C++.
+// Buffers are raw fp32/fp64 pointers (and bf16 bits as uint16_t), not tensors, so this header
+// pulls in no torch headers (torch TUs compile slowly) and optim/ and checkpoint/ stay plain C++.
 //
 // Where buffers live: Gloo and the local comm take host memory. The NCCL comm takes memory of its
 // own GPU (the sharded model's parameters and gradients) AND host memory (the loop's few scalars,
@@ -91,6 +91,28 @@ class Comm {
   // backend's own (its allgather and reduce-scatter exchanges).
   virtual void send(const float* data, size_t count, int dst_rank, int tag) = 0;
   virtual void recv(float* data, size_t count, int src_rank, int tag) = 0;
+
+  // ---- 16-bit gradient reduction (--reduce-dtype bf16, FSDP's MixedPrecision(reduce_dtype)) ----
+  // reduce_scatter_add_async with bf16 chunks on the wire: `in` holds world_size() * count bf16
+  // values (their raw bits: this header stays free of torch), chunk r for rank r as above; the
+  // sum over ranks of their chunk rank() is ADDED into the fp32 `out` (count floats), so the
+  // shard stays the fp32 master gradient. Half the bytes of the fp32 call on every link.
+  // Where the sum is formed differs by backend, and with it the rounding (docs/fabtrain.md
+  // "Precision"): NCCL sums in bf16 on the way (as FSDP does), then widens the result into out;
+  // Gloo (comm_gloo.cc) and the local comm widen each chunk and sum in fp32.
+  // A separate call rather than a dtype argument of the fp32 one: bf16 is the one 16-bit type a
+  // sum of gradients can travel in without loss scaling of the wire (fp16 would overflow where an
+  // fp32 or bf16 sum does not), so there is nothing else to select; and the fp32 call, which
+  // every backend and test double implements, stays as it is.
+  // Not pure: test doubles that never reduce (tests/unit/trainer_control) need not implement it;
+  // every real backend does.
+  virtual CommRequestPtr reduce_scatter_add_bf16_async(const uint16_t* /*in*/, size_t /*count*/,
+                                                       float* /*out*/) {
+    throw CommError("the " + backend() + " comm has no bf16 reduce-scatter (--reduce-dtype bf16)");
+  }
+  void reduce_scatter_add_bf16(const uint16_t* in, size_t count, float* out) {
+    reduce_scatter_add_bf16_async(in, count, out)->wait();
+  }
 };
 
 struct CommOptions {

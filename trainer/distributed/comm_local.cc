@@ -1,6 +1,7 @@
 // World of one: every collective is the identity. Used for single-process runs so they need no
 // store, port or socket.
 #include <algorithm>
+#include <cstring>
 
 #include "trainer/distributed/comm.h"
 
@@ -28,6 +29,17 @@ class LocalComm : public Comm {
   }
   CommRequestPtr reduce_scatter_add_async(const float* in, size_t count, float* out) override {
     for (size_t i = 0; i < count; ++i) out[i] += in[i];
+    return std::make_unique<DoneRequest>();
+  }
+  CommRequestPtr reduce_scatter_add_bf16_async(const uint16_t* in, size_t count,
+                                               float* out) override {
+    // bf16 is the top half of an fp32 word: widened exactly, summed in fp32 (as Gloo does).
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
+      float v;
+      std::memcpy(&v, &bits, sizeof(v));
+      out[i] += v;
+    }
     return std::make_unique<DoneRequest>();
   }
   void broadcast(float*, size_t, int) override {}

@@ -110,22 +110,17 @@ class NcclComm : public Comm, C10dGroup {
   CommRequestPtr reduce_scatter_add_async(const float* in, size_t count, float* out) override {
     DeviceView i = input(in, count * static_cast<size_t>(world_), torch::kFloat32);
     DeviceView o = output(out, count, torch::kFloat32);
-    at::Tensor sum = torch::empty({static_cast<int64_t>(count)}, options(torch::kFloat32));
-    c10d::ReduceScatterOptions ro;
-    ro.reduceOp = c10d::ReduceOp::SUM;
-    // The reduce-scatter writes a fresh buffer; the add into the caller's accumulator runs on the
-    // caller's stream once the collective is waited for.
-    return issue(
-        "reduce-scatter", count,
-        [&] { return C10dWorks{pg_->_reduce_scatter_base(sum, i.device, ro)}; },
-        [i, o, sum]() mutable {
-          if (o.host.defined()) {
-            o.host.add_(sum.cpu());
-          } else {
-            o.device.add_(sum);
-          }
-        },
-        staged(i, o));
+    return reduce_scatter_then_add("reduce-scatter", i, o, count, torch::kFloat32);
+  }
+  // --reduce-dtype bf16: a bf16 _reduce_scatter_base, as FSDP's MixedPrecision(reduce_dtype=bf16)
+  // issues it: NCCL's kernels add in bf16 along the way, so the sum is rounded at every hop (Gloo
+  // sums in fp32: comm_gloo.cc). The bf16 result lands in a fresh buffer and is widened into the
+  // fp32 accumulator on the caller's stream once the collective is waited for.
+  CommRequestPtr reduce_scatter_add_bf16_async(const uint16_t* in, size_t count,
+                                               float* out) override {
+    DeviceView i = input(in, count * static_cast<size_t>(world_), torch::kBFloat16);
+    DeviceView o = output(out, count, torch::kFloat32);
+    return reduce_scatter_then_add("reduce-scatter(bf16)", i, o, count, torch::kBFloat16);
   }
   void broadcast(float* data, size_t count, int root) override {
     broadcast_view(inout(data, count, torch::kFloat32), count, root, "broadcast");
@@ -209,6 +204,25 @@ class NcclComm : public Comm, C10dGroup {
     run(
         op, count, [&] { return C10dWorks{pg_->allreduce(ts)}; }, [v] { copy_back(v); },
         staged(v, v));
+  }
+  // The reduce-scatter writes a fresh buffer of the wire dtype; the add into the caller's fp32
+  // accumulator (widening a bf16 sum) runs on the caller's stream once the collective is waited
+  // for.
+  CommRequestPtr reduce_scatter_then_add(const char* op, DeviceView i, DeviceView o, size_t count,
+                                         at::ScalarType wire) {
+    at::Tensor sum = torch::empty({static_cast<int64_t>(count)}, options(wire));
+    c10d::ReduceScatterOptions ro;
+    ro.reduceOp = c10d::ReduceOp::SUM;
+    return issue(
+        op, count, [&] { return C10dWorks{pg_->_reduce_scatter_base(sum, i.device, ro)}; },
+        [i, o, sum]() mutable {
+          if (o.host.defined()) {
+            o.host.add_(sum.cpu());
+          } else {
+            o.device.add_(sum);
+          }
+        },
+        staged(i, o));
   }
   void broadcast_view(DeviceView v, size_t count, int root, const char* op) {
     std::vector<at::Tensor> ts{v.device};

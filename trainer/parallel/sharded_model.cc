@@ -153,14 +153,17 @@ void ShardedModel::reduce_grads(size_t u) {
     if (fused_step_) apply_fused(u, shard_grad);
     return;
   }
-  at::Tensor full_grad = torch::empty({s.shard_numel * s.world_size}, shard_grad.options());
+  // The send buffer in the reduce dtype: bf16 halves the bytes, and the cast happens here, once
+  // per parameter gradient, never to an fp32 full gradient first.
+  at::Tensor full_grad =
+      torch::empty({s.shard_numel * s.world_size}, shard_grad.options().dtype(reduce_dtype_));
   bool any = false;
   int64_t covered = 0;  // params are laid out back to back from offset 0
   for (size_t i = 0; i < s.params.size(); ++i) {
     at::Tensor& p = units_[u].params[i].second;
     at::Tensor slot = full_grad.narrow(0, s.params[i].offset, s.params[i].numel);
     if (p.grad().defined()) {
-      slot.copy_(p.grad().reshape(-1));  // to fp32: the reduction runs in fp32
+      slot.copy_(p.grad().reshape(-1));  // to the reduce dtype
       p.mutable_grad() = at::Tensor();
       any = true;
     } else {
@@ -175,11 +178,24 @@ void ShardedModel::reduce_grads(size_t u) {
     if (fused_step_) apply_fused(u, shard_grad);  // zeros, like an untouched gradient shard
     return;
   }
-  record({"reduce-scatter", torch::kFloat32, full_grad.numel() * full_grad.element_size()});
-  CommRequestPtr r = comm_.reduce_scatter_add_async(full_grad.data_ptr<float>(), static_cast<size_t>(s.shard_numel),
-                                                    shard_grad.data_ptr<float>());
+  record({"reduce-scatter", reduce_dtype_, full_grad.numel() * full_grad.element_size()});
+  CommRequestPtr r = reduce_dtype_ == torch::kBFloat16
+                         ? comm_.reduce_scatter_add_bf16_async(
+                               static_cast<const uint16_t*>(full_grad.data_ptr()),
+                               static_cast<size_t>(s.shard_numel), shard_grad.data_ptr<float>())
+                         : comm_.reduce_scatter_add_async(full_grad.data_ptr<float>(),
+                                                          static_cast<size_t>(s.shard_numel),
+                                                          shard_grad.data_ptr<float>());
   reductions_.push_back({std::move(r), std::move(full_grad), u, fused_step_ ? shard_grad : at::Tensor()});
   wait_reductions(kReductionsInFlight);
+}
+
+void ShardedModel::set_reduce_dtype(at::ScalarType dtype) {
+  if (dtype != torch::kFloat32 && dtype != torch::kBFloat16) {
+    throw UsageError(std::string("gradients are reduced in float32 or bfloat16, not ") +
+                     c10::toString(dtype) + " (--reduce-dtype fp32|bf16)");
+  }
+  reduce_dtype_ = dtype;
 }
 
 void ShardedModel::wait_reductions(size_t keep_in_flight) {

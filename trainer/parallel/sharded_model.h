@@ -21,8 +21,10 @@
 // reduction): the shards, the optimizer state and the gradient reduction stay fp32 (master
 // weights); each rank casts its shard to compute_dtype BEFORE the allgather (half the bytes of
 // gathering fp32 and casting after), so parameters and activations are in that dtype, and each
-// gradient is converted back to fp32 before it is reduced into the shard. Bytes per step:
-// docs/fabtrain.md "Mixed precision".
+// gradient is converted back to fp32 before it is reduced into the shard. With
+// set_reduce_dtype(bf16) (FSDP's reduce_dtype=bf16) each gradient is converted to bf16 instead
+// and reduced with Comm::reduce_scatter_add_bf16_async (half the reduce-scatter bytes); the sum
+// is still added into the fp32 shard. Bytes per step: docs/fabtrain.md "Precision".
 //
 // Where the shards live: by default the host vectors of FlatShard (param, grad) ARE the shards and
 // the host optimizer loops update them in place (CPU training). With a tensor device (GPU
@@ -135,6 +137,12 @@ class ShardedModel {
   // stage ahead of its recompute; on a GPU both copies run on a side stream (activation_offload.h).
   void enable_activation_offload();
   bool offload_on_side_stream() const { return offloader_ && offloader_->on_side_stream(); }
+  // --reduce-dtype: the dtype gradients travel in to be reduced, fp32 (the default) or bf16.
+  // Any compute dtype may pair with either (fp32 compute with a bf16 reduction halves the
+  // reduce-scatter bytes as in FSDP); set before the first forward_backward. A world of one
+  // reduces nothing and adds each gradient to its shard unrounded.
+  void set_reduce_dtype(at::ScalarType dtype);
+  at::ScalarType reduce_dtype() const { return reduce_dtype_; }
   // Called with every allgather and reduce-scatter the model issues (tests, byte accounting).
   void set_collective_observer(std::function<void(const CollectiveRecord&)> observer) {
     observer_ = std::move(observer);
@@ -156,6 +164,7 @@ class ShardedModel {
   std::vector<Stage> stages_;
   bool recompute_;
   at::ScalarType compute_dtype_;
+  at::ScalarType reduce_dtype_ = at::kFloat;
   std::optional<at::Device> tensor_device_;
   std::vector<FlatShard> shards_;
   std::vector<at::Tensor> param_t_, grad_t_;  // tensor mode only: per unit, fp32 [shard_numel]

@@ -96,6 +96,32 @@ TEST(CommDeadline, TheRankThatDoesNotArriveIsNamedOnEveryOtherRank) {
   EXPECT_EQ(results[1].error, "");
 }
 
+// --reduce-dtype bf16's reduce-scatter waits under the same deadline: a rank that never sends its
+// bf16 chunks is named on the one that waits for them.
+TEST(CommDeadline, Bf16ReduceScatterNamesTheRankThatDoesNotArrive) {
+  const int timeout_ms = 1500;
+  const auto results = run_ranks_timed(2, timeout_ms, [](Comm& c) {
+    std::vector<uint16_t> in(2 * 64, 0x3f80);  // bf16 1.0
+    std::vector<float> out(64, 0.0f);
+    c.reduce_scatter_add_bf16(in.data(), 64, out.data());
+    EXPECT_EQ(out[63], 2.0f);
+    if (c.rank() == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5000));
+      return;
+    }
+    c.reduce_scatter_add_bf16(in.data(), 64, out.data());
+  });
+  const RankResult& r0 = results[0];
+  EXPECT_NE(r0.error.find("Gloo reduce-scatter(bf16) (collective #2"), std::string::npos)
+      << r0.error;
+  EXPECT_NE(r0.error.find("did not complete within 1500 ms (--collective-timeout-ms)"),
+            std::string::npos)
+      << r0.error;
+  EXPECT_NE(r0.error.find("rank 1 ("), std::string::npos) << r0.error;
+  EXPECT_LT(r0.seconds, timeout_ms / 1000.0 + 3.0);
+  EXPECT_EQ(results[1].error, "");
+}
+
 TEST(CommDeadline, ARankBehindIsNamedWithTheCollectiveItWasLastSeenAt) {
   // Rank 2 waits at collective #1 long enough to post it (ranks 0 and 1 are late there), then
   // hangs before #2: ranks 0 and 1 must report it as last seen at #1.

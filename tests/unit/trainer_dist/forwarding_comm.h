@@ -24,6 +24,9 @@ class ForwardingComm : public Comm {
   CommRequestPtr reduce_scatter_add_async(const float* in, size_t n, float* out) override {
     return inner_.reduce_scatter_add_async(in, n, out);
   }
+  CommRequestPtr reduce_scatter_add_bf16_async(const uint16_t* in, size_t n, float* out) override {
+    return inner_.reduce_scatter_add_bf16_async(in, n, out);
+  }
   void broadcast(float* d, size_t n, int root) override { inner_.broadcast(d, n, root); }
   void broadcast_bytes(void* d, size_t b, int root) override { inner_.broadcast_bytes(d, b, root); }
   void allgather_bytes(const void* in, size_t b, void* out) override {
