@@ -322,6 +322,16 @@ bool last_connect_retry(sv msg) {
 
 }  // namespace
 
+bool address_change_event(sv msg) {
+  return has_ci(msg, "GID table change") || has_ci(msg, "LID change");
+}
+
+bool is_completion_kind(std::string_view kind) {
+  return kind == "transport_retry_exceeded" || kind == "rnr_retry_exceeded" ||
+         kind == "work_request_flushed" || kind == "local_protection_error" ||
+         kind == "remote_access_error" || kind == "completion_error";
+}
+
 std::optional<ClassifiedMessage> classify_message(sv msg, LineSource source, bool last_error) {
   if (msg.empty()) return std::nullopt;
   // Most INFO lines state nothing wrong: only these words can (this runs on every line).

@@ -19,6 +19,11 @@ struct ClassifiedMessage {
 // `last_error`: the line follows PyTorch's or NCCL's "Last error:", so it is NCCL's own WARN text
 // without its prefix. Returns nothing for a line that is no error (INFO chatter, benign plugin
 // probing, another program's output).
+// A WARN that the port's GID or LID table changed (NCCL carries on; its queue pairs may not).
+bool address_change_event(std::string_view msg);
+// A work completion error of the RDMA NIC (transport_retry_exceeded, work_request_flushed, ...).
+bool is_completion_kind(std::string_view kind);
+
 std::optional<ClassifiedMessage> classify_message(std::string_view msg, LineSource source,
                                                   bool last_error);
 

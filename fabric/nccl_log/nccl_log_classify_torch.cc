@@ -57,7 +57,11 @@ std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
   if (has(msg, "Watchdog caught collective operation timeout") || has(msg, "watchdog got stuck") ||
       has(msg, "Heartbeat monitor timed out") || has(msg, "Timeout at NCCL work") ||
       // Another rank's watchdog timed out and asked this one to dump its state.
-      has(msg, "dump signal due to a collective timeout")) {
+      has(msg, "dump signal due to a collective timeout") ||
+      // torch 2.8+: "failure detected by watchdog at work sequence id: N" covers a timeout and
+      // an async error alike; alone in a log (no error line names another cause) it is the
+      // watchdog's report, ranked below any error that does.
+      has(msg, "failure detected by watchdog")) {
     const size_t w = msg.find("WorkNCCL(");
     // "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ..., Timeout(ms)=600000)": the ')' of "(ms)" is not
     // the end.
@@ -82,6 +86,8 @@ std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
   if (has(msg, "Test timeout (")) return make("watchdog_timeout", msg, "nccl-tests timeout");
   if (has(msg, "ncclUnhandledCudaError") || has(msg, "unhandled cuda error") ||
       has(msg, "Test CUDA failure") ||  // nccl-tests' own CUDA call failed
+      // nccl-tests before "Test" was added (2017-2018): "Cuda failure common.cu:891 'x'".
+      has(msg, "Cuda failure common.cu") ||
       // "[Rank 0] NCCL watchdog thread terminated with exception: CUDA error: an illegal memory
       // access was encountered": the watchdog met a CUDA error, not a timeout.
       has(msg, "CUDA error: "))

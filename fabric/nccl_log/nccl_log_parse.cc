@@ -134,6 +134,10 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
     last_wrapper_order_ = e.order;
     last_wrapper_kind_ = e.kind;
   }
+  if (defer_) {
+    if (!e.host.empty()) address_changes_.try_emplace(e.host, std::move(e));
+    return;
+  }
   if (c.kind == "nccl_warning") {
     if (p) p->last_plain_warning = static_cast<int>(plain_warnings_.size());
     plain_warnings_.push_back(
@@ -144,6 +148,14 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
 }
 
 void Parser::book_error(NcclLogError e, Process* p) {
+  if (!address_changes_.empty() && is_completion_kind(e.kind)) {
+    auto it = address_changes_.find(e.host);
+    if (it != address_changes_.end()) {
+      NcclLogError change = std::move(it->second);
+      address_changes_.erase(it);
+      book_error(std::move(change), p);
+    }
+  }
   const int lineno = e.line;
   if (e.kind == "libibverbs_missing") s_.ib_disabled = true;
   if (p) {
@@ -218,7 +230,9 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   // nccl-tests' own failures (src/common.h): "host: Test CUDA failure f:N 'x'", "host: Test
   // timeout (300s) f:N".
   const bool test_cuda =
-      !nccl && has(raw, "Test ") && (has(raw, "Test CUDA failure") || has(raw, "Test timeout ("));
+      !nccl && ((has(raw, "Test ") &&
+                 (has(raw, "Test CUDA failure") || has(raw, "Test timeout ("))) ||
+                has(raw, "Cuda failure common.cu"));
   if (nccl) ++s_.nccl_lines;
   if (!nccl &&
       (l.source == LineSource::kTorch || test_cuda ||
@@ -252,6 +266,16 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   if (nccl || has(raw, "NCCL version")) nccl_facts(l, msg, lineno, p);
   // aws-ofi-nccl's text quoted in an exception ("Last error: NET/OFI ...") names the plugin too.
   if (!nccl && !s_.plugin && continuation && has(raw, "NET/OFI")) s_.plugin = "aws-ofi-nccl";
+  // The port's GID or LID table changed under NCCL's connections: NCCL carries on (a warning),
+  // but completion errors that follow on that host are what the change did to its queue pairs,
+  // and then the change is their cause. Kept aside until such an error arrives (book_error).
+  if (l.source == LineSource::kNcclWarn && address_change_event(l.msg)) {
+    defer_ = true;
+    add_error({"ib_async_error", "", "the port's address table changed under NCCL's connections"},
+              l, p, source, lineno, l.msg);
+    defer_ = false;
+    return;
+  }
   if (auto c = classify_message(l.msg, l.source, continuation && !l.msg.empty())) {
     if (!l.origin.rank && !(p && p->rank)) l.origin.rank = rank_in_text(l.msg);
     explains_ = continuation ? last_wrapper_order_ : 0;
@@ -296,6 +320,37 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   }
 }
 
+namespace {
+constexpr size_t kRowPadding = 24;  // spaces; NCCL's aligned INFO columns use fewer
+}  // namespace
+
+std::vector<sv> Parser::padded_rows(sv raw) {
+  static const std::string kPad(kRowPadding, ' ');
+  std::vector<sv> rows;
+  size_t begin = 0;
+  for (size_t run = raw.find(kPad); run != sv::npos; run = raw.find(kPad, begin)) {
+    const size_t end = raw.find_first_not_of(' ', run);
+    if (end == sv::npos) break;  // trailing padding: the row goes on to the end
+    if (raw.find_first_not_of(' ', begin) < run) rows.push_back(raw.substr(begin, run - begin));
+    begin = end;
+  }
+  rows.push_back(raw.substr(begin));
+  return rows;
+}
+
+void Parser::physical_row(const std::string& source, int lineno, sv raw) {
+  if (raw.find("](http") != sv::npos) {  // a log pasted where GitHub auto-linked its words
+    std::string md = strip_markdown_links(raw);
+    if (!ascii_only(md)) md = utf8_clean(md);
+    line(source, lineno, md);
+  } else if (ascii_only(raw)) {
+    line(source, lineno, raw);
+  } else {
+    const std::string clean = utf8_clean(std::string(raw));
+    line(source, lineno, clean);
+  }
+}
+
 void Parser::feed(const std::string& source, const std::string& text) {
   s_.sources.push_back(source);
   last_error_pending_ = false;
@@ -317,16 +372,10 @@ void Parser::feed(const std::string& source, const std::string& text) {
     // NCCL formats a log line into a 1024-byte buffer (ncclDebugLog): anything much longer is
     // not NCCL's, and std::regex recursion on megabyte lines could exhaust the stack.
     if (raw.size() > kMaxLineChars) continue;
-    if (raw.find("](http") != sv::npos) {  // a log pasted where GitHub auto-linked its words
-      std::string md = strip_markdown_links(raw);
-      if (!ascii_only(md)) md = utf8_clean(md);
-      line(source, lineno, md);
-    } else if (ascii_only(raw)) {
-      line(source, lineno, raw);
-    } else {
-      const std::string clean = utf8_clean(std::string(raw));
-      line(source, lineno, clean);
-    }
+    // A terminal paste can join the screen's rows into one line, each padded with spaces to the
+    // terminal's width: a long run of spaces inside a line ends one row. No NCCL or PyTorch line
+    // has such a run inside it (leading indentation is not inside).
+    for (sv row : padded_rows(raw)) physical_row(source, lineno, row);
   }
 }
 

@@ -45,6 +45,9 @@ class Parser {
 
  private:
   void line(const std::string& source, int lineno, sv raw);
+  // The rows of a physical line that a terminal paste joined (padded_rows), each read as a line.
+  static std::vector<sv> padded_rows(sv raw);
+  void physical_row(const std::string& source, int lineno, sv raw);
   void nccl_facts(const LogLine& l, const std::string& msg, int lineno, Process* p);
   void infer_from_error(const ClassifiedMessage& c, sv msg, int lineno);
   Process* process_of(const LogLine& l, const std::string& source);
@@ -98,6 +101,9 @@ class Parser {
   long last_wrapper_order_ = 0;
   std::string last_wrapper_kind_;
   long explains_ = 0;
+  // GID/LID table changes by host, booked only when a completion error follows there.
+  bool defer_ = false;
+  std::map<std::string, NcclLogError> address_changes_;
   FailureBook book_;
 };
 
