@@ -17,8 +17,9 @@
 namespace fabkit::trainer {
 
 struct TokenCounts {
-  int64_t target = 0;  // labels the causal loss counts: labels[1:] != -100 (logits at t predict t+1)
-  int64_t real = 0;    // the attention mask's sum: tokens that are not padding
+  // Labels the causal loss counts: labels[1:] != -100 (the logits at t predict t+1).
+  int64_t target = 0;
+  int64_t real = 0;  // the attention mask's sum: tokens that are not padding
   TokenCounts& operator+=(const TokenCounts& o) {
     target += o.target;
     real += o.real;

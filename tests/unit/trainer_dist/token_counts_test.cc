@@ -44,7 +44,8 @@ std::vector<TokenCounts> allreduced_counts(const std::vector<Example>& data, uin
   std::mutex m;
   run_ranks(replicas, [&](Comm& c) {
     std::vector<TokenCounts> mine;
-    for (const auto& idx : epoch_batches(data.size(), seed, epoch, c.rank(), replicas, batch_size)) {
+    for (const auto& idx :
+         epoch_batches(data.size(), seed, epoch, c.rank(), replicas, batch_size)) {
       const Batch b = make_batch(data, idx);
       double counts[2] = {static_cast<double>(target_tokens(b.labels)),
                           static_cast<double>(mask_tokens(b.attention_mask))};
@@ -79,9 +80,10 @@ TEST(TokenCounts, EqualTheReplicasAllReduceFor1To3ReplicasPaddingIgnoredLabelsAn
         ASSERT_EQ(got.size(), expected.size()) << replicas << " replicas, batch " << batch_size;
         for (size_t i = 0; i < got.size(); ++i) {
           EXPECT_EQ(got[i].target, expected[i].target)
-              << replicas << " replicas, batch " << batch_size << ", epoch " << epoch << ", index " << i;
-          EXPECT_EQ(got[i].real, expected[i].real)
-              << replicas << " replicas, batch " << batch_size << ", epoch " << epoch << ", index " << i;
+              << replicas << " replicas, batch " << batch_size << ", epoch " << epoch << ", index "
+              << i;
+          EXPECT_EQ(got[i].real, expected[i].real) << replicas << " replicas, batch " << batch_size
+                                                   << ", epoch " << epoch << ", index " << i;
         }
       }
     }
@@ -109,8 +111,8 @@ TEST(TokenCounts, FingerprintTellsDifferentDataApart) {
   const auto fp = token_counts_fingerprint(example_token_counts(data));
   EXPECT_EQ(fp, token_counts_fingerprint(example_token_counts(data)));
   EXPECT_NE(fp, token_counts_fingerprint(example_token_counts(other)));
-  EXPECT_NE(fp, token_counts_fingerprint(example_token_counts(
-                    std::vector<Example>(data.begin(), data.end() - 1))));
+  EXPECT_NE(fp, token_counts_fingerprint(
+                    example_token_counts(std::vector<Example>(data.begin(), data.end() - 1))));
 }
 
 }  // namespace

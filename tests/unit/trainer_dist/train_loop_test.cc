@@ -338,14 +338,14 @@ TEST(ControlAgreement, EveryRankActsAtTheSameStepOneStepLateWhenDeferred) {
     });
     EXPECT_EQ(taken[0], taken[1]) << "defer " << defer;
     const std::vector<Action> expected =
-        defer ? std::vector<Action>{Action::kNone, Action::kNone, Action::kSave,  // step 2's save
-                                    Action::kNone, Action::kStop,  // step 4's, read at log step 5
-                                    Action::kNone, Action::kNone,
+        defer ? std::vector<Action>{Action::kNone,  Action::kNone, Action::kSave,  // step 2's save
+                                    Action::kNone,  Action::kStop,  // step 4's, read at log step 5
+                                    Action::kNone,  Action::kNone,
                                     Action::kAbort,  // step 7's save, 8's abort: log step
                                     Action::kNone}
-              : std::vector<Action>{Action::kNone, Action::kSave, Action::kNone, Action::kStop,
-                                    Action::kNone, Action::kNone, Action::kSave, Action::kAbort,
-                                    Action::kNone};
+              : std::vector<Action>{Action::kNone, Action::kSave,  Action::kNone,
+                                    Action::kStop, Action::kNone,  Action::kNone,
+                                    Action::kSave, Action::kAbort, Action::kNone};
     EXPECT_EQ(taken[0], expected) << "defer " << defer;
   }
 }
