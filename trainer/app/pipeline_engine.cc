@@ -91,7 +91,6 @@ class PipelineEngine : public StepEngine {
              to_string(kind_) + ")");
   }
 
-  Comm& replica_comm() override { return *stage_comm_; }
   std::string step_batch_text(int64_t micro_batch_size) const override {
     return std::to_string(replicas_) + " replicas x " + std::to_string(micro_batches_) +
            " micro-batches x micro-batch " + std::to_string(micro_batch_size);

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "common/errors.h"
+#include "trainer/app/step_engine.h"
 #include "trainer/control/agree.h"
 
 namespace fabkit::trainer {
@@ -36,7 +37,12 @@ RunMonitor::RunMonitor(const std::string& output_dir, bool no_control, int rank,
   }
 }
 
-control::Action RunMonitor::after_step(Comm& comm, const StepFigures& f) {
+control::Action RunMonitor::requested() {
+  return control::stronger(server_ ? server_->poll() : control::Action::kNone,
+                           signals_.requested());
+}
+
+void RunMonitor::after_step(const StepFigures& f) {
   if (server_) server_->publish_status({f.step, f.total_steps, f.loss, f.tokens_per_s, "training"});
   if (tensorboard_) {
     // Scalars on the steps that read them (log steps): reading them every step would wait for
@@ -49,10 +55,29 @@ control::Action RunMonitor::after_step(Comm& comm, const StepFigures& f) {
     progress_->update(
         {f.step, f.total_steps, f.loss, f.tokens_per_s, eta_.seconds_left(f.total_steps)});
   }
-  // What any rank's signals or any node's socket asked for, on every rank at this step.
-  return control::agree_on_action(
-      comm,
-      control::stronger(server_ ? server_->poll() : control::Action::kNone, signals_.requested()));
+}
+
+control::Action ControlAgreement::read(Pending& p) {
+  p.landed->wait();
+  const std::vector<double> sums = read_landed(p.votes);
+  FABKIT_ENFORCE(sums.size() == control::kVotes, "the step's control votes are 3 sums");
+  return control::agreed_action(sums.data());
+}
+
+control::Action ControlAgreement::after_step(const at::Tensor& votes, CommRequestPtr landed,
+                                             bool read_now) {
+  control::Action a = control::Action::kNone;
+  if (pending_) {
+    a = read(*pending_);
+    pending_.reset();
+  }
+  Pending now{votes, std::move(landed)};
+  if (!defer_ || read_now) {
+    a = control::stronger(a, read(now));
+  } else {
+    pending_ = std::move(now);
+  }
+  return a;
 }
 
 void RunMonitor::after_eval(int64_t step, double valid_loss) {

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include <ATen/ATen.h>
+
 #include "common/environment.h"
 #include "trainer/app/train_log.h"
 #include "trainer/control/action.h"
@@ -44,9 +46,12 @@ class RunMonitor {
   RunMonitor(const std::string& output_dir, bool no_control, int rank, int local_rank,
              const Environment& env, TrainLog& log);
 
-  // After every optimizer step, on every rank (a collective: every rank calls it at the same step).
-  // Publishes the figures and returns the action every rank takes now.
-  control::Action after_step(Comm& comm, const StepFigures& f);
+  // What this rank's signals and (local rank 0) its node's control socket ask for, once per step
+  // before the step's collective: the vote that rides in it (ControlAgreement below). The
+  // socket's requests are cleared by the call.
+  control::Action requested();
+  // After every optimizer step: publishes the figures (control status, TensorBoard, progress).
+  void after_step(const StepFigures& f);
   void after_eval(int64_t step, double valid_loss);
   void saving(int64_t step, int64_t total_steps);
   // " (SIGTERM)" when a signal asked for the action, else "".
@@ -59,6 +64,38 @@ class RunMonitor {
   std::optional<monitor::EventWriter> tensorboard_;
   std::optional<reports::term::ProgressLine> progress_;
   reports::term::EtaEstimator eta_;
+};
+
+// The action every rank takes after a step, from the votes (control/agree.h) that ride in the
+// step's one collective (StepEngine::finish_step): no collective of its own.
+//
+// Why one step late on a GPU: the votes are summed on the device, and reading them at once would
+// wait for the whole step's queue (a host sync per step, the GPU idle while the host catches up).
+// So, when `defer` (the model on a GPU), step k's votes are read after step k+1's work is queued:
+// by then the GPU is usually past step k, and the host waits only for step k's collective to land
+// (with the collective deadline, the missing ranks named) and a 24-byte copy, while the GPU
+// works on step k+1. Every rank reads the same sums at the same step, so every rank acts at the
+// same step. A log step reads the step's figures anyway (a sync): there the step's own votes are
+// read too, so with --log-every 1 (the default) a request takes effect at the step it was seen
+// by, as on the CPU. Bound: a request seen before step k's collective takes effect after step k
+// (CPU, log steps) or step k+1 (GPU, between log steps); a request at the last step of a run is
+// not read after it (the run ends with its final checkpoint anyway).
+// Not deferred (the CPU): the votes are host memory, read after the step's collective.
+class ControlAgreement {
+ public:
+  explicit ControlAgreement(bool defer) : defer_(defer) {}
+  // After step k (its logging, evaluation and periodic save): the action for every rank now.
+  // `votes` and `landed` are step k's StepSums::extra and ::landed; read_now: a log step.
+  control::Action after_step(const at::Tensor& votes, CommRequestPtr landed, bool read_now);
+
+ private:
+  struct Pending {
+    at::Tensor votes;
+    CommRequestPtr landed;
+  };
+  static control::Action read(Pending& p);
+  bool defer_;
+  std::optional<Pending> pending_;  // the previous step's votes, when deferred
 };
 
 }  // namespace fabkit::trainer

@@ -66,7 +66,6 @@ class ShardedEngine : public StepEngine {
              reduce_dtype_text(o.reduce_dtype, world_.world_size()));
   }
 
-  Comm& replica_comm() override { return world_; }
   std::string step_batch_text(int64_t micro_batch_size) const override {
     return std::to_string(replicas_) + " ranks x micro-batch " + std::to_string(micro_batch_size) +
            " x grad-accum " + std::to_string(micro_batches_);

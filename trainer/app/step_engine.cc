@@ -2,6 +2,11 @@
 
 #include <torch/torch.h>
 
+#if FABKIT_TORCH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
 #include <cmath>
 #include <numeric>
 
@@ -85,8 +90,27 @@ void StepEngine::unscale_grads(double scale) {
   }
 }
 
-at::Tensor StepEngine::finish_step(const at::Tensor& loss, bool apply, double max_grad_norm,
-                                   double lr) {
+std::vector<double> read_landed(const at::Tensor& t) {
+  at::Tensor host;
+#if FABKIT_TORCH_CUDA
+  if (t.is_cuda()) {
+    // A pool stream is non-blocking: it does not wait for the current (or the legacy default)
+    // stream, and the sums are already in memory (the collective completed).
+    const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, t.device().index());
+    const c10::cuda::CUDAStreamGuard on_side(side);
+    host = t.to(at::kCPU);  // a copy on the side stream, then that stream's sync only
+  }
+#endif
+  if (!host.defined()) {
+    FABKIT_ENFORCE(t.device().is_cpu(), "read_landed: a tensor on " + t.device().str());
+    host = t;
+  }
+  host = host.to(at::kDouble).contiguous();
+  return {host.data_ptr<double>(), host.data_ptr<double>() + host.numel()};
+}
+
+StepSums StepEngine::finish_step(const at::Tensor& loss, bool apply, double max_grad_norm,
+                                 double lr, const std::vector<double>& extra) {
   const std::optional<at::Tensor> fused_sq = fused_grad_sq();
   const bool step_here = apply && !fused_sq;
   const at::Device d = model_->device();
@@ -106,9 +130,12 @@ at::Tensor StepEngine::finish_step(const at::Tensor& loss, bool apply, double ma
     clip_grad_norm(model_->shards(), 0.0, [&](double* s, size_t) { local = *s; });
     sq = torch::full({}, local, f64);
   }
-  at::Tensor sums = torch::stack({loss.to(f64).reshape({}), sq}).contiguous();
+  std::vector<at::Tensor> parts{loss.to(f64).reshape({}), sq};
+  // Fills, not a host tensor copied over: a copy from pageable host memory syncs the stream.
+  for (const double v : extra) parts.push_back(torch::full({}, v, f64));
+  at::Tensor sums = torch::stack(parts).contiguous();
   // A device pointer on a GPU: NCCL sums it in stream order, the host does not wait.
-  world_.allreduce_sum(sums.data_ptr<double>(), 2);
+  CommRequestPtr landed = world_.allreduce_sum_landed(sums.data_ptr<double>(), parts.size());
   at::Tensor norm = sums[1].sqrt();
   if (step_here) {
     if (tensor_step_) {
@@ -122,7 +149,7 @@ at::Tensor StepEngine::finish_step(const at::Tensor& loss, bool apply, double ma
     }
     opt_->step(model_->shards(), lr);
   }
-  return torch::stack({sums[0], norm});
+  return {torch::stack({sums[0], norm}), sums.slice(0, 2), std::move(landed)};
 }
 
 }  // namespace fabkit::trainer

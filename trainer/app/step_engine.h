@@ -46,6 +46,20 @@ struct EngineInputs {
   std::optional<std::string> required_transport;
 };
 
+// finish_step's sums over the world, on the model's device.
+struct StepSums {
+  at::Tensor figures;  // double [2]: the world's loss, the gradient norm
+  at::Tensor extra;    // double [extra.size()]: the sums of finish_step's `extra` values
+  // Waits (host, with the collective deadline: a missing rank is named) until the sums have
+  // landed; then read_landed() copies them out without waiting for later device work.
+  CommRequestPtr landed;
+};
+
+// The values of a StepSums tensor whose `landed` was waited for, on the host. On a GPU the copy
+// runs on a side stream: the current stream already holds the next step's work, which it must not
+// wait for. On the CPU a plain read.
+std::vector<double> read_landed(const at::Tensor& t);
+
 class StepEngine {
  public:
   virtual ~StepEngine() = default;
@@ -56,8 +70,6 @@ class StepEngine {
   int replicas() const { return replicas_; }
   int64_t micro_batches_per_step() const { return micro_batches_; }
   Comm& world() { return world_; }
-  // Over the replicas (the ranks that read different data): the step's token counts.
-  virtual Comm& replica_comm() = 0;
   ShardedModel& model() { return *model_; }
   ShardOptimizer& optimizer() { return *opt_; }
   const TrainDevice& device() const { return device_; }
@@ -90,16 +102,17 @@ class StepEngine {
   virtual std::string save(SaveRequest req, std::vector<std::string>* warnings) = 0;
 
   // Shared by both engines (step_engine.cc). fp16: whether every rank's gradients are finite (a
-  // collective on the world, read on the host: fp16 decides on the host whether to step); the
-  // unscale.
+  // collective on the world, read on the host: fp16 decides on the host whether to step, as
+  // torch's unfused GradScaler does: the one host read of an fp16 step); the unscale.
   bool grads_finite_everywhere();
   void unscale_grads(double scale);
-  // The rest of the step, with ONE collective on the world: this rank's loss share and squared
-  // gradient norm summed over ranks together, then (when apply and not fused) the clip and the
-  // optimizer step. Returns {world loss, gradient norm} as a double [2] tensor on the model's
-  // device, not read back: with tensor shards nothing here waits for the GPU; the loop reads it on
-  // log steps. The norm is NaN when the step was skipped (fp16 overflow).
-  at::Tensor finish_step(const at::Tensor& loss, bool apply, double max_grad_norm, double lr);
+  // The rest of the step, with ONE collective on the world: this rank's loss share, squared
+  // gradient norm and `extra` host values (the control votes) summed over ranks together, then
+  // (when apply and not fused) the clip and the optimizer step. Nothing is read back: with tensor
+  // shards nothing here waits for the GPU; the loop reads the sums on log steps, the votes one
+  // step later (train_loop.cc). The norm is NaN when the step was skipped (fp16 overflow).
+  StepSums finish_step(const at::Tensor& loss, bool apply, double max_grad_norm, double lr,
+                       const std::vector<double>& extra = {});
 
  protected:
   StepEngine(Comm& world, const TrainDevice& device, bool tensor_step, int replica, int replicas,

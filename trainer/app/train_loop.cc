@@ -15,7 +15,9 @@
 
 #include "common/errors.h"
 #include "trainer/app/run_monitor.h"
+#include "trainer/control/agree.h"
 #include "trainer/data/sampler.h"
+#include "trainer/data/token_counts.h"
 #include "trainer/optim/loss_scale.h"
 #include "trainer/optim/schedule.h"
 
@@ -83,6 +85,24 @@ void place_after_resume(TrainState& state, int64_t per_batch, TrainLog& log) {
   }
 }
 
+// The step's token counts are computed by every rank from the whole dataset (token_counts.h),
+// which holds only if every rank loaded the same examples: a --data path that names a different
+// file per node, or a tokenizer that differs, would make the ranks divide their losses by different
+// counts without any error. One collective per run says so instead.
+void check_same_data_everywhere(Comm& world, const std::string& data_path,
+                                const std::vector<TokenCounts>& per_example) {
+  const uint64_t mine = token_counts_fingerprint(per_example);
+  std::vector<uint64_t> all(static_cast<size_t>(world.world_size()));
+  world.allgather_bytes(&mine, sizeof mine, all.data());
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    throw UsageError(data_path + ": rank " + std::to_string(r) +
+                     " loaded other training examples than rank 0 (their token counts differ); " +
+                     "every rank must read the same file with the same tokenizer and options: " +
+                     "put it on a shared filesystem or copy the same file to every node");
+  }
+}
+
 }  // namespace
 
 int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& in, TrainLog& log) {
@@ -103,6 +123,9 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
                      engine.step_batch_text(o.micro_batch_size));
   }
   const int64_t total_steps = o.max_steps > 0 ? o.max_steps : o.num_epochs * steps_per_epoch;
+  // The step's token counts over every replica, without a collective per step (token_counts.h).
+  const std::vector<TokenCounts> example_counts = example_token_counts(train);
+  check_same_data_everywhere(world, o.data, example_counts);
   log.info("data " + o.data + ": " + std::to_string(train.size()) + " train / " +
            std::to_string(in.data.valid.size()) + " valid examples, " +
            std::to_string(steps_per_epoch) + " steps per epoch, " + std::to_string(total_steps) +
@@ -163,16 +186,20 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
 
   // 5. The loop: micro-batches, forward and backward, loss scale, clip, step, log, eval, save,
   // control.
+  ControlAgreement agreement(/*defer=*/engine.device().cuda);
   int64_t steps_this_process = 0;
   // The figures of the newest step that read them (log steps): between log steps the control
   // status shows these.
   double loss = std::nan(""), grad_norm = std::nan("");
   std::vector<std::vector<size_t>> batches;
+  std::vector<TokenCounts> batch_counts;  // per micro-batch index, over every replica
   int64_t batches_epoch = -1;
   while (state.step < total_steps) {
     if (batches_epoch != state.epoch) {
       batches = epoch_batches(train.size(), o.seed, state.epoch, engine.replica(),
                               engine.replicas(), o.micro_batch_size);
+      batch_counts = epoch_batch_token_counts(example_counts, o.seed, state.epoch,
+                                              engine.replicas(), o.micro_batch_size);
       batches_epoch = state.epoch;
     }
     if (state.batch_in_epoch + micro > static_cast<int64_t>(batches.size())) {
@@ -185,18 +212,16 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
         trace_step(o, steps_this_process, world.rank(), state.step + 1, engine.device());
     const auto t0 = Clock::now();
     std::vector<Batch> step_batches;
-    double counts[2] = {0.0, 0.0};  // target tokens, real tokens (this replica, then all)
+    TokenCounts counts;  // the global batch's: every replica's micro-batches of this step
     for (int64_t a = 0; a < micro; ++a) {
       step_batches.push_back(make_batch(train, batches[state.batch_in_epoch + a]));
-      counts[0] += static_cast<double>(target_tokens(step_batches.back().labels));
-      counts[1] += static_cast<double>(mask_tokens(step_batches.back().attention_mask));
+      counts += batch_counts[state.batch_in_epoch + a];
     }
-    engine.replica_comm().allreduce_sum(counts, 2);
     const double lr = schedule.lr_at(state.step);
     engine.begin_step(lr);
     const double scale_used = scaler ? scaler->scale : 1.0;
     const at::Tensor local_loss =
-        engine.forward_backward(step_batches, std::max(1.0, counts[0]), scale_used);
+        engine.forward_backward(step_batches, std::max<double>(1.0, counts.target), scale_used);
     bool apply = true;
     if (scaler) {
       apply = scaler->update(engine.grads_finite_everywhere());
@@ -210,15 +235,18 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
       state.loss_scale = scaler->scale;
       state.loss_scale_good_steps = scaler->good_steps;
     }
-    // The world's loss and gradient norm in one collective, left on the device (no host sync).
-    const at::Tensor figures = engine.finish_step(local_loss, apply, o.max_grad_norm, lr);
+    // The world's loss and gradient norm, and the control votes, in one collective, left on the
+    // device (no host sync). The votes: what this rank's signals and socket asked for by now.
+    const control::Votes votes = control::vote_for(monitor.requested());
+    StepSums sums = engine.finish_step(local_loss, apply, o.max_grad_norm, lr,
+                                       std::vector<double>(votes.begin(), votes.end()));
     engine.end_step();
     state.batch_in_epoch += micro;
     state.examples_in_epoch = state.batch_in_epoch * per_batch;
     ++state.step;
     ++steps_this_process;
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    const double tokens_per_s = counts[1] / (ms / 1000.0);
+    const double tokens_per_s = static_cast<double>(counts.real) / (ms / 1000.0);
     const TrainDevice& device = engine.device();
     const int64_t peak_memory = device.cuda ? cuda_peak_allocated_bytes(device) : max_rss_bytes();
     // The one read of the step's figures (a host sync on a GPU), on log steps only: TensorBoard
@@ -226,7 +254,8 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
     const bool log_step = state.step % o.log_every == 0 || state.step == total_steps;
     const bool fresh = log_step;
     if (fresh) {
-      const at::Tensor host = figures.to(at::kCPU);
+      sums.landed->wait();  // a collective that never lands is named here, within the deadline
+      const at::Tensor host = sums.figures.to(at::kCPU);
       loss = host.data_ptr<double>()[0];
       grad_norm = host.data_ptr<double>()[1];
     }
@@ -237,7 +266,7 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
                 {"loss", loss},
                 {"lr", lr},
                 {"grad_norm", grad_norm},
-                {"tokens", counts[1]},
+                {"tokens", static_cast<double>(counts.real)},
                 {"tokens_per_s", tokens_per_s},
                 {"step_time_ms", ms},
                 {"state_bytes_per_rank", state_bytes},
@@ -257,9 +286,12 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
       monitor.after_eval(state.step, v);
     }
     if (o.save_every > 0 && state.step % o.save_every == 0 && state.step < total_steps) save_now();
-    // Every rank acts on the same step: what any rank's signals or node's socket asked for.
-    const control::Action action = monitor.after_step(
-        world, {state.step, total_steps, loss, lr, tokens_per_s, grad_norm, peak_memory, fresh});
+    monitor.after_step(
+        {state.step, total_steps, loss, lr, tokens_per_s, grad_norm, peak_memory, fresh});
+    // Every rank acts on the same step: what any rank's signals or node's socket asked for
+    // (read one step late between log steps on a GPU: ControlAgreement).
+    const control::Action action =
+        agreement.after_step(sums.extra, std::move(sums.landed), log_step);
     if (action == control::Action::kSave) {
       log.info("save requested: checkpoint at step " + std::to_string(state.step));
       save_now();

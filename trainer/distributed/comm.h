@@ -113,6 +113,24 @@ class Comm {
   void reduce_scatter_add_bf16(const uint16_t* in, size_t count, float* out) {
     reduce_scatter_add_bf16_async(in, count, out)->wait();
   }
+
+  // A sum the host reads later: the training step's loss, gradient norm and control votes, read
+  // one step on (or on a log step) so the host never waits for the GPU's queue in between
+  // (trainer/app/train_loop.cc). In place on return exactly as allreduce_sum (device buffers: in
+  // stream order, for the clip that follows on the device). The returned request's wait() is a
+  // host wait, with the collective deadline (the missing ranks named), until the sum has landed in
+  // the buffer: after it the host may copy the buffer out without waiting for device work queued
+  // later. Host memory and host backends: complete on return, as allreduce_sum.
+  virtual CommRequestPtr allreduce_sum_landed(double* data, size_t count) {
+    allreduce_sum(data, count);
+    return std::make_unique<CompletedRequest>();
+  }
+
+ protected:
+  class CompletedRequest : public CommRequest {
+   public:
+    void wait() override {}
+  };
 };
 
 struct CommOptions {

@@ -97,6 +97,29 @@ class NcclComm : public Comm, C10dGroup {
   void allreduce_sum(double* data, size_t count) override {
     allreduce(data, count, torch::kFloat64, "allreduce(f64)");
   }
+  CommRequestPtr allreduce_sum_landed(double* data, size_t count) override {
+    if (!is_device_memory(data)) {
+      allreduce_sum(data, count);  // host memory: staged, landed on return
+      return std::make_unique<CompletedRequest>();
+    }
+    DeviceView v = inout(data, count, torch::kFloat64);
+    std::vector<at::Tensor> ts{v.device};
+    c10::intrusive_ptr<c10d::Work> work;
+    CommRequestPtr landed = issue(
+        "allreduce(f64)", count,
+        [&] {
+          work = pg_->allreduce(ts);
+          return C10dWorks{work};
+        },
+        [v] {}, /*host_wait=*/true);
+    try {
+      work->wait();  // the caller's stream waits for the sum now (no host block), as allreduce_sum
+    } catch (const std::exception&) {
+      landed->wait();  // the deadline's and the failure's path: CommError, the group marked dead
+      throw;
+    }
+    return landed;
+  }
   void allgather(const float* in, size_t count, float* out) override {
     allgather_async(in, count, out)->wait();
   }

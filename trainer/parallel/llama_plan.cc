@@ -8,12 +8,12 @@
 namespace fabkit::trainer {
 namespace {
 
-// The micro-batch's RoPE tables and attention bias, which every decoder layer reads: computed by
+// The micro-batch's RoPE tables and attention mask, which every decoder layer reads: computed by
 // the stage that starts the forward (the embed stage, or a later pipeline stage's first layer).
 void set_tables(LlamaModel& model, MicroBatch& batch) {
   const int64_t seq = batch.input_ids.size(1);
   batch.rope = model->rope(seq);
-  batch.bias = model->attention_bias(seq, batch.attention_mask);
+  batch.attend_mask = model->attention_bias(seq, batch.attention_mask);
 }
 
 }  // namespace
@@ -73,7 +73,7 @@ LlamaPlan plan_llama_stage(LlamaModel model, std::shared_ptr<MicroBatch> batch, 
     plan.stages.push_back({"layers." + std::to_string(i), layer_unit[static_cast<size_t>(i)],
                            [model, layer, batch, tables_here](const at::Tensor& h) mutable {
                              if (tables_here) set_tables(model, *batch);
-                             return layer->forward(h, batch->rope, batch->bias);
+                             return layer->forward(h, batch->rope, batch->attend_mask);
                            }});
   }
   if (last) {

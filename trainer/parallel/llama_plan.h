@@ -24,7 +24,10 @@ struct MicroBatch {
   at::Tensor attention_mask;  // [B,T] int64
   double loss_normalizer = 1.0;  // target tokens in the whole global batch (all ranks, all micro-batches)
   RopeCache rope;             // set by the embed stage
-  at::Tensor bias;
+  // Which keys each query may attend (bool [B,1,T,T], true = attend), from the padding and the
+  // sliding window; undefined when neither bites: plain causal attention (SDPA's is_causal).
+  // Set with rope.
+  at::Tensor attend_mask;
 };
 
 struct LlamaPlan {
@@ -39,7 +42,7 @@ LlamaPlan plan_llama(LlamaModel model, std::shared_ptr<MicroBatch> batch);
 // `first` and the final norm + head + loss when `last` (one pipeline stage; the whole model when
 // both). Each decoder layer is its own unit, so a stage's replicas shard and gather layer by
 // layer. A stage that is not the first starts from a received activation: its first layer
-// computes the micro-batch's RoPE tables and attention bias itself (the embed stage does it on
+// computes the micro-batch's RoPE tables and attention mask itself (the embed stage does it on
 // the first). Tied embeddings need first and last (the head is the embedding matrix).
 LlamaPlan plan_llama_stage(LlamaModel model, std::shared_ptr<MicroBatch> batch, int first_layer,
                            int end_layer, bool first, bool last);

@@ -16,11 +16,15 @@
 #include <string_view>
 #include <vector>
 
+#include "common/errors.h"
 #include "tests/support/ttar.h"
 #include "tests/unit/trainer_dist/forwarding_comm.h"
+#include "tests/unit/trainer_dist/gloo_rank_threads.h"
+#include "trainer/app/run_monitor.h"
 #include "trainer/app/step_engine.h"
 #include "trainer/app/train_log.h"
 #include "trainer/app/train_loop.h"
+#include "trainer/control/agree.h"
 #include "trainer/control/control_client.h"
 #include "trainer/control/endpoint.h"
 
@@ -46,7 +50,6 @@ class FakeEngine : public StepEngine {
         tensor_step ? std::optional<at::Device>(at::kCPU) : std::nullopt);
     make_optimizer(o, comm, log);
   }
-  Comm& replica_comm() override { return world_; }
   std::string step_batch_text(int64_t) const override { return "1 fake rank"; }
   void begin_step(double) override {
     if (on_begin_step) on_begin_step();
@@ -224,9 +227,11 @@ class CountingComm : public ForwardingComm {
 
 // A step that logs nothing reads nothing back: no value leaves the device between one step's start
 // and the next's (the loss stays on the device, the clip runs on the device), and the world's
-// scalars cross in few collectives: the step's token counts, the loss and gradient norm together,
-// and the control action. The log step reads the figures once. (Tensor shards on CPU: the GPU
-// path's code; a GPU run does the same reads.)
+// scalars cross in ONE collective: the loss, the gradient norm and the control votes together;
+// the token counts need none (every rank computes them, token_counts.h). On a GPU that collective
+// is on device memory, so no host collective is left in the step (fp16 adds its finite check).
+// The log step reads the figures once. (Tensor shards on CPU: the GPU path's code; a GPU run does
+// the same reads.)
 TEST_F(TrainLoop, NonLogStepsReadNoValueBackAndBatchTheirScalars) {
   o_.log_every = 4;
   o_.max_steps = 6;
@@ -250,7 +255,7 @@ TEST_F(TrainLoop, NonLogStepsReadNoValueBackAndBatchTheirScalars) {
   // k+1's batch. Steps 1, 2, 3 and 5 log nothing; step 4 logs.
   for (int k : {1, 2, 5}) {
     EXPECT_EQ(reads_at[k] - reads_at[k - 1], 0) << "values read back in non-log step " << k;
-    EXPECT_EQ(allreduces_at[k] - allreduces_at[k - 1], 3) << "collectives in step " << k;
+    EXPECT_EQ(allreduces_at[k] - allreduces_at[k - 1], 1) << "collectives in step " << k;
   }
   // The figures it logs are those of the host loops, which read every value on the host.
   const std::vector<Json> tensor_steps = step_metrics();
@@ -268,6 +273,80 @@ TEST_F(TrainLoop, NonLogStepsReadNoValueBackAndBatchTheirScalars) {
           << k << " at log step " << i;
     }
     EXPECT_GT(tensor_steps[i]["grad_norm"].get<double>(), 0.5);  // so the clip ran
+  }
+}
+
+// Every rank loads the data itself and counts every replica's tokens from it: a rank whose data
+// differ (a per-node copy of the file that is not the same) is refused before the first step,
+// naming the file and the rank, instead of training with losses divided by different counts.
+TEST_F(TrainLoop, RanksWithDifferentDataAreRefusedBeforeTheFirstStep) {
+  o_.output_dir = (dir_.path() / "two-ranks").string();
+  LoadedData other = data_;
+  other.train[3].labels[2] = -100;
+  std::vector<std::string> errors(2);
+  run_ranks(2, [&](Comm& c) {
+    TrainLog log{c.rank()};
+    FakeEngine e(c, o_, log, socket());
+    try {
+      run_train_loop(o_, e, {c.rank() == 0 ? data_ : other, Json::object(), c.rank()}, log);
+    } catch (const UsageError& err) {
+      errors[static_cast<size_t>(c.rank())] = err.what();
+    }
+  });
+  for (const std::string& err : errors) {
+    EXPECT_NE(err.find("fake.jsonl: rank 1 loaded other training examples than rank 0"),
+              std::string::npos)
+        << err;
+  }
+}
+
+// The control votes of a step, summed over the ranks, as finish_step leaves them.
+struct SummedVotes {
+  at::Tensor votes;
+  CommRequestPtr landed;
+};
+SummedVotes sum_votes(Comm& c, control::Action local) {
+  const control::Votes v = control::vote_for(local);
+  at::Tensor t = torch::tensor(std::vector<double>(v.begin(), v.end()), torch::kDouble);
+  CommRequestPtr landed = c.allreduce_sum_landed(t.data_ptr<double>(), v.size());
+  return {t, std::move(landed)};
+}
+
+// Deferred (a GPU): the votes of step k are read after step k+1 (whose work is then queued), so
+// every rank acts one step later, at the same step; a log step reads its own votes at once. Not
+// deferred (the CPU): at the step itself. Two real Gloo ranks, each seeing different requests.
+TEST(ControlAgreement, EveryRankActsAtTheSameStepOneStepLateWhenDeferred) {
+  using control::Action;
+  // Per step (1-based): what rank 0 and rank 1 saw; steps 5 and 8 are log steps.
+  const std::vector<std::pair<Action, Action>> seen = {
+      {Action::kNone, Action::kNone}, {Action::kNone, Action::kSave},
+      {Action::kNone, Action::kNone}, {Action::kStop, Action::kSave},
+      {Action::kNone, Action::kNone}, {Action::kNone, Action::kNone},
+      {Action::kSave, Action::kNone}, {Action::kNone, Action::kAbort},
+      {Action::kNone, Action::kNone}};
+  const auto log_step = [](size_t step) { return step == 5 || step == 8; };
+  for (const bool defer : {true, false}) {
+    std::vector<std::vector<Action>> taken(2);
+    run_ranks(2, [&](Comm& c) {
+      ControlAgreement agreement(defer);
+      for (size_t k = 1; k <= seen.size(); ++k) {
+        const auto& [r0, r1] = seen[k - 1];
+        SummedVotes s = sum_votes(c, c.rank() == 0 ? r0 : r1);
+        taken[static_cast<size_t>(c.rank())].push_back(
+            agreement.after_step(s.votes, std::move(s.landed), log_step(k)));
+      }
+    });
+    EXPECT_EQ(taken[0], taken[1]) << "defer " << defer;
+    const std::vector<Action> expected =
+        defer ? std::vector<Action>{Action::kNone,  Action::kNone, Action::kSave,  // step 2's save
+                                    Action::kNone,  Action::kStop,  // step 4's, read at log step 5
+                                    Action::kNone,  Action::kNone,
+                                    Action::kAbort,  // step 7's save, 8's abort: log step
+                                    Action::kNone}
+              : std::vector<Action>{Action::kNone, Action::kSave,  Action::kNone,
+                                    Action::kStop, Action::kNone,  Action::kNone,
+                                    Action::kSave, Action::kAbort, Action::kNone};
+    EXPECT_EQ(taken[0], expected) << "defer " << defer;
   }
 }
 
