@@ -137,7 +137,7 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
     scaler = DynamicLossScale{o.initial_loss_scale, 0, o.loss_scale_window};
   }
   log.info("precision: compute " + o.torch_dtype +
-           "; master weights, optimizer state and gradient reduction float32" +
+           "; master weights and optimizer state float32; gradient reduction " + o.reduce_dtype +
            (scaler ? "; dynamic loss scale from " + std::to_string(o.initial_loss_scale) +
                          ", doubled after " + std::to_string(o.loss_scale_window) + " finite steps"
                    : std::string()));

@@ -65,6 +65,10 @@ TEST_F(FabtrainReduceDtype, Bf16ReduceWithBf16ComputeOnTwoGlooRanksEqualsTheFp32
   EXPECT_NE(b.output.find("gradients reduce-scattered in bfloat16 over 2 replicas"),
             std::string::npos)
       << b.output;
+  // The loop's precision line says the same (it said "gradient reduction float32" regardless).
+  EXPECT_NE(b.output.find("optimizer state float32; gradient reduction bfloat16"),
+            std::string::npos)
+      << b.output;
   const auto lf = metric("f32-reduce", "loss"), lb = metric("bf16-reduce", "loss");
   ASSERT_EQ(lf.size(), 6u);
   EXPECT_LT(lb.back(), lb.front()) << "the bf16-reduced run learns";
