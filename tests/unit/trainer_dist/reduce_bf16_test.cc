@@ -11,7 +11,9 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -157,6 +159,8 @@ int64_t loopback_tx_bytes() {
 // must put half the fp32 one's bytes on the wire. Payload per collective: each rank sends its
 // (world - 1) chunks to their ranks, world x (world - 1) x count values in all; TCP/IP headers
 // and ACKs add a little on top (lo's MTU is 64 KiB).
+constexpr int kWireRuns = 3;
+
 void check_bf16_wire_bytes(int world, size_t count) {
   std::string skip;
   int64_t fp32_bytes = 0, bf16_bytes = 0;
@@ -175,13 +179,21 @@ void check_bf16_wire_bytes(int world, size_t count) {
         c.barrier();
         return c.rank() == 0 ? loopback_tx_bytes() - before : 0;
       };
-      const int64_t f = measure([&] { c.reduce_scatter_add(in.data(), count, out.data()); });
-      const int64_t b = measure([&] { c.reduce_scatter_add_bf16(bits.data(), count, out.data()); });
+      // The fewest bytes of three runs each: on a loaded machine an odd run carries a few per
+      // cent more (more, smaller TCP segments and their ACKs); the collective's own bytes do not
+      // change from run to run.
+      int64_t f = INT64_MAX, b = INT64_MAX;
+      for (int run = 0; run < kWireRuns; ++run) {
+        f = std::min(f, measure([&] { c.reduce_scatter_add(in.data(), count, out.data()); }));
+        b = std::min(b,
+                     measure([&] { c.reduce_scatter_add_bf16(bits.data(), count, out.data()); }));
+      }
       if (c.rank() == 0) {
         fp32_bytes = f;
         bf16_bytes = b;
       }
-      EXPECT_EQ(out[0], 2 * (world * 0.5f + world * (world - 1) / 2.0f)) << "rank " << c.rank();
+      EXPECT_EQ(out[0], 2 * kWireRuns * (world * 0.5f + world * (world - 1) / 2.0f))
+          << "rank " << c.rank();
     });
   });
   netns_thread.join();
