@@ -322,10 +322,14 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
 
 namespace {
 constexpr size_t kRowPadding = 24;  // spaces; NCCL's aligned INFO columns use fewer
+sv row_padding() {
+  static const std::string kPad(kRowPadding, ' ');
+  return kPad;
+}
 }  // namespace
 
 std::vector<sv> Parser::padded_rows(sv raw) {
-  static const std::string kPad(kRowPadding, ' ');
+  const sv kPad = row_padding();
   std::vector<sv> rows;
   size_t begin = 0;
   for (size_t run = raw.find(kPad); run != sv::npos; run = raw.find(kPad, begin)) {
@@ -375,7 +379,10 @@ void Parser::feed(const std::string& source, const std::string& text) {
     // A terminal paste can join the screen's rows into one line, each padded with spaces to the
     // terminal's width: a long run of spaces inside a line ends one row. No NCCL or PyTorch line
     // has such a run inside it (leading indentation is not inside).
-    for (sv row : padded_rows(raw)) physical_row(source, lineno, row);
+    if (raw.size() < 2 * kRowPadding || raw.find(row_padding()) == sv::npos)
+      physical_row(source, lineno, raw);  // the usual line: no vector of rows to build
+    else
+      for (sv row : padded_rows(raw)) physical_row(source, lineno, row);
   }
 }
 
