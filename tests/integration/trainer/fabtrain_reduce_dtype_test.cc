@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/integration/trainer/run_support.h"
@@ -49,6 +50,24 @@ class FabtrainReduceDtype : public ::testing::Test {
   }
   TempDir dir_;
 };
+
+// The bf16-reduced run (lb, gb) against the fp32-reduced one (lf, gf), step by step: loss within
+// 1e-3 and gradient norm within 1e-2 relative, and not identical (else nothing was reduced in
+// bf16). Returns the largest relative differences {loss, grad norm}.
+std::pair<double, double> expect_tracks(const std::vector<double>& lf, const std::vector<double>& lb,
+                                        const std::vector<double>& gf,
+                                        const std::vector<double>& gb) {
+  double max_loss_rel = 0, max_grad_rel = 0;
+  for (size_t i = 0; i < lf.size() && i < lb.size() && i < gf.size() && i < gb.size(); ++i) {
+    EXPECT_NEAR(lb[i], lf[i], 1e-3 * lf[i]) << "step " << i + 1;
+    EXPECT_NEAR(gb[i], gf[i], 1e-2 * gf[i]) << "step " << i + 1;
+    max_loss_rel = std::max(max_loss_rel, std::abs(lb[i] - lf[i]) / lf[i]);
+    max_grad_rel = std::max(max_grad_rel, std::abs(gb[i] - gf[i]) / gf[i]);
+  }
+  EXPECT_GT(max_grad_rel, 0.0)
+      << "gradient norms identical: the gradients were not reduced in bf16";
+  return {max_loss_rel, max_grad_rel};
+}
 
 // bf16 compute: each rank's gradients are bf16 already, so casting them for the wire loses
 // nothing, and Gloo sums the bf16 chunks in fp32 in the order the fp32 reduction does: the run
@@ -97,15 +116,7 @@ TEST_F(FabtrainReduceDtype, Bf16ReduceWithFp32ComputeOnTwoGlooRanksTracksTheFp32
   ASSERT_EQ(lb.size(), lf.size());
   EXPECT_LT(lb.back(), lb.front()) << "the bf16-reduced run learns";
   EXPECT_DOUBLE_EQ(lb[0], lf[0]) << "step 1's forward runs before any reduction";
-  double max_loss_rel = 0, max_grad_rel = 0;
-  for (size_t i = 0; i < lf.size(); ++i) {
-    EXPECT_NEAR(lb[i], lf[i], 1e-3 * lf[i]) << "step " << i + 1;
-    EXPECT_NEAR(gb[i], gf[i], 1e-2 * gf[i]) << "step " << i + 1;
-    max_loss_rel = std::max(max_loss_rel, std::abs(lb[i] - lf[i]) / lf[i]);
-    max_grad_rel = std::max(max_grad_rel, std::abs(gb[i] - gf[i]) / gf[i]);
-  }
-  EXPECT_GT(max_grad_rel, 0.0)
-      << "gradient norms identical: the gradients were not reduced in bf16";
+  const auto [max_loss_rel, max_grad_rel] = expect_tracks(lf, lb, gf, gb);
   std::printf(
       "[ reduce   ] 6 steps, fp32 compute: losses fp32-reduce %.5f -> %.5f, bf16-reduce %.5f -> "
       "%.5f; "
@@ -132,15 +143,7 @@ TEST_F(FabtrainReduceDtype, Bf16ReduceInAPipelineOfTwoStagesTimesTwoReplicasTrac
   ASSERT_EQ(lf.size(), 4u);
   ASSERT_EQ(lb.size(), lf.size());
   EXPECT_DOUBLE_EQ(lb[0], lf[0]) << "step 1's forward runs before any reduction";
-  double max_loss_rel = 0, max_grad_rel = 0;
-  for (size_t i = 0; i < lf.size(); ++i) {
-    EXPECT_NEAR(lb[i], lf[i], 1e-3 * lf[i]) << "step " << i + 1;
-    EXPECT_NEAR(gb[i], gf[i], 1e-2 * gf[i]) << "step " << i + 1;
-    max_loss_rel = std::max(max_loss_rel, std::abs(lb[i] - lf[i]) / lf[i]);
-    max_grad_rel = std::max(max_grad_rel, std::abs(gb[i] - gf[i]) / gf[i]);
-  }
-  EXPECT_GT(max_grad_rel, 0.0)
-      << "gradient norms identical: the gradients were not reduced in bf16";
+  const auto [max_loss_rel, max_grad_rel] = expect_tracks(lf, lb, gf, gb);
   std::printf(
       "[ reduce   ] pipeline 2x2, 4 steps: max rel diff bf16- vs fp32-reduce: loss %.2e, grad norm "
       "%.2e\n",
