@@ -135,7 +135,7 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
     last_wrapper_kind_ = e.kind;
   }
   if (defer_) {
-    if (!e.host.empty()) address_changes_.try_emplace(e.host, std::move(e));
+    if (!e.host.empty()) address_changes_.try_emplace(e.host, std::move(e), p);
     return;
   }
   if (c.kind == "nccl_warning") {
@@ -151,9 +151,9 @@ void Parser::book_error(NcclLogError e, Process* p) {
   if (!address_changes_.empty() && is_completion_kind(e.kind)) {
     auto it = address_changes_.find(e.host);
     if (it != address_changes_.end()) {
-      NcclLogError change = std::move(it->second);
+      auto [change, said_by] = std::move(it->second);
       address_changes_.erase(it);
-      book_error(std::move(change), p);
+      book_error(std::move(change), said_by);  // under the process that printed it
     }
   }
   const int lineno = e.line;

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "fabric/nccl_log/nccl_log.h"
@@ -103,7 +104,7 @@ class Parser {
   long explains_ = 0;
   // GID/LID table changes by host, booked only when a completion error follows there.
   bool defer_ = false;
-  std::map<std::string, NcclLogError> address_changes_;
+  std::map<std::string, std::pair<NcclLogError, Process*>> address_changes_;
   FailureBook book_;
 };
 
