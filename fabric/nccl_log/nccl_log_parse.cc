@@ -99,10 +99,17 @@ static std::string who_of(const LineOrigin& o, const Process* p) {
 
 void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
                        const std::string& source, int lineno, sv text) {
-  const FailureKind& k = failure_kind(c.kind);
+  // misc/shmutils.cc's CUDA calls register the /dev/shm segment with CUDA: a CUDA failure there
+  // ("Cuda failure 'invalid argument'" on a 64 MB /dev/shm) is the segment's, as its next WARN
+  // says ("Error while creating shared memory segment"). (transport/shm's own CUDA failures are
+  // not: nccl#1838's cuMem P2P failure there is a CUDA error.)
+  const std::string kind = c.kind == "cuda_error" && l.nccl_file.find("shmutils") != sv::npos
+                               ? std::string("shm_exhausted")
+                               : c.kind;
+  const FailureKind& k = failure_kind(kind);
   NcclLogError e;
   e.line = lineno;
-  e.kind = c.kind;
+  e.kind = kind;
   e.text = trim_copy(text);
   e.cause = explain(k);
   e.fix = k.fix;
@@ -118,15 +125,6 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
   e.order = ++order_;
   e.wrapped = l.source != LineSource::kNcclWarn && l.source != LineSource::kNcclInfo;
   e.explains = explains_;
-  // misc/shmutils.cc's CUDA calls register the /dev/shm segment with CUDA: a CUDA failure there
-  // ("Cuda failure 'invalid argument'" on a 64 MB /dev/shm) is the segment's, as its next WARN
-  // says ("Error while creating shared memory segment").
-  if (e.kind == "cuda_error" && l.nccl_file.find("shmutils") != sv::npos) {
-    e.kind = "shm_exhausted";
-    const FailureKind& shm = failure_kind(e.kind);
-    e.cause = explain(shm);
-    e.fix = shm.fix;
-  }
   // An exception's lines repeat its summary ("DistBackendError: ... unhandled system error", then
   // "ncclSystemError: System call ..."): the first of them is the one a `Last error:` explains.
   if (e.wrapped && !explains_ && failure_kind(e.kind).tier == FailureTier::kWrapper &&

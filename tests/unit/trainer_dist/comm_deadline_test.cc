@@ -12,6 +12,7 @@
 #include "trainer/app/device_setup.h"
 #include "trainer/distributed/comm.h"
 #include "trainer/distributed/local_spawn.h"
+#include "tests/unit/trainer_dist/gloo_rank_threads.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -33,13 +34,7 @@ std::vector<RankResult> run_ranks_timed(int world, int collective_timeout_ms,
     threads.emplace_back([&, r] {
       std::unique_ptr<Comm> comm;
       try {
-        CommOptions o;
-        o.rank = r;
-        o.world_size = world;
-        o.master_port = port;
-        o.socket_ifname = "lo";
-        o.rendezvous_timeout_ms = 20000;
-        o.collective_timeout_ms = collective_timeout_ms;
+        CommOptions o = thread_rank_options(r, world, port, collective_timeout_ms);
         if (nccl) o.cuda_device = r;
         comm = nccl ? make_nccl_comm(o) : make_gloo_comm(o);
         const auto t0 = Clock::now();

@@ -15,6 +15,19 @@
 
 namespace fabkit::trainer {
 
+// Rank r of `world` thread ranks on lo, rendezvous at 127.0.0.1:port.
+inline CommOptions thread_rank_options(int r, int world, uint16_t port,
+                                       int collective_timeout_ms = 20000) {
+  CommOptions o;
+  o.rank = r;
+  o.world_size = world;
+  o.master_port = port;
+  o.socket_ifname = "lo";
+  o.rendezvous_timeout_ms = 20000;
+  o.collective_timeout_ms = collective_timeout_ms;
+  return o;
+}
+
 // Runs fn(comm) on `world` threads, each with its own Gloo group.
 inline void run_ranks(int world, const std::function<void(Comm&)>& fn) {
   const uint16_t port = pick_free_port();
@@ -23,14 +36,7 @@ inline void run_ranks(int world, const std::function<void(Comm&)>& fn) {
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       try {
-        CommOptions o;
-        o.rank = r;
-        o.world_size = world;
-        o.master_port = port;
-        o.socket_ifname = "lo";
-        o.rendezvous_timeout_ms = 20000;
-        o.collective_timeout_ms = 20000;
-        auto comm = make_gloo_comm(o);
+        auto comm = make_gloo_comm(thread_rank_options(r, world, port));
         fn(*comm);
       } catch (const std::exception& e) {
         errors[r] = e.what();
