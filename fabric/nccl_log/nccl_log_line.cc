@@ -103,6 +103,10 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
     s.remove_prefix(1);
     return true;
   }
+  if (s.front() == '`') {  // Markdown inline code: a block pasted between single backticks
+    s.remove_prefix(1);
+    return true;
+  }
   if (starts_with(s, "**")) {  // Markdown bold around a pasted line ("**hvd1:2918:3333 [0] ...**")
     s.remove_prefix(2);
     return true;
@@ -169,10 +173,10 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
     if (close == sv::npos || close > 200) return false;
     sv body = s.substr(1, close - 1);
     sv after = s.substr(close + 1);
-    // [1,3]<stdout>: (Open MPI --tag-output)
+    // [1,3]<stdout>: (Open MPI --tag-output), [1]<stderr>: (horovodrun: the rank alone)
     const size_t comma = body.find(',');
-    if (comma != sv::npos && (starts_with(after, "<stdout>:") || starts_with(after, "<stderr>:"))) {
-      sv r = body.substr(comma + 1);
+    if (starts_with(after, "<stdout>:") || starts_with(after, "<stderr>:")) {
+      sv r = comma == sv::npos ? body : body.substr(comma + 1);
       long n;
       if (read_int(r, &n, 6)) o.rank = static_cast<int>(n);
       s = after.substr(9);

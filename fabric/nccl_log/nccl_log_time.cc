@@ -55,7 +55,9 @@ bool read_clock(sv& s, double* secs) {
 bool read_iso_time(sv& s, double* epoch_s) {
   sv t = s;
   long y, mo, d;
-  if (t.size() < 10 || !read_int(t, &y, 4) || t.empty() || (t.front() != '-' && t.front() != '/'))
+  // A four-digit year: "10-12-3-162:7992:8059" is a host named after its address, not 10-12-3.
+  if (t.size() < 10 || !read_int(t, &y, 4) || s.size() - t.size() != 4 || t.empty() ||
+      (t.front() != '-' && t.front() != '/'))
     return false;
   const char sep = t.front();  // "2025-11-24", or Go's and many loggers' "2025/11/24"
   t.remove_prefix(1);

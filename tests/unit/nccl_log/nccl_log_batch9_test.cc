@@ -73,5 +73,27 @@ TEST(NcclLogBatch9, OldNcclTestsCudaFailure) {
   EXPECT_EQ(s.cause_kind.value_or("none"), "cuda_error");
 }
 
+// Who said it first, in three line shapes of batches 7 and 9: a block pasted between backticks
+// keeps its first line's host (NVIDIA/nccl#1814, aws-ofi-nccl#156), horovodrun's "[1]<stderr>:"
+// names rank 1 (pytorch/ignite#3466), and a host named after its address is no date
+// (pytorch/pytorch#124380).
+TEST(NcclLogBatch9, FirstSayerThroughBackticksHorovodTagsAndAddressHostnames) {
+  NcclLogSummary s = parse_nccl_log(
+      "`hostname-test:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+      "172.36.143.59<44206> with status=12 opcode=129 len=65536 vendor err 129 (Recv)\n");
+  ASSERT_FALSE(s.failures.empty());
+  EXPECT_EQ(s.errors.at(s.failures[0].first_error).host, "hostname-test");
+  s = parse_nccl_log(
+      "[1]<stderr>:RuntimeError: ncclCommInitRank failed: unhandled cuda error (run with "
+      "NCCL_DEBUG=INFO for details)\n");
+  ASSERT_FALSE(s.failures.empty());
+  EXPECT_EQ(s.errors.at(s.failures[0].first_error).rank.value_or(-1), 1);
+  s = parse_nccl_log(
+      "10-12-3-162:7992:8059 [2] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by "
+      "remote peer 10-12-3-162<55133>\n");
+  ASSERT_FALSE(s.failures.empty());
+  EXPECT_EQ(s.errors.at(s.failures[0].first_error).host, "10-12-3-162");
+}
+
 }  // namespace
 }  // namespace fabkit::nccl_log

@@ -31,8 +31,9 @@ std::string read(const std::filesystem::path& p) {
 
 Json expectations() { return Json::parse(read(real_dir() / "expectations.json")); }
 
-// The answer for one log: "" when right, else what differed.
-std::string check(const Json& e) {
+// The answer for one log: "" when right, else what differed. Without `first`: kind, network and
+// the findings only, not who said it first.
+std::string check(const Json& e, bool first_sayer = true) {
   const std::string text = read(real_dir() / e.at("file").get<std::string>());
   if (text.empty()) return "empty or missing file";
   const NcclLogSummary s = parse_nccl_log(text);
@@ -44,7 +45,7 @@ std::string check(const Json& e) {
   const std::string want_net = net.is_null() ? "null" : net.get<std::string>();
   if (s.network.value_or("null") != want_net)
     why += " network " + s.network.value_or("null") + " (expected " + want_net + ")";
-  if (!s.failures.empty()) {
+  if (first_sayer && !s.failures.empty()) {
     const NcclLogError& first = s.errors.at(s.failures.front().first_error);
     for (const auto& [k, v] : e.at("first").items()) {
       std::string got = k == "host"   ? first.host
@@ -54,7 +55,7 @@ std::string check(const Json& e) {
       std::string want = v.is_string() ? v.get<std::string>() : v.dump();
       if (got != want) why += " first." + k + " " + got + " (expected " + want + ")";
     }
-  } else if (!e.at("first").empty()) {
+  } else if (first_sayer && !e.at("first").empty()) {
     why += " no failure to name who said it first";
   }
   // Every log is explained in JSON and findings without throwing, and no log with NCCL or
@@ -110,6 +111,27 @@ TEST(NcclLogCorpus, HeldOutLogsAreAtLeastNinetyPercentRight) {
   std::cout << "held-out: " << right << "/" << n << " right\n";
   ASSERT_GE(n, 8);
   EXPECT_GE(right * 10, n * 9);
+}
+
+// Once a batch's first-run misses are fixed (first_run keeps the figure the goal is judged on),
+// every held-out log keeps its kind and network: a rule change that breaks one fails here, not
+// only when it takes the whole corpus under 90%. Who said it first is still wrong for a few
+// (a custom logger's prefix, a host the excerpt cut, a rank known only from a later traceback,
+// torch's rank against the group's); they are listed, and their number may only go down.
+TEST(NcclLogCorpus, HeldOutLogsStayRightAfterTheirFixes) {
+  constexpr int kKnownFirstSayerMisses = 4;
+  int first_sayer_misses = 0;
+  for (const auto& e : expectations()) {
+    if (!e.at("held_out").get<bool>()) continue;
+    EXPECT_EQ(check(e, false), "") << e.at("file").get<std::string>() << " "
+                                   << e.at("url").get<std::string>();
+    const std::string why = check(e);
+    if (!why.empty()) {
+      ++first_sayer_misses;
+      std::cout << "first-sayer miss: " << e.at("file").get<std::string>() << why << "\n";
+    }
+  }
+  EXPECT_LE(first_sayer_misses, kKnownFirstSayerMisses);
 }
 
 TEST(NcclLogCorpus, EveryKindHasItsExplanation) {
