@@ -29,7 +29,8 @@ const std::vector<FailureKind>& failure_kinds() {
       {"shm_exhausted",
        T::kRoot,
        "shared memory exhausted",
-       "NCCL could not create a shared-memory segment in /dev/shm for its intra-node transport",
+       "NCCL could not create a shared-memory segment in /dev/shm for its intra-node transport, "
+       "or one it mapped could not be backed when touched (the process dies of SIGBUS)",
        {"a container's /dev/shm left at Docker's 64 MB default (or a small Kubernetes emptyDir)",
         "/dev/shm full of stale nccl-* segments from crashed jobs",
         "many ranks per node, each needing its own segments"},

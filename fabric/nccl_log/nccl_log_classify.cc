@@ -80,10 +80,12 @@ namespace {
 // Resources of this process: GPU or host memory, /dev/shm, RDMA memory registration.
 std::optional<ClassifiedMessage> classify_resources(sv msg) {
   // include/alloc.h and checks.h: "Failed to CUDA calloc|malloc|host alloc N bytes", "Failed to
-  // malloc N bytes" (2.4: "malloc of N bytes failed"), "malloc(size=N) returned null".
+  // malloc N bytes" (2.4: "malloc of N bytes failed"), "malloc(size=N) returned null"; 2.9-2.12
+  // bootstrap.cc's remote allocator thread: "[Rem Allocator] Allocation failed (segment 0, fd N)"
+  // after the CUDA allocation it makes for a peer failed.
   if (has(msg, "out of memory") || (has(msg, "Failed to CUDA") && has(msg, "alloc")) ||
       has(msg, "cudaErrorMemoryAllocation") || has(msg, "Failed to malloc") ||
-      has(msg, "malloc of ") || has(msg, "returned null") || msg == "Allocation failed")
+      has(msg, "malloc of ") || has(msg, "returned null") || has(msg, "Allocation failed"))
     return make("out_of_memory", msg);
   // ibv_reg_mr, ibv_reg_mr_iova2, ibv_reg_dmabuf_mr, a plugin's mlx5dv_reg_dmabuf_mr.
   if ((has(msg, "_reg_") && has_ci(msg, "fail")) ||
@@ -237,7 +239,7 @@ std::optional<ClassifiedMessage> classify_host(sv msg) {
   // context", "Failed to find CUDA library", "cuDriverGetVersion failed", "CUDA Driver version
   // found is N. Minimum requirement is M"); p2p.cc ("failed to open CUDA IPC handle", "failed to
   // peer with device", "cudaIpcGetMemHandle failed"); NVLS ("CUDA error 1 'invalid argument'").
-  if (has(msg, "Cuda failure") || has(msg, "unhandled cuda error") ||
+  if (has(msg, "Cuda failure") || has_ci(msg, "unhandled cuda error") ||
       has(msg, "ncclUnhandledCudaError") || has(msg, "failed to peer with device") ||
       ((has_ci(msg, "cuda") || has(msg, "cuDriver") || has(msg, "cuMem")) &&
        !has(msg, "NET/") &&  // a net plugin's CUDA trouble is the plugin failing to start
@@ -257,9 +259,12 @@ std::optional<ClassifiedMessage> classify_host(sv msg) {
 // Net plugins failing to start, and NCCL's proxy threads.
 std::optional<ClassifiedMessage> classify_plugin_proxy(sv msg) {
   // benign_plugin_line() has already let through the "not found, using internal" probing.
+  // aws-ofi-nccl's "NET/OFI Could not find any optimal provider": no libfabric provider (EFA,
+  // verbs) it can use, so the plugin does not start.
   if (((has(msg, "NET/Plugin") || has(msg, "NET/OFI")) &&
        (has_ci(msg, "fail") || has_ci(msg, "unable") || has_ci(msg, "error") ||
-        has(msg, "returned") || has(msg, "undefined symbol") || has(msg, "Couldn't"))) ||
+        has(msg, "returned") || has(msg, "undefined symbol") || has(msg, "Couldn't") ||
+        has(msg, "Could not"))) ||
       has(msg, "Failed to initialize any NET plugin"))
     return make("plugin_init_failed", msg);
   // A proxy's Connect that failed with a system error (2) is the transport's connect failing;
@@ -322,6 +327,8 @@ bool last_connect_retry(sv msg) {
 
 }  // namespace
 
+std::optional<ClassifiedMessage> classify_socket_error(sv msg) { return classify_socket(msg); }
+
 bool address_change_event(sv msg) {
   return has_ci(msg, "GID table change") || has_ci(msg, "LID change");
 }
@@ -364,6 +371,11 @@ std::optional<ClassifiedMessage> classify_message(sv msg, LineSource source, boo
   // ... with status=12"): NCCL's own words, read as a WARN would be.
   if (msg.substr(0, 4) == "NET/")
     if (auto c = classify_error_text(msg)) return c;
+  // misc/shmutils.cc's text quoted without its prefix ("Error while creating shared memory
+  // segment /dev/shm/nccl-CsYXMW (size 9637888)"): the segment's name is NCCL's.
+  if (has(msg, "/dev/shm/nccl-") &&
+      (has_ci(msg, "error") || has_ci(msg, "fail") || has(msg, "Could not") || has(msg, "Unable")))
+    if (auto c = classify_resources(msg)) return c;
   return classify_wrapper_text(msg);
 }
 

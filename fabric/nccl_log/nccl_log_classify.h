@@ -27,6 +27,11 @@ bool is_completion_kind(std::string_view kind);
 std::optional<ClassifiedMessage> classify_message(std::string_view msg, LineSource source,
                                                   bool last_error);
 
+// A socket's failure told by its errno text or NCCL's connect wording ("Connection reset by
+// peer", "Call to connect returned Connection refused"): for lines that are not NCCL's WARN but
+// are known to be about one of its or c10d's sockets (a retry, a torch.distributed traceback).
+std::optional<ClassifiedMessage> classify_socket_error(std::string_view msg);
+
 // A WARN that NCCL carries on from: a setting it corrected, an optional feature it turned off,
 // an HCA event that is no error ("Got non-fatal async event", "port active", "GID table changed").
 bool benign_warning(std::string_view msg);

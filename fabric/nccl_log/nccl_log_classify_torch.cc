@@ -61,7 +61,10 @@ std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
       // torch 2.8+: "failure detected by watchdog at work sequence id: N" covers a timeout and
       // an async error alike; alone in a log (no error line names another cause) it is the
       // watchdog's report, ranked below any error that does.
-      has(msg, "failure detected by watchdog")) {
+      has(msg, "failure detected by watchdog") ||
+      // Only the watchdog thread's C++ frames pasted: WorkNCCL::checkTimeout throws for a
+      // collective past its timeout and for nothing else.
+      has(msg, "WorkNCCL::checkTimeout")) {
     const size_t w = msg.find("WorkNCCL(");
     // "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ..., Timeout(ms)=600000)": the ')' of "(ms)" is not
     // the end.
@@ -77,14 +80,16 @@ std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
   // text ("remote process exited or there was a network error", "unhandled system error").
   if (has(msg, "ncclRemoteError") || has(msg, "remote process exited or there was a network error"))
     return make("nccl_remote_error", msg);
-  if (has(msg, "ncclSystemError") || has(msg, "unhandled system error"))
+  // ncclGetErrorString's words, not its spelling: users retype them ("unhanled system error").
+  if (has(msg, "ncclSystemError") || has(msg, "unhandled system error") ||
+      (has(msg, "NCCL error") && has(msg, " system error")))
     return make("nccl_system_error", msg);
   // nccl-tests' "Test CUDA failure common.cu:891 'out of memory'", PyTorch's "CUDA error: out of
   // memory": the allocation, not CUDA, failed.
   if (has(msg, "out of memory") && (has(msg, "Test CUDA failure") || has(msg, "CUDA error")))
     return make("out_of_memory", msg);
   if (has(msg, "Test timeout (")) return make("watchdog_timeout", msg, "nccl-tests timeout");
-  if (has(msg, "ncclUnhandledCudaError") || has(msg, "unhandled cuda error") ||
+  if (has(msg, "ncclUnhandledCudaError") || has_ci(msg, "unhandled cuda error") ||
       has(msg, "Test CUDA failure") ||  // nccl-tests' own CUDA call failed
       // nccl-tests before "Test" was added (2017-2018): "Cuda failure common.cu:891 'x'".
       has(msg, "Cuda failure common.cu") ||

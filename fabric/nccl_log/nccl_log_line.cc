@@ -68,7 +68,8 @@ void parse_nccl_prefix(sv head, LogLine& out) {
       return;
     }
     // "host:XXXXXX" or "host:xxx:xxx": a poster masked the pid and tid; host names have no ':'.
-    if (!first.empty() && first.front() != '[')
+    // "[Node-A]:[PID]:[Thread]": all three masked, the host by a placeholder that still names it.
+    if (!first.empty() && (first.front() != '[' || first.find("]:[") != sv::npos))
       out.origin.host = std::string(first.substr(0, first.find(':')));
     else
       rest = head;
@@ -81,6 +82,21 @@ void parse_nccl_prefix(sv head, LogLine& out) {
   skip_spaces(rest);
   while (!rest.empty() && rest.back() == ' ') rest.remove_suffix(1);
   if (!rest.empty() && rest.find(' ') == sv::npos) out.nccl_file = rest;
+}
+
+// "[Node-A]:[PID]:[Thread] [0] NCCL WARN": NCCL's host:pid:tid with each part masked by the
+// poster, not a launcher's "[trainer0]:" tag (nor torchrun's "[default5]:[rank5]:[E1126 ...]").
+bool masked_host_pid_tid(sv s) {
+  for (int part = 0; part < 3; ++part) {
+    if (part > 0 && !eat(s, ':')) return false;
+    const size_t close = s.find(']');
+    if (s.empty() || s.front() != '[' || close == sv::npos || close > 64) return false;
+    const sv body = s.substr(1, close - 1);
+    if (body.empty() || body.find(' ') != sv::npos) return false;
+    if (part == 1 && (starts_with(body, "rank") || starts_with(body, "Rank"))) return false;
+    s.remove_prefix(close + 1);
+  }
+  return starts_with(s, " [");
 }
 
 // One launcher/collector prefix removed from the front of `s`; false when none is there.
@@ -129,11 +145,26 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
       return true;
     }
   }
-  // Ray's "(train_rft pid=2657296) " or "(pid=909608) " in front of a worker's output.
+  // Ray's "(train_rft pid=2657296) ", "(pid=909608) ", "(RayWorkerVllm pid=207931,
+  // ip=10.0.1.75) " and vLLM's "(VllmWorker rank=3 pid=4665) " in front of a worker's output:
+  // the node's address and the worker's rank say who it is.
   if (s.front() == '(') {
     const size_t close = s.find(')');
     const size_t pid = starts_with(s, "(pid=") ? 0 : s.find(" pid=");
     if (close != sv::npos && close < 200 && pid != sv::npos && pid < close) {
+      const sv body = s.substr(1, close - 1);
+      const size_t rk = body.find("rank=");
+      if (rk != sv::npos && (rk == 0 || body[rk - 1] == ' ')) {
+        sv r = body.substr(rk + 5);
+        long n;
+        if (read_int(r, &n, 6)) o.rank = static_cast<int>(n);
+      }
+      const size_t ip = body.find("ip=");
+      if (ip != sv::npos && o.host.empty()) {
+        size_t e = ip + 3;
+        while (e < body.size() && body[e] != ',' && body[e] != ' ') ++e;
+        o.host = std::string(body.substr(ip + 3, e - ip - 3));
+      }
       s.remove_prefix(close + 1);
       return true;
     }
@@ -226,7 +257,8 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
       }
       return false;
     }
-    if (starts_with(after, ":") && body.find(' ') == sv::npos && !body.empty()) {
+    if (starts_with(after, ":") && !masked_host_pid_tid(s) && body.find(' ') == sv::npos &&
+        !body.empty()) {
       o.label = std::string(body.substr(0, body.find('|')));  // [trainer0|0]: (torchx roles)
       s = after.substr(1);
       return true;
@@ -283,7 +315,9 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
   if (i > 0 && i + 1 < s.size() && s[i] == ':' && s[i + 1] == ' ' && token != "WARN" &&
       token != "INFO" && !exception_name &&
       (s.find("NCCL ", i) != sv::npos || s.find("Test CUDA failure", i) != sv::npos ||
-       s.find("NET/OFI", i) != sv::npos)) {
+       s.find("NET/OFI", i) != sv::npos ||
+       // PyTorch's C++ frames ("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout").
+       s.find("ProcessGroupNCCL", i) != sv::npos)) {
     if (o.host.empty()) o.host = std::string(s.substr(0, i));
     s.remove_prefix(i + 2);
     return true;

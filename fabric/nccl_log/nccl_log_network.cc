@@ -14,6 +14,20 @@
 
 namespace fabkit::nccl_log::detail {
 
+namespace {
+// A net plugin's name may carry the plugin API it was built for ("IBext_v8" of the SHARP plugin
+// built for API v8, "IBext_v10"): the network is the same whatever the API version.
+std::string network_name(std::string net) {
+  const size_t v = net.rfind("_v");
+  if (v == std::string::npos || v == 0 || v + 2 >= net.size()) return net;
+  for (size_t i = v + 2; i < net.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(net[i]))) return net;
+  net.resize(v);
+  return net;
+}
+}  // namespace
+
+
 void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Process* p) {
   static const std::regex version(R"(NCCL version (\d+\.\d+\.\d+[^\s]*))");
   NcclChannelLine channel;
@@ -28,7 +42,7 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
   if (!s_.version && has(msg, "NCCL version ") && std::regex_search(msg, m, version))
     s_.version = m[1].str();
   if (starts(msg, "Using network ")) {
-    std::string net = trim_copy(sv(msg).substr(14));
+    std::string net = network_name(trim_copy(sv(msg).substr(14)));
     s_.networks_seen.push_back(net);
     s_.network = net;
     using_network_line_ = lineno;
@@ -98,6 +112,18 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
     s_.ofi_provider = v.substr(0, v.find(' '));
     s_.ofi_provider->erase(std::remove(s_.ofi_provider->begin(), s_.ofi_provider->end(), ','),
                            s_.ofi_provider->end());
+  }
+  // proxy.cc's "[Proxy Service 1] Failed to execute operation Connect from rank 1": the proxy
+  // service of rank N runs in rank N's process.
+  if (p && !p->rank && starts(msg, "[Proxy Service ")) {
+    int v = 0, n = 0;
+    for (size_t i = 15; i < msg.size() && std::isdigit(static_cast<unsigned char>(msg[i])) && n < 7;
+         ++i, ++n)
+      v = v * 10 + (msg[i] - '0');
+    if (n && 15 + n < msg.size() && msg[15 + n] == ']') {
+      p->rank = v;
+      if (p->view != SIZE_MAX && !s_.ranks[p->view].rank) s_.ranks[p->view].rank = v;
+    }
   }
   // A rank NCCL states for this process: "comm 0x.. rank 5 nranks 8 cudaDev 1".
   if (p && has(msg, " nranks ")) {

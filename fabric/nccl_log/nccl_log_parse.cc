@@ -172,12 +172,12 @@ void Parser::book_error(NcclLogError e, Process* p) {
 // A terminal that hard-wraps long lines splits PyTorch's glog text mid-word ("ProcessGroupNCCL'"
 // / "s watchdog got stuck for 480 seconds"): the lines without any prefix that follow an
 // unclassified glog line are its text, joined as they were cut.
-void Parser::continue_wrap(const LogLine& l, sv raw) {
+bool Parser::continue_wrap(const LogLine& l, sv raw) {
   const bool bare = l.source == LineSource::kOther && l.origin.host.empty() && !l.origin.rank &&
                     l.origin.label.empty() && !l.msg.empty();
   if (!bare || wrap_lines_ >= kMaxWrapLines || wrap_text_.size() + raw.size() > kMaxLineChars) {
     wrap_text_.clear();
-    return;
+    return false;
   }
   while (!raw.empty() && (raw.back() == '\r' || raw.back() == ' ')) raw.remove_suffix(1);
   wrap_text_.append(raw);
@@ -185,7 +185,9 @@ void Parser::continue_wrap(const LogLine& l, sv raw) {
   if (auto c = classify_message(wrap_text_, LineSource::kTorch, false)) {
     add_error(*c, wrap_line_, wrap_process_, wrap_source_, wrap_lineno_, wrap_text_);
     wrap_text_.clear();
+    return true;
   }
+  return false;
 }
 
 // c10d's rendezvous and Gloo speak without the word NCCL ("torch.distributed.DistStoreError:
@@ -220,9 +222,143 @@ bool Parser::c10d_line(sv raw) {
   return false;
 }
 
+namespace {
+
+// "RuntimeError: Connection reset by peer", "torch.distributed.DistNetworkError: ...": the last
+// line of a Python traceback, the exception's class and its text.
+bool python_exception_line(sv msg) {
+  while (!msg.empty() && msg.front() == ' ') msg.remove_prefix(1);
+  const size_t colon = msg.find(": ");
+  if (colon == sv::npos || colon == 0 || colon > 120) return false;
+  const sv cls = msg.substr(0, colon);
+  for (char c : cls)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.') return false;
+  return (cls.size() >= 5 && cls.substr(cls.size() - 5) == "Error") ||
+         (cls.size() >= 9 && cls.substr(cls.size() - 9) == "Exception");
+}
+
+// UCX's and libibverbs' crash reports name the process "[host:pid :thread:tid]" at the line's
+// start ("[09677202c889:5283 :0:5704] Caught signal 7 (Bus error ...)").
+void bracket_origin(sv raw, LineOrigin& o) {
+  while (!raw.empty() && raw.front() == ' ') raw.remove_prefix(1);
+  if (raw.empty() || raw.front() != '[') return;
+  const size_t colon = raw.find(':');
+  const size_t close = raw.find(']');
+  if (colon == sv::npos || close == sv::npos || colon > close || colon < 2) return;
+  const sv host = raw.substr(1, colon - 1);
+  for (char c : host)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') return;
+  long pid = 0;
+  size_t i = colon + 1, n = 0;
+  while (i < close && std::isdigit(static_cast<unsigned char>(raw[i])) && n < 9)
+    pid = pid * 10 + (raw[i++] - '0'), ++n;
+  if (n == 0) return;
+  o.host = std::string(host);
+  o.pid = pid;
+}
+
+// The number after `key` ("rank: 5" of c10d's store barrier); nullopt when none.
+std::optional<int> number_after(sv text, sv key) {
+  const size_t at = text.find(key);
+  if (at == sv::npos) return std::nullopt;
+  int v = 0, n = 0;
+  for (size_t i = at + key.size();
+       i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && n < 7; ++i, ++n)
+    v = v * 10 + (text[i] - '0');
+  return n ? std::optional<int>(v) : std::nullopt;
+}
+
+Stall stall_of(LogLine l, sv text, const std::string& source, int lineno) {
+  l.msg = {};
+  l.nccl_file = {};
+  return Stall{l, std::string(text), source, lineno};
+}
+
+}  // namespace
+
+void Parser::note_connect_retry(const LogLine& l, Process* p, const std::string& source,
+                                int lineno) {
+  // "Call to connect returned Connection refused, retrying" (2.4-2.18), "socketPollConnect:
+  // connect to X returned ..., retrying (N/34) after sleep for M msec" (2.19+).
+  if (has(l.msg, "retrying") && has(l.msg, "onnect"))
+    p->connect_retry = stall_of(l, l.msg, source, lineno);
+  else if (!trace_return_code(l.msg))  // its error trace still belongs to the connect
+    p->connect_retry.reset();
+}
+
+bool Parser::job_line(const LogLine& l, Process* p, const std::string& source, int lineno,
+                      sv raw) {
+  // A process of an NCCL job killed by SIGBUS ("Caught signal 7 (Bus error: nonexistent physical
+  // address)" from UCX's handler, torchrun's "Signal 7 (SIGBUS) received by PID"): a shared-memory
+  // segment NCCL mapped in /dev/shm could not be backed when touched, /dev/shm being full or
+  // small; NCCL prints no WARN for it.
+  if ((has(raw, "Bus error") || has(raw, "SIGBUS")) && (s_.nccl_lines || s_.torch_nccl_lines) &&
+      (has(raw, "ignal 7") || has(raw, "SIGBUS") || has(raw, "Fatal Python error"))) {
+    LogLine b = l;
+    if (b.origin.host.empty()) bracket_origin(raw, b.origin);
+    Process* bp = p ? p : (!b.origin.host.empty() ? process_of(b, source) : nullptr);
+    add_error({"shm_exhausted", "", "SIGBUS: a mapped /dev/shm segment could not be backed"}, b,
+              bp, source, lineno, b.msg);
+    return true;
+  }
+  // c10d's store barrier at process-group creation: every rank waits until world_size workers
+  // have checked in to the store. Waiting that never completes means a rank never joined.
+  if (has(raw, "store based barrier") || has(raw, "store-based barrier")) {
+    if (has(raw, "Completed store")) {
+      store_barrier_.reset();
+    } else if (has(raw, "Timed out initializing process group")) {
+      LogLine b = l;
+      if (!b.origin.rank) b.origin.rank = number_after(raw, "rank: ");
+      add_error({"bootstrap_failed", "", "c10d's store barrier timed out: a rank never joined"},
+                b, p, source, lineno, b.msg);
+    } else if (has(raw, "Waiting in store based barrier") && !store_barrier_) {
+      LogLine b = l;
+      if (!b.origin.rank) b.origin.rank = number_after(raw, "rank: ");
+      store_barrier_ = stall_of(b, b.msg, source, lineno);
+    }
+    return true;
+  }
+  // A Python traceback: whether it went through torch.distributed decides whose socket error
+  // ends it (the rendezvous store's, "RuntimeError: Connection reset by peer").
+  if (has(raw, "Traceback (most recent call last)")) {
+    dist_traceback_ = false;
+  } else if (has(raw, "torch/distributed/")) {
+    dist_traceback_ = true;
+  } else if (dist_traceback_ && python_exception_line(l.msg)) {
+    dist_traceback_ = false;
+    // Exceptions naming NCCL or c10d are read by the rules for those.
+    if (has(raw, "NCCL") || has(raw, "nccl") || c10d_line(raw)) return false;
+    if (auto c = classify_socket_error(l.msg)) {
+      add_error(*c, l, p, source, lineno, l.msg);
+      return true;
+    }
+  }
+  return false;
+}
+
+void Parser::book_stalls() {
+  for (const auto& key : process_order_) {
+    Process& p = processes_[key];
+    if (!p.connect_retry || p.has_error) continue;
+    const Stall& st = *p.connect_retry;
+    auto c = classify_socket_error(st.text);
+    if (!c) continue;
+    c->detail = "the log ends while it retries the connect: nothing after shows it connected";
+    add_error(*c, st.line, &p, st.source, st.lineno, st.text);
+  }
+  if (store_barrier_) {
+    const Stall& st = *store_barrier_;
+    Process* p = st.line.origin.rank ? process_of(st.line, st.source) : nullptr;
+    add_error({"bootstrap_failed", "",
+               "c10d's store barrier still waiting when the log ends: a rank never joined"},
+              st.line, p, st.source, st.lineno, st.text);
+  }
+}
+
 void Parser::line(const std::string& source, int lineno, sv raw) {
   LogLine l = split_log_line(raw);
-  if (!wrap_text_.empty()) continue_wrap(l, raw);
+  // The rest of a wrapped line, booked with its start: not a second error.
+  if (!wrap_text_.empty() && continue_wrap(l, raw)) return;
   const bool nccl = l.source == LineSource::kNcclInfo || l.source == LineSource::kNcclWarn;
   const bool mentions_nccl = nccl || has(raw, "NCCL") || has(raw, "nccl");
   // nccl-tests' own failures (src/common.h): "host: Test CUDA failure f:N 'x'", "host: Test
@@ -257,8 +393,11 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
     return;
   }
   if (!l.msg.empty()) last_error_pending_ = false;
+  if (nccl && p && l.source == LineSource::kNcclInfo) note_connect_retry(l, p, source, lineno);
+  if (!nccl && l.source != LineSource::kTorch && job_line(l, p, source, lineno, raw)) return;
   if (!mentions_nccl && !continuation && !has(raw, "NET/") && !has(raw, "Channel") &&
-      !has(raw, "Ring") && !has(raw, "DistBackendError") && !test_cuda && !c10d_line(raw))
+      !has(raw, "Ring") && !has(raw, "DistBackendError") && !test_cuda && !c10d_line(raw) &&
+      !has(raw, "terminated with exception"))
     return;
   std::string msg(l.msg);
   if (nccl || has(raw, "NCCL version")) nccl_facts(l, msg, lineno, p);
@@ -280,8 +419,11 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
     add_error(*c, l, p, source, lineno, l.msg);
     explains_ = 0;
     if (continuation) infer_from_error(*c, l.msg, lineno);
-  } else if (l.source == LineSource::kTorch && !l.msg.empty() &&
-             l.origin.time_format == TimeFormat::kGlogNoYear) {
+  } else if ((l.source == LineSource::kTorch && !l.msg.empty() &&
+              l.origin.time_format == TimeFormat::kGlogNoYear) ||
+             // "... Rank 2] Process group watchdog thread terminated with exception: [Rank 2]"
+             // with the exception's text on the terminal's next row.
+             (!nccl && has(l.msg, "terminated with exception"))) {
     wrap_text_.assign(l.msg);
     wrap_line_ = l;
     if (!wrap_line_.origin.rank) wrap_line_.origin.rank = rank_in_text(l.msg);
@@ -361,6 +503,7 @@ void Parser::feed(const std::string& source, const std::string& text) {
   wrap_text_.clear();
   last_origin_ = LineOrigin{};
   last_process_ = nullptr;
+  dist_traceback_ = false;
   size_t start = 0;
   int lineno = 0;
   while (start <= text.size()) {
@@ -427,6 +570,9 @@ NcclLogSummary Parser::finish() {
     l.origin.rank = p.rank;
     add_error(c, l, &p, p.source, p.trace_line, p.trace_text);
   }
+  // Nothing failed outright: a process still retrying its connect, or c10d's store barrier still
+  // waiting, when the log ends is what the log shows of the failure.
+  if (s_.errors.empty()) book_stalls();
   decide_network();
   for (auto& v : s_.ranks)
     v.who = v.rank ? "rank " + std::to_string(*v.rank) + (v.host.empty() ? "" : " (" + v.host + ")")

@@ -23,6 +23,16 @@ using sv = std::string_view;
 inline bool has(sv s, sv sub) { return s.find(sub) != sv::npos; }
 inline bool starts(sv s, sv p) { return s.substr(0, p.size()) == p; }
 
+// A line that says a process was still waiting when the log ends (a connect it kept retrying,
+// c10d's store barrier with a rank missing): a failure only when no error line says more, so it
+// is kept aside until finish().
+struct Stall {
+  LogLine line;       // its origin; msg and nccl_file are not kept (they point into the input)
+  std::string text;   // the message
+  std::string source;
+  int lineno = 0;
+};
+
 // What one process printed that decides the network or explains its failure.
 struct Process {
   size_t view = SIZE_MAX;  // index into s.ranks, or SIZE_MAX when past the cap
@@ -37,6 +47,7 @@ struct Process {
   std::string host;
   std::optional<int> rank;
   long order = 0;
+  std::optional<Stall> connect_retry;  // its latest NCCL lines are connect retries
 };
 
 class Parser {
@@ -56,8 +67,16 @@ class Parser {
   void add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
                  const std::string& source, int lineno, sv text);
   static bool c10d_line(sv raw);
+  // Lines that are not NCCL's or PyTorch's glog yet tell an NCCL job's failure: a process killed
+  // by SIGBUS, a Python traceback through torch.distributed, c10d's store barrier. True when the
+  // line was taken.
+  bool job_line(const LogLine& l, Process* p, const std::string& source, int lineno, sv raw);
+  void note_connect_retry(const LogLine& l, Process* p, const std::string& source, int lineno);
+  // Book the stalls when nothing else failed (finish()).
+  void book_stalls();
   void book_error(NcclLogError e, Process* p);
-  void continue_wrap(const LogLine& l, sv raw);
+  // True when the line completed a wrapped error (then booked under the wrap's start).
+  bool continue_wrap(const LogLine& l, sv raw);
   // The network NCCL used, from the facts gathered (nccl_log_network.cc); in finish().
   void decide_network();
 
@@ -106,6 +125,8 @@ class Parser {
   bool defer_ = false;
   std::map<std::string, std::pair<NcclLogError, Process*>> address_changes_;
   FailureBook book_;
+  std::optional<Stall> store_barrier_;  // c10d's store barrier waiting, not yet completed
+  bool dist_traceback_ = false;         // inside a Python traceback through torch/distributed/
 };
 
 }  // namespace fabkit::nccl_log::detail

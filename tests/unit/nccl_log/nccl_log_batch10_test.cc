@@ -1,0 +1,215 @@
+// Rules added after held-out batches 10 and 11 (tests/fixtures/nccl_log/real/README.md), each
+// from the real lines of the log whose miss it answers.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "fabric/nccl_log/nccl_log.h"
+
+namespace fabkit::nccl_log {
+namespace {
+
+const NcclLogError& first_error(const NcclLogSummary& s) {
+  return s.errors.at(s.failures.at(0).first_error);
+}
+
+// A process whose last lines are connect retries had not connected when the log ends
+// (NVIDIA/nccl#948: 2.14's "Call to connect returned Connection refused, retrying").
+TEST(NcclLogBatch10, ConnectRetriesThatEndTheLogAreAFailedConnect) {
+  const std::string head =
+      "lrdn1629:236813:236852 [1] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB "
+      "[RO]; OOB ib0:10.128.31.149<0>\n"
+      "lrdn1629:236813:236852 [1] NCCL INFO Using network IB\n";
+  const std::string retry =
+      "lrdn1629:236813:236852 [1] NCCL INFO Call to connect returned Connection refused, "
+      "retrying\n";
+  NcclLogSummary s = parse_nccl_log(head + retry + retry + "....\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "connect_failed");
+  EXPECT_EQ(s.network.value_or("null"), "IB");
+  EXPECT_EQ(first_error(s).host, "lrdn1629");
+  // Retries the process went on from are no failure.
+  s = parse_nccl_log(head + retry + retry +
+                     "lrdn1629:236813:236852 [1] NCCL INFO Connected all rings\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "none");
+  // Nor are they when another error says what went wrong.
+  s = parse_nccl_log(head + retry +
+                     "lrdn1629:236813:236852 [1] NCCL WARN Cuda failure 'out of memory'\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "out_of_memory");
+  // 2.19+'s counted retries name the peer (pytorch/pytorch#167288).
+  s = parse_nccl_log(
+      "bj4-ml-g8h20-k8s-slave1026-20250527:5971:6015 [4] NCCL INFO socketPollConnect: connect to "
+      "10.29.224.148<52333> returned Connection refused, retrying (20/34) after sleep for 2000 "
+      "msec\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "connect_failed");
+  EXPECT_EQ(first_error(s).peer, "10.29.224.148<52333>");
+}
+
+// bootstrap.cc's remote allocator thread failing a CUDA allocation (NVIDIA/nccl#844).
+TEST(NcclLogBatch10, RemoteAllocatorFailureIsOutOfMemory) {
+  NcclLogSummary s = parse_nccl_log(
+      "696b7901f9044f23b786795c0ef7257b000000:39:298 [0] bootstrap.cc:279 NCCL WARN [Rem "
+      "Allocator] Allocation failed (segment 0, fd 130)\n"
+      "696b7901f9044f23b786795c0ef7257b000000:39:298 [0] include/alloc.h:48 NCCL WARN Cuda "
+      "failure 'out of memory'\n"
+      "696b7901f9044f23b786795c0ef7257b000000:39:298 [0] NCCL INFO bootstrap.cc:231 -> 1\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "out_of_memory");
+}
+
+// A SIGBUS in a process of an NCCL job, with no WARN: the /dev/shm segment NCCL mapped could not
+// be backed (Docker's 64 MB /dev/shm) (NVIDIA/Megatron-LM#516).
+TEST(NcclLogBatch10, BusErrorInAnNcclJobIsSharedMemory) {
+  const std::string info =
+      "09677202c889:5283:5699 [7] NCCL INFO 24 coll channels, 0 nvls channels, 32 p2p channels, "
+      "32 p2p channels per peer\n";
+  NcclLogSummary s = parse_nccl_log(
+      info + "[09677202c889:5283 :0:5704] Caught signal 7 (Bus error: nonexistent physical "
+             "address)\n"
+             "==== backtrace (tid:   5704) ====\n"
+             " 1 0x000000000008170d ncclGroupEnd()  ???:0\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "shm_exhausted");
+  EXPECT_EQ(first_error(s).host, "09677202c889");
+  // Another signal is not this.
+  s = parse_nccl_log(info + "[09677202c889:5283 :0:5704] Caught signal 11 (Segmentation fault: "
+                            "address not mapped to object at address 0x8)\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "none");
+}
+
+// aws-ofi-nccl finding no provider: the plugin did not start, so it carried nothing
+// (NVIDIA/nccl#229).
+TEST(NcclLogBatch10, OfiPluginWithoutAProviderFailedToStart) {
+  NcclLogSummary s =
+      parse_nccl_log("get_ofi_provider:312 NCCL WARN NET/OFI Could not find any optimal provider\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "plugin_init_failed");
+  EXPECT_EQ(s.network.value_or("null"), "null");
+}
+
+// ncclGetErrorString's text as users type it: "unhanled system error" (pytorch/pytorch#23363),
+// "unhandled CUDA error" (nccl-tests#280, a HIP/RCCL-era capitalisation).
+TEST(NcclLogBatch10, ErrorStringsAreMatchedByTheirMeaningfulWords) {
+  NcclLogSummary s = parse_nccl_log(
+      "fail to new train...e= NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:272, "
+      "unhanled system error\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "nccl_system_error");
+  s = parse_nccl_log("c2211f46f318: Test NCCL failure common.cu:1005 'unhandled CUDA error'\n"
+                     ".. c2211f46f318 pid 3288: Test failure common.cu:891\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "cuda_error");
+  EXPECT_EQ(first_error(s).host, "c2211f46f318");
+}
+
+// c10d's store-based barrier that never completes: a rank never joined the store
+// (Lightning-AI/pytorch-lightning#4420).
+TEST(NcclLogBatch10, StoreBarrierThatNeverCompletesIsABootstrapFailure) {
+  const std::string wait5 =
+      "INFO:root:Waiting in store based barrier to initialize process group for rank: 5, key: "
+      "store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)\n";
+  const std::string wait6 =
+      "INFO:root:Waiting in store based barrier to initialize process group for rank: 6, key: "
+      "store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)\n";
+  NcclLogSummary s = parse_nccl_log(wait5 + wait6);
+  EXPECT_EQ(s.cause_kind.value_or("none"), "bootstrap_failed");
+  EXPECT_EQ(first_error(s).rank, 5);
+  for (const auto& f : judge_nccl_log(s, std::nullopt)) EXPECT_NE(f.code, "nccl_log.no_nccl_info");
+  // The barrier completed: no failure.
+  s = parse_nccl_log(wait5 + wait6 +
+                     "INFO:torch.distributed.distributed_c10d:Rank 5: Completed store-based "
+                     "barrier for key:store_based_barrier_key:1 with 8 nodes.\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "none");
+}
+
+// A traceback through torch.distributed that ends in a socket's errno text: the connection to
+// the rendezvous store (pytorch/pytorch#74146).
+TEST(NcclLogBatch10, DistributedTracebackEndingInASocketError) {
+  const std::string tb =
+      "Traceback (most recent call last):\n"
+      "  File \"/mnt/sdc2/file/project/distributed/index.py\", line 10, in <module>\n"
+      "    dist.init_process_group(backend=backend, rank=rank,init_method='tcp://"
+      "192.168.1.2:23456',  world_size=2,timeout=datetime.timedelta(seconds=15))\n"
+      "  File \"/root/miniconda3/envs/vision/lib/python3.9/site-packages/torch/distributed/"
+      "distributed_c10d.py\", line 611, in init_process_group\n"
+      "    default_pg._set_sequence_number_for_group()\n";
+  NcclLogSummary s = parse_nccl_log(tb + "RuntimeError: Connection reset by peer\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "peer_reset");
+  for (const auto& f : judge_nccl_log(s, std::nullopt)) EXPECT_NE(f.code, "nccl_log.no_nccl_info");
+  // The same text after another program's traceback is not torch.distributed's.
+  s = parse_nccl_log(
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/lib/python3/dist-packages/requests/adapters.py\", line 501, in send\n"
+      "ConnectionResetError: Connection reset by peer\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "none");
+}
+
+// Batch 11: NCCL's shared-memory text quoted without its prefix (WangRongsheng/XrayGLM#83).
+TEST(NcclLogBatch11, ShmSegmentErrorWithoutNcclPrefix) {
+  NcclLogSummary s = parse_nccl_log(
+      "Error while creating shared memory segment /dev/shm/nccl-CsYXMW (size 9637888)\n"
+      "Traceback (most recent call last):\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "shm_exhausted");
+}
+
+// Batch 11: only the watchdog's C++ frames were pasted; checkTimeout throws for a timeout only
+// (hiyouga/LlamaFactory#5558).
+TEST(NcclLogBatch11, WatchdogCheckTimeoutFrameIsAWatchdogTimeout) {
+  NcclLogSummary s = parse_nccl_log(
+      "mpi-rc1ou1aw-launcher: frame #0: c10::Error::Error(c10::SourceLocation, std::string) + "
+      "0x57 (0x7f7b5ae35897 in /opt/env/lib/python3.10/site-packages/torch/lib/libc10.so)\n"
+      "mpi-rc1ou1aw-launcher: frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::"
+      "optional<std::chrono::duration<long, std::ratio<1l, 1000l> > >) + 0x1d2 (0x7f7b5c10ec62 "
+      "in /opt/env/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so)\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "watchdog_timeout");
+  EXPECT_EQ(first_error(s).host, "mpi-rc1ou1aw-launcher");
+}
+
+// Batch 11: a net plugin's name carries its API version ("IBext_v8"): the network is IBext
+// (sgl-project/sglang#6017).
+TEST(NcclLogBatch11, PluginNetworkNameWithoutItsApiVersion) {
+  NcclLogSummary s = parse_nccl_log(
+      "hd03-gpu2-0031:14135:14135 [2] NCCL INFO Using non-device net plugin version 0\n"
+      "hd03-gpu2-0031:14135:14135 [2] NCCL INFO Using network IBext_v8\n");
+  EXPECT_EQ(s.network.value_or("null"), "IBext");
+}
+
+// Batch 11: who said it first behind Ray's and vLLM's worker prefixes (OpenRLHF/OpenRLHF#265,
+// gpustack/gpustack#2680), a proxy service's rank (mosaicml/diffusion#110) and a host the poster
+// masked (sgl-project/sglang#4857).
+TEST(NcclLogBatch11, FirstSayerBehindWorkerPrefixesProxyRanksAndMaskedHosts) {
+  NcclLogSummary s = parse_nccl_log(
+      "(VllmWorker rank=3 pid=4665) ERROR 08-05 14:13:44 [multiproc_executor.py:487] "
+      "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "nccl_system_error");
+  EXPECT_EQ(first_error(s).rank, 3);
+  s = parse_nccl_log(
+      "(RayWorkerVllm pid=207931, ip=10.0.1.75) [E socket.cpp:922] [c10d] The client socket has "
+      "timed out after 1800s while trying to connect to (172.17.0.2, 44737).\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "bootstrap_failed");
+  EXPECT_EQ(first_error(s).host, "10.0.1.75");
+  s = parse_nccl_log(
+      "> -:6015:6225 [1] proxy.cc:1119 NCCL WARN [Proxy Service 1] Failed to execute operation "
+      "Connect from rank 1, retcode 6\n"
+      "> -:6015:6224 [1] misc/socket.cc:538 NCCL WARN Net : Connection closed by remote peer "
+      "draw4<59227>\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "peer_closed");
+  EXPECT_EQ(first_error(s).rank, 1);
+  EXPECT_EQ(first_error(s).peer, "draw4<59227>");
+  s = parse_nccl_log(
+      "[Node-A]:[PID]:[Thread] [0] NCCL WARN NET/IB : Got completion from peer [PRIVATE_IP] with "
+      "error 12, opcode 0, len 0, vendor err 129 (Recv)\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "transport_retry_exceeded");
+  EXPECT_EQ(first_error(s).host, "[Node-A]");
+}
+
+// Batch 11: the watchdog's exception text wrapped by the terminal onto the next row, its rank on
+// the first (huggingface/open-r1#620): one error, said by rank 2.
+TEST(NcclLogBatch11, WatchdogExceptionWrappedOntoTheNextRow) {
+  NcclLogSummary s = parse_nccl_log(
+      "  what():    what():    what():  [PG ID 0 PG GUID 0(default_pg) Rank 2] Process group "
+      "watchdog thread terminated with exception: [Rank 2]\n"
+      " Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST, "
+      "NumelIn=112, NumelOut=112, Timeout(ms)=1800000) ran f\n"
+      "or 1800010 milliseconds before timing out.\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "watchdog_timeout");
+  EXPECT_EQ(first_error(s).rank, 2);
+  EXPECT_EQ(s.errors.size(), 1u);
+}
+
+}  // namespace
+}  // namespace fabkit::nccl_log
