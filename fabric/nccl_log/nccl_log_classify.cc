@@ -197,7 +197,14 @@ std::optional<ClassifiedMessage> classify_socket(sv msg) {
       has(msg, "Call to connect") || has(msg, "StartConnect") || has(msg, "PollConnect") ||
       has(msg, "Accept failed") || has(msg, "TryAccept") || has(msg, "[Service thread] Accept"))
     return make("connect_failed", msg);
-  if (has(msg, "Connection reset by peer")) return make("peer_reset", msg);
+  // ECONNRESET's text, also as users retype it ("Connection reset  by peer").
+  if (has(msg, "Connection reset")) return make("peer_reset", msg);
+  // socketFinalizeAccept: "wrong magic 74656d2f20544547 != 7970663b906d70b9": a connection that
+  // is not NCCL's (a port scanner, a metrics scraper's "GET /met...") reached NCCL's listening
+  // port. NCCL prints no error trace, but versions before the fix (NVIDIA/nccl PR 1834) keep
+  // polling that socket and the job hangs: booked as the warning it is (the detail marks it).
+  if (has(msg, "wrong magic"))
+    return make("nccl_warning", msg, "a connection that is not NCCL's reached its listening port");
   if (has(msg, "Broken pipe")) return make("broken_pipe", msg);
   if (has(msg, "Connection closed by remote peer") || has(msg, "Connection closed by peer"))
     return make("peer_closed", msg);

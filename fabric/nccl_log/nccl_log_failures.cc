@@ -37,7 +37,19 @@ void FailureBook::add(const NcclLogError& e, std::vector<NcclLogError>* kept) {
 
 void FailureBook::finish(NcclLogSummary& s) const {
   if (groups_.empty()) return;
-  auto tier = [](const Group& g) { return failure_kind(g.kind).tier; };
+  // A program error NCCL returned (ncclInvalidUsage: two ranks on one GPU, a bad argument) told
+  // before any peer went away is what made the peers go: then it ranks with the root errors.
+  // After a peer went away it is a consequence (a communicator used after it failed).
+  long first_peer_loss = -1;
+  for (const auto& g : groups_)
+    if (failure_kind(g.kind).tier == FailureTier::kPeerLoss &&
+        (first_peer_loss < 0 || g.first.order < first_peer_loss))
+      first_peer_loss = g.first.order;
+  auto tier = [&](const Group& g) {
+    if (g.kind == "nccl_invalid_usage" && first_peer_loss >= 0 && g.first.order < first_peer_loss)
+      return FailureTier::kRoot;
+    return failure_kind(g.kind).tier;
+  };
   // The tier that names the cause: the lowest present, conditions only when nothing else is.
   FailureTier best = FailureTier::kCondition;
   for (const auto& g : groups_) best = std::min(best, tier(g));

@@ -127,6 +127,12 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
     s.remove_prefix(2);
     return true;
   }
+  // Markdown italics around a pasted block ("_worker0-0d9gnb:15:91 [3] ... NCCL WARN ..."); host
+  // names do not start with '_'.
+  if (s.front() == '_' && s.size() > 1 && std::isalnum(static_cast<unsigned char>(s[1]))) {
+    s.remove_prefix(1);
+    return true;
+  }
   if (s.front() == '|') {  // CloudWatch / kubectl table cells
     s.remove_prefix(1);
     return true;

@@ -14,19 +14,6 @@
 
 namespace fabkit::nccl_log::detail {
 
-namespace {
-// A net plugin's name may carry the plugin API it was built for ("IBext_v8" of the SHARP plugin
-// built for API v8, "IBext_v10"): the network is the same whatever the API version.
-std::string network_name(std::string net) {
-  const size_t v = net.rfind("_v");
-  if (v == std::string::npos || v == 0 || v + 2 >= net.size()) return net;
-  for (size_t i = v + 2; i < net.size(); ++i)
-    if (!std::isdigit(static_cast<unsigned char>(net[i]))) return net;
-  net.resize(v);
-  return net;
-}
-}  // namespace
-
 
 void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Process* p) {
   static const std::regex version(R"(NCCL version (\d+\.\d+\.\d+[^\s]*))");
@@ -148,8 +135,24 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
       p->trace_line = lineno;
       p->trace_text = msg;
     }
-    if (p && has(msg, "bootstrap.cc")) p->trace_bootstrap = true;
-    if (!inferred_network_ && (has(msg, "net_socket.c") || has(msg, "net_ib.c"))) {
+    if (p && has(msg, "bootstrap.c")) {  // bootstrap.cc (2.4+), bootstrap.cu (2.1-2.3)
+      p->trace_bootstrap = true;
+      if (p->last_plain_warning >= 0 &&
+          plain_warnings_[p->last_plain_warning].trace_code)
+        plain_warnings_[p->last_plain_warning].trace_bootstrap = true;
+      // NCCL 2.1-2.2's bootstrap ran over the network NCCL chose (a trace through net_ib.cu
+      // then bootstrap.cu names IB); 2.3's always over sockets: a net_socket trace under the
+      // bootstrap names no data network.
+      if (inferred_by_trace_ == p && inferred_network_ == std::string("Socket")) {
+        inferred_network_.reset();
+        inferred_evidence_.reset();
+        inferred_by_trace_ = nullptr;
+        p->bootstrap_over_socket = true;  // its later net_socket traces are the bootstrap's too
+      }
+    }
+    if (!inferred_network_ && (has(msg, "net_ib.c") ||
+                               (has(msg, "net_socket.c") && !(p && p->bootstrap_over_socket)))) {
+      inferred_by_trace_ = p;
       inferred_network_ = has(msg, "net_socket.c") ? "Socket" : "IB";
       inferred_evidence_ = "NCCL's error trace through transport/" +
                            std::string(has(msg, "net_socket.c") ? "net_socket" : "net_ib") +

@@ -136,10 +136,12 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
     if (!e.host.empty()) address_changes_.try_emplace(e.host, std::move(e), p);
     return;
   }
-  if (c.kind == "nccl_warning") {
+  // An unruled WARN waits for finish() (a failure only with NCCL's error trace after it); a rule
+  // that names a WARN nccl_warning with a detail knows it is a failure.
+  if (c.kind == "nccl_warning" && c.detail.empty()) {
     if (p) p->last_plain_warning = static_cast<int>(plain_warnings_.size());
     plain_warnings_.push_back(
-        {std::move(e), p, 0, kind_of_source_file(l.nccl_file), std::string(l.nccl_file)});
+        {std::move(e), p, 0, false, kind_of_source_file(l.nccl_file), std::string(l.nccl_file)});
     return;
   }
   book_error(std::move(e), p);
@@ -544,7 +546,7 @@ NcclLogSummary Parser::finish() {
       w.error.detail = "a WARN without a rule, from NCCL's " + w.file;
     }
     if (w.trace_code) {
-      w.error.kind = kind_of_return_code(w.trace_code, false);
+      w.error.kind = kind_of_return_code(w.trace_code, w.trace_bootstrap);
       const FailureKind& k = failure_kind(w.error.kind);
       w.error.cause = explain(k);
       w.error.fix = k.fix;

@@ -48,6 +48,7 @@ struct Process {
   std::optional<int> rank;
   long order = 0;
   std::optional<Stall> connect_retry;  // its latest NCCL lines are connect retries
+  bool bootstrap_over_socket = false;  // its error trace went net_socket -> bootstrap (NCCL 2.3)
 };
 
 class Parser {
@@ -84,6 +85,9 @@ class Parser {
   std::set<int> net_devices_used_;
   std::optional<int> using_network_line_, ib_using_line_, socket_using_line_, ib_no_device_line_;
   std::optional<std::string> inferred_network_, inferred_evidence_;
+  // The process whose error trace through a transport inferred the network: if its trace goes on
+  // into bootstrap.cc, the transport carried the bootstrap (NCCL <= 2.3), not the data.
+  Process* inferred_by_trace_ = nullptr;
   std::map<std::string, Process> processes_;
   std::vector<std::string> process_order_;
   bool last_error_pending_ = false;
@@ -100,6 +104,7 @@ class Parser {
     NcclLogError error;
     Process* process;
     int trace_code;         // the first error trace its process printed after it; 0: none
+    bool trace_bootstrap;   // that trace went on through bootstrap.cc
     const char* file_kind;  // kind_of_source_file() of the WARN's "file.cc:N"; null: none
     std::string file;       // that "file.cc:N"
   };

@@ -39,6 +39,17 @@ void parse_ib_using(const std::string& msg, NcclLogSummary& s) {
   if (semi != std::string::npos) s.ib_oob_interface = trim_copy(sv(msg).substr(semi + 6));
 }
 
+// The SHARP plugin names its network after the plugin API it was built for ("IBext_v6",
+// "IBext_v8", "IBext_v10" in `Using network` and channel lines): the network is the same.
+std::string network_name(std::string net) {
+  const size_t v = net.rfind("_v");
+  if (v == std::string::npos || v == 0 || v + 2 >= net.size()) return net;
+  for (size_t i = v + 2; i < net.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(net[i]))) return net;
+  net.resize(v);
+  return net;
+}
+
 // "Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA" (2.3-2.6: "Ring 00 : 1 -> 0 via
 // NET/IB/0"); the network name may hold spaces ("NET/AWS Libfabric/0"). Scanned by hand: channel
 // lines are a large share of a long log, and std::regex costs microseconds per line.
@@ -53,7 +64,7 @@ bool parse_channel(sv msg, NcclChannelLine* out) {
     while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i])) && n < 6)
       dev = dev * 10 + (rest[i++] - '0'), ++n;
     if (n == 0 || slash == 0 || (i < rest.size() && rest[i] != '/' && rest[i] != ' ')) continue;
-    out->network = trim_copy(rest.substr(0, slash));
+    out->network = network_name(trim_copy(rest.substr(0, slash)));
     out->device = dev;
     out->gdr = rest.substr(i, 7) == "/GDRDMA";
     return true;

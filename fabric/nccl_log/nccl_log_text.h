@@ -16,6 +16,8 @@ bool ascii_only(std::string_view s);
 // "[0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>" into s.hcas, hca_link_layers and
 // ib_oob_interface.
 void parse_ib_using(const std::string& msg, NcclLogSummary& s);
+// A net plugin's network name without the plugin API it was built for: "IBext_v8" -> "IBext".
+std::string network_name(std::string net);
 // "Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA"; false for any other line.
 bool parse_channel(std::string_view msg, NcclChannelLine* out);
 std::string strip_markdown_links(std::string_view raw);

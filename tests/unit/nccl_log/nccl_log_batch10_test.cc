@@ -1,4 +1,4 @@
-// Rules added after held-out batches 10 and 11 (tests/fixtures/nccl_log/real/README.md), each
+// Rules added after held-out batches 10 to 13 (tests/fixtures/nccl_log/real/README.md), each
 // from the real lines of the log whose miss it answers.
 #include <gtest/gtest.h>
 
@@ -209,6 +209,82 @@ TEST(NcclLogBatch11, WatchdogExceptionWrappedOntoTheNextRow) {
   EXPECT_EQ(s.cause_kind.value_or("none"), "watchdog_timeout");
   EXPECT_EQ(first_error(s).rank, 2);
   EXPECT_EQ(s.errors.size(), 1u);
+}
+
+// Batch 12: a program error NCCL returned (invalid usage) before any peer went away is what made
+// the others' bootstrap see a broken pipe (Lightning-AI/pytorch-lightning#8139).
+TEST(NcclLogBatch12, InvalidUsageBeforeThePeersWentIsTheCause) {
+  const std::string usage =
+      "  RuntimeError: NCCL error in: /opt/conda/conda-bld/pytorch_1614378062065/work/torch/lib/"
+      "c10d/ProcessGroupNCCL.cpp:825, invalid usage, NCCL version 2.7.8\n";
+  const std::string pipe =
+      "  vm1:7389:7453 [0] include/socket.h:421 NCCL WARN Call to recv failed : Broken pipe\n"
+      "  vm1:7389:7453 [0] NCCL INFO include/socket.h:438 -> 2\n";
+  NcclLogSummary s = parse_nccl_log(usage + "\n" + pipe);
+  EXPECT_EQ(s.cause_kind.value_or("none"), "nccl_invalid_usage");
+  // After the peer went away, the invalid usage is the consequence (a communicator used after it
+  // failed).
+  s = parse_nccl_log(pipe + usage);
+  EXPECT_EQ(s.cause_kind.value_or("none"), "broken_pipe");
+}
+
+// Batch 12: a stray (non-NCCL) connection to NCCL's listening port: older NCCL's proxy loops on
+// it and the job hangs, with no error trace (NVIDIA/nccl#1808); IBext_v10 in channel lines.
+TEST(NcclLogBatch12, WrongMagicOnAcceptIsAFailureWithoutATrace) {
+  NcclLogSummary s = parse_nccl_log(
+      "2025-08-12 09:37:02.259938 worker-9 >> :172:1231 [6] NCCL INFO Connected all trees\n"
+      "2025-08-12 09:37:03.463948 worker-9 >> [2025-08-12 01:37:03] :166:1226 [0] "
+      "misc/socket.cc:484 NCCL WARN socketFinalizeAccept: wrong magic 74656d2f20544547 != "
+      "7970663b906d70b9\n"
+      "2025-08-12 09:37:14.28165 worker-9 >> :168:1836 [2] NCCL INFO Channel 03/0 : 82[2] -> "
+      "90[2] [send] via NET/IBext_v10/10/GDRDMA\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "nccl_warning");
+  EXPECT_EQ(s.network.value_or("null"), "IBext");
+  EXPECT_EQ(first_error(s).host, "worker-9");
+}
+
+// Batch 12: a WARN pasted with Markdown italics and bold and a doubled space
+// (pytorch/pytorch#17703).
+TEST(NcclLogBatch12, MarkdownEmphasisAndDoubledSpaces) {
+  NcclLogSummary s = parse_nccl_log(
+      "_worker0-0d9gnb:15:91 [3] include/socket.h 398 NCCL WARN Call to **write** failed : "
+      "Connection reset  by peer.\n"
+      "worker0-0d9gnb:15:91 [3] transport.cu:153 NCCL WARN transport.cu:153 ->2 [Proxy thread "
+      "error]_\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "peer_reset");
+  EXPECT_EQ(first_error(s).host, "worker0-0d9gnb");
+}
+
+// Batch 13: an old bootstrap's trace through the socket transport ("transport/net_socket.cu:101
+// -> 2" then "bootstrap.cu:76 -> 2 [bthread]"): NCCL 2.3 bootstrapped over sockets whatever the
+// network, so that trace names no data network (PaddlePaddle/Paddle#10499); 2.1's bootstrap
+// through net_ib.cu does (horovod#210, batch 5).
+TEST(NcclLogBatch13, OldBootstrapTraceThroughNetSocketIsNotTheNetwork) {
+  NcclLogSummary s = parse_nccl_log(
+      "instance-fjhn02ur:454:484 [0] include/socket.h:185 WARN Call to connect failed : "
+      "Connection refused\n"
+      "instance-fjhn02ur:454:484 [0] INFO transport/net_socket.cu:101 -> 2\n"
+      "instance-fjhn02ur:454:484 [0] INFO include/net.h:28 -> 2 [Net]\n"
+      "instance-fjhn02ur:454:484 [0] INFO bootstrap.cu:76 -> 2 [bthread]\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "connect_failed");
+  EXPECT_EQ(s.network.value_or("null"), "null");
+  // A transfer's trace through net_socket still names it.
+  s = parse_nccl_log(
+      "h:1:2 [0] include/socket.h:185 WARN Call to recv failed : Connection reset by peer\n"
+      "h:1:2 [0] INFO transport/net_socket.cu:149 -> 2\n"
+      "h:1:2 [0] INFO transport/net.cu:300 -> 2\n");
+  EXPECT_EQ(s.network.value_or("null"), "Socket");
+}
+
+// Batch 13: bind failing on the address of the interface NCCL chose, under bootstrap.cc: the
+// bootstrap could not listen (rwth-i6/returnn#1470).
+TEST(NcclLogBatch13, BindFailingUnderTheBootstrapIsTheBootstrap) {
+  NcclLogSummary s = parse_nccl_log(
+      "nd20-01:275975:275975 [0] NCCL INFO Bootstrap : Using ib0:fe80::ba59:9f03:fc:765c%ib0<0>\n"
+      "nd20-01:275975:275975 [0] misc/socket.cc:379 NCCL WARN Call to bind failed : Cannot "
+      "assign requested address\n"
+      "nd20-01:275975:275975 [0] NCCL INFO bootstrap.cc:176 -> 2\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "bootstrap_failed");
 }
 
 }  // namespace
