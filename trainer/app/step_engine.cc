@@ -140,14 +140,16 @@ StepSums StepEngine::finish_step(const at::Tensor& loss, bool apply, double max_
   if (step_here) {
     if (tensor_step_) {
       tensor_clip_by_norm(model_->grad_tensors(), norm, max_grad_norm);
-    } else if (max_grad_norm > 0) {
-      // Host shards: the sums are host memory too. clip_grad_norm's rule, without its second pass.
+      opt_->step(model_->shards(), lr);
+    } else {
+      // Host shards: the sums are host memory too. clip_grad_norm's rule, without its second pass:
+      // the clipping factor goes into the optimizer's read of each gradient.
       const double world_norm = std::sqrt(sums.data_ptr<double>()[1]);
-      if (world_norm > max_grad_norm) {
-        scale_grads(model_->shards(), static_cast<float>(max_grad_norm / (world_norm + 1e-6)));
-      }
+      const float clip = max_grad_norm > 0 && world_norm > max_grad_norm
+                             ? static_cast<float>(max_grad_norm / (world_norm + 1e-6))
+                             : 1.0f;
+      opt_->step_scaled(model_->shards(), lr, clip);
     }
-    opt_->step(model_->shards(), lr);
   }
   return {torch::stack({sums[0], norm}), sums.slice(0, 2), std::move(landed)};
 }

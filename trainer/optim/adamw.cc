@@ -6,6 +6,29 @@
 namespace fabkit::trainer {
 namespace {
 
+struct AdamWScalars {
+  float decay, step_size, sqrt_bc2, b1, b2, eps, grad_scale;
+};
+
+// The per-element update, also built for AVX2 (picked at load time by the CPU: the wheel-style
+// build targets baseline x86-64, whose SSE halves the width). No FMA in the clone: a fused
+// multiply-add would round differently from torch's AdamW, which the parity tests compare to the
+// bit; AVX2's sqrt and division round exactly as SSE's.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void adamw_update(float* __restrict p, float* __restrict m, float* __restrict v,
+                  const float* __restrict g, int64_t n, const AdamWScalars s) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i] * s.grad_scale;  // as stored by a separate clipping pass
+    p[i] *= s.decay;
+    m[i] = s.b1 * m[i] + (1.0f - s.b1) * gi;
+    v[i] = s.b2 * v[i] + (1.0f - s.b2) * gi * gi;
+    const float denom = std::sqrt(v[i]) / s.sqrt_bc2 + s.eps;
+    p[i] -= s.step_size * (m[i] / denom);
+  }
+}
+
 class AdamW : public ShardOptimizer {
  public:
   AdamW(const std::vector<FlatShard>& shards, const AdamWOptions& o) : o_(o) {
@@ -16,18 +39,20 @@ class AdamW : public ShardOptimizer {
   }
   std::string name() const override { return "adamw"; }
 
-  void step(std::vector<FlatShard>& shards, double lr) override {
+  void step(std::vector<FlatShard>& shards, double lr) override { step_scaled(shards, lr, 1.0f); }
+  void step_scaled(std::vector<FlatShard>& shards, double lr, float grad_scale) override {
     FABKIT_ENFORCE(shards.size() == m_.size(), "AdamW: shard count changed");
     begin_step();
-    for (size_t u = 0; u < shards.size(); ++u) apply(shards[u], u, shards[u].grad.data(), lr);
+    for (size_t u = 0; u < shards.size(); ++u)
+      apply(shards[u], u, shards[u].grad.data(), lr, grad_scale);
   }
   void step_unit(std::vector<FlatShard>& shards, size_t unit, const float* grad, double lr) override {
     FABKIT_ENFORCE(unit < m_.size() && shards.size() == m_.size(), "AdamW: unit out of range");
-    apply(shards[unit], unit, grad, lr);
+    apply(shards[unit], unit, grad, lr, 1.0f);
   }
 
  private:
-  void apply(FlatShard& shard, size_t u, const float* g, double lr) {
+  void apply(FlatShard& shard, size_t u, const float* g, double lr, float grad_scale) {
     // Scalars in double as torch computes them, applied in fp32 as torch's kernels do.
     const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(steps_));
     const double bc2 = 1.0 - std::pow(o_.beta2, static_cast<double>(steps_));
@@ -36,17 +61,9 @@ class AdamW : public ShardOptimizer {
     const float sqrt_bc2 = static_cast<float>(std::sqrt(bc2));
     const float b1 = static_cast<float>(o_.beta1), b2 = static_cast<float>(o_.beta2);
     const float eps = static_cast<float>(o_.eps);
-    float* p = shard.param.data();
-    float* m = m_[u].data();
-    float* v = v_[u].data();
-    const int64_t n = shard.valid_numel();  // padding stays exactly 0
-    for (int64_t i = 0; i < n; ++i) {
-      p[i] *= decay;
-      m[i] = b1 * m[i] + (1.0f - b1) * g[i];
-      v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
-      float denom = std::sqrt(v[i]) / sqrt_bc2 + eps;
-      p[i] -= step_size * (m[i] / denom);
-    }
+    // padding (past valid_numel) stays exactly 0
+    adamw_update(shard.param.data(), m_[u].data(), v_[u].data(), g, shard.valid_numel(),
+                 {decay, step_size, sqrt_bc2, b1, b2, eps, grad_scale});
   }
 
  public:

@@ -2,9 +2,15 @@
 #include <algorithm>
 
 #include "common/errors.h"
+#include "trainer/optim/loss_scale.h"
 #include "trainer/optim/optimizer.h"
 
 namespace fabkit::trainer {
+
+void ShardOptimizer::step_scaled(std::vector<FlatShard>& shards, double lr, float grad_scale) {
+  if (grad_scale != 1.0f) scale_grads(shards, grad_scale);
+  step(shards, lr);
+}
 
 std::vector<const std::vector<float>*> arrays_named(const std::vector<std::vector<NamedArray>>& old_ranks,
                                                     const std::string& name) {

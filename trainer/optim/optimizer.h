@@ -24,6 +24,11 @@ class ShardOptimizer {
   virtual std::string name() const = 0;
   // One update of every shard's param from its grad, at learning rate lr.
   virtual void step(std::vector<FlatShard>& shards, double lr) = 0;
+  // The same with every gradient multiplied by grad_scale first (gradient clipping): optimizers
+  // that read each gradient once fold the product into that read instead of a pass of its own
+  // over the gradients (the result is the same to the bit: each gradient is rounded to fp32
+  // after the product either way).
+  virtual void step_scaled(std::vector<FlatShard>& shards, double lr, float grad_scale);
   // The same update one unit at a time, with the unit's gradient given (`--fused-step`: each unit
   // is stepped in the backward as soon as its gradient is reduced, and no gradient shard is kept).
   // Call begin_step() once per optimizer step, then step_unit for every unit in the same order on

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstring>
 #include <functional>
 #include <map>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "trainer/distributed/comm.h"
 #include "trainer/distributed/local_spawn.h"
 #include "trainer/model/lm_loss.h"
+#include "trainer/optim/loss_scale.h"
 #include "trainer/optim/optimizer.h"
 #include "trainer/parallel/llama_plan.h"
 #include "trainer/parallel/pipeline_plan.h"
@@ -142,6 +144,35 @@ TEST(AdamW, MatchesTorchOptimAdamW) {
   torch::Tensor got = torch::from_blob(shards[0].param.data(), {4, 9}).clone();
   EXPECT_LT((got - ref.detach()).abs().max().item<float>(), 2e-6f);
   EXPECT_GT((got - w).abs().max().item<float>(), 1e-3f);  // it moved
+}
+
+// Clipping folded into the optimizer's read of each gradient (step_scaled) is the separate
+// scaling pass followed by the step, to the bit: AdamW's fused read and the base class's pass.
+TEST(ShardOptimizer, ScaledStepEqualsScalingThenStepping) {
+  for (const char* which : {"adamw", "adafactor"}) {
+    torch::manual_seed(5);
+    torch::Tensor w = torch::randn({5, 11});
+    auto make = [&](std::vector<FlatShard>& shards) {
+      shards = {make_flat_shard("u", {{"w", {5, 11}, 0, 0}}, 0, 1)};
+      std::copy_n(w.data_ptr<float>(), 55, shards[0].param.data());
+      return std::string(which) == "adamw" ? make_adamw(shards, {0.9, 0.95, 1e-8, 0.1})
+                                           : make_adafactor(shards, {}, [](float*, size_t) {});
+    };
+    std::vector<FlatShard> fused, separate;
+    auto a = make(fused);
+    auto b = make(separate);
+    for (int step = 0; step < 4; ++step) {
+      torch::Tensor g = torch::randn({5, 11}) * 3;
+      const float clip = step % 2 ? 0.37f : 1.0f;
+      std::copy_n(g.data_ptr<float>(), 55, fused[0].grad.data());
+      std::copy_n(g.data_ptr<float>(), 55, separate[0].grad.data());
+      a->step_scaled(fused, 1e-2, clip);
+      scale_grads(separate, clip);
+      b->step(separate, 1e-2);
+    }
+    EXPECT_EQ(0, std::memcmp(fused[0].param.data(), separate[0].param.data(), 55 * sizeof(float)))
+        << which;
+  }
 }
 
 // Adafactor written the direct way on whole tensors (HF's algorithm), as the reference.
