@@ -24,6 +24,8 @@ void FailureBook::add(const NcclLogError& e, std::vector<NcclLogError>* kept) {
   // An exception quoting a CUDA error, printed before the WARN of the host that had it (Ray and
   // other launchers interleave streams): the WARN names who said it.
   if (!fresh && g.first_said.wrapped && !e.wrapped) g.first_said = e;
+  // The watchdog's C++ frames name nobody; its what() line after them names the rank.
+  else if (!fresh && g.first_said.who.empty() && !e.who.empty()) g.first_said = e;
   ++g.count;
   if (e.time_format == 0 || e.time_format != g.time_format) g.timed = false;
   if (g.timed && e.time_s < g.first_timed.time_s) g.first_timed = e;

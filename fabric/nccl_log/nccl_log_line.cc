@@ -322,8 +322,9 @@ bool strip_one_prefix(sv& s, LineOrigin& o, bool* torch) {
       token != "INFO" && !exception_name &&
       (s.find("NCCL ", i) != sv::npos || s.find("Test CUDA failure", i) != sv::npos ||
        s.find("NET/OFI", i) != sv::npos ||
-       // PyTorch's C++ frames ("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout").
-       s.find("ProcessGroupNCCL", i) != sv::npos)) {
+       // PyTorch's C++ frames ("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout"), an
+       // exception's "node2: Last error:" before NCCL's text.
+       s.find("ProcessGroupNCCL", i) != sv::npos || s.find("Last error:", i) == i + 2)) {
     if (o.host.empty()) o.host = std::string(s.substr(0, i));
     s.remove_prefix(i + 2);
     return true;

@@ -362,7 +362,8 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   // The rest of a wrapped line, booked with its start: not a second error.
   if (!wrap_text_.empty() && continue_wrap(l, raw)) return;
   const bool nccl = l.source == LineSource::kNcclInfo || l.source == LineSource::kNcclWarn;
-  const bool mentions_nccl = nccl || has(raw, "NCCL") || has(raw, "nccl");
+  // (Paddle writes "Nccl error, unhandled cuda error".)
+  const bool mentions_nccl = nccl || has(raw, "NCCL") || has(raw, "nccl") || has(raw, "Nccl");
   // nccl-tests' own failures (src/common.h): "host: Test CUDA failure f:N 'x'", "host: Test
   // timeout (300s) f:N".
   const bool test_cuda =
@@ -484,7 +485,44 @@ std::vector<sv> Parser::padded_rows(sv raw) {
   return rows;
 }
 
+namespace {
+
+// A paste that lost its newlines can put an error line and the next NCCL line on one line ("...
+// RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)
+// 02fdc141b80d:213:213 [1] NCCL INFO cudaDriverVersion 12080"): where NCCL's host:pid:tid token
+// is preceded by an error's text (no launcher prefix says "Error"), the row starts there. 0: no
+// such split.
+size_t joined_nccl_line_start(sv raw) {
+  size_t k = raw.find(" NCCL INFO ");
+  if (k == sv::npos) k = raw.find(" NCCL WARN ");
+  if (k == sv::npos || k < 24) return 0;
+  const sv head = raw.substr(0, k);
+  if (!has(head, "rror")) return 0;  // "NCCL error", "RuntimeError: ", "ERROR "
+  // The last "x:digits:digits" token before the NCCL tag (past "[dev]" and a file:line).
+  size_t end = head.size();
+  for (int tokens = 0; tokens < 3 && end > 0; ++tokens) {
+    const size_t sp = head.rfind(' ', end - 1);
+    const size_t start = sp == sv::npos ? 0 : sp + 1;
+    const sv tok = head.substr(start, end - start);
+    const size_t c2 = tok.rfind(':');
+    const size_t c1 = c2 == sv::npos || c2 == 0 ? sv::npos : tok.rfind(':', c2 - 1);
+    bool digits = c1 != sv::npos && c1 > 0 && c2 > c1 + 1 && c2 + 1 < tok.size();
+    for (size_t i = c1 + 1; digits && i < tok.size(); ++i)
+      digits = i == c2 || std::isdigit(static_cast<unsigned char>(tok[i]));
+    if (digits) return start > 0 && has(head.substr(0, start), "rror") ? start : 0;
+    if (sp == sv::npos) return 0;
+    end = sp;
+  }
+  return 0;
+}
+
+}  // namespace
+
 void Parser::physical_row(const std::string& source, int lineno, sv raw) {
+  if (const size_t split = joined_nccl_line_start(raw)) {
+    physical_row(source, lineno, raw.substr(0, split));
+    raw.remove_prefix(split);
+  }
   if (raw.find("](http") != sv::npos) {  // a log pasted where GitHub auto-linked its words
     std::string md = strip_markdown_links(raw);
     if (!ascii_only(md)) md = utf8_clean(md);

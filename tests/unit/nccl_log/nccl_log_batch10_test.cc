@@ -1,4 +1,4 @@
-// Rules added after held-out batches 10 to 13 (tests/fixtures/nccl_log/real/README.md), each
+// Rules added after held-out batches 10 to 15 (tests/fixtures/nccl_log/real/README.md), each
 // from the real lines of the log whose miss it answers.
 #include <gtest/gtest.h>
 
@@ -285,6 +285,47 @@ TEST(NcclLogBatch13, BindFailingUnderTheBootstrapIsTheBootstrap) {
       "assign requested address\n"
       "nd20-01:275975:275975 [0] NCCL INFO bootstrap.cc:176 -> 2\n");
   EXPECT_EQ(s.cause_kind.value_or("none"), "bootstrap_failed");
+}
+
+// Batch 15: an error line and the next NCCL line joined by a paste that lost its newlines
+// (vllm-project/vllm#21661), and Paddle's "Nccl error" (PaddlePaddle/PaddleClas#330).
+TEST(NcclLogBatch15, ErrorJoinedToAnNcclLineAndPaddlesNcclError) {
+  NcclLogSummary s = parse_nccl_log(
+      "ERROR 11-04 18:02:56 [v1/executor/multiproc_executor.py:597] RuntimeError: NCCL error: "
+      "unhandled cuda error (run with NCCL_DEBUG=INFO for details) 02fdc141b80d:213:213 [1] NCCL "
+      "INFO cudaDriverVersion 12080\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "cuda_error");
+  EXPECT_EQ(s.nccl_lines, 1);
+  s = parse_nccl_log(
+      "ExternalError:  Nccl error, unhandled cuda error  (at "
+      "/paddle/paddle/fluid/platform/collective_helper.cc:83)\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "cuda_error");
+  // A launcher's prefix before NCCL's is not split off.
+  s = parse_nccl_log("[rank3]: gpu1:10:11 [3] NCCL INFO Using network IB\n");
+  EXPECT_EQ(s.ranks.at(0).rank, 3);
+}
+
+// Batches 14 and 15: who said it first: the watchdog's what() line names the rank its frames do
+// not (NVIDIA/Megatron-LM#935); pdsh's "node2: " before an exception's "Last error:"
+// (EleutherAI/gpt-neox#1147).
+TEST(NcclLogBatch15, FirstSayerAfterNamelessFramesAndBeforeLastError) {
+  NcclLogSummary s = parse_nccl_log(
+      "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::"
+      "duration<long, std::ratio<1l, 1000l> > >) + 0x1e1 (0x7fe705ea04e1 in /usr/local/lib/"
+      "python3.10/dist-packages/torch/lib/libtorch_cuda.so)\n"
+      "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+      "  what():  [PG 1 Rank 1] Process group watchdog thread terminated with exception: [Rank 1] "
+      "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=199, "
+      "OpType=_REDUCE_SCATTER_BASE, NumelIn=7098994688, NumelOut=443687168, Timeout(ms)=600000) "
+      "ra\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "watchdog_timeout");
+  EXPECT_EQ(first_error(s).rank, 1);
+  s = parse_nccl_log(
+      "NCCL error in: ProcessGroupNCCL.cpp:1269, internal error, NCCL version 2.14.3\n"
+      "node2: Last error:\n"
+      "node2: Net : Call to recv from NODE2_IP<56843> failed : Connection refused\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "connect_failed");
+  EXPECT_EQ(first_error(s).host, "node2");
 }
 
 }  // namespace
