@@ -9,6 +9,17 @@
 #include "fabric/nccl_log/nccl_log_time.h"
 
 namespace fabkit::nccl_log {
+
+bool is_host_pid_tid(std::string_view tok) {
+  const size_t c2 = tok.rfind(':');
+  if (c2 == std::string_view::npos || c2 + 1 >= tok.size()) return false;
+  const size_t c1 = tok.rfind(':', c2 - 1);
+  if (c1 == std::string_view::npos || c1 == 0 || c2 - c1 < 2) return false;
+  for (size_t i = c1 + 1; i < tok.size(); ++i)
+    if (i != c2 && !scan::is_digit(tok[i])) return false;
+  return true;
+}
+
 namespace {
 
 using namespace scan;
@@ -28,12 +39,9 @@ bool is_source_location(sv tok) {
 
 // "host:pid:tid" (NCCL's prefix) -> host and pid.
 bool split_host_pid_tid(sv tok, LineOrigin& o) {
+  if (!is_host_pid_tid(tok)) return false;
   const size_t c2 = tok.rfind(':');
-  if (c2 == sv::npos || c2 + 1 >= tok.size()) return false;
   const size_t c1 = tok.rfind(':', c2 - 1);
-  if (c1 == sv::npos || c1 == 0 || c2 - c1 < 2) return false;
-  for (size_t i = c1 + 1; i < tok.size(); ++i)
-    if (i != c2 && !is_digit(tok[i])) return false;
   o.host = std::string(tok.substr(0, c1));
   sv p = tok.substr(c1 + 1, c2 - c1 - 1);
   long pid;

@@ -39,6 +39,10 @@ struct LogLine {
   LineOrigin origin;
 };
 
+// NCCL's "host:pid:tid" token ("gpu-a1:4021:4087"; the host may be masked, the pid and tid are
+// digits).
+bool is_host_pid_tid(std::string_view tok);
+
 // `line` must outlive the returned views.
 LogLine split_log_line(std::string_view line);
 

@@ -10,10 +10,10 @@
 #include <regex>
 
 #include "fabric/nccl_log/nccl_log_parser.h"
+#include "fabric/nccl_log/nccl_log_scan.h"
 #include "fabric/nccl_log/nccl_log_text.h"
 
 namespace fabkit::nccl_log::detail {
-
 
 void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Process* p) {
   static const std::regex version(R"(NCCL version (\d+\.\d+\.\d+[^\s]*))");
@@ -103,13 +103,11 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
   // proxy.cc's "[Proxy Service 1] Failed to execute operation Connect from rank 1": the proxy
   // service of rank N runs in rank N's process.
   if (p && !p->rank && starts(msg, "[Proxy Service ")) {
-    int v = 0, n = 0;
-    for (size_t i = 15; i < msg.size() && std::isdigit(static_cast<unsigned char>(msg[i])) && n < 7;
-         ++i, ++n)
-      v = v * 10 + (msg[i] - '0');
-    if (n && 15 + n < msg.size() && msg[15 + n] == ']') {
-      p->rank = v;
-      if (p->view != SIZE_MAX && !s_.ranks[p->view].rank) s_.ranks[p->view].rank = v;
+    sv r = sv(msg).substr(15);
+    long v;
+    if (scan::read_int(r, &v, 7) && scan::eat(r, ']')) {
+      p->rank = static_cast<int>(v);
+      if (p->view != SIZE_MAX && !s_.ranks[p->view].rank) s_.ranks[p->view].rank = p->rank;
     }
   }
   // A rank NCCL states for this process: "comm 0x.. rank 5 nranks 8 cudaDev 1".

@@ -9,6 +9,7 @@
 #include "common/utf8_text.h"
 #include "fabric/nccl_log/nccl_failure_kinds.h"
 #include "fabric/nccl_log/nccl_log_parser.h"
+#include "fabric/nccl_log/nccl_log_scan.h"
 #include "fabric/nccl_log/nccl_log_text.h"
 
 namespace fabkit::nccl_log {
@@ -249,12 +250,10 @@ void bracket_origin(sv raw, LineOrigin& o) {
   if (colon == sv::npos || close == sv::npos || colon > close || colon < 2) return;
   const sv host = raw.substr(1, colon - 1);
   for (char c : host)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') return;
-  long pid = 0;
-  size_t i = colon + 1, n = 0;
-  while (i < close && std::isdigit(static_cast<unsigned char>(raw[i])) && n < 9)
-    pid = pid * 10 + (raw[i++] - '0'), ++n;
-  if (n == 0) return;
+    if (!scan::is_name_char(c)) return;
+  sv rest = raw.substr(colon + 1, close - colon - 1);
+  long pid;
+  if (!scan::read_int(rest, &pid, 9)) return;
   o.host = std::string(host);
   o.pid = pid;
 }
@@ -263,11 +262,9 @@ void bracket_origin(sv raw, LineOrigin& o) {
 std::optional<int> number_after(sv text, sv key) {
   const size_t at = text.find(key);
   if (at == sv::npos) return std::nullopt;
-  int v = 0, n = 0;
-  for (size_t i = at + key.size();
-       i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && n < 7; ++i, ++n)
-    v = v * 10 + (text[i] - '0');
-  return n ? std::optional<int>(v) : std::nullopt;
+  sv rest = text.substr(at + key.size());
+  long v;
+  return scan::read_int(rest, &v, 7) ? std::optional<int>(static_cast<int>(v)) : std::nullopt;
 }
 
 Stall stall_of(LogLine l, sv text, const std::string& source, int lineno) {
@@ -498,18 +495,13 @@ size_t joined_nccl_line_start(sv raw) {
   if (k == sv::npos || k < 24) return 0;
   const sv head = raw.substr(0, k);
   if (!has(head, "rror")) return 0;  // "NCCL error", "RuntimeError: ", "ERROR "
-  // The last "x:digits:digits" token before the NCCL tag (past "[dev]" and a file:line).
+  // The last host:pid:tid token before the NCCL tag (past "[dev]" and a file:line).
   size_t end = head.size();
   for (int tokens = 0; tokens < 3 && end > 0; ++tokens) {
     const size_t sp = head.rfind(' ', end - 1);
     const size_t start = sp == sv::npos ? 0 : sp + 1;
-    const sv tok = head.substr(start, end - start);
-    const size_t c2 = tok.rfind(':');
-    const size_t c1 = c2 == sv::npos || c2 == 0 ? sv::npos : tok.rfind(':', c2 - 1);
-    bool digits = c1 != sv::npos && c1 > 0 && c2 > c1 + 1 && c2 + 1 < tok.size();
-    for (size_t i = c1 + 1; digits && i < tok.size(); ++i)
-      digits = i == c2 || std::isdigit(static_cast<unsigned char>(tok[i]));
-    if (digits) return start > 0 && has(head.substr(0, start), "rror") ? start : 0;
+    if (is_host_pid_tid(head.substr(start, end - start)))
+      return start > 0 && has(head.substr(0, start), "rror") ? start : 0;
     if (sp == sv::npos) return 0;
     end = sp;
   }
