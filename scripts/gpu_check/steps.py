@@ -52,6 +52,13 @@ def run_command(name, argv, out_dir, cap_s, env=None, cwd=None):
             "tail": tail}
 
 
+def configured(build_dir):
+    """A build that stopped part-way (one target failed to compile or link, the build kept going)
+    still has its generator's file: the steps after it run what did build, each failing on its
+    own where its binary is missing, instead of the whole scarce GPU run being lost."""
+    return any(os.path.exists(os.path.join(build_dir, f)) for f in ("build.ninja", "Makefile"))
+
+
 def bench_step(name, argv, out_dir, cap_s, cannot_run_rc=2, env=None):
     """A bench script that writes its figures to $FABKIT_BENCH_JSON and exits cannot_run_rc with
     a 'cannot run on this machine: WHY' line when the hardware is absent."""

@@ -21,6 +21,7 @@ SIGTERM) delete every namespace, which removes their links.
 import atexit
 import os
 import random
+import shutil
 import signal
 import string
 import subprocess
@@ -67,6 +68,8 @@ def have_root_and_netns():
     """(ok, reason): tests skip with the reason when they cannot make namespaces."""
     if os.geteuid() != 0:
         return False, "needs root to create network namespaces"
+    if shutil.which("ip") is None:
+        return False, "no `ip` command (iproute2 is not installed)"
     probe = "fkprobe%d" % os.getpid()
     r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if r.returncode != 0:
