@@ -52,7 +52,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A bad flag or value is bad usage, exit 2 like every other refusal (CLI11's own codes,
+    // 105-109, would say nothing a launcher script could test for).
+    app.exit(e);
+    return 2;
   } catch (const ValidationRefused& e) {
     die(1, e.what());
   } catch (const fabkit::UsageError& e) {

@@ -515,6 +515,14 @@ TEST_F(Fabtrain, BadInputsNameTheFileOrTheNumbers) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("broken.jsonl:2"), std::string::npos) << r.output;
 
+  // CLI11's own refusals (an unknown flag, a value its validator rejects) are bad usage too.
+  r = run_fabtrain(plus(base("bad", 2), {"--no-such-flag"}));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--no-such-flag"), std::string::npos) << r.output;
+  r = run_fabtrain(plus(base("bad", 2), {"--micro-batch-size", "lots"}));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("lots"), std::string::npos) << r.output;
+
   r = run_fabtrain(plus(base("bad", 2), {"--nproc", "2", "--dp", "3"}));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("data-parallel degree 3 x pipeline degree 1 = 3 does not match the world size 2"),
