@@ -2,12 +2,13 @@
 #   bin/fabcheck                      the release copy (stripped, no RUNPATH; debug info apart)
 #   bin/.debug/fabcheck.debug         its debug info (component "debug"; gdb finds it there)
 #   libexec/fabkit/fabcheck-nccl-runner   (when NCCL was found; fabcheck looks there)
+#   libexec/fabkit/fabcheck-gpu-bench     (when cuBLAS was found; fabcheck node --active looks there)
 #   libexec/fabkit/fabcheck-health.sh     Slurm HealthCheckProgram
 #   share/fabkit/slurm/*.sbatch           sbatch templates
 #   share/fabkit/schema/*.schema.json     the --json contracts
 #   share/doc/fabkit/                     README and docs/
 #   bin/fabtrain + libexec/fabkit/fabtrain  (when built: a launcher that finds the torch wheel)
-# Components: fabcheck (the fabkit-fabcheck .deb), nccl-runner, fabtrain, debug.
+# Components: fabcheck (the fabkit-fabcheck .deb), nccl-runner, gpu-bench, fabtrain, debug.
 include(GNUInstallDirs)
 
 set(FABKIT_RELEASE_DIR "${CMAKE_BINARY_DIR}/release")
@@ -30,6 +31,9 @@ endfunction()
 fabkit_install_release_binary(fabcheck "${CMAKE_INSTALL_BINDIR}" fabcheck)
 if(TARGET fabcheck-nccl-runner)
   fabkit_install_release_binary(fabcheck-nccl-runner "${CMAKE_INSTALL_LIBEXECDIR}/fabkit" nccl-runner)
+endif()
+if(TARGET fabcheck-gpu-bench)  # `fabcheck node --active`'s GEMM and copy child (cuBLAS)
+  fabkit_install_release_binary(fabcheck-gpu-bench "${CMAKE_INSTALL_LIBEXECDIR}/fabkit" gpu-bench)
 endif()
 install(PROGRAMS slurm/fabcheck-health.sh DESTINATION "${CMAKE_INSTALL_LIBEXECDIR}/fabkit" COMPONENT fabcheck)
 install(FILES slurm/fabcheck-cluster.sbatch slurm/fabtrain.sbatch

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "common/errors.h"
+#include "common/helper_program.h"
 #include "fabric/gpu_active/bench_protocol.h"
 #include "fabric/launch/child_process.h"
 #include "fabric/wire/wire_error.h"
@@ -21,8 +22,6 @@ namespace {
 using launch::ChildProcess;
 using wire::WireError;
 using wire::WireErrorKind;
-
-bool executable(const std::string& p) { return !p.empty() && ::access(p.c_str(), X_OK) == 0; }
 
 std::string printable(const std::string& s, size_t max) {
   std::string out;
@@ -177,18 +176,14 @@ std::vector<std::string> bench_args(const probes::GpuActiveSettings& s,
 }
 
 std::string find_gpu_bench() {
-  if (const char* env = std::getenv("FABKIT_GPU_BENCH"); env && executable(env)) return env;
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    std::string dir(self, static_cast<size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    if (executable(dir + "/fabcheck-gpu-bench")) return dir + "/fabcheck-gpu-bench";
-  }
-#ifdef FABKIT_GPU_BENCH_BUILD_PATH
-  if (executable(FABKIT_GPU_BENCH_BUILD_PATH)) return FABKIT_GPU_BENCH_BUILD_PATH;
+  HelperProgram h{"fabcheck-gpu-bench", "FABKIT_GPU_BENCH", "", ""};
+#ifdef FABKIT_GPU_BENCH_FROM_BIN
+  h.from_bin = FABKIT_GPU_BENCH_FROM_BIN;
 #endif
-  return "";
+#ifdef FABKIT_GPU_BENCH_BUILD_PATH
+  h.build_path = FABKIT_GPU_BENCH_BUILD_PATH;
+#endif
+  return find_helper_program(h, self_executable_dir());
 }
 
 void run_gpu_bench(const BenchRun& run, probes::GpuActiveFacts* facts) {

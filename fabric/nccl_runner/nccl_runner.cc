@@ -12,6 +12,7 @@
 #include "fabric/allreduce/session_socket.h"
 #include "fabric/allreduce/sweep.h"
 #include "fabric/nccl_log/nccl_log.h"
+#include "common/helper_program.h"
 #include "fabric/nccl_runner/child_protocol.h"
 #include "fabric/nccl_runner/gpu_choice.h"
 #include "fabric/nccl_runner/runner_child.h"
@@ -75,22 +76,14 @@ std::string join_sizes(const std::vector<uint64_t>& sizes) {
 
 std::string find_nccl_runner(const NcclTransportChoice& choice) {
   if (!choice.runner_path.empty()) return executable(choice.runner_path) ? choice.runner_path : "";
-  if (const char* env = std::getenv("FABKIT_NCCL_RUNNER"); env && executable(env)) return env;
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    std::string dir(self, static_cast<size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    if (executable(dir + "/fabcheck-nccl-runner")) return dir + "/fabcheck-nccl-runner";
+  HelperProgram h{"fabcheck-nccl-runner", "FABKIT_NCCL_RUNNER", "", ""};
 #ifdef FABKIT_NCCL_RUNNER_FROM_BIN
-    const std::string installed = dir + "/" FABKIT_NCCL_RUNNER_FROM_BIN "/fabcheck-nccl-runner";
-    if (executable(installed)) return installed;
+  h.from_bin = FABKIT_NCCL_RUNNER_FROM_BIN;
 #endif
-  }
 #ifdef FABKIT_NCCL_RUNNER_BUILD_PATH
-  if (executable(FABKIT_NCCL_RUNNER_BUILD_PATH)) return FABKIT_NCCL_RUNNER_BUILD_PATH;
+  h.build_path = FABKIT_NCCL_RUNNER_BUILD_PATH;
 #endif
-  return "";
+  return find_helper_program(h, self_executable_dir());
 }
 
 void judge_transport_used(const std::string& expected, const Json& summary, Json* extra) {

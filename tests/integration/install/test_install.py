@@ -44,7 +44,7 @@ class InstallFromPrefix(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.stage = tempfile.mkdtemp(prefix="fabkit-install-")
-        for component in ("fabcheck", "nccl-runner", "debug"):
+        for component in ("fabcheck", "nccl-runner", "gpu-bench", "debug"):
             r = subprocess.run(["cmake", "--install", ARGS.build, "--prefix", cls.stage, "--component", component],
                                capture_output=True, text=True, timeout=300)
             if r.returncode != 0:
@@ -66,9 +66,12 @@ class InstallFromPrefix(unittest.TestCase):
 
     def test_release_binaries_have_no_runpath_and_their_debug_info_apart(self):
         binaries = [self.fabcheck]
-        runner = os.path.join(self.stage, "libexec", "fabkit", "fabcheck-nccl-runner")
-        if os.path.exists(runner):  # built when NCCL was found
-            binaries.append(runner)
+        for helper in ("fabcheck-nccl-runner", "fabcheck-gpu-bench"):  # built when NCCL / cuBLAS were found
+            path = os.path.join(self.stage, "libexec", "fabkit", helper)
+            built = os.path.join(ARGS.build, "fabric", "nccl_runner" if "nccl" in helper else "gpu_active", helper)
+            self.assertEqual(os.path.exists(built), os.path.exists(path), f"{helper}: built but not installed")
+            if os.path.exists(path):
+                binaries.append(path)
         for b in binaries:
             dyn = readelf(b, "-d")
             self.assertNotIn("RUNPATH", dyn, b)
