@@ -73,6 +73,12 @@ TEST(NcclTransport, ALogThatNamesNoNetworkCannotConfirmARequirement) {
   EXPECT_NE(why.find("does not say which network"), std::string::npos) << why;
 }
 
+// The variable's value, or "<unset>": an assertion on an unset variable fails instead of crashing.
+std::string env_value(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "<unset>";
+}
+
 class NcclEnv : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -91,20 +97,20 @@ class NcclEnv : public ::testing::Test {
 
 TEST_F(NcclEnv, UnsetDebugBecomesInfoIntoAFilePerRank) {
   const NcclLogPlan p = prepare_nccl_log(dir_.path().string(), 3, false);
-  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG")), "INFO");
-  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG_SUBSYS")), "INIT,NET");
+  EXPECT_EQ(env_value("NCCL_DEBUG"), "INFO");
+  EXPECT_EQ(env_value("NCCL_DEBUG_SUBSYS"), "INIT,NET");
   EXPECT_EQ(p.file, (dir_.path() / "nccl" / "rank-3.log").string());
-  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG_FILE")), p.file);
+  EXPECT_EQ(env_value("NCCL_DEBUG_FILE"), p.file);
 }
 
 TEST_F(NcclEnv, AQuieterDebugLevelIsKeptUnlessATransportIsRequired) {
   setenv("NCCL_DEBUG", "WARN", 1);
   NcclLogPlan p = prepare_nccl_log(dir_.path().string(), 0, false);
-  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG")), "WARN");
+  EXPECT_EQ(env_value("NCCL_DEBUG"), "WARN");
   EXPECT_EQ(p.file, "");
   EXPECT_NE(p.adjustments.find("not verified"), std::string::npos) << p.adjustments;
   p = prepare_nccl_log(dir_.path().string(), 0, true);
-  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG")), "INFO");
+  EXPECT_EQ(env_value("NCCL_DEBUG"), "INFO");
   EXPECT_NE(p.file, "");
 }
 
@@ -114,7 +120,7 @@ TEST_F(NcclEnv, TheUsersDebugFileIsKeptWithNcclsSubstitutions) {
   const NcclLogPlan p = prepare_nccl_log(dir_.path().string(), 0, false);
   EXPECT_EQ(p.file.find('%'), std::string::npos) << p.file;
   EXPECT_NE(p.file.find("." + std::to_string(getpid()) + ".log"), std::string::npos) << p.file;
-  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG_FILE")),
+  EXPECT_EQ(env_value("NCCL_DEBUG_FILE"),
             "/tmp/nccl.%h.%p.log");  // NCCL expands it itself
 }
 
