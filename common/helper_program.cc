@@ -11,16 +11,16 @@ bool executable(const std::string& p) { return !p.empty() && ::access(p.c_str(),
 
 }  // namespace
 
+std::string installed_helpers_from_bin() { return FABKIT_HELPERS_FROM_BIN; }
+
 std::string find_helper_program(const HelperProgram& h, const std::string& self_dir) {
   if (!h.env_var.empty()) {
     if (const char* env = std::getenv(h.env_var.c_str()); env && executable(env)) return env;
   }
   if (!self_dir.empty()) {
     if (std::string beside = self_dir + "/" + h.name; executable(beside)) return beside;
-    if (!h.from_bin.empty()) {
-      if (std::string installed = self_dir + "/" + h.from_bin + "/" + h.name; executable(installed))
-        return installed;
-    }
+    const std::string installed = self_dir + "/" + installed_helpers_from_bin() + "/" + h.name;
+    if (executable(installed)) return installed;
   }
   return executable(h.build_path) ? h.build_path : "";
 }

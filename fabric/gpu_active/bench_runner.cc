@@ -176,10 +176,7 @@ std::vector<std::string> bench_args(const probes::GpuActiveSettings& s,
 }
 
 std::string find_gpu_bench() {
-  HelperProgram h{"fabcheck-gpu-bench", "FABKIT_GPU_BENCH", "", ""};
-#ifdef FABKIT_GPU_BENCH_FROM_BIN
-  h.from_bin = FABKIT_GPU_BENCH_FROM_BIN;
-#endif
+  HelperProgram h{"fabcheck-gpu-bench", "FABKIT_GPU_BENCH", ""};
 #ifdef FABKIT_GPU_BENCH_BUILD_PATH
   h.build_path = FABKIT_GPU_BENCH_BUILD_PATH;
 #endif

@@ -8,11 +8,11 @@
 
 #include "common/environment.h"
 #include "common/errors.h"
+#include "common/helper_program.h"
 #include "common/json_read.h"
 #include "fabric/allreduce/session_socket.h"
 #include "fabric/allreduce/sweep.h"
 #include "fabric/nccl_log/nccl_log.h"
-#include "common/helper_program.h"
 #include "fabric/nccl_runner/child_protocol.h"
 #include "fabric/nccl_runner/gpu_choice.h"
 #include "fabric/nccl_runner/runner_child.h"
@@ -76,10 +76,7 @@ std::string join_sizes(const std::vector<uint64_t>& sizes) {
 
 std::string find_nccl_runner(const NcclTransportChoice& choice) {
   if (!choice.runner_path.empty()) return executable(choice.runner_path) ? choice.runner_path : "";
-  HelperProgram h{"fabcheck-nccl-runner", "FABKIT_NCCL_RUNNER", "", ""};
-#ifdef FABKIT_NCCL_RUNNER_FROM_BIN
-  h.from_bin = FABKIT_NCCL_RUNNER_FROM_BIN;
-#endif
+  HelperProgram h{"fabcheck-nccl-runner", "FABKIT_NCCL_RUNNER", ""};
 #ifdef FABKIT_NCCL_RUNNER_BUILD_PATH
   h.build_path = FABKIT_NCCL_RUNNER_BUILD_PATH;
 #endif

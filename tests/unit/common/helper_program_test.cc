@@ -19,7 +19,7 @@ class HelperProgramTest : public ::testing::Test {
   void SetUp() override {
     unsetenv(kEnv);
     fs::create_directories(prefix() / "bin");
-    fs::create_directories(prefix() / "libexec" / "fabkit");
+    fs::create_directories(installed().parent_path());
     make_executable(installed());
     make_executable(build_copy());
   }
@@ -30,10 +30,12 @@ class HelperProgramTest : public ::testing::Test {
     ::chmod(p.c_str(), 0755);
   }
   fs::path prefix() const { return dir_.path() / "prefix"; }
-  fs::path installed() const { return prefix() / "libexec" / "fabkit" / "fabcheck-gpu-bench"; }
+  fs::path installed() const {
+    return (prefix() / "bin" / installed_helpers_from_bin() / "fabcheck-gpu-bench").lexically_normal();
+  }
   fs::path build_copy() const { return dir_.path() / "build" / "fabcheck-gpu-bench"; }
   HelperProgram helper() const {
-    return {"fabcheck-gpu-bench", kEnv, "../libexec/fabkit", build_copy().string()};
+    return {"fabcheck-gpu-bench", kEnv, build_copy().string()};
   }
   std::string bin() const { return (prefix() / "bin").string(); }
 
@@ -42,6 +44,7 @@ class HelperProgramTest : public ::testing::Test {
 };
 
 TEST_F(HelperProgramTest, TheInstalledLayoutIsFoundRelativeToFabchecksOwnFolder) {
+  EXPECT_EQ(installed_helpers_from_bin(), "../libexec/fabkit");  // GNUInstallDirs' defaults
   EXPECT_EQ(find_helper_program(helper(), bin()), bin() + "/../libexec/fabkit/fabcheck-gpu-bench");
   // Relocated: the same tree under another name still finds its own copy, not the build's.
   fs::rename(prefix(), dir_.path() / "moved");
@@ -64,7 +67,7 @@ TEST_F(HelperProgramTest, TheBuildTreeIsLastAndNothingRunnableIsEmpty) {
   EXPECT_EQ(find_helper_program(helper(), bin()), build_copy().string());
   ::chmod(build_copy().c_str(), 0644);  // there, but not executable
   EXPECT_EQ(find_helper_program(helper(), bin()), "");
-  EXPECT_EQ(find_helper_program(HelperProgram{"fabcheck-gpu-bench", "", "", ""}, ""), "");
+  EXPECT_EQ(find_helper_program(HelperProgram{"fabcheck-gpu-bench", "", ""}, ""), "");
 }
 
 TEST_F(HelperProgramTest, SelfDirIsTheTestBinarysFolder) {
