@@ -28,6 +28,17 @@ struct Rank {
   std::string exit;
 };
 
+// How long a failed run waits for a rank that said it is ending to exit: NCCL's teardown after an
+// error writes its WARNs within milliseconds; a rank still there after this is killed like the rest.
+constexpr int kEndingRankGraceMs = 2000;
+
+bool said_it_ends(const Rank& r) {
+  auto ends = [](const ChildLine& l) {
+    return l.kind == ChildLineKind::kFailed || l.kind == ChildLineKind::kUnavailable;
+  };
+  return (r.has_first && ends(r.first)) || (r.has_last && ends(r.last));
+}
+
 int ms_left(Clock::time_point deadline) {
   return static_cast<int>(
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
@@ -103,12 +114,16 @@ TransportRun run_local_allreduce(const LocalAllreduceSpec& spec) {
   std::vector<Rank> ranks(static_cast<size_t>(spec.ranks));
   // culprit: the rank whose log explains a failure (-1: the first rank that logged anything).
   auto finish = [&](TransportRun run, int culprit = -1) {
-    // Every rank still running is killed here (SIGKILL, reaped): nothing outlives the run.
+    // Every rank still running is killed here (SIGKILL, reaped): nothing outlives the run. A rank
+    // that said FAILED/UNAVAILABLE (or closed fd 3) is ending on its own and may still be writing
+    // the log lines that explain it (NCCL's teardown WARNs): it gets a short grace first.
     Json exits = Json::array();
     for (size_t i = 0; i < ranks.size(); ++i)
       if (ranks[i].child)
         exits.push_back(ranks[i].child->wait_exit(
-            run.status == "ok" ? std::max(0, std::min(ms_left(deadline), 10000)) : 0));
+            run.status == "ok"  ? std::max(0, std::min(ms_left(deadline), 10000))
+            : said_it_ends(ranks[i]) ? kEndingRankGraceMs
+                                     : 0));
     std::string logs;
     for (size_t i = 0; run.status != "ok" && i < ranks.size() && logs.empty(); ++i) {
       size_t k = culprit >= 0 && i == 0 ? static_cast<size_t>(culprit) : i;

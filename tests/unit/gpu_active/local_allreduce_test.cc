@@ -18,7 +18,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The runner's side of the protocol, with hooks: $HANG_BEFORE_READY / $HANG_AFTER_GO name a rank
-// that stops answering; $FAIL_RANK says FAILED; $WRONG_RANK reports a wrong sum.
+// that stops answering; $FAIL_RANK says FAILED and logs its last words after it, as a rank tearing
+// its communicator down does; $WRONG_RANK reports a wrong sum.
 const char* kFakeRunner = R"(#!/bin/sh
 rank=$2
 id=$(printf '%0256d' 0)
@@ -29,7 +30,7 @@ read line || exit 0
 [ "$line" = STOP ] && exit 0
 [ "$line" = "GO $id" ] || { echo "FAILED child_protocol expected GO with the id, got: $line" >&3; exit 1; }
 [ "$rank" = "$HANG_AFTER_GO" ] && exec sleep 1000
-[ "$rank" = "$FAIL_RANK" ] && { echo "FAILED nccl_error ncclCommInitRankConfig: unhandled system error" >&3; echo "NCCL WARN socket failure"; exit 1; }
+[ "$rank" = "$FAIL_RANK" ] && { echo "FAILED nccl_error ncclCommInitRankConfig: unhandled system error" >&3; sleep 0.3; echo "NCCL WARN socket failure"; exit 1; }
 echo "PROGRESS 1024" >&3
 bus=$((180 + rank)); [ "$NCCL_ALGO" = Ring ] && bus=$((150 + rank))
 [ -n "$NCCL_ALGO" ] && [ "$NCCL_ALGO" != Ring ] && bus=1
@@ -121,8 +122,11 @@ TEST_F(FakeRunner, AFailedRankNamesItselfAndItsLog) {
   EXPECT_EQ(r.status, "failed");
   EXPECT_EQ(r.extra["error"], "nccl_error");
   EXPECT_EQ(r.reason, "rank 1: ncclCommInitRankConfig: unhandled system error");
-  EXPECT_NE(r.extra.value("log_tail", "").find("NCCL WARN socket failure"), std::string::npos)
+  // The failed rank's last words came after its FAILED line: it was let exit, not killed.
+  EXPECT_NE(r.extra.value("log_tail", "").find("rank 1: NCCL WARN socket failure"),
+            std::string::npos)
       << r.extra.dump();
+  EXPECT_EQ(r.extra["child_exits"][1], "exit 1") << r.extra.dump();
 }
 
 TEST_F(FakeRunner, UnavailableWrongSumsAndBadResults) {
