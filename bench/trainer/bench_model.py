@@ -23,7 +23,8 @@ def write_inputs(d, size, records, length):
              rope_theta=10000.0, max_position_embeddings=4096, tie_word_embeddings=False,
              initializer_range=0.02, bos_token_id=1, eos_token_id=2, torch_dtype="float32")
     os.makedirs(os.path.join(d, "model"), exist_ok=True)
-    json.dump(c, open(os.path.join(d, "model", "config.json"), "w"))
+    with open(os.path.join(d, "model", "config.json"), "w") as f:
+        json.dump(c, f)
     rng = random.Random(0)
     with open(os.path.join(d, "train.jsonl"), "w") as f:
         for _ in range(records):

@@ -20,7 +20,9 @@ and H200 SXM: 989 TFLOP/s, override with --peak-tflops) and peak GPU memory; the
 median ratio. Goals: fabtrain >= 1.1x eager tokens/s, MFU >= 40% at ~370M ("350m") and >= 45% at
 ~1B ("1b") on an H100/H200, peak memory <= PyTorch's. Where FABKIT_BENCH_JSON names a file, the
 figures are also written there as JSON (scripts/gpu-check collects them).
-`--trace-steps N` makes fabtrain write Chrome traces (OUTPUT/trace/) to see where its time goes.
+`--trace-steps N` makes fabtrain write Chrome traces in the first round and prints where its
+step's time goes (trace_summary.py: GPU busy and idle, kernels by kind and by name); the JSON
+gains "trace". Keep N below --warmup - 1 so the traced steps stay out of the timing.
 
 `--device cpu` runs the same comparison at a tiny size in fp32 (a smoke test of this script on a
 machine without a GPU; its figures mean nothing for the goal).
@@ -31,6 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_model import SIZES, write_inputs  # noqa: E402
+import trace_summary  # noqa: E402
 
 
 def param_count(c):
@@ -50,7 +53,9 @@ def run_fabtrain(a, d, tag):
            "--format", "input_ids", "--output", out, "--max-length", str(a.seq), "--micro-batch-size", str(a.batch),
            "--max-steps", str(a.steps), "--lr", "1e-4", "--no-resume", "--device", a.device,
            "--torch-dtype", "bfloat16" if a.device == "cuda" else "float32", "--max-grad-norm", "1.0"]
-    if a.trace_steps:
+    if a.trace_steps and tag == "0":
+        # Round 1 only: tracing a step costs a little, and one run's steps say where the time goes.
+        # The traced steps are the 3rd onwards: inside the warm-up while --trace-steps < --warmup - 1.
         cmd += ["--trace-steps", str(a.trace_steps)]
     if a.recompute:
         cmd += ["--recompute"]
@@ -60,7 +65,14 @@ def run_fabtrain(a, d, tag):
     rows = [json.loads(l) for l in open(os.path.join(out, "metrics.jsonl")) if l.strip()]
     steady = [x for x in rows if "step_time_ms" in x][a.warmup:]
     med = statistics.median(x["step_time_ms"] for x in steady) / 1000
-    return {"tokens_per_s": a.batch * a.seq / med, "peak_bytes": max(x.get("gpu_peak_bytes", 0) for x in rows)}
+    res = {"tokens_per_s": a.batch * a.seq / med, "peak_bytes": max(x.get("gpu_peak_bytes", 0) for x in rows)}
+    if a.trace_steps and tag == "0":
+        try:
+            res["trace"] = trace_summary.summarize([os.path.join(out, "trace")], top=15)
+            print(trace_summary.render(res["trace"]), flush=True)
+        except ValueError as e:
+            sys.exit(f"--trace-steps: fabtrain's traces in {out}/trace: {e}")
+    return res
 
 
 def eager_model(a, c):
@@ -159,19 +171,22 @@ def main():
     a.seq = a.seq or (2048 if gpu else 64)
     if a.warmup >= a.steps:
         sys.exit("--warmup must be below --steps")
+    if a.trace_steps < 0 or (a.trace_steps and 2 + a.trace_steps > a.steps):
+        sys.exit(f"--trace-steps {a.trace_steps}: fabtrain traces steps 3 to 2 + N, so N must be 0 to --steps - 2")
     d = tempfile.mkdtemp(prefix="fabtrain-gpu-bench-")
     c = write_inputs(d, a.size, records=max(64, 2 * a.batch * a.steps), length=a.seq)
     fpt = flops_per_token(c, a.seq)
     peak = peak_flops(a)
     print(f"model {a.size}: {param_count(c) / 1e6:.1f}M parameters, batch {a.batch} x {a.seq} tokens, "
           f"{a.steps} steps ({a.warmup} warm-up), device {a.device}", flush=True)
-    ratios, rounds = [], []
+    ratios, rounds, trace = [], [], None
     for r in range(a.rounds):
         # Alternate who goes first: a shared machine drifts.
         order = ["fabtrain", "eager"] if r % 2 == 0 else ["eager", "fabtrain"]
         res = {}
         for who in order:
             res[who] = run_fabtrain(a, d, str(r)) if who == "fabtrain" else run_eager(a, d, c)
+        trace = res["fabtrain"].pop("trace", None) if r == 0 else trace
         ratio = res["fabtrain"]["tokens_per_s"] / res["eager"]["tokens_per_s"]
         ratios.append(ratio)
         line = f"round {r + 1}: fabtrain {res['fabtrain']['tokens_per_s']:.0f} tok/s vs {res['eager']['name']} " \
@@ -195,7 +210,7 @@ def main():
                        "median_ratio": round(statistics.median(ratios), 4),
                        "median_mfu_fabtrain": round(statistics.median(x["fabtrain"]["mfu"] for x in rounds), 4)
                        if peak else None,
-                       "rounds": rounds}, f, indent=1)
+                       "rounds": rounds, "trace": trace}, f, indent=1)
 
 
 if __name__ == "__main__":

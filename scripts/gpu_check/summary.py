@@ -1,7 +1,11 @@
 """scripts/gpu-check's summary: summary.json (everything) and summary.txt (what a person reads)."""
 import json
 import os
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "trainer"))
+import trace_summary  # noqa: E402  (bench/trainer: the fabtrain bench's trace of one step)
 
 FAILING = ("failed", "timeout", "not_run")
 
@@ -33,7 +37,11 @@ def _figure_lines(step):
             if t["status"] != "passed":
                 lines.append(f"    {t['status']:<8} {t['name']}: {t.get('reason', '')}"[:220])
         return lines
-    return ["    " + l for l in json.dumps(f, indent=1, sort_keys=True).splitlines()[:60]]
+    rest = {k: v for k, v in f.items() if k != "trace"}
+    lines = ["    " + l for l in json.dumps(rest, indent=1, sort_keys=True).splitlines()[:60]]
+    if f.get("trace"):
+        lines += ["    " + l for l in trace_summary.render(f["trace"]).splitlines()]
+    return lines
 
 
 def text(doc):

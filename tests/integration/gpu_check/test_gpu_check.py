@@ -98,6 +98,17 @@ class WholeCommand(unittest.TestCase):
         self.assertIn("sdpa" if f["reference"].startswith("hf") else "plain", f["reference"])
         if have_gpu():
             self.assertEqual(f["device"], "cuda")
+        # One traced step, summarised: kernels on a GPU, host ops on the CPU.
+        t = f["trace"]
+        self.assertEqual(t["mode"], "gpu" if have_gpu() else "cpu")
+        self.assertEqual(t["steps"], 1)
+        self.assertGreater(t["step_ms"], 0)
+        self.assertGreater(t["busy_ms"], 0)
+        self.assertTrue(t["top"])
+        if have_gpu():
+            self.assertIn("matmul", {k["kind"] for k in t["kinds"]})
+        with open(os.path.join(self.out, "summary.txt")) as fh:
+            self.assertIn("trace: 1 step(s)", fh.read())
 
     def test_the_pair_and_the_node_figures(self):
         p = self.steps["nccl-pair"]
