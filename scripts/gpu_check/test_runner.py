@@ -70,6 +70,22 @@ def list_tests(build_dir, regex):
     return tests
 
 
+def built_outside(tests, build_dir, built):
+    """The (test, file) pairs where a selected test runs, or is handed, an executable of this build
+    that is not among `built` (BUILD/gpu-check-targets.txt: what gpu-check's partial build makes).
+    On the GPU machine such a binary would not exist and its tests would not even be listed."""
+    root = os.path.realpath(build_dir) + os.sep
+    built = {os.path.realpath(f) for f in built}
+    missing = []
+    for t in tests:
+        for arg in t["command"]:
+            path = os.path.realpath(arg)
+            if (path.startswith(root) and os.path.isfile(path) and os.access(path, os.X_OK)
+                    and path not in built):
+                missing.append((t["name"], path))
+    return missing
+
+
 def skip_reason(output):
     """gtest prints 'file:line: Skipped' then the message; other tests print their reason last."""
     lines = output.splitlines()

@@ -329,6 +329,62 @@ class Rules(unittest.TestCase):
             self.assertIn(words, p.stderr)
 
 
+class PartialBuild(unittest.TestCase):
+    """gpu-check builds the target gpu-check-build, not everything (cmake/gpu_check_targets.cmake):
+    every binary that a selected test runs must be in it, or on the GPU machine that test silently
+    disappears from the run."""
+
+    def test_every_selected_test_runs_a_binary_the_partial_build_makes(self):
+        with open(os.path.join(ARGS.build, "gpu-check-targets.txt")) as f:
+            built = [l.strip() for l in f if l.strip()]
+        self.assertIn(os.path.realpath(os.path.join(ARGS.build, "cli", "fabcheck")),
+                      {os.path.realpath(b) for b in built})
+        tests = test_runner.list_tests(ARGS.build, test_runner.GPU_TESTS)
+        self.assertGreaterEqual(len(tests), 100)
+        missing = test_runner.built_outside(tests, ARGS.build, built)
+        self.assertEqual(missing, [], "add these binaries' targets to FABKIT_GPU_CHECK_TARGETS in "
+                                      "cmake/gpu_check_targets.cmake")
+
+    def test_a_binary_left_out_of_the_list_is_named(self):
+        tests = test_runner.list_tests(ARGS.build, test_runner.GPU_TESTS)
+        gpu_test = os.path.realpath(os.path.join(ARGS.build, "tests", "unit", "gpu", "gpu_test"))
+        with open(os.path.join(ARGS.build, "gpu-check-targets.txt")) as f:
+            built = [l.strip() for l in f if os.path.realpath(l.strip()) != gpu_test]
+        missing = test_runner.built_outside(tests, ARGS.build, built)
+        self.assertTrue(missing)
+        self.assertEqual({p for _, p in missing}, {gpu_test})
+
+    def gpu_check_cmake_calls(self, *extra):
+        """gpu-check's build step with a cmake on PATH that records how it is called (and
+        "configures" a Ninja build): its configure and build command lines."""
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "bin")
+            os.makedirs(fake)
+            calls = os.path.join(d, "calls")
+            with open(os.path.join(fake, "cmake"), "w") as f:
+                f.write("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'cmake version 3.99'; exit 0; }\n"
+                        f"printf '%s\\n' \"$*\" >> {calls}\n"
+                        "[ \"$1\" = -S ] && touch \"$4/CMakeCache.txt\" \"$4/build.ninja\"\nexit 0\n")
+            os.chmod(os.path.join(fake, "cmake"), 0o755)
+            build = os.path.join(d, "b")
+            os.makedirs(build)
+            env = dict(os.environ, PATH=fake + os.pathsep + os.environ["PATH"])
+            p = subprocess.run([GPU_CHECK, "--build-dir", build, "--out", os.path.join(d, "out"), "--python",
+                                ARGS.python, "--skip", "gpu-tests,fabtrain-bench,nccl-pair,node", "--budget-s", "60",
+                                *extra], capture_output=True, text=True, timeout=120, env=env)
+            self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
+            with open(calls) as f:
+                return f.read().splitlines()
+
+    def test_gpu_check_builds_the_partial_target_with_line_tables_and_the_torch_pch(self):
+        configure, build_call = self.gpu_check_cmake_calls()
+        self.assertIn("-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG", configure)
+        self.assertIn("-DFABKIT_TORCH_PCH=ON", configure)
+        self.assertIn("--target gpu-check-build", build_call)
+        configure, _ = self.gpu_check_cmake_calls("--no-torch-pch")
+        self.assertIn("-DFABKIT_TORCH_PCH=OFF", configure)
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
