@@ -40,10 +40,13 @@ class WholeCommand(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.out = tempfile.mkdtemp(prefix="fabkit-gpu-check-")
+        # Its own TMPDIR: what the steps leave behind there is seen (the GPU machine's disk is small).
+        cls.tmp = tempfile.mkdtemp(prefix="fabkit-gpu-check-tmp-")
         start = time.monotonic()
         cls.proc = subprocess.run([GPU_CHECK, "--quick", "--no-build", "--build-dir", ARGS.build, "--python",
                                    ARGS.python, "--out", cls.out, "--jobs", "2", "--budget-s", "420"],
-                                  capture_output=True, text=True, timeout=600)
+                                  capture_output=True, text=True, timeout=600, env=dict(os.environ, TMPDIR=cls.tmp))
+        cls.left_in_tmp = sorted(os.listdir(cls.tmp))
         cls.wall_s = time.monotonic() - start
         with open(os.path.join(cls.out, "summary.json")) as f:
             cls.doc = json.load(f)
@@ -52,6 +55,7 @@ class WholeCommand(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.out, ignore_errors=True)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def test_exits_zero_with_nothing_failed_within_the_budget(self):
         self.assertEqual(self.proc.returncode, 0, self.proc.stdout[-4000:] + self.proc.stderr[-2000:])
@@ -109,6 +113,8 @@ class WholeCommand(unittest.TestCase):
             self.assertIn("matmul", {k["kind"] for k in t["kinds"]})
         with open(os.path.join(self.out, "summary.txt")) as fh:
             self.assertIn("trace: 1 step(s)", fh.read())
+        # Its model, data and fabtrain's outputs (no checkpoint is written) are removed.
+        self.assertEqual([f for f in self.left_in_tmp if f.startswith("fabtrain-gpu-bench-")], [])
 
     def test_the_pair_and_the_node_figures(self):
         p = self.steps["nccl-pair"]
