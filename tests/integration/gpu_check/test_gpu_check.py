@@ -328,6 +328,26 @@ class Rules(unittest.TestCase):
             with open(log) as f:
                 self.assertEqual(f.read(), before)
 
+    def test_a_container_that_makes_namespaces_but_cannot_enter_them_skips_the_pair_naming_why(self):
+        # What a container without CAP_SYS_ADMIN over its mounts does: `ip netns add` works,
+        # `ip netns exec` cannot remount /sys. The pair is then skipped with ip's words, not failed
+        # half-way through building its hosts.
+        if os.geteuid() != 0:
+            self.skipTest("needs root: the check asks for root before it tries ip")
+        runner = os.path.join(ARGS.build, "fabric", "nccl_runner", "fabcheck-nccl-runner")
+        if not os.access(runner, os.X_OK):
+            self.skipTest(f"{runner} is not built (no NCCL in this build): the pair says so before trying ip")
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "ip"), "w") as f:
+                f.write("#!/bin/sh\n[ \"$1 $2\" = 'netns exec' ] && "
+                        "{ echo 'mount --make-rslave /: Permission denied' >&2; exit 1; }\nexit 0\n")
+            os.chmod(os.path.join(d, "ip"), 0o755)
+            env = dict(os.environ, PATH=d + os.pathsep + os.environ["PATH"])
+            step = steps.bench_step("nccl-pair", [sys.executable, os.path.join(ROOT, "bench", "nccl", "netns_pair.py"),
+                                                  ARGS.build, "1048576"], d, 60, env=env)
+        self.assertEqual(step["status"], "skipped", step)
+        self.assertEqual(step["reason"], "ip netns exec failed: mount --make-rslave /: Permission denied")
+
     def test_bad_options_exit_two_naming_them(self):
         for argv, words in ((["--skip", "bogus"], "bogus"), (["--budget-s", "5"], "--budget-s")):
             p = subprocess.run([GPU_CHECK, *argv], capture_output=True, text=True, timeout=60)

@@ -74,7 +74,18 @@ def have_root_and_netns():
     r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if r.returncode != 0:
         return False, "ip netns add failed: " + r.stderr.strip()
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    # A container may let a namespace be made but not entered (`ip netns exec` remounts /sys,
+    # which needs CAP_SYS_ADMIN over the mount namespace) or refuse veth links: try both, so the
+    # reason names the part that is missing instead of a world that fails half-built.
+    try:
+        for argv, what in ((["ip", "netns", "exec", probe, "true"], "ip netns exec"),
+                           (["ip", "-n", probe, "link", "add", "fkp0", "type", "veth", "peer", "name", "fkp1"],
+                            "a veth link inside a namespace")):
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+            if r.returncode != 0:
+                return False, "%s failed: %s" % (what, (r.stderr or r.stdout).strip() or "exit %d" % r.returncode)
+    finally:
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return True, ""
 
 
