@@ -1,10 +1,16 @@
 """A rank that stops answering (SIGSTOP) mid-training: every other rank exits non-zero within
 the collective timeout with fabtrain's error naming the stopped rank, its host and pid. Real
-fabtrain processes over Gloo on 127.0.0.1.
+fabtrain processes on 127.0.0.1.
   case 1: rank 1 of 3 stops (rank 0 serves the store): ranks 0 and 2 name rank 1.
-  case 2: rank 0 of 3 stops (it serves the store): ranks 1 and 2 say the store's host stopped."""
+  case 2: rank 0 of 3 stops (it serves the store): ranks 1 and 2 say the store's host stopped.
+Gloo on the CPU by default. --nccl: the same two cases with 2 ranks on NCCL on the GPU, where
+fabtrain's deadline must speak before ProcessGroupNCCL's watchdog aborts the process. With one GPU
+both ranks share it, each made a host of its own for NCCL (NCCL_HOSTID; NCCL refuses two ranks of
+one host on one GPU) and joined over NCCL's socket transport on lo. Without a GPU: exit 77 (skip),
+saying so."""
 import argparse
 import os
+import re
 import shutil
 import signal
 import socket
@@ -18,6 +24,37 @@ from rank_procs import Rank, free_port, rank_env, train_args  # noqa: E402
 from tiny_inputs import write_inputs  # noqa: E402
 
 TIMEOUT_MS = 3000
+SKIP = 77  # ctest's SKIP_RETURN_CODE for this test
+
+
+class Refused(Exception):
+    """NCCL would not make two ranks on one shared GPU: what it said (a skip, not a failure)."""
+
+
+def gpus_here():
+    """(GPU UUIDs nvidia-smi lists, why none) -- NVML's list, not CUDA's: the test must not make a
+    CUDA context of its own beside the ranks'."""
+    try:
+        r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return [], "nvidia-smi cannot run (%s)" % e
+    uuids = re.findall(r"^GPU \d+: .*\(UUID: (GPU-[0-9a-fA-F-]+)\)", r.stdout, re.M)
+    return uuids, "" if uuids else "nvidia-smi -L lists no GPU (exit %d)" % r.returncode
+
+
+def nccl_env(rank, gpus):
+    """One rank per "host" for NCCL: its own GPU where there are two, else the shared one under a
+    host id of its own; P2P and SHM off (they would need one real host), sockets on lo."""
+    return {"CUDA_VISIBLE_DEVICES": gpus[rank % len(gpus)], "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+            "NCCL_HOSTID": "fabkit-stop-rank%d" % rank, "NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1",
+            "NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "lo"}
+
+
+def nccl_refusal(text):
+    # Only what NCCL says at communicator creation: a failure later in training is a failure.
+    init = re.compile(r"(?i)duplicate gpu|(ncclCommInit\w*|nccl\S* (init|bootstrap)).*(error|fail|invalid)")
+    lines = [l for l in text.splitlines() if init.search(l)]
+    return lines[-1].strip()[:400] if lines else None
 
 
 def steps_logged(out_dir):
@@ -28,18 +65,25 @@ def steps_logged(out_dir):
         return 0
 
 
-def run_case(fabtrain, d, stopped, world=3):
+def run_case(fabtrain, d, stopped, world=3, gpus=None):
     port = free_port()
     out = "out-%d" % stopped
-    ranks = [Rank(train_args(fabtrain, d, out, 100000, TIMEOUT_MS),
-                  rank_env(r, world, port), os.path.join(d, "case%d-rank%d" % (stopped, r)))
+    args = train_args(fabtrain, d, out, 100000, TIMEOUT_MS)
+    if gpus:
+        args[-1] = "cuda"  # train_args ends with --device cpu
+    ranks = [Rank(args, rank_env(r, world, port, nccl_env(r, gpus) if gpus else None),
+                  os.path.join(d, "case%d-rank%d" % (stopped, r)))
              for r in range(world)]
     try:
         # Rank 0 writes the metrics: wait for two steps, so every rank is inside the loop.
         deadline = time.time() + 180
         while steps_logged(os.path.join(d, out)) < 2:
             if time.time() > deadline or any(r.p.poll() is not None for r in ranks):
-                raise AssertionError("training did not start: " + ranks[0].stderr()[-2000:])
+                logs = "\n".join("rank %d: %s" % (i, q.stderr()[-1500:]) for i, q in enumerate(ranks))
+                said = nccl_refusal(logs) if gpus and len(set(gpus)) < world else None
+                if said and time.time() <= deadline:
+                    raise Refused(said)
+                raise AssertionError("training did not start:\n" + logs)
             time.sleep(0.2)
         victim = ranks[stopped]
         os.kill(victim.p.pid, signal.SIGSTOP)
@@ -66,7 +110,8 @@ def run_case(fabtrain, d, stopped, world=3):
                 assert named in err, "rank %d does not name %r:\n%s" % (i, named, err[-2000:])
         # The timeout, the naming's grace (750 ms) and the time to reach the next collective.
         assert elapsed < TIMEOUT_MS / 1000 + 10, "the others took %.1f s" % elapsed
-        print("case stopped=%d: others exited 3 after %.1f s naming rank %d" % (stopped, elapsed, stopped))
+        print("case stopped=%d (%s): others exited 3 after %.1f s naming rank %d" % (
+            stopped, "NCCL" if gpus else "Gloo", elapsed, stopped))
     finally:
         for r in ranks:
             if r.p.poll() is None:
@@ -77,12 +122,23 @@ def run_case(fabtrain, d, stopped, world=3):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--fabtrain", required=True)
+    p.add_argument("--nccl", action="store_true", help="2 ranks on NCCL on the GPU(s) instead of 3 on Gloo")
     a = p.parse_args()
+    gpus, world = None, 3
+    if a.nccl:
+        gpus, why = gpus_here()
+        if not gpus:
+            print("needs an NVIDIA GPU: " + why)
+            sys.exit(SKIP)
+        gpus, world = gpus[:2], 2
     d = tempfile.mkdtemp(prefix="fabtrain-stop-")
     try:
         write_inputs(d, 600)
-        run_case(a.fabtrain, d, stopped=1)
-        run_case(a.fabtrain, d, stopped=0)
+        run_case(a.fabtrain, d, stopped=1, world=world, gpus=gpus)
+        run_case(a.fabtrain, d, stopped=0, world=world, gpus=gpus)
+    except Refused as e:
+        print("two NCCL ranks on one GPU, each a host of its own (NCCL_HOSTID), were refused here: %s" % e)
+        sys.exit(SKIP)
     finally:
         shutil.rmtree(d, ignore_errors=True)
     print("PASS")
