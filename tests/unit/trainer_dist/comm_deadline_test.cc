@@ -154,7 +154,8 @@ TEST(CommDeadline, APauseOfRankZeroBeforePauseBarrierTripsNothing) {
 }
 
 // The same on NCCL, one GPU per rank: fabtrain's deadline (polled CUDA events) must name rank 1
-// long before ProcessGroupNCCL's watchdog (set to 2x + 60 s) would abort the process.
+// long before ProcessGroupNCCL's watchdog (set to the timeout + max(timeout, 60 s)) would abort
+// the process.
 TEST(CommDeadline, NcclNamesTheRankThatDoesNotArriveBeforeTheWatchdog) {
   const auto gpus = visible_cuda_devices();
   if (gpus.size() < 2) {
