@@ -8,8 +8,34 @@ there is none.
 """
 import glob
 import os
+import re
 import shutil
 import subprocess
+
+
+def nvidia_smi_gpus():
+    """(the `GPU N: NAME (UUID: GPU-...)` lines of `nvidia-smi -L`, why there are none). NVML's
+    list: asking it makes no CUDA context."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return [], "nvidia-smi is not installed"
+    try:
+        r = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return [], "nvidia-smi -L failed: %s" % e
+    gpus = [l for l in r.stdout.splitlines() if l.startswith("GPU ")]
+    if r.returncode == 0 and gpus:
+        return gpus, ""
+    return [], "nvidia-smi -L lists no GPU (exit %d)" % r.returncode
+
+
+def gpu_uuids():
+    """(the GPUs' UUIDs, as CUDA_VISIBLE_DEVICES takes them, in nvidia-smi's order; why none)."""
+    gpus, why = nvidia_smi_gpus()
+    if not gpus:
+        return [], why
+    uuids = [m.group(1) for m in (re.search(r"\(UUID: (GPU-[0-9a-fA-F-]+)\)", l) for l in gpus) if m]
+    return uuids, "" if uuids else "nvidia-smi -L names no GPU UUID: " + gpus[0]
 
 
 def gpu_present():
@@ -17,17 +43,10 @@ def gpu_present():
     nodes = sorted(p for p in glob.glob("/dev/nvidia[0-9]*") if os.path.basename(p)[6:].isdigit())
     if nodes:
         return True, "device nodes " + ", ".join(nodes)
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            r = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return False, "nvidia-smi -L failed: %s" % e
-        gpus = [l for l in r.stdout.splitlines() if l.startswith("GPU ")]
-        if r.returncode == 0 and gpus:
-            return True, "nvidia-smi -L: " + gpus[0]
-        return False, "nvidia-smi -L lists no GPU (exit %d)" % r.returncode
-    return False, "no /dev/nvidia<N> and no nvidia-smi"
+    if shutil.which("nvidia-smi") is None:
+        return False, "no /dev/nvidia<N> and no nvidia-smi"
+    gpus, why = nvidia_smi_gpus()
+    return (True, "nvidia-smi -L: " + gpus[0]) if gpus else (False, why)
 
 
 def hca_present():

@@ -11,13 +11,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def train_args(fabtrain, d, out, steps, timeout_ms=30000):
+def train_args(fabtrain, d, out, steps, timeout_ms=30000, device="cpu"):
     return [fabtrain, "--model", os.path.join(d, "model"), "--data", os.path.join(d, "train.jsonl"),
             "--output", os.path.join(d, out), "--max-length", "16", "--max-steps", str(steps),
             "--lr", "3e-3", "--micro-batch-size", "1", "--log-every", "1", "--no-control",
             "--rendezvous-timeout-ms", "30000", "--collective-timeout-ms", str(timeout_ms),
-            # Gloo ranks on CPU, also on a machine with a GPU (--device auto would take it)
-            "--device", "cpu"]
+            # Gloo ranks on CPU by default, also on a machine with a GPU (--device auto would take it)
+            "--device", device]
 
 
 class Rank:

@@ -20,6 +20,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "netns"))
+import machine  # noqa: E402
 from rank_procs import Rank, free_port, rank_env, train_args  # noqa: E402
 from tiny_inputs import write_inputs  # noqa: E402
 
@@ -32,17 +34,6 @@ SKIP = 77  # ctest's SKIP_RETURN_CODE for this test
 
 class Refused(Exception):
     """NCCL would not make two ranks on one shared GPU: what it said (a skip, not a failure)."""
-
-
-def gpus_here():
-    """(GPU UUIDs nvidia-smi lists, why none) -- NVML's list, not CUDA's: the test must not make a
-    CUDA context of its own beside the ranks'."""
-    try:
-        r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return [], "nvidia-smi cannot run (%s)" % e
-    uuids = re.findall(r"^GPU \d+: .*\(UUID: (GPU-[0-9a-fA-F-]+)\)", r.stdout, re.M)
-    return uuids, "" if uuids else "nvidia-smi -L lists no GPU (exit %d)" % r.returncode
 
 
 def nccl_env(rank, gpus):
@@ -72,9 +63,7 @@ def run_case(fabtrain, d, stopped, world=3, gpus=None):
     port = free_port()
     out = "out-%d" % stopped
     timeout_ms = NCCL_TIMEOUT_MS if gpus else TIMEOUT_MS
-    args = train_args(fabtrain, d, out, 100000, timeout_ms)
-    if gpus:
-        args[-1] = "cuda"  # train_args ends with --device cpu
+    args = train_args(fabtrain, d, out, 100000, timeout_ms, device="cuda" if gpus else "cpu")
     ranks = [Rank(args, rank_env(r, world, port, nccl_env(r, gpus) if gpus else None),
                   os.path.join(d, "case%d-rank%d" % (stopped, r)))
              for r in range(world)]
@@ -130,7 +119,8 @@ def main():
     a = p.parse_args()
     gpus, world = None, 3
     if a.nccl:
-        gpus, why = gpus_here()
+        # NVML's list (nvidia-smi), not CUDA's: the test makes no CUDA context beside the ranks'.
+        gpus, why = machine.gpu_uuids()
         if not gpus:
             print("needs an NVIDIA GPU: " + why)
             sys.exit(SKIP)
