@@ -32,43 +32,74 @@ using Clock = std::chrono::steady_clock;
 // step runs on a GPU, the CUDA activities (kernels, copies, with their device times), so the
 // trace shows where the GPU's time went, not only what the host queued. The destructor waits for
 // the device (the step's kernels end inside the trace) and writes the Chrome trace.
+// A trace is a diagnostic: its failure never ends the run, but it is said (a warning naming the
+// step), and so is a GPU step's trace without GPU activity: CUPTI, which Kineto asks for the
+// kernels, can be refused (profiling restricted to admins, a container without the permission)
+// and then the file holds host ops only, which would read as "the GPU did nothing".
 class StepTrace {
  public:
-  StepTrace(std::string path, const TrainDevice& device) : path_(std::move(path)), device_(device) {
+  StepTrace(std::string path, int64_t step, const TrainDevice& device, const TrainLog& log)
+      : path_(std::move(path)), step_(step), device_(device), log_(log) {
     namespace prof = torch::profiler::impl;
     std::set<prof::ActivityType> activities{prof::ActivityType::CPU};
     if (device_.cuda) activities.insert(prof::ActivityType::CUDA);
     const prof::ProfilerConfig config(prof::ProfilerState::KINETO, /*report_input_shapes=*/true);
-    torch::autograd::profiler::prepareProfiler(config, activities);
-    torch::autograd::profiler::enableProfiler(config, activities);
+    try {
+      torch::autograd::profiler::prepareProfiler(config, activities);
+      torch::autograd::profiler::enableProfiler(config, activities);
+      active_ = true;
+    } catch (const std::exception& e) {
+      warn(std::string("the profiler did not start: ") + e.what());
+    }
   }
   ~StepTrace() {
+    if (!active_) return;
     try {
       if (device_.cuda) torch::cuda::synchronize(device_.index);
-      torch::autograd::profiler::disableProfiler()->save(path_);
-    } catch (const std::exception&) {
-      // A trace is a diagnostic: its failure must not end the run (the file is then missing).
+      auto result = torch::autograd::profiler::disableProfiler();
+      if (device_.cuda) {
+        size_t on_gpu = 0;
+        for (const auto& e : result->events()) on_gpu += e.deviceType() == c10::DeviceType::CUDA;
+        if (on_gpu == 0) {
+          warn("the trace holds no GPU kernel or copy: the CUDA profiler (CUPTI) recorded nothing "
+               "(profiling restricted to admin users, NVreg_RestrictProfilingToAdminUsers=1, or a "
+               "container without the permission); it shows host ops only");
+        }
+      }
+      result->save(path_);
+    } catch (const std::exception& e) {
+      warn(std::string("the trace was not written: ") + e.what());
     }
   }
   StepTrace(const StepTrace&) = delete;
   StepTrace& operator=(const StepTrace&) = delete;
 
  private:
+  void warn(const std::string& why) const noexcept {
+    try {
+      log_.warn("--trace-steps: step " + std::to_string(step_) + ": " + why);
+    } catch (...) {  // a destructor's warning must not throw
+    }
+  }
+
   std::string path_;
+  int64_t step_;
   TrainDevice device_;
+  const TrainLog& log_;
+  bool active_ = false;
 };
 
 // --trace-steps: a few steps after two warm-up steps, one Chrome trace per rank and step
 // (chrome://tracing, Perfetto).
 std::unique_ptr<StepTrace> trace_step(const TrainOptions& o, int64_t steps_this_process, int rank,
-                                      int64_t step, const TrainDevice& device) {
+                                      int64_t step, const TrainDevice& device, const TrainLog& log) {
   if (o.trace_steps <= 0 || steps_this_process < 2 || steps_this_process >= 2 + o.trace_steps)
     return nullptr;
   const fs::path dir = fs::path(o.output_dir) / "trace";
   fs::create_directories(dir);
   return std::make_unique<StepTrace>(
-      (dir / ("rank-" + std::to_string(rank) + "-step-" + std::to_string(step) + ".json")).string(),
-      device);
+      (dir / ("rank-" + std::to_string(rank) + "-step-" + std::to_string(step) + ".json")).string(), step,
+      device, log);
 }
 
 // The data position in this run's units after a resume: examples of the epoch's order already
@@ -209,7 +240,7 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
       continue;
     }
     const std::unique_ptr<StepTrace> trace =
-        trace_step(o, steps_this_process, world.rank(), state.step + 1, engine.device());
+        trace_step(o, steps_this_process, world.rank(), state.step + 1, engine.device(), log);
     const auto t0 = Clock::now();
     std::vector<Batch> step_batches;
     TokenCounts counts;  // the global batch's: every replica's micro-batches of this step

@@ -489,6 +489,7 @@ TEST_F(Fabtrain, LogsItsThreadPlanAndRefusesAMalformedThreadCount) {
 TEST_F(Fabtrain, TraceStepsWritesChromeTracesOfTheOps) {
   auto r = run_fabtrain(plus(base("trace", 4), {"--nproc", "2", "--trace-steps", "1"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("--trace-steps: step"), std::string::npos) << r.output;  // no trace trouble
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(out("trace") / "trace")) files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
@@ -658,6 +659,29 @@ TEST_F(Fabtrain, OnTheGpuBf16TracksCpuFp32AndNcclFp32EqualsGloo) {
   // NCCL's own log was read for the network it used (the summary line, not the env line).
   EXPECT_TRUE(std::regex_search(f32.output, std::regex(R"(\] NCCL \S+ network (IB|RoCE|Socket|unknown))")))
       << f32.output;
+}
+
+// --trace-steps on the GPU: the trace holds the step's kernels with their device times (CUPTI's
+// activities, not only the host ops that queued them), and fabtrain did not warn that CUPTI gave
+// none. A machine that refuses profiling fails here, with fabtrain's warning in the output.
+TEST_F(Fabtrain, OnTheGpuTraceStepsHoldKernelTimes) {
+  std::string why;
+  if (!gpu_visible(&why)) GTEST_SKIP() << why;
+  auto args = base("gpu-trace", 4);
+  args.back() = "cuda";
+  auto r = run_fabtrain(plus(args, {"--torch-dtype", "bfloat16", "--trace-steps", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("--trace-steps: step"), std::string::npos) << r.output;
+  const Json trace = Json::parse(std::ifstream(out("gpu-trace") / "trace" / "rank-0-step-3.json"));
+  ASSERT_TRUE(trace.is_object() && trace.contains("traceEvents")) << trace.dump().substr(0, 300);
+  int kernels = 0, timed = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("cat", "") != "kernel") continue;
+    ++kernels;
+    timed += e.value("dur", 0.0) > 0.0;
+  }
+  EXPECT_GT(kernels, 10) << "the GPU step's trace has " << kernels << " kernel events";
+  EXPECT_EQ(timed, kernels) << "kernel events without a device time";
 }
 
 // ---- The control interface against running jobs (docs/fabtrain.md, "Control interface") ----
