@@ -22,7 +22,9 @@ median ratio. Goals: fabtrain >= 1.1x eager tokens/s, MFU >= 40% at ~370M ("350m
 figures are also written there as JSON (scripts/gpu-check collects them).
 `--trace-steps N` makes fabtrain write Chrome traces in the first round and prints where its
 step's time goes (trace_summary.py: GPU busy and idle, kernels by kind and by name); the JSON
-gains "trace". Keep N below --warmup - 1 so the traced steps stay out of the timing.
+gains "trace". Keep N below --warmup - 1 so the traced steps stay out of the timing. A trace that
+is missing, unreadable or (on CUDA) without GPU activity fails the bench (exit 1) after the
+figures are printed and written, with "trace_error" in the JSON saying why.
 
 `--device cpu` runs the same comparison at a tiny size in fp32 (a smoke test of this script on a
 machine without a GPU; its figures mean nothing for the goal).
@@ -75,11 +77,17 @@ def run_fabtrain(a, d, tag):
     med = statistics.median(x["step_time_ms"] for x in steady) / 1000
     res = {"tokens_per_s": a.batch * a.seq / med, "peak_bytes": max(x.get("gpu_peak_bytes", 0) for x in rows)}
     if a.trace_steps and tag == "0":
+        # A trace that is missing or wrong must not cost the run's figures (on a GPU machine they
+        # are minutes of scarce time): it is recorded, and bench() fails once the figures are out.
         try:
             res["trace"] = trace_summary.summarize([os.path.join(out, "trace")], top=15)
             print(trace_summary.render(res["trace"]), flush=True)
+            if a.device == "cuda" and res["trace"]["mode"] != "gpu":
+                res["trace_error"] = ("the trace of a CUDA run holds no GPU activity (no kernel or copy events): "
+                                      "the CUDA profiler (CUPTI) recorded nothing; fabtrain's warnings say why:\n"
+                                      + "\n".join(l for l in r.stderr.splitlines() if "trace" in l.lower())[-1500:])
         except ValueError as e:
-            sys.exit(f"--trace-steps: fabtrain's traces in {out}/trace: {e}")
+            res["trace_error"] = f"fabtrain's traces in {out}/trace: {e}"
     shutil.rmtree(out, ignore_errors=True)  # the traces are large and summarised above
     return res
 
@@ -192,14 +200,16 @@ def bench(a, d, gpu):
     peak = peak_flops(a)
     print(f"model {a.size}: {param_count(c) / 1e6:.1f}M parameters, batch {a.batch} x {a.seq} tokens, "
           f"{a.steps} steps ({a.warmup} warm-up), device {a.device}", flush=True)
-    ratios, rounds, trace = [], [], None
+    ratios, rounds, trace, trace_error = [], [], None, None
     for r in range(a.rounds):
         # Alternate who goes first: a shared machine drifts.
         order = ["fabtrain", "eager"] if r % 2 == 0 else ["eager", "fabtrain"]
         res = {}
         for who in order:
             res[who] = run_fabtrain(a, d, str(r)) if who == "fabtrain" else run_eager(a, d, c)
-        trace = res["fabtrain"].pop("trace", None) if r == 0 else trace
+        if r == 0:
+            trace = res["fabtrain"].pop("trace", None)
+            trace_error = res["fabtrain"].pop("trace_error", None)
         ratio = res["fabtrain"]["tokens_per_s"] / res["eager"]["tokens_per_s"]
         ratios.append(ratio)
         line = f"round {r + 1}: fabtrain {res['fabtrain']['tokens_per_s']:.0f} tok/s vs {res['eager']['name']} " \
@@ -223,7 +233,9 @@ def bench(a, d, gpu):
                        "median_ratio": round(statistics.median(ratios), 4),
                        "median_mfu_fabtrain": round(statistics.median(x["fabtrain"]["mfu"] for x in rounds), 4)
                        if peak else None,
-                       "rounds": rounds, "trace": trace}, f, indent=1)
+                       "rounds": rounds, "trace": trace, "trace_error": trace_error}, f, indent=1)
+    if trace_error:
+        sys.exit(f"--trace-steps: {trace_error}\n(the figures above are complete; only the trace failed)")
 
 
 if __name__ == "__main__":

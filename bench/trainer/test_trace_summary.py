@@ -3,9 +3,10 @@
 over a small GPU-format trace written in this test: no GPU trace from a real machine is in the
 repository yet, so the GPU half checks the arithmetic (busy time as a union over streams, idle,
 kinds by name) on events shaped as Kineto writes them (cat "kernel" / "gpu_memcpy", ts/dur in
-microseconds). Bad input ends with exit 2 naming the file.
+microseconds). Bad input ends with exit 2 naming the file. gpu_bench.py, given a fabtrain that writes no trace,
+keeps its figures and fails naming the trace.
 
-usage: test_trace_summary.py --fabtrain FABTRAIN"""
+usage: test_trace_summary.py --fabtrain FABTRAIN [--python PYTHON_WITH_TORCH]"""
 import argparse
 import json
 import os
@@ -144,6 +145,9 @@ class BadInput(unittest.TestCase):
             r = self.run_cli(empty)
             self.assertEqual(r.returncode, 2)
             self.assertIn("--trace-steps", r.stderr)
+            r = self.run_cli(os.path.join(d, "absent"))
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(os.path.join(d, "absent") + ": no such file or folder", r.stderr)
 
     def test_a_gpu_and_a_cpu_trace_are_not_averaged(self):
         with tempfile.TemporaryDirectory() as d:
@@ -155,10 +159,43 @@ class BadInput(unittest.TestCase):
         self.assertIn("mix GPU and CPU", r.stderr)
 
 
+class GpuBenchWhenTheTraceFails(unittest.TestCase):
+    """gpu_bench.py with a fabtrain that writes no trace (a wrapper drops --trace-steps): the bench
+    must still print and write its figures, then fail naming the trace (on a GPU machine the figures
+    are minutes of scarce device time; a lost trace must not lose them)."""
+
+    def test_the_figures_are_written_and_the_bench_fails_naming_the_trace(self):
+        with tempfile.TemporaryDirectory(prefix="fabkit-gpu-bench-") as d:
+            wrapper = os.path.join(d, "fabtrain-without-trace")
+            with open(wrapper, "w") as f:
+                f.write(f"#!{sys.executable}\n"
+                        "import os, sys\n"
+                        "a = sys.argv[1:]\n"
+                        "i = a.index('--trace-steps')\n"
+                        "del a[i:i + 2]\n"
+                        f"os.execv({ARGS.fabtrain!r}, [{ARGS.fabtrain!r}] + a)\n")
+            os.chmod(wrapper, 0o755)
+            figures = os.path.join(d, "figures.json")
+            r = subprocess.run([ARGS.python, os.path.join(HERE, "gpu_bench.py"), "--fabtrain", wrapper,
+                                "--device", "cpu", "--reference", "plain", "--rounds", "1", "--steps", "5",
+                                "--warmup", "3", "--trace-steps", "1"], capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, OMP_NUM_THREADS="1", FABKIT_BENCH_JSON=figures))
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("--trace-steps: fabtrain's traces in", r.stderr)
+            self.assertIn("the figures above are complete", r.stderr)
+            self.assertIn("round 1: fabtrain", r.stdout)
+            with open(figures) as f:
+                doc = json.load(f)
+            self.assertGreater(doc["rounds"][0]["fabtrain"]["tokens_per_s"], 0)
+            self.assertIsNone(doc["trace"])
+            self.assertIn("trace: no such file or folder: was fabtrain run with --trace-steps", doc["trace_error"])
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
     p.add_argument("--fabtrain", required=True)
+    p.add_argument("--python", default=sys.executable, help="a python3 with torch, for gpu_bench.py")
     ARGS, rest = p.parse_known_args()
     unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
 

@@ -122,6 +122,8 @@ def trace_files(paths):
     for p in paths:
         if os.path.isdir(p):
             files += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".json"))
+        elif not os.path.exists(p):
+            raise ValueError(f"{p}: no such file or folder: was fabtrain run with --trace-steps N?")
         else:
             files.append(p)
     if not files:
