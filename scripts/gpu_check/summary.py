@@ -13,6 +13,9 @@ FAILING = ("failed", "timeout", "not_run")
 def make(machine, done, budget, args):
     elapsed = round(time.monotonic() - budget.start, 1)
     failed = [s["name"] for s in done if s["status"] in FAILING]
+    # A skipped step is not a failure (no --debs given, a container that cannot make network
+    # namespaces), but "OK" alone would hide that it did not run: the headline names them.
+    skipped = [s["name"] for s in done if s["status"] == "skipped"]
     return {
         "schema": "fabkit.gpu_check/1",
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -23,6 +26,7 @@ def make(machine, done, budget, args):
         "within_budget": elapsed <= args.budget_s,
         "ok": not failed,
         "failed": failed,
+        "skipped": skipped,
         "steps": done,
     }
 
@@ -44,9 +48,16 @@ def _figure_lines(step):
     return lines
 
 
+def headline(doc):
+    if not doc["ok"]:
+        return "FAILED: " + ", ".join(doc["failed"])
+    skipped = doc.get("skipped") or []
+    return "OK" + (f", {len(skipped)} step(s) skipped (reasons below): {', '.join(skipped)}" if skipped else "")
+
+
 def text(doc):
     m = doc["machine"]
-    out = [f"fabkit gpu-check {doc['finished_at']}: {'OK' if doc['ok'] else 'FAILED: ' + ', '.join(doc['failed'])}",
+    out = [f"fabkit gpu-check {doc['finished_at']}: {headline(doc)}",
            f"machine: {m.get('hostname')}, {m.get('cores')} cores, {len(m.get('gpus', []))} GPU(s)"
            + (f", driver {m.get('driver')}" if m.get("driver") else f" ({m.get('gpu_reason')})"),
            f"torch {m.get('torch')} (CUDA {m.get('torch_cuda')}, available {m.get('cuda_available')}), "

@@ -74,6 +74,13 @@ class WholeCommand(unittest.TestCase):
             self.assertIn(s["status"], ("passed", "skipped"), s)
             if s["status"] == "skipped":
                 self.assertTrue(s.get("reason"), s)
+        # OK, but the headline names what did not run (here at least deps: no --debs given).
+        skipped = [s["name"] for s in self.doc["steps"] if s["status"] == "skipped"]
+        self.assertIn("deps", skipped)
+        self.assertEqual(self.doc["skipped"], skipped)
+        with open(os.path.join(self.out, "summary.txt")) as fh:
+            first = fh.readline()
+        self.assertIn(f": OK, {len(skipped)} step(s) skipped (reasons below): {', '.join(skipped)}", first)
 
     def test_the_gpu_tests_ran_and_absent_hardware_is_named(self):
         t = self.steps["gpu-tests"]
