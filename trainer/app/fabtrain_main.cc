@@ -8,6 +8,7 @@
 
 #include "common/errors.h"
 #include "trainer/app/commands.h"
+#include "trainer/app/error_exit.h"
 #include "trainer/app/fabric_setup.h"
 #include "trainer/app/train_options.h"
 #include "trainer/distributed/comm.h"
@@ -17,13 +18,8 @@
 
 namespace {
 
-// After a failure a process group may still hold peers' sockets and worker threads whose
-// destructors wait on them; leave without running destructors so a dead job never hangs.
-[[noreturn]] void die(int code, const std::string& what) {
-  std::cerr << "[fabtrain] error: " << what << std::endl;
-  std::cout.flush();
-  std::_Exit(code);
-}
+// Leaves without running destructors (error_exit.h says why).
+[[noreturn]] void die(int code, const std::string& what) { fabkit::trainer::exit_with_error(code, what); }
 
 }  // namespace
 

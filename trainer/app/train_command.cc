@@ -9,6 +9,7 @@
 
 #include "common/errors.h"
 #include "trainer/app/device_setup.h"
+#include "trainer/app/error_exit.h"
 #include "trainer/app/fabric_setup.h"
 #include "trainer/app/nccl_transport.h"
 #include "trainer/app/pipeline_engine.h"
@@ -69,12 +70,21 @@ int run_train_with(const TrainOptions& o, const std::vector<std::string>& argv,
 // is explained with `fabcheck nccl-log`'s classifier, in the error fabtrain prints.
 int run_train(const TrainOptions& o, const std::vector<std::string>& argv) {
   NcclLogPlan nccl_log;
+  auto explained = [&nccl_log](const CommError& e) {
+    const std::string why = explain_nccl_failure(nccl_log);
+    return why.empty() ? std::string(e.what()) : std::string(e.what()) + "\n" + why;
+  };
+  // A group that failed for good: say why and leave from where it failed, before the stack
+  // unwinds through the dead group's destructor (comm.h, set_dead_group_handler).
+  set_dead_group_handler([&](const CommError& e) { exit_with_error(3, explained(e)); });
+  struct Unset {
+    ~Unset() { set_dead_group_handler(nullptr); }  // it holds a reference to nccl_log
+  } unset;
   try {
     return run_train_with(o, argv, nccl_log);
   } catch (const CommError& e) {
-    const std::string why = explain_nccl_failure(nccl_log);
-    if (why.empty()) throw;
-    throw CommError(std::string(e.what()) + "\n" + why);
+    // A CommError of a group that is not dead (set-up, rendezvous): thrown up to main.
+    throw CommError(explained(e));
   }
 }
 

@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -44,6 +45,17 @@ class CommError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// Called with the error of a group that has just failed for good (a collective failed or passed
+// its deadline, a pause barrier timed out), before it is thrown. Unwinding from there runs the
+// group's destructor, and a dead group's can block: ~ProcessGroupNCCL joins its heartbeat thread,
+// which may sit in a store check that has no receive timeout when the store's host is the rank
+// that stopped, and its abort waits up to the backend timeout for ncclCommAbort. A program that
+// ends on such an error (fabtrain) sets a handler that reports it and leaves at once, so the
+// error is always said; a handler that returns lets the error be thrown. Empty (the default):
+// thrown as usual. Process-wide; set it before the first group is made.
+using DeadGroupHandler = std::function<void(const CommError&)>;
+void set_dead_group_handler(DeadGroupHandler handler);
 
 // A collective in flight. wait() returns once its output is in place, or throws CommError. A
 // request that is never waited for is waited for by its destructor (errors then only logged by

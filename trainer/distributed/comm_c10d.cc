@@ -346,7 +346,31 @@ std::string C10dGroup::who_is_missing(const ProgressPost& mine) {
 void C10dGroup::fail(const char* op, size_t count, const std::exception& e) {
   dead_ = true;
   const std::string cause = first_line(e.what());
-  throw CommError(failure_message(op, count, cause));
+  die(CommError(failure_message(op, count, cause)));
+}
+
+namespace {
+std::mutex dead_group_handler_mutex;
+DeadGroupHandler& dead_group_handler() {
+  static DeadGroupHandler handler;
+  return handler;
+}
+}  // namespace
+
+void set_dead_group_handler(DeadGroupHandler handler) {
+  const std::lock_guard<std::mutex> lock(dead_group_handler_mutex);
+  dead_group_handler() = std::move(handler);
+}
+
+void C10dGroup::die(CommError error) {
+  dead_ = true;
+  DeadGroupHandler handler;
+  {
+    const std::lock_guard<std::mutex> lock(dead_group_handler_mutex);
+    handler = dead_group_handler();
+  }
+  if (handler) handler(error);
+  throw error;
 }
 
 void C10dGroup::time_out(const char* op, uint64_t seq, size_t count) {
@@ -357,12 +381,12 @@ void C10dGroup::time_out(const char* op, uint64_t seq, size_t count) {
     // each other's posts from it (their deadlines differ by when each reached the collective).
     std::this_thread::sleep_for(gather_grace(timeout_ms_) + milliseconds(1000));
   }
-  throw CommError(backend_ + " " + op + " (collective #" + std::to_string(seq) + ", " +
+  die(CommError(backend_ + " " + op + " (collective #" + std::to_string(seq) + ", " +
                   std::to_string(count) + " elements) on rank " + std::to_string(rank_) + "/" +
                   std::to_string(world_) + " (" + host_ + ") did not complete within " +
                   std::to_string(timeout_ms_) + " ms (--collective-timeout-ms): " + missing +
                   " -- the job stops; fix or drain the named host and resume from the newest "
-                  "checkpoint (--resume)");
+                  "checkpoint (--resume)"));
 }
 
 void C10dGroup::store_barrier(const std::string& what) {
@@ -387,12 +411,12 @@ void C10dGroup::store_barrier(const std::string& what) {
     } catch (const std::exception&) {
       missing = "unknown: the store stopped answering";
     }
-    throw CommError(
+    die(CommError(
         "rank " + std::to_string(rank_) + "/" + std::to_string(world_) + " (" + host_ +
         ") waited " + std::to_string(pause_timeout_ms_) + " ms at " + what +
         " for the other ranks; missing: " +
         (missing.empty() ? std::string("none (") + first_line(e.what()) + ")" : missing) +
-        " -- the job stops");
+        " -- the job stops"));
   }
 }
 

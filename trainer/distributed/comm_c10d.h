@@ -78,6 +78,8 @@ class C10dGroup {
 
  private:
   void check_alive(const char* op) const;
+  // Marks the group dead, hands the error to the dead-group handler (comm.h), then throws it.
+  [[noreturn]] void die(CommError error);
   [[noreturn]] void fail(const char* op, size_t count, const std::exception& e);
   [[noreturn]] void time_out(const char* op, uint64_t seq, size_t count);
   std::string who_is_missing(const ProgressPost& mine);

@@ -81,6 +81,11 @@ class NcclComm : public Comm, C10dGroup {
     } catch (const std::exception&) {
       // Nothing to report to: the process is ending.
     }
+    // A dead group is aborted (its kernels end, its watchdog stops) but not destroyed:
+    // ~ProcessGroupNCCL joins the heartbeat thread, which may be blocked for good in a check of
+    // the store (no receive timeout) when the rank that serves the store is the one that stopped.
+    // The process is on its way out with the error; leave the group to it, as GlooComm does.
+    if (dead_) pg_.release();
   }
 
   int rank() const override { return rank_; }

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <algorithm>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -88,6 +90,35 @@ TEST(CommDeadline, TheRankThatDoesNotArriveIsNamedOnEveryOtherRank) {
     EXPECT_LT(res.seconds, timeout_ms / 1000.0 + 3.0);
     EXPECT_GE(res.seconds, timeout_ms / 1000.0 - 0.1);
   }
+  EXPECT_EQ(results[1].error, "");
+}
+
+// The dead-group handler (fabtrain's: report and _Exit before unwinding) gets each waiting rank's
+// named error before it is thrown; one that returns lets the error be thrown as before. The rank
+// that was only late (rank 1) never calls it.
+TEST(CommDeadline, TheDeadGroupHandlerHearsTheNamedErrorBeforeItIsThrown) {
+  std::mutex m;
+  std::vector<std::string> heard;
+  set_dead_group_handler([&](const CommError& e) {
+    const std::lock_guard<std::mutex> lock(m);
+    heard.push_back(e.what());
+  });
+  const auto results = run_ranks_timed(3, 1000, [](Comm& c) {
+    double x = 1;
+    c.allreduce_sum(&x, 1);
+    if (c.rank() == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+      return;
+    }
+    c.allreduce_sum(&x, 1);
+  });
+  set_dead_group_handler(nullptr);
+  ASSERT_EQ(heard.size(), 2u);
+  std::sort(heard.begin(), heard.end());
+  std::vector<std::string> thrown{results[0].error, results[2].error};
+  std::sort(thrown.begin(), thrown.end());
+  EXPECT_EQ(heard, thrown);
+  for (const auto& h : heard) EXPECT_NE(h.find("rank 1 ("), std::string::npos) << h;
   EXPECT_EQ(results[1].error, "");
 }
 
