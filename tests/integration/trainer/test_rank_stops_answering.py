@@ -51,6 +51,18 @@ def nccl_refusal(text):
     return lines[-1].strip()[:400] if lines else None
 
 
+def nccl_logs(out_dir, world):
+    """The NCCL log fabtrain has each rank write (OUTPUT/nccl/rank-R.log), as far as it exists."""
+    text = []
+    for r in range(world):
+        try:
+            with open(os.path.join(out_dir, "nccl", "rank-%d.log" % r), errors="replace") as f:
+                text.append(f.read()[-20000:])
+        except OSError:
+            pass
+    return "\n".join(text)
+
+
 def steps_logged(out_dir):
     try:
         with open(os.path.join(out_dir, "metrics.jsonl")) as f:
@@ -73,7 +85,9 @@ def run_case(fabtrain, d, stopped, world=3, gpus=None):
         while steps_logged(os.path.join(d, out)) < 2:
             if time.time() > deadline or any(r.p.poll() is not None for r in ranks):
                 logs = "\n".join("rank %d: %s" % (i, q.stderr()[-1500:]) for i, q in enumerate(ranks))
-                said = nccl_refusal(logs) if gpus and len(set(gpus)) < world else None
+                # NCCL's own words go to each rank's NCCL_DEBUG_FILE (fabtrain sets it), not stderr.
+                said = nccl_refusal(logs + "\n" + nccl_logs(os.path.join(d, out), world)) \
+                    if gpus and len(set(gpus)) < world else None
                 if said and time.time() <= deadline:
                     raise Refused(said)
                 raise AssertionError("training did not start:\n" + logs)
