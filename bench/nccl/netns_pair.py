@@ -38,11 +38,31 @@ def cannot(why):
 if not os.access(runner, os.X_OK):
     cannot(f"{runner} is not built (fabcheck built without NCCL?)")
 smi = shutil.which("nvidia-smi")
-have_gpu = smi is not None and "GPU " in subprocess.run([smi, "-L"], capture_output=True, text=True).stdout
+try:
+    have_gpu = smi is not None and "GPU " in subprocess.run([smi, "-L"], capture_output=True, text=True,
+                                                            timeout=30).stdout
+except subprocess.TimeoutExpired:
+    cannot("nvidia-smi -L did not answer within 30 s (a hung driver?)")
 ok, why = netns.have_root_and_netns()
 if not ok:
     cannot(why)
 figures = {"gpu": have_gpu, "sizes": sizes, "bare_runner": None, "pair": None}
+
+
+def save():
+    """Written after each run, not once at the end: a caller that kills this script at its time
+    cap (scripts/gpu-check) keeps what was measured before."""
+    if os.environ.get("FABKIT_BENCH_JSON"):
+        tmp = os.environ["FABKIT_BENCH_JSON"] + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(figures, f, indent=1)
+        os.replace(tmp, os.environ["FABKIT_BENCH_JSON"])
+
+
+def failed(why):
+    print(f"netns_pair: {why}")
+    save()
+    sys.exit(1)
 
 
 def bare_runner(w):
@@ -63,35 +83,42 @@ def bare_runner(w):
     figures["bare_runner"] = [{"rank": r["rank"], "status": r["status"], "reason": r.get("reason"),
                                "busbw_gbps": [s["busbw_gbps"] for s in r["result"]["sizes"]]
                                if r["status"] == "ok" else None} for r in out]
+    save()
     return all(r["status"] == "ok" for r in out)
 
 
-with netns.NetnsWorld(hosts=2, decoys=False, controller=True) as w:
-    if have_gpu:
-        bare_ok = bare_runner(w)
-    else:
-        print("== 1. bare runner: not run, no GPU here (nvidia-smi absent or lists none)")
-        bare_ok = True
-    print(f"== 2. fabcheck pair {w.hosts[0]} {w.hosts[1]} (nccl-socket, fabkit-socket, raw-exchange)")
-    launcher = "ip netns exec {host} env NCCL_HOSTID={host} NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"
-    p = subprocess.run(["ip", "netns", "exec", w.ctl, fabcheck, "pair", *w.hosts, "--launcher", launcher,
-                        "--transports", "nccl-socket,fabkit-socket,raw-exchange",
-                        "--sizes", ",".join(map(str, sizes)), "--transport-timeout-ms", "120000", "--json"],
-                       capture_output=True, text=True, timeout=600)
-    doc = json.loads(p.stdout)
-    for t in doc["pair"]["transports"]:
-        best = max((s["busbw_gbps"] for s in t.get("sizes", [])), default=0)
-        print(f"  {t['transport']:<14} {t['status']:<12} max busbw {best:.3f} GB/s  {t.get('reason') or ''}")
-    print(f"fabcheck pair exit {p.returncode}")
-    figures["pair"] = [{"transport": t["transport"], "status": t["status"], "reason": t.get("reason"),
-                        "max_busbw_gbps": max((s["busbw_gbps"] for s in t.get("sizes", [])), default=None)}
-                       for t in doc["pair"]["transports"]]
-    nccl = [t for t in doc["pair"]["transports"] if t["transport"] == "nccl-socket"]
-    others = [t for t in doc["pair"]["transports"] if t["transport"] != "nccl-socket"]
-    # Without a GPU NCCL cannot run; the other transports must still measure.
-    pair_ok = all(t["status"] == "ok" for t in others) and (
-        (bool(nccl) and nccl[0]["status"] == "ok") if have_gpu else True)
-if os.environ.get("FABKIT_BENCH_JSON"):
-    with open(os.environ["FABKIT_BENCH_JSON"], "w") as f:
-        json.dump(figures, f, indent=1)
+try:
+    with netns.NetnsWorld(hosts=2, decoys=False, controller=True) as w:
+        if have_gpu:
+            bare_ok = bare_runner(w)
+        else:
+            print("== 1. bare runner: not run, no GPU here (nvidia-smi absent or lists none)")
+            bare_ok = True
+        print(f"== 2. fabcheck pair {w.hosts[0]} {w.hosts[1]} (nccl-socket, fabkit-socket, raw-exchange)")
+        launcher = "ip netns exec {host} env NCCL_HOSTID={host} NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"
+        p = subprocess.run(["ip", "netns", "exec", w.ctl, fabcheck, "pair", *w.hosts, "--launcher", launcher,
+                            "--transports", "nccl-socket,fabkit-socket,raw-exchange",
+                            "--sizes", ",".join(map(str, sizes)), "--transport-timeout-ms", "120000", "--json"],
+                           capture_output=True, text=True, timeout=600)
+        try:
+            doc = json.loads(p.stdout)
+        except ValueError:
+            failed(f"fabcheck pair exit {p.returncode} without a JSON report:\n{p.stderr[-2000:]}")
+        for t in doc["pair"]["transports"]:
+            best = max((s["busbw_gbps"] for s in t.get("sizes", [])), default=0)
+            print(f"  {t['transport']:<14} {t['status']:<12} max busbw {best:.3f} GB/s  {t.get('reason') or ''}")
+        print(f"fabcheck pair exit {p.returncode}")
+        figures["pair"] = [{"transport": t["transport"], "status": t["status"], "reason": t.get("reason"),
+                            "max_busbw_gbps": max((s["busbw_gbps"] for s in t.get("sizes", [])), default=None)}
+                           for t in doc["pair"]["transports"]]
+        nccl = [t for t in doc["pair"]["transports"] if t["transport"] == "nccl-socket"]
+        others = [t for t in doc["pair"]["transports"] if t["transport"] != "nccl-socket"]
+        # Without a GPU NCCL cannot run; the other transports must still measure.
+        pair_ok = all(t["status"] == "ok" for t in others) and (
+            (bool(nccl) and nccl[0]["status"] == "ok") if have_gpu else True)
+except netns.NetnsError as e:
+    # The probe above tried every part the hosts need: a failure here is a real one, said plainly
+    # (the namespaces made are removed on the way out).
+    failed(f"the two hosts' network: {e}")
+save()
 sys.exit(0 if bare_ok and pair_ok else 1)

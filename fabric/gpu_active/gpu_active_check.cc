@@ -139,7 +139,14 @@ probes::GpuActiveFacts gather_gpu_active(const GpuActiveOptions& o, const System
 
   // 3. The intra-node all-reduce over every GPU the child saw, default algorithm then Ring.
   int ranks = static_cast<int>(f.gpus.size());
-  if (f.status == "unavailable" || ranks < 2) return done();
+  if (f.status == "unavailable") return done();
+  if (ranks < 2) {
+    // Said, not left as an empty list: a reader of a one-GPU report must not wonder whether the
+    // all-reduce ran and found nothing.
+    if (ranks == 1)
+      f.skipped.push_back("the NCCL all-reduce: it needs 2 or more GPUs and CUDA shows 1");
+    return done();
+  }
   const uint64_t bytes = o.settings.allreduce_bytes;
   struct Algo {
     const char* name;

@@ -25,7 +25,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from gpu_check import carry, steps, test_runner  # noqa: E402
+from gpu_check import carry, node_active, steps, test_runner  # noqa: E402
 
 ARGS = None
 GPU_CHECK = os.path.join(ROOT, "scripts", "gpu-check")
@@ -355,11 +355,83 @@ class Rules(unittest.TestCase):
         self.assertEqual(step["status"], "skipped", step)
         self.assertEqual(step["reason"], "ip netns exec failed: mount --make-rslave /: Permission denied")
 
+    def test_a_container_without_bridges_skips_the_pair_naming_why(self):
+        # Namespaces and veth work, a bridge does not (a kernel without the bridge module): the
+        # probe names it, instead of the hosts' set-up failing with a traceback.
+        if os.geteuid() != 0:
+            self.skipTest("needs root: the check asks for root before it tries ip")
+        runner = os.path.join(ARGS.build, "fabric", "nccl_runner", "fabcheck-nccl-runner")
+        if not os.access(runner, os.X_OK):
+            self.skipTest(f"{runner} is not built (no NCCL in this build): the pair says so before trying ip")
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "ip"), "w") as f:
+                f.write("#!/bin/sh\ncase \"$*\" in *'type bridge'*) "
+                        "echo 'Error: Unknown device type.' >&2; exit 2;; esac\nexit 0\n")
+            os.chmod(os.path.join(d, "ip"), 0o755)
+            env = dict(os.environ, PATH=d + os.pathsep + os.environ["PATH"])
+            step = steps.bench_step("nccl-pair", [sys.executable, os.path.join(ROOT, "bench", "nccl", "netns_pair.py"),
+                                                  ARGS.build, "1048576"], d, 60, env=env)
+        self.assertEqual(step["status"], "skipped", step)
+        self.assertEqual(step["reason"], "a bridge inside a namespace failed: Error: Unknown device type.")
+
     def test_bad_options_exit_two_naming_them(self):
         for argv, words in ((["--skip", "bogus"], "bogus"), (["--budget-s", "5"], "--budget-s")):
             p = subprocess.run([GPU_CHECK, *argv], capture_output=True, text=True, timeout=60)
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn(words, p.stderr)
+
+
+def active_report(status="ran", figures=(("gemm_bf16", 700.0),), allreduce=(), skipped=(), **extra):
+    """A `fabcheck node --active --json` report shaped as docs/json/gpu_active.md gives it."""
+    ga = {"status": status, "elapsed_ms": 1234.0, "reason": None, "error": None, "stopped_at": None,
+          "skipped": list(skipped), "allreduce": list(allreduce),
+          "gpus": [{"index": 0, "name": "NVIDIA H200",
+                    "figures": [{"name": n, "measured": v, "expected": 741.0, "fraction": None} for n, v in figures]}]}
+    ga.update(extra)
+    return {"gpu_active": ga, "findings": [{"severity": "warn", "code": "gpu_active.below_expected", "subject": "GPU 0"},
+                                           {"severity": "info", "code": "rdma.no_devices", "subject": "node"}]}
+
+
+class NodeActive(unittest.TestCase):
+    """The node-active step's judgement (scripts/gpu_check/node_active.py): fabcheck exits 1 both
+    for findings on a check that ran and for a check that stopped part-way; only the first passes."""
+
+    def judge(self, rc=1, timed_out=False, report=None, error=None, gpu=True):
+        return node_active.judge(rc, timed_out, report, error, gpu)
+
+    def test_a_check_that_ran_passes_with_its_warn_findings_listed(self):
+        status, reason, f = self.judge(report=active_report(skipped=["the NCCL all-reduce: it needs 2 or more GPUs"]))
+        self.assertEqual((status, reason), ("passed", None))
+        self.assertEqual(f["findings"], ["warn gpu_active.below_expected GPU 0"])
+        self.assertEqual(f["skipped"], ["the NCCL all-reduce: it needs 2 or more GPUs"])
+
+    def test_a_check_that_stopped_part_way_fails_naming_where(self):
+        status, reason, _ = self.judge(report=active_report(status="incomplete", error="child_died",
+                                                            stopped_at="GPU 0 h2d", reason="killed by signal 11"))
+        self.assertEqual(status, "failed")
+        self.assertEqual(reason, "gpu_active incomplete (child_died at GPU 0 h2d): killed by signal 11")
+
+    def test_an_unmeasured_figure_or_a_failed_all_reduce_fails(self):
+        status, reason, _ = self.judge(report=active_report(figures=(("gemm_bf16", 700.0), ("h2d", None))))
+        self.assertEqual((status, reason), ("failed", "not measured: GPU 0 h2d"))
+        ar = [{"algorithm": "default", "status": "ok"}, {"algorithm": "Ring", "status": "failed", "reason": "nccl_error"}]
+        status, reason, _ = self.judge(rc=0, report=active_report(allreduce=ar))
+        self.assertEqual((status, reason), ("failed", "all-reduce Ring failed: nccl_error"))
+
+    def test_killed_is_a_timeout_even_without_a_report(self):
+        status, reason, f = self.judge(rc=-15, timed_out=True, error="Expecting value: line 1 column 1")
+        self.assertEqual(status, "timeout")
+        self.assertIn("past its share", reason)
+        self.assertIsNone(f)
+
+    def test_unavailable_is_a_skip_only_without_a_gpu(self):
+        r = active_report(status="unavailable", reason="NVML lists no GPU on this node")
+        self.assertEqual(self.judge(rc=0, report=r, gpu=False)[:2],
+                         ("skipped", "gpu_active unavailable: NVML lists no GPU on this node"))
+        self.assertEqual(self.judge(rc=0, report=r, gpu=True)[0], "failed")
+        self.assertEqual(self.judge(rc=2, report=r, gpu=False)[:2], ("failed", "exit 2"))
+        self.assertEqual(self.judge(rc=1, report=None, error="no such file")[:2],
+                         ("failed", "no JSON report (no such file); exit 1"))
 
 
 class PartialBuild(unittest.TestCase):

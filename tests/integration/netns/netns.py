@@ -71,21 +71,30 @@ def have_root_and_netns():
     if shutil.which("ip") is None:
         return False, "no `ip` command (iproute2 is not installed)"
     probe = "fkprobe%d" % os.getpid()
-    r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    try:
+        r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        return False, "ip netns add did not answer within 10 s"
     if r.returncode != 0:
         return False, "ip netns add failed: " + r.stderr.strip()
     # A container may let a namespace be made but not entered (`ip netns exec` remounts /sys,
-    # which needs CAP_SYS_ADMIN over the mount namespace) or refuse veth links: try both, so the
-    # reason names the part that is missing instead of a world that fails half-built.
+    # which needs CAP_SYS_ADMIN over the mount namespace) or refuse veth or bridge links (a kernel
+    # without the modules, a seccomp profile): try each part NetnsWorld uses, so the reason names
+    # the one that is missing instead of a world that fails half-built.
     try:
         for argv, what in ((["ip", "netns", "exec", probe, "true"], "ip netns exec"),
                            (["ip", "-n", probe, "link", "add", "fkp0", "type", "veth", "peer", "name", "fkp1"],
-                            "a veth link inside a namespace")):
-            r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+                            "a veth link inside a namespace"),
+                           (["ip", "-n", probe, "link", "add", "fkpbr", "type", "bridge"],
+                            "a bridge inside a namespace")):
+            try:
+                r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+            except subprocess.TimeoutExpired:
+                return False, "%s did not answer within 10 s" % what
             if r.returncode != 0:
                 return False, "%s failed: %s" % (what, (r.stderr or r.stdout).strip() or "exit %d" % r.returncode)
     finally:
-        subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=30)
     return True, ""
 
 

@@ -11,6 +11,8 @@
 #include <fstream>
 
 #include "fabric/gpu_active/bench_runner.h"
+#include "fabric/gpu_active/gpu_active_check.h"
+#include "probes/gpu_active/gpu_active_facts.h"
 
 namespace fabkit::fabric {
 namespace {
@@ -91,6 +93,33 @@ TEST_F(FakeBench, AFullRunFillsEveryFigure) {
   EXPECT_EQ(steps_.size(), 5u);
   EXPECT_EQ(steps_.front(), "GPU 0 gemm_bf16");
   EXPECT_EQ(steps_.back(), "every GPU h2d_concurrent");
+}
+
+// The whole check (gather_gpu_active) over a fake child that measures one GPU: no all-reduce is
+// attempted (no runner is even looked for), and the report says so as a skipped step and an info
+// finding, not as an empty list.
+TEST_F(FakeBench, OneGpuSaysTheAllReduceWasSkipped) {
+  std::string body =
+      R"(echo 'HELLO {"protocol":1,"cuda_runtime":13000,"cuda_driver":13000,"devices":[{"index":0,"name":"NVIDIA H200","bus_id":"00000000:18:00.0"}]}' >&3)"
+      "\necho 'STEP {\"gpu\":0,\"step\":\"gemm_bf16\"}' >&3\n"
+      "echo 'FIGURE {\"gpu\":0,\"step\":\"gemm_bf16\",\"value\":700.0,\"iters\":50}' >&3\n"
+      "echo 'DONE' >&3\n";
+  GpuActiveOptions o;
+  o.bench_path = script(body);
+  o.runner_path = dir_ + "/no-such-runner";
+  o.settings.budget_s = 20;
+  probes::GpuActiveFacts f = gather_gpu_active(o, SystemRoots::live_system(""), Environment(std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}}),
+                                               Json{{"count", 1}}, nullptr);
+  EXPECT_EQ(f.status, "ran") << f.reason;
+  ASSERT_EQ(f.gpus.size(), 1u);
+  EXPECT_TRUE(f.allreduce.empty());
+  ASSERT_EQ(f.skipped.size(), 1u);
+  EXPECT_EQ(f.skipped[0], "the NCCL all-reduce: it needs 2 or more GPUs and CUDA shows 1");
+  bool said = false;
+  for (const auto& x : probes::judge_gpu_active(f))
+    said |= x.code == "gpu_active.skipped" && x.message.find("needs 2 or more GPUs") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_EQ(probes::to_json(f)["skipped"], Json::array({f.skipped[0]}));
 }
 
 TEST_F(FakeBench, AChildThatHangsIsKilledAtTheSilenceTimeout) {
