@@ -335,10 +335,8 @@ class Rules(unittest.TestCase):
             with open(log) as f:
                 self.assertEqual(f.read(), before)
 
-    def test_a_container_that_makes_namespaces_but_cannot_enter_them_skips_the_pair_naming_why(self):
-        # What a container without CAP_SYS_ADMIN over its mounts does: `ip netns add` works,
-        # `ip netns exec` cannot remount /sys. The pair is then skipped with ip's words, not failed
-        # half-way through building its hosts.
+    def pair_under_fake_ip(self, ip_script):
+        """gpu-check's nccl-pair step with `ip` replaced by a sh script (what a container refuses)."""
         if os.geteuid() != 0:
             self.skipTest("needs root: the check asks for root before it tries ip")
         runner = os.path.join(ARGS.build, "fabric", "nccl_runner", "fabcheck-nccl-runner")
@@ -346,31 +344,26 @@ class Rules(unittest.TestCase):
             self.skipTest(f"{runner} is not built (no NCCL in this build): the pair says so before trying ip")
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "ip"), "w") as f:
-                f.write("#!/bin/sh\n[ \"$1 $2\" = 'netns exec' ] && "
-                        "{ echo 'mount --make-rslave /: Permission denied' >&2; exit 1; }\nexit 0\n")
+                f.write("#!/bin/sh\n" + ip_script)
             os.chmod(os.path.join(d, "ip"), 0o755)
             env = dict(os.environ, PATH=d + os.pathsep + os.environ["PATH"])
-            step = steps.bench_step("nccl-pair", [sys.executable, os.path.join(ROOT, "bench", "nccl", "netns_pair.py"),
+            return steps.bench_step("nccl-pair", [sys.executable, os.path.join(ROOT, "bench", "nccl", "netns_pair.py"),
                                                   ARGS.build, "1048576"], d, 60, env=env)
+
+    def test_a_container_that_makes_namespaces_but_cannot_enter_them_skips_the_pair_naming_why(self):
+        # What a container without CAP_SYS_ADMIN over its mounts does: `ip netns add` works,
+        # `ip netns exec` cannot remount /sys. The pair is then skipped with ip's words, not failed
+        # half-way through building its hosts.
+        step = self.pair_under_fake_ip("[ \"$1 $2\" = 'netns exec' ] && "
+                                       "{ echo 'mount --make-rslave /: Permission denied' >&2; exit 1; }\nexit 0\n")
         self.assertEqual(step["status"], "skipped", step)
         self.assertEqual(step["reason"], "ip netns exec failed: mount --make-rslave /: Permission denied")
 
     def test_a_container_without_bridges_skips_the_pair_naming_why(self):
         # Namespaces and veth work, a bridge does not (a kernel without the bridge module): the
         # probe names it, instead of the hosts' set-up failing with a traceback.
-        if os.geteuid() != 0:
-            self.skipTest("needs root: the check asks for root before it tries ip")
-        runner = os.path.join(ARGS.build, "fabric", "nccl_runner", "fabcheck-nccl-runner")
-        if not os.access(runner, os.X_OK):
-            self.skipTest(f"{runner} is not built (no NCCL in this build): the pair says so before trying ip")
-        with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "ip"), "w") as f:
-                f.write("#!/bin/sh\ncase \"$*\" in *'type bridge'*) "
-                        "echo 'Error: Unknown device type.' >&2; exit 2;; esac\nexit 0\n")
-            os.chmod(os.path.join(d, "ip"), 0o755)
-            env = dict(os.environ, PATH=d + os.pathsep + os.environ["PATH"])
-            step = steps.bench_step("nccl-pair", [sys.executable, os.path.join(ROOT, "bench", "nccl", "netns_pair.py"),
-                                                  ARGS.build, "1048576"], d, 60, env=env)
+        step = self.pair_under_fake_ip("case \"$*\" in *'type bridge'*) "
+                                       "echo 'Error: Unknown device type.' >&2; exit 2;; esac\nexit 0\n")
         self.assertEqual(step["status"], "skipped", step)
         self.assertEqual(step["reason"], "a bridge inside a namespace failed: Error: Unknown device type.")
 
