@@ -42,9 +42,9 @@ def judge(rc, timed_out, report, report_error, machine_has_gpu):
     if f["status"] != "ran":
         at = f" at {f['stopped_at']}" if f["stopped_at"] else ""
         return "failed", f"gpu_active {f['status']} ({f['error']}{at}): {f['reason']}", f
-    unmeasured = [f"GPU {g['index']} {x['name']}" for g in f["gpus"] for x in g["figures"] if x["measured"] is None]
     if not f["gpus"]:
         return "failed", "gpu_active ran but measured no GPU", f
+    unmeasured = [f"GPU {g['index']} {x['name']}" for g in f["gpus"] for x in g["figures"] if x["measured"] is None]
     if unmeasured:
         return "failed", "not measured: " + ", ".join(unmeasured), f
     bad = [f"{x['algorithm']} {x['status']}: {x['reason']}" for x in f["allreduce"] if x["status"] != "ok"]

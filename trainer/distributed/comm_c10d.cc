@@ -344,7 +344,6 @@ std::string C10dGroup::who_is_missing(const ProgressPost& mine) {
 }
 
 void C10dGroup::fail(const char* op, size_t count, const std::exception& e) {
-  dead_ = true;
   const std::string cause = first_line(e.what());
   die(CommError(failure_message(op, count, cause)));
 }
