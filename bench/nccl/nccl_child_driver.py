@@ -29,18 +29,44 @@ def start_rank(runner, rank, world, args, prefix, env, logdir):
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                          pass_fds=(w,), env=env, text=True)
     os.close(w)
-    return {"rank": rank, "proc": p, "ctl": os.fdopen(r, "r"), "log": log}
+    return {"rank": rank, "proc": p, "ctl": LineReader(r), "log": log}
+
+
+class LineReader:
+    """Protocol lines from a pipe, each wait bounded. Not a buffered file object's readline under
+    select(): that reads every line a child wrote at once (PROGRESS then RESULT, say) into the
+    file's buffer and returns the first, and select() then does not see the rest, so the driver
+    waited for the child's exit or its deadline for a line it already held."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.buf = b""
+        self.eof = False
+
+    def next_line(self, deadline):
+        """The next line without its newline; "" at end of file (a last line without a newline
+        is returned first); None when the deadline passes first."""
+        while True:
+            if b"\n" in self.buf:
+                line, self.buf = self.buf.split(b"\n", 1)
+                return line.decode("utf-8", "replace")
+            if self.eof:
+                line, self.buf = self.buf, b""
+                return line.decode("utf-8", "replace")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                chunk = os.read(self.fd, 65536)
+                if chunk:
+                    self.buf += chunk
+                else:
+                    self.eof = True
 
 
 def next_line(rank, deadline):
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        ready, _, _ = select.select([rank["ctl"]], [], [], left)
-        if ready:
-            line = rank["ctl"].readline()
-            return line.rstrip("\n") if line else ""
+    return rank["ctl"].next_line(deadline)
 
 
 def log_tail(rank, n=40):
@@ -93,6 +119,12 @@ def run(runner, world, sizes, iters=20, warmup=5, timeout_ms=60000, device_per_r
         except subprocess.TimeoutExpired:
             r["proc"].kill()
             r["proc"].wait()
+        try:
+            r["proc"].stdin.close()
+        except BrokenPipeError:
+            pass
+        os.close(r["ctl"].fd)
+        r["log"].close()
     return out
 
 
