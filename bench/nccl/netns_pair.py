@@ -14,13 +14,13 @@ Exit: 0 every run that could run passed (on a GPU machine: both NCCL runs), 1 on
 usage: netns_pair.py [BUILD_DIR] [SIZES]"""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "../../tests/integration/netns"))
+import machine  # noqa: E402
 import nccl_child_driver  # noqa: E402
 import netns  # noqa: E402
 
@@ -37,12 +37,10 @@ def cannot(why):
 
 if not os.access(runner, os.X_OK):
     cannot(f"{runner} is not built (fabcheck built without NCCL?)")
-smi = shutil.which("nvidia-smi")
-try:
-    have_gpu = smi is not None and "GPU " in subprocess.run([smi, "-L"], capture_output=True, text=True,
-                                                            timeout=30).stdout
-except subprocess.TimeoutExpired:
-    cannot("nvidia-smi -L did not answer within 30 s (a hung driver?)")
+gpus, why_no_gpu, answered = machine.nvidia_smi_list(timeout_s=30)
+if not answered:
+    cannot(why_no_gpu)
+have_gpu = bool(gpus)
 ok, why = netns.have_root_and_netns()
 if not ok:
     cannot(why)
@@ -92,7 +90,7 @@ try:
         if have_gpu:
             bare_ok = bare_runner(w)
         else:
-            print("== 1. bare runner: not run, no GPU here (nvidia-smi absent or lists none)")
+            print(f"== 1. bare runner: not run, no GPU here ({why_no_gpu})")
             bare_ok = True
         print(f"== 2. fabcheck pair {w.hosts[0]} {w.hosts[1]} (nccl-socket, fabkit-socket, raw-exchange)")
         launcher = "ip netns exec {host} env NCCL_HOSTID={host} NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"

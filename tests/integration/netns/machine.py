@@ -13,20 +13,31 @@ import shutil
 import subprocess
 
 
-def nvidia_smi_gpus():
-    """(the `GPU N: NAME (UUID: GPU-...)` lines of `nvidia-smi -L`, why there are none). NVML's
-    list: asking it makes no CUDA context."""
+def nvidia_smi_list(timeout_s=20):
+    """(the `GPU N: NAME (UUID: GPU-...)` lines of `nvidia-smi -L`, why there are none, whether
+    nvidia-smi answered). NVML's list: asking it makes no CUDA context. `answered` is False where
+    nvidia-smi is installed but hung or could not start: "no GPU" would be a guess there, and a
+    caller that measures a GPU must say it cannot run instead."""
     smi = shutil.which("nvidia-smi")
     if not smi:
-        return [], "nvidia-smi is not installed"
+        return [], "nvidia-smi is not installed", True
     try:
-        r = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return [], "nvidia-smi -L failed: %s" % e
+        r = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return [], "nvidia-smi -L did not answer within %d s (a hung driver?)" % timeout_s, False
+    except OSError as e:
+        return [], "nvidia-smi -L failed: %s" % e, False
     gpus = [l for l in r.stdout.splitlines() if l.startswith("GPU ")]
     if r.returncode == 0 and gpus:
-        return gpus, ""
-    return [], "nvidia-smi -L lists no GPU (exit %d)" % r.returncode
+        return gpus, "", True
+    return [], "nvidia-smi -L lists no GPU (exit %d)" % r.returncode, True
+
+
+def nvidia_smi_gpus():
+    """(the `GPU N: ...` lines of `nvidia-smi -L`, why there are none): nvidia_smi_list, where a
+    hung or failed nvidia-smi also counts as none (tests choose their expectation from it)."""
+    gpus, why, _ = nvidia_smi_list()
+    return gpus, why
 
 
 def gpu_uuids():
