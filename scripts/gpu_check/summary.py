@@ -1,13 +1,17 @@
 """scripts/gpu-check's summary: summary.json (everything) and summary.txt (what a person reads)."""
 import json
 import os
+import shutil
 import sys
+import tarfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "trainer"))
 import trace_summary  # noqa: E402  (bench/trainer: the fabtrain bench's trace of one step)
 
 FAILING = ("failed", "timeout", "not_run")
+SUMMARY_FILES = ("summary.json", "summary.txt")
+PACKED = "gpu-check-files.tar.gz"
 
 
 def make(machine, done, budget, args):
@@ -63,6 +67,8 @@ def text(doc):
            f"torch {m.get('torch')} (CUDA {m.get('torch_cuda')}, available {m.get('cuda_available')}), "
            f"NCCL {m.get('nccl')}, {m.get('cmake')}, {m.get('gxx')}"]
     out += [f"  {g}" for g in m.get("gpus", [])]
+    if doc.get("packed"):
+        out.append(f"logs and figure files: {doc['packed']} beside this summary")
     out.append(f"elapsed {doc['elapsed_s']} s of {doc['options']['budget_s']:.0f} s"
                f"{'' if doc['within_budget'] else ' (OVER BUDGET)'}")
     for s in doc["steps"]:
@@ -83,3 +89,23 @@ def write(out_dir, doc):
         with open(tmp, "w") as f:
             f.write(body)
         os.replace(tmp, os.path.join(out_dir, name))
+
+
+def pack(out_dir):
+    """Everything in out_dir but the summary into one gpu-check-files.tar.gz, the originals removed:
+    a caller that brings back only a few files (the project's device tool returns 8) then gets
+    the summary and every log. Returns the archive's path."""
+    archive = os.path.join(out_dir, PACKED)
+    members = sorted(n for n in os.listdir(out_dir) if n not in SUMMARY_FILES + (PACKED, PACKED + ".tmp"))
+    tmp = archive + ".tmp"
+    with tarfile.open(tmp, "w:gz") as t:
+        for n in members:
+            t.add(os.path.join(out_dir, n), arcname=n)
+    os.replace(tmp, archive)
+    for n in members:
+        path = os.path.join(out_dir, n)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+    return archive

@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import unittest
@@ -25,7 +26,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from gpu_check import carry, node_active, steps, test_runner  # noqa: E402
+from gpu_check import carry, node_active, steps, summary, test_runner  # noqa: E402
 
 ARGS = None
 GPU_CHECK = os.path.join(ROOT, "scripts", "gpu-check")
@@ -335,17 +336,19 @@ class Rules(unittest.TestCase):
             with open(log) as f:
                 self.assertEqual(f.read(), before)
 
-    def pair_under_fake_ip(self, ip_script):
-        """gpu-check's nccl-pair step with `ip` replaced by a sh script (what a container refuses)."""
+    def pair_under_fake_ip(self, ip_script, tools=None):
+        """gpu-check's nccl-pair step with `ip` replaced by a sh script (what a container refuses),
+        and each of `tools` (name: file text) put first on PATH too."""
         if os.geteuid() != 0:
             self.skipTest("needs root: the check asks for root before it tries ip")
         runner = os.path.join(ARGS.build, "fabric", "nccl_runner", "fabcheck-nccl-runner")
         if not os.access(runner, os.X_OK):
             self.skipTest(f"{runner} is not built (no NCCL in this build): the pair says so before trying ip")
         with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "ip"), "w") as f:
-                f.write("#!/bin/sh\n" + ip_script)
-            os.chmod(os.path.join(d, "ip"), 0o755)
+            for name, text in dict(tools or {}, ip="#!/bin/sh\n" + ip_script).items():
+                with open(os.path.join(d, name), "w") as f:
+                    f.write(text)
+                os.chmod(os.path.join(d, name), 0o755)
             env = dict(os.environ, PATH=d + os.pathsep + os.environ["PATH"])
             return steps.bench_step("nccl-pair", [sys.executable, os.path.join(ROOT, "bench", "nccl", "netns_pair.py"),
                                                   ARGS.build, "1048576"], d, 60, env=env)
@@ -366,6 +369,39 @@ class Rules(unittest.TestCase):
                                        "echo 'Error: Unknown device type.' >&2; exit 2;; esac\nexit 0\n")
         self.assertEqual(step["status"], "skipped", step)
         self.assertEqual(step["reason"], "a bridge inside a namespace failed: Error: Unknown device type.")
+
+    def test_an_nvidia_smi_that_cannot_answer_skips_the_pair_instead_of_guessing_no_gpu(self):
+        # An nvidia-smi that is there but cannot run (here: not a program the kernel can start;
+        # on a machine, a hung driver) says nothing about the GPU: the pair names it rather than
+        # running as if the machine had none.
+        step = self.pair_under_fake_ip("exit 0\n", tools={"nvidia-smi": "\x7fELF not really\n"})
+        self.assertEqual(step["status"], "skipped", step)
+        self.assertRegex(step["reason"], r"^nvidia-smi -L failed: .*Exec format error")
+
+    def test_pack_leaves_the_summary_and_one_archive_of_everything_else(self):
+        # The device tool brings back 8 files: a full run writes more (logs, figure files).
+        with tempfile.TemporaryDirectory() as out:
+            p = subprocess.run([GPU_CHECK, "--no-build", "--build-dir", os.path.join(out, "nobuild"),
+                                "--python", ARGS.python, "--out", out, "--pack", "--budget-s", "60",
+                                "--skip", "deps,build,gpu-tests,fabtrain-bench,nccl-pair,node"],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertEqual(sorted(os.listdir(out)), ["gpu-check-files.tar.gz", "summary.json", "summary.txt"])
+            with open(os.path.join(out, "summary.json")) as f:
+                self.assertEqual(json.load(f)["packed"], "gpu-check-files.tar.gz")
+            with open(os.path.join(out, "summary.txt")) as f:
+                self.assertIn("logs and figure files: gpu-check-files.tar.gz", f.read())
+            # What a real run leaves there, packed: folders, logs, figure files; the summary stays out.
+            os.makedirs(os.path.join(out, "logs"))
+            for name, body in (("logs/build.log", "built\n"), ("nccl-pair.json", "{}\n")):
+                with open(os.path.join(out, name), "w") as f:
+                    f.write(body)
+            summary.pack(out)
+            self.assertEqual(sorted(os.listdir(out)), ["gpu-check-files.tar.gz", "summary.json", "summary.txt"])
+            with tarfile.open(os.path.join(out, "gpu-check-files.tar.gz")) as t:
+                names = sorted(t.getnames())
+                self.assertEqual(names, ["logs", "logs/build.log", "nccl-pair.json"])
+                self.assertEqual(t.extractfile("logs/build.log").read(), b"built\n")
 
     def test_bad_options_exit_two_naming_them(self):
         for argv, words in ((["--skip", "bogus"], "bogus"), (["--budget-s", "5"], "--budget-s")):
