@@ -78,6 +78,9 @@ class StoreReporter {
   std::optional<std::vector<PeerView>> gather(const ProgressPost& mine, milliseconds grace,
                                               std::string* store_error) {
     std::unique_lock<std::mutex> lk(s_->m);
+    // The timed-out post supersedes a waiting post still due: posted after it, it would read as
+    // a rank that went quiet at the collective instead of one that timed out there.
+    s_->watched.reset();
     s_->gather = mine;
     s_->grace = grace;
     s_->ready = false;
@@ -154,7 +157,15 @@ class StoreReporter {
     }
   }
 
-  static std::vector<PeerView> collect(State& s, const ProgressPost& mine, milliseconds grace) {
+  // A peer is settled once it timed out at this collective too (or is past it): until then, up
+  // to `grace`, its post is read again, so one that only waits here is told from one that went
+  // quiet here (judge_laggards).
+  static bool settled(const PeerView& v, const ProgressPost& mine) {
+    return v.post && (v.post->seq > mine.seq || (v.post->seq == mine.seq && v.post->timed_out));
+  }
+
+  static std::vector<PeerView> collect(State& s, ProgressPost mine, milliseconds grace) {
+    mine.timed_out = true;
     s.store->set(progress_key(s.rank), bytes(format_progress(mine)));
     std::vector<PeerView> views(static_cast<size_t>(s.world));
     const auto deadline = Clock::now() + grace;
@@ -162,11 +173,11 @@ class StoreReporter {
       bool all_here = true;
       for (int r = 0; r < s.world; ++r) {
         PeerView& v = views[static_cast<size_t>(r)];
-        if (r == s.rank || (v.post && v.post->seq >= mine.seq)) continue;
+        if (r == s.rank || settled(v, mine)) continue;
         // check() first: get() would block until the key exists.
         if (s.store->check({progress_key(r)}))
           v.post = parse_progress(text(s.store->get(progress_key(r))));
-        if (!v.post || v.post->seq < mine.seq) all_here = false;
+        if (!settled(v, mine)) all_here = false;
       }
       if (all_here || Clock::now() >= deadline) break;
       std::this_thread::sleep_for(milliseconds(50));
@@ -338,7 +349,7 @@ std::string C10dGroup::who_is_missing(const ProgressPost& mine) {
            " ms, so its host (rank 0, or torchrun's agent) is the one stopped or gone" +
            (store_error.empty() ? "" : " (" + store_error + ")");
   }
-  std::string s = judge_laggards(rank_, mine, *views).text;
+  std::string s = judge_laggards(rank_, mine, *views, gather_grace(timeout_ms_).count()).text;
   if (!store_error.empty()) s += " (the store failed while asked: " + store_error + ")";
   return s;
 }

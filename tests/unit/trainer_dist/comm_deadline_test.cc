@@ -26,9 +26,11 @@ struct RankResult {
   double seconds = 0;
 };
 
-// fn(comm) on `world` Gloo ranks as threads; what each threw and when.
+// fn(comm) on `world` Gloo ranks as threads; what each threw and when. timeout_of_rank, where
+// given, sets a rank's own collective timeout (ranks may be started with different ones).
 std::vector<RankResult> run_ranks_timed(int world, int collective_timeout_ms,
-                                        const std::function<void(Comm&)>& fn, bool nccl = false) {
+                                        const std::function<void(Comm&)>& fn, bool nccl = false,
+                                        const std::function<int(int)>& timeout_of_rank = nullptr) {
   const uint16_t port = pick_free_port();
   std::vector<std::thread> threads;
   std::vector<RankResult> results(static_cast<size_t>(world));
@@ -36,7 +38,8 @@ std::vector<RankResult> run_ranks_timed(int world, int collective_timeout_ms,
     threads.emplace_back([&, r] {
       std::unique_ptr<Comm> comm;
       try {
-        CommOptions o = thread_rank_options(r, world, port, collective_timeout_ms);
+        CommOptions o = thread_rank_options(
+            r, world, port, timeout_of_rank ? timeout_of_rank(r) : collective_timeout_ms);
         if (nccl) o.cuda_device = r;
         comm = nccl ? make_nccl_comm(o) : make_gloo_comm(o);
         const auto t0 = Clock::now();
@@ -168,6 +171,38 @@ TEST(CommDeadline, ARankBehindIsNamedWithTheCollectiveItWasLastSeenAt) {
     EXPECT_NE(e.find("last seen waiting at collective #1 (allreduce(f64))"), std::string::npos)
         << e;
   }
+}
+
+TEST(CommDeadline, ARankWaitingAtTheCollectiveThatHasNotTimedOutIsToldFromOneThatDid) {
+  // Rank 2 hangs before collective #2. Rank 1 waits there with a 4 s deadline (its waiting post
+  // goes up after 1 s), rank 0 with 1.5 s: at rank 0's deadline rank 1 has reached #2 but not
+  // timed out on it, and is said to be so, not counted among those that timed out. At rank 1's
+  // own deadline rank 0's timed-out post is read as such.
+  const auto results = run_ranks_timed(
+      3, 1500,
+      [](Comm& c) {
+        double x = 1;
+        c.allreduce_sum(&x, 1);
+        if (c.rank() == 2) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(7000));
+          return;
+        }
+        c.allreduce_sum(&x, 1);
+      },
+      false, [](int r) { return r == 1 ? 4000 : 1500; });
+  const std::string& e0 = results[0].error;
+  EXPECT_NE(e0.find("did not complete within 1500 ms"), std::string::npos) << e0;
+  EXPECT_NE(e0.find("rank 2 ("), std::string::npos) << e0;
+  EXPECT_NE(e0.find("rank(s) 1 reached this collective but did not time out on it within 375 ms "
+                    "of this rank"),
+            std::string::npos)
+      << e0;
+  EXPECT_EQ(e0.find("were waiting at this collective too"), std::string::npos) << e0;
+  const std::string& e1 = results[1].error;
+  EXPECT_NE(e1.find("did not complete within 4000 ms"), std::string::npos) << e1;
+  EXPECT_NE(e1.find("rank 2 ("), std::string::npos) << e1;
+  EXPECT_NE(e1.find("rank(s) 0 were waiting at this collective too"), std::string::npos) << e1;
+  EXPECT_EQ(results[2].error, "");
 }
 
 TEST(CommDeadline, APauseOfRankZeroBeforePauseBarrierTripsNothing) {
