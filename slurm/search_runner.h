@@ -12,4 +12,8 @@ namespace fabkit::slurm {
 // Fills f.search (ran, or skipped with the reason). Needs f.pairs/f.retests/f.nodes.
 void run_search(const ClusterOptions& o, ClusterFacts& f);
 
+// A ring run's busbw in its fastest timed iteration (the figure a group test holds to its
+// threshold); the mean's busbw when the rank did not time each call.
+double fastest_iteration_busbw(const pair::SizeRow& s);
+
 }  // namespace fabkit::slurm

@@ -8,6 +8,7 @@ Json to_json(const SizeResult& s) {
   Json j;
   j["bytes"] = s.bytes;
   j["time_us"] = s.time_us;
+  j["best_time_us"] = s.best_time_us;
   j["algbw_gbps"] = s.algbw_gbps;
   j["busbw_gbps"] = s.busbw_gbps;
   j["correct"] = s.correct;

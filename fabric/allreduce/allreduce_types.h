@@ -42,6 +42,10 @@ struct SizeResult {
   double algbw_gbps = 0;  // GB/s = 1e9 bytes/s (nccl-tests convention)
   double busbw_gbps = 0;
   bool correct = false;
+  // The fastest timed iteration. Noise on a shared machine (a preempted rank) only ever slows a
+  // call, so a search for a link that is slow every time reads this rather than the mean
+  // (slurm/search_runner.cc); reports keep the mean, as nccl-tests does.
+  double best_time_us = 0;
 };
 
 struct TransportRun {

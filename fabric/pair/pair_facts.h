@@ -83,6 +83,7 @@ struct SizeRow {
   uint64_t bytes = 0;
   double time_us = 0, algbw_gbps = 0, busbw_gbps = 0;  // GB/s = 1e9 bytes/s (nccl-tests)
   bool correct = false;  // both ranks checked their result
+  double best_time_us = 0;  // rank 0's fastest timed iteration; 0 = the rank did not say
 };
 
 struct TransportResult {

@@ -110,6 +110,7 @@ std::vector<SizeRow> combine_sizes(const std::vector<Json>& ranks) {
     SizeRow row;
     row.bytes = answer_field(s, "bytes", uint64_t{0});
     row.time_us = answer_field(s, "time_us", 0.0);
+    row.best_time_us = answer_field(s, "best_time_us", 0.0);
     row.algbw_gbps = answer_field(s, "algbw_gbps", 0.0);
     row.busbw_gbps = answer_field(s, "busbw_gbps", 0.0);
     row.correct = answer_field(s, "correct", false);

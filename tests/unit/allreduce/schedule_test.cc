@@ -1,8 +1,10 @@
 // Pure pieces: nccl-tests arithmetic, the ring schedule, the input/check functions, the JSON.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "common/errors.h"
 #include "fabric/allreduce/allreduce_types.h"
@@ -170,6 +172,26 @@ TEST(Sweep, TimedCallsAreCheckedNotTheWarmup) {
     for (uint64_t i = 0; i < count; ++i) out[i] = input_value(0, i, 0) + input_value(1, i, 0);
   };
   EXPECT_TRUE(run_sweep({64}, 0, opt, honest)[0].correct);
+}
+
+// One slow call (a preempted rank) moves the mean but not the fastest call.
+TEST(Sweep, TheFastestTimedCallIsKeptBesideTheMean) {
+  int calls = 0;
+  SweepOptions opt;
+  opt.iters = 4;
+  opt.warmup_iters = 1;
+  auto one_slow = [&](const float*, float* out, uint64_t count) {
+    if (++calls == 3) std::this_thread::sleep_for(std::chrono::milliseconds(80));
+    for (uint64_t i = 0; i < count; ++i) out[i] = input_value(0, i, 0) + input_value(1, i, 0);
+  };
+  auto res = run_sweep({64}, 0, opt, one_slow);
+  ASSERT_EQ(res.size(), 1u);
+  EXPECT_TRUE(res[0].correct);
+  EXPECT_GE(res[0].time_us, 80e3 / 4);  // the sleep, spread over 4 timed calls
+  EXPECT_GT(res[0].best_time_us, 0.0);
+  EXPECT_LT(res[0].best_time_us, 40e3);  // one of the three calls that did not sleep
+  EXPECT_LT(res[0].best_time_us, res[0].time_us);
+  EXPECT_EQ(to_json(res[0])["best_time_us"], res[0].best_time_us);
 }
 
 TEST(AllreduceJson, HasContractFields) {

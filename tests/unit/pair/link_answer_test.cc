@@ -154,5 +154,26 @@ TEST(LinkAnswer, MalformedAllreduceRankFailsTheTransportByName) {
   EXPECT_EQ(combine_ranks("gloo-tcp", {bad, ok}).status, "failed");
 }
 
+// Rank 0's fastest call travels with the mean; an older rank that does not send it reads as 0.
+TEST(LinkAnswer, TheFastestCallIsReadAndItsAbsenceIsZero) {
+  Json with = {{"status", "ok"},
+               {"sizes", Json::array({{{"bytes", 1024}, {"time_us", 30.0}, {"best_time_us", 10.0},
+                                       {"algbw_gbps", 0.1}, {"busbw_gbps", 0.1}, {"correct", true}}})}};
+  Json without = with;
+  without["sizes"][0].erase("best_time_us");
+  TransportResult t = combine_ranks("fabkit-socket", {with, without});
+  ASSERT_EQ(t.sizes.size(), 1u);
+  EXPECT_EQ(t.sizes[0].best_time_us, 10.0);
+  EXPECT_EQ(t.sizes[0].time_us, 30.0);
+  t = combine_ranks("fabkit-socket", {without, with});
+  ASSERT_EQ(t.sizes.size(), 1u);
+  EXPECT_EQ(t.sizes[0].best_time_us, 0.0);
+  Json wrong = with;
+  wrong["sizes"][0]["best_time_us"] = "fast";
+  t = combine_ranks("fabkit-socket", {wrong, with});
+  EXPECT_EQ(t.status, "failed");
+  EXPECT_NE(t.reason.find("field 'best_time_us'"), std::string::npos) << t.reason;
+}
+
 }  // namespace
 }  // namespace fabkit::pair

@@ -1,4 +1,5 @@
 #include "slurm/link_search.h"
+#include "slurm/search_runner.h"
 
 #include <gtest/gtest.h>
 
@@ -132,6 +133,23 @@ TEST(LinkSearch, AFlakyLinkThatHidesIsNotReported) {
   auto r = find_bad_link(iota(16), f);
   EXPECT_EQ(r.outcome, "not_reproduced");
   EXPECT_FALSE(r.link);
+}
+
+// A group test holds its fastest call to the threshold: one call preempted on a loaded machine
+// (3x the others) must not make a healthy pair's figure a third of what it reached, and a rank
+// that did not time each call is read at its mean.
+TEST(GroupTestFigure, TheFastestCallNotTheMean) {
+  pair::SizeRow s;
+  s.bytes = 1 << 20;
+  s.time_us = 3000;
+  s.busbw_gbps = 0.5;
+  s.best_time_us = 1000;
+  EXPECT_DOUBLE_EQ(fastest_iteration_busbw(s), 1.5);
+  s.best_time_us = 0;
+  EXPECT_DOUBLE_EQ(fastest_iteration_busbw(s), 0.5);
+  s.best_time_us = 1000;
+  s.time_us = 0;  // nothing to scale by
+  EXPECT_DOUBLE_EQ(fastest_iteration_busbw(s), 0.5);
 }
 
 }  // namespace
