@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "common/trusted_path.h"
 
 namespace fabkit {
 namespace fs = std::filesystem;
@@ -56,29 +57,14 @@ fs::path resolve(const fs::path& p) {
   return r ? fs::path(r.get()) : fs::path();
 }
 
-// Every directory from `resolved` (symlinks already resolved) up to /: owned by root or us, and
-// sticky when group or others may write it. Otherwise its owner (or anyone, when it is writable
-// without the sticky bit) could rename the directory we check and put another in its place.
+// Every directory from `resolved` up to /, by the rule of common/trusted_path.h (the directory
+// itself may be sticky, as /tmp is): otherwise its owner (or anyone, when it is writable without
+// the sticky bit) could rename the directory we check and put another in its place.
 void check_ancestors(const fs::path& resolved, const Refusal& refuse) {
-  const uid_t me = ::geteuid();
-  for (fs::path p = resolved;; p = p.parent_path()) {
-    struct stat st {};
-    if (::lstat(p.c_str(), &st) != 0)
-      refuse.fail("cannot be checked: lstat(" + p.string() + "): " + std::strerror(errno),
-                  "make sure every directory above it exists and can be read");
-    if (st.st_uid != 0 && st.st_uid != me)
-      refuse.fail("lies under " + p.string() + ", which belongs to uid " +
-                      std::to_string(st.st_uid) + " (neither root nor this user, uid " +
-                      std::to_string(me) + "): that user could replace it after it is checked",
-                  "use a directory under ones only you and root can change");
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)
-      refuse.fail("lies under " + p.string() + ", which others may write without the sticky bit " +
-                      "(mode " + octal_mode(st.st_mode) +
-                      "): anyone could replace it after it is checked",
-                  "use a directory under ones only you and root can change (or `chmod +t " +
-                      p.string() + "`, as /tmp is)");
-    if (p == p.parent_path()) break;
-  }
+  TrustOptions t;
+  t.sticky_leaf_ok = true;
+  if (auto d = find_distrust(resolved, t))
+    refuse.fail("lies under " + d->component + ", which " + d->problem, d->fix);
 }
 
 }  // namespace
@@ -97,11 +83,17 @@ PrivateDir open_private_dir(const fs::path& dir, const PrivateDirOptions& o) {
     // Missing parents too are made 0700 (not 0777 & ~umask: with umask 0 they would be open to
     // all, and refused below). Failures show below, where the parent is resolved.
     std::vector<fs::path> missing;
-    for (fs::path p = parent; !p.empty() && p != p.parent_path(); p = p.parent_path()) {
+    fs::path existing = parent;
+    for (; !existing.empty() && existing != existing.parent_path();
+         existing = existing.parent_path()) {
       struct stat st {};
-      if (::lstat(p.c_str(), &st) == 0) break;
-      missing.push_back(p);
+      if (::lstat(existing.c_str(), &st) == 0) break;
+      missing.push_back(existing);
     }
+    // What exists is checked before anything is made under it: mkdir follows symbolic links in
+    // every component but the last, so a link another user left in /tmp would otherwise have root
+    // create directories wherever it points.
+    check_ancestors(existing.empty() ? fs::path("/") : existing, refuse);
     for (auto it = missing.rbegin(); it != missing.rend(); ++it) ::mkdir(it->c_str(), 0700);
     // 0700 whatever the umask says; an existing entry (EEXIST) is checked below like any other.
     if (::mkdir(abs.c_str(), 0700) != 0 && errno != EEXIST)

@@ -117,7 +117,7 @@ TEST_F(PrivateDirTest, ReplaceableParentIsRefused) {
   ::chmod((open / "ctl").c_str(), 0700);
   ::chmod(open.c_str(), 0777);
   std::string e = refusal(open / "ctl");
-  EXPECT_NE(e.find("lies under " + open.string() + ", which others may write without the sticky"),
+  EXPECT_NE(e.find("lies under " + open.string() + ", which is writable by others without the sticky"),
             std::string::npos)
       << e;
   // Sticky, as /tmp is: only the owner of an entry may rename it.
@@ -137,6 +137,26 @@ TEST_F(PrivateDirTest, ReplaceableParentIsRefused) {
   EXPECT_NE(e.find("lies under " + open.string() + ", which belongs to uid 65534"),
             std::string::npos)
       << e;
+}
+
+// FABTRAIN_CONTROL_DIR=/tmp/link/sub/ctl where /tmp/link is another user's link: mkdir follows
+// links in every component but the last, so creating the missing parents first made root build
+// directories wherever the link pointed. What exists is now checked before anything is made.
+TEST_F(PrivateDirTest, NothingIsCreatedThroughAnotherUsersLink) {
+  if (::geteuid() != 0) GTEST_SKIP() << "lchown to another uid needs root";
+  const fs::path shared = t_.path() / "shared", target = t_.path() / "root-only";
+  fs::create_directories(shared);
+  fs::create_directories(target);
+  ::chmod(shared.c_str(), 01777);  // as /tmp: anyone may add the link
+  fs::create_directory_symlink(target, shared / "link");
+  ASSERT_EQ(::lchown((shared / "link").c_str(), 65534, 65534), 0);
+  const std::string e = refusal(shared / "link" / "sub" / "ctl", true);
+  EXPECT_NE(e.find("is a symbolic link owned by uid 65534"), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(target / "sub"));
+  // Without missing parents the leaf's mkdir would go through the link too.
+  const std::string leaf = refusal(shared / "link" / "ctl", true);
+  EXPECT_NE(leaf.find("is a symbolic link owned by uid 65534"), std::string::npos) << leaf;
+  EXPECT_FALSE(fs::exists(target / "ctl"));
 }
 
 }  // namespace
