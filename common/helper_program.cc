@@ -4,25 +4,39 @@
 
 #include <cstdlib>
 
+#include "common/trusted_path.h"
+
 namespace fabkit {
-namespace {
-
-bool executable(const std::string& p) { return !p.empty() && ::access(p.c_str(), X_OK) == 0; }
-
-}  // namespace
 
 std::string installed_helpers_from_bin() { return FABKIT_HELPERS_FROM_BIN; }
 
-std::string find_helper_program(const HelperProgram& h, const std::string& self_dir) {
+std::string trusted_helper_path(const std::string& path, std::vector<std::string>* refused) {
+  if (path.empty() || ::access(path.c_str(), X_OK) != 0) return "";
+  TrustOptions t;
+  t.regular_file = true;
+  if (auto d = find_distrust(path, t)) {
+    if (refused) refused->push_back(path + ": " + d->message() + " (" + d->fix + ")");
+    return "";
+  }
+  return path;
+}
+
+std::string find_helper_program(const HelperProgram& h, const std::string& self_dir,
+                                std::vector<std::string>* refused) {
   if (!h.env_var.empty()) {
-    if (const char* env = std::getenv(h.env_var.c_str()); env && executable(env)) return env;
+    if (const char* env = std::getenv(h.env_var.c_str()); env && *env) {
+      if (std::string p = trusted_helper_path(env, refused); !p.empty()) return p;
+    }
   }
-  if (!self_dir.empty()) {
-    if (std::string beside = self_dir + "/" + h.name; executable(beside)) return beside;
-    const std::string installed = self_dir + "/" + installed_helpers_from_bin() + "/" + h.name;
-    if (executable(installed)) return installed;
-  }
-  return executable(h.build_path) ? h.build_path : "";
+  if (self_dir.empty()) return "";
+  if (std::string p = trusted_helper_path(self_dir + "/" + h.name, refused); !p.empty()) return p;
+  return trusted_helper_path(self_dir + "/" + installed_helpers_from_bin() + "/" + h.name, refused);
+}
+
+std::string refused_suffix(const std::vector<std::string>& refused) {
+  std::string s;
+  for (const auto& r : refused) s += "; refused " + r;
+  return s;
 }
 
 std::string self_executable_dir() {

@@ -83,7 +83,7 @@ def run_torch(python, a):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("bench", help="build/fabric/gpu_active/fabcheck-gpu-bench")
+    ap.add_argument("bench", help="build/cli/fabcheck-gpu-bench")
     ap.add_argument("--python", default=os.path.join(HERE, "..", "..", ".venv", "bin", "python3"),
                     help="python with torch (default: the project's .venv)")
     ap.add_argument("--rounds", type=int, default=3)

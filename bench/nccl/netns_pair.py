@@ -26,7 +26,7 @@ import netns  # noqa: E402
 
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "../../build-notorch"))
 sizes = [int(s) for s in (sys.argv[2] if len(sys.argv) > 2 else "1048576,16777216").split(",")]
-runner = os.path.join(build, "fabric/nccl_runner/fabcheck-nccl-runner")
+runner = os.path.join(build, "cli/fabcheck-nccl-runner")
 fabcheck = os.path.join(build, "cli/fabcheck")
 
 

@@ -127,7 +127,7 @@ def run_fabcheck(runner, gpus, sizes, a, env):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nccl-tests", required=True, help="nccl-tests source checkout (fetched by you)")
-    ap.add_argument("--runner", default=os.path.join(HERE, "../../build-notorch/fabric/nccl_runner/fabcheck-nccl-runner"))
+    ap.add_argument("--runner", default=os.path.join(HERE, "../../build-notorch/cli/fabcheck-nccl-runner"))
     ap.add_argument("--gpus", type=int, default=0, help="ranks, one per GPU (default: every GPU)")
     ap.add_argument("-b", default="1M")
     ap.add_argument("-e", default="1G")

@@ -175,12 +175,9 @@ std::vector<std::string> bench_args(const probes::GpuActiveSettings& s,
           sysfs_root};
 }
 
-std::string find_gpu_bench() {
-  HelperProgram h{"fabcheck-gpu-bench", "FABKIT_GPU_BENCH", ""};
-#ifdef FABKIT_GPU_BENCH_BUILD_PATH
-  h.build_path = FABKIT_GPU_BENCH_BUILD_PATH;
-#endif
-  return find_helper_program(h, self_executable_dir());
+std::string find_gpu_bench(std::vector<std::string>* refused) {
+  return find_helper_program({"fabcheck-gpu-bench", "FABKIT_GPU_BENCH"}, self_executable_dir(),
+                             refused);
 }
 
 void run_gpu_bench(const BenchRun& run, probes::GpuActiveFacts* facts) {

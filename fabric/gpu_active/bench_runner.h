@@ -32,8 +32,9 @@ void run_gpu_bench(const BenchRun& run, probes::GpuActiveFacts* facts);
 std::vector<std::string> bench_args(const probes::GpuActiveSettings& s,
                                     const std::string& sysfs_root);
 
-// $FABKIT_GPU_BENCH, fabcheck-gpu-bench beside this executable, then the build tree's; "" when
-// none exists (fabcheck was built without CUDA and cuBLAS).
-std::string find_gpu_bench();
+// $FABKIT_GPU_BENCH, fabcheck-gpu-bench beside this executable, then the installed libexec/fabkit
+// (common/helper_program.h); "" when none exists (fabcheck was built without CUDA and cuBLAS) or
+// none passes the trust rule (each refused one in *refused).
+std::string find_gpu_bench(std::vector<std::string>* refused = nullptr);
 
 }  // namespace fabkit::fabric

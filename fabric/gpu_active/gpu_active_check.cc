@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/helper_program.h"
 #include "fabric/gpu_active/bench_runner.h"
 #include "fabric/gpu_active/sysfs_link.h"
 #include "fabric/nccl_runner/local_allreduce.h"
@@ -93,12 +94,14 @@ probes::GpuActiveFacts gather_gpu_active(const GpuActiveOptions& o, const System
     f.error = "no_gpu";
     return done();
   }
-  std::string bench = o.bench_path.empty() ? find_gpu_bench() : o.bench_path;
+  std::vector<std::string> refused;
+  std::string bench = o.bench_path.empty() ? find_gpu_bench(&refused)
+                                           : trusted_helper_path(o.bench_path, &refused);
   if (bench.empty()) {
     f.reason =
         "fabcheck-gpu-bench not found (this fabcheck was built without CUDA and cuBLAS, or the "
-        "binary "
-        "was not installed beside it; set FABKIT_GPU_BENCH)";
+        "binary was not installed beside it; set FABKIT_GPU_BENCH)" +
+        refused_suffix(refused);
     f.error = "bench_not_built";
     return done();
   }

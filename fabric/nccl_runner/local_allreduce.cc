@@ -94,12 +94,10 @@ TransportRun run_local_allreduce(const LocalAllreduceSpec& spec) {
                     ": needs ranks >= 1, bytes >= 4, iters >= 1");
   NcclTransportChoice choice;
   choice.runner_path = spec.runner_path;
-  std::string runner = find_nccl_runner(choice);
+  std::vector<std::string> refused;
+  std::string runner = find_nccl_runner(choice, &refused);
   if (runner.empty())
-    return make(spec, "unavailable", "runner_not_built",
-                "fabcheck-nccl-runner not found (this fabcheck was built without NCCL, or the "
-                "runner was not "
-                "installed beside it; set FABKIT_NCCL_RUNNER)");
+    return make(spec, "unavailable", "runner_not_built", nccl_runner_not_found(refused));
   // NCCL's log goes to our pipe (NCCL_DEBUG_FILE would divert it; NCCL_COMM_ID would replace the id
   // we hand over); WARN keeps eight ranks' logs short while still naming what failed.
   NcclChildEnv env;

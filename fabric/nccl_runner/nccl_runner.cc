@@ -23,7 +23,6 @@ namespace {
 
 constexpr size_t kMaxFrameBytes = 4096;
 
-bool executable(const std::string& p) { return !p.empty() && ::access(p.c_str(), X_OK) == 0; }
 
 // Agent <-> agent: one frame (wire/frame.h) each way, a request {"op":"nccl_ready","line":...}
 // carrying this side's child line (READY/UNAVAILABLE/FAILED). The line is cut to fit the cap, so
@@ -74,13 +73,16 @@ std::string join_sizes(const std::vector<uint64_t>& sizes) {
 
 }  // namespace
 
-std::string find_nccl_runner(const NcclTransportChoice& choice) {
-  if (!choice.runner_path.empty()) return executable(choice.runner_path) ? choice.runner_path : "";
-  HelperProgram h{"fabcheck-nccl-runner", "FABKIT_NCCL_RUNNER", ""};
-#ifdef FABKIT_NCCL_RUNNER_BUILD_PATH
-  h.build_path = FABKIT_NCCL_RUNNER_BUILD_PATH;
-#endif
-  return find_helper_program(h, self_executable_dir());
+std::string find_nccl_runner(const NcclTransportChoice& choice, std::vector<std::string>* refused) {
+  if (!choice.runner_path.empty()) return trusted_helper_path(choice.runner_path, refused);
+  return find_helper_program({"fabcheck-nccl-runner", "FABKIT_NCCL_RUNNER"}, self_executable_dir(),
+                             refused);
+}
+
+std::string nccl_runner_not_found(const std::vector<std::string>& refused) {
+  return "fabcheck-nccl-runner not found (this fabcheck was built without NCCL, or the runner was "
+         "not installed beside it; set FABKIT_NCCL_RUNNER)" +
+         refused_suffix(refused);
 }
 
 void judge_transport_used(const std::string& expected, const Json& summary, Json* extra) {
@@ -117,10 +119,10 @@ TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportCh
   } catch (const UsageError& e) {
     return make_run(transport, "failed", "invalid_spec", e.what());
   }
-  std::string runner = find_nccl_runner(choice);
+  std::vector<std::string> refused;
+  std::string runner = find_nccl_runner(choice, &refused);
   if (runner.empty())
-    return make_run(transport, "unavailable", "runner_not_built",
-                    "fabcheck-nccl-runner not found (this fabcheck was built without NCCL, or the runner was not installed beside it; set FABKIT_NCCL_RUNNER)");
+    return make_run(transport, "unavailable", "runner_not_built", nccl_runner_not_found(refused));
   // The GPU for this rank: the caller's, else the one nearest the NIC under test.
   Json gpu_pick;
   std::vector<std::string> device_args;

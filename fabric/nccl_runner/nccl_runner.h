@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/json.h"
 #include "fabric/allreduce/allreduce_types.h"
@@ -16,9 +17,14 @@ namespace fabkit::fabric {
 
 TransportRun run_nccl_allreduce(const AllreduceSpec& spec, const NcclTransportChoice& choice);
 
-// Where the child binary is: choice.runner_path, $FABKIT_NCCL_RUNNER, beside /proc/self/exe, the
-// build tree. "" when none exists (fabcheck was built without NCCL).
-std::string find_nccl_runner(const NcclTransportChoice& choice);
+// Where the child binary is: choice.runner_path, else $FABKIT_NCCL_RUNNER, beside /proc/self/exe,
+// the installed libexec/fabkit (common/helper_program.h). "" when none exists (fabcheck was built
+// without NCCL) or none passes the trust rule (each refused one in *refused).
+std::string find_nccl_runner(const NcclTransportChoice& choice,
+                             std::vector<std::string>* refused = nullptr);
+
+// The "not found" reason for a run without a runner, with what was refused and why.
+std::string nccl_runner_not_found(const std::vector<std::string>& refused);
 
 // Pure: the transport confirmation from a parsed log. Sets extra.nccl_network, extra.fell_back
 // (true/false, null when the log names no network) and extra.fallback_evidence.

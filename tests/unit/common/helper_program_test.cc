@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #include "tests/support/ttar.h"
 
@@ -21,7 +22,7 @@ class HelperProgramTest : public ::testing::Test {
     fs::create_directories(prefix() / "bin");
     fs::create_directories(installed().parent_path());
     make_executable(installed());
-    make_executable(build_copy());
+    make_executable(elsewhere());
   }
   void TearDown() override { unsetenv(kEnv); }
 
@@ -33,10 +34,8 @@ class HelperProgramTest : public ::testing::Test {
   fs::path installed() const {
     return (prefix() / "bin" / installed_helpers_from_bin() / "fabcheck-gpu-bench").lexically_normal();
   }
-  fs::path build_copy() const { return dir_.path() / "build" / "fabcheck-gpu-bench"; }
-  HelperProgram helper() const {
-    return {"fabcheck-gpu-bench", kEnv, build_copy().string()};
-  }
+  fs::path elsewhere() const { return dir_.path() / "elsewhere" / "fabcheck-gpu-bench"; }
+  HelperProgram helper() const { return {"fabcheck-gpu-bench", kEnv}; }
   std::string bin() const { return (prefix() / "bin").string(); }
 
   static constexpr const char* kEnv = "FABKIT_TEST_HELPER";
@@ -55,19 +54,57 @@ TEST_F(HelperProgramTest, TheInstalledLayoutIsFoundRelativeToFabchecksOwnFolder)
 TEST_F(HelperProgramTest, TheEnvironmentThenACopyBesideFabcheckComeFirst) {
   make_executable(prefix() / "bin" / "fabcheck-gpu-bench");
   EXPECT_EQ(find_helper_program(helper(), bin()), bin() + "/fabcheck-gpu-bench");
-  setenv(kEnv, build_copy().c_str(), 1);
-  EXPECT_EQ(find_helper_program(helper(), bin()), build_copy().string());
+  setenv(kEnv, elsewhere().c_str(), 1);
+  EXPECT_EQ(find_helper_program(helper(), bin()), elsewhere().string());
   // A variable naming nothing runnable is passed over, not returned.
   setenv(kEnv, (dir_.path() / "nowhere").c_str(), 1);
   EXPECT_EQ(find_helper_program(helper(), bin()), bin() + "/fabcheck-gpu-bench");
 }
 
-TEST_F(HelperProgramTest, TheBuildTreeIsLastAndNothingRunnableIsEmpty) {
-  fs::remove(installed());
-  EXPECT_EQ(find_helper_program(helper(), bin()), build_copy().string());
-  ::chmod(build_copy().c_str(), 0644);  // there, but not executable
+TEST_F(HelperProgramTest, NothingRunnableIsEmpty) {
+  ::chmod(installed().c_str(), 0644);  // there, but not executable
   EXPECT_EQ(find_helper_program(helper(), bin()), "");
-  EXPECT_EQ(find_helper_program(HelperProgram{"fabcheck-gpu-bench", "", ""}, ""), "");
+  EXPECT_EQ(find_helper_program(HelperProgram{"fabcheck-gpu-bench", ""}, ""), "");
+}
+
+// `--ship` runs the copy from <ship dir>/fabcheck-ship.X/ (root's, 0700) in a sticky directory
+// anyone may write, such as /tmp: the installed layout beside it, <ship dir>/libexec/fabkit/, is
+// anyone's to create. Such a helper was run as root; it must be refused and named.
+TEST_F(HelperProgramTest, AHelperAnotherUserCouldPlantIsRefusedAndNamed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "chown to another uid needs root";
+  const fs::path tmp = dir_.path() / "tmp";
+  const fs::path ship = tmp / "fabcheck-ship.X";
+  fs::create_directories(ship);
+  ::chmod(tmp.c_str(), 01777);
+  ::chmod(ship.c_str(), 0700);
+  const fs::path planted = tmp / "libexec" / "fabkit" / "fabcheck-gpu-bench";
+  make_executable(planted);
+  for (const fs::path& p : {tmp / "libexec", tmp / "libexec" / "fabkit", planted})
+    ASSERT_EQ(::chown(p.c_str(), 65534, 65534), 0);
+  std::vector<std::string> refused;
+  EXPECT_EQ(find_helper_program(helper(), ship.string(), &refused), "");
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused[0].find((tmp / "libexec").string() + " belongs to uid 65534"),
+            std::string::npos)
+      << refused[0];
+  EXPECT_NE(refused_suffix(refused).find("; refused " + ship.string() + "/../libexec/fabkit/"),
+            std::string::npos);
+}
+
+// The environment's path is held to the same rule: a program in a directory anyone may write is
+// refused (and the search goes on), not run.
+TEST_F(HelperProgramTest, AnEnvironmentPathOthersMayReplaceIsRefused) {
+  ::chmod(elsewhere().parent_path().c_str(), 0777);
+  setenv(kEnv, elsewhere().c_str(), 1);
+  std::vector<std::string> refused;
+  EXPECT_EQ(find_helper_program(helper(), bin(), &refused),
+            bin() + "/../libexec/fabkit/fabcheck-gpu-bench");
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused[0].find("writable by others without the sticky bit"), std::string::npos)
+      << refused[0];
+  refused.clear();
+  EXPECT_EQ(trusted_helper_path(elsewhere().string(), &refused), "");
+  EXPECT_EQ(refused.size(), 1u);
 }
 
 TEST_F(HelperProgramTest, SelfDirIsTheTestBinarysFolder) {
