@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
+#include <ext/stdio_filebuf.h>
+#include <ostream>
 #include <vector>
 
 #include "common/errors.h"
+#include "common/trusted_path.h"
 #include "common/unique_fd.h"
 
 namespace fabkit {
@@ -30,6 +32,17 @@ struct TempFile {
 
 }  // namespace
 
+void require_trusted_output_dir(const std::filesystem::path& dir) {
+  // A directory that does not exist is mkstemp's to report, as every other failure to write is.
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 && errno == ENOENT) return;
+  TrustOptions t;
+  t.sticky_leaf_ok = true;  // /tmp: what root creates there with O_EXCL stays root's
+  if (auto d = find_distrust(dir, t))
+    throw UsageError("cannot write into " + dir.string() + ": " + d->message() +
+                     ", and could swap what is written there or where it goes; " + d->fix);
+}
+
 void fsync_directory(const std::filesystem::path& dir) {
   UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!d.valid()) fail("open", errno, dir.string());
@@ -41,6 +54,7 @@ void fsync_directory(const std::filesystem::path& dir) {
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& body,
                            mode_t mode) {
   std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();
+  require_trusted_output_dir(dir);
   std::string tmpl = (dir / ("." + path.filename().string() + ".tmp.XXXXXX")).string();
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
@@ -51,8 +65,15 @@ void write_file_atomically(const std::filesystem::path& path, const std::functio
   ::umask(mask);
   if (::fchmod(fd.get(), mode & ~mask) != 0) fail("fchmod", errno, tmp.path);
   {
-    std::ofstream out(tmp.path, std::ios::binary | std::ios::trunc);
-    if (!out) fail("open", errno, tmp.path);
+    // Written through the descriptor mkostemp returned, never by reopening the name: in a
+    // directory another user may write, that name can be swapped for a link to any file between
+    // the two opens, and root would then write through it. libstdc++'s stdio_filebuf streams to a
+    // descriptor; it closes the one it is given, so it gets a duplicate and fd stays ours to fsync.
+    UniqueFd dup(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+    if (!dup.valid()) fail("fcntl(F_DUPFD)", errno, tmp.path);
+    __gnu_cxx::stdio_filebuf<char> buf(dup.release(), std::ios::out | std::ios::binary);
+    std::ostream out(&buf);
+    errno = 0;
     body(out);
     out.flush();
     if (!out) fail("write", errno ? errno : EIO, tmp.path);

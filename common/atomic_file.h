@@ -14,6 +14,12 @@
 
 namespace fabkit {
 
+// The directory must pass common/trusted_path's rule (a sticky one such as /tmp may be writable
+// by others): root writing into a directory another user owns or may write would let that user
+// swap the file or what it is renamed over. Throws UsageError naming the directory when it fails.
+void require_trusted_output_dir(const std::filesystem::path& dir);
+
+// require_trusted_output_dir, then the write through the temp file's own descriptor.
 // Throws SysErrorException {call, errno, path} (mkstemp, write, fsync, rename, ...).
 // mode: the new file's permission bits before the umask (mkstemp alone would give 0600).
 void write_file_atomically(const std::filesystem::path& path, const std::string& content, mode_t mode = 0644);

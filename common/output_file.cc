@@ -14,6 +14,11 @@ void check_output_path(const std::string& flag, const std::string& path) {
   if (path.empty() || p.filename().empty() || !std::filesystem::is_directory(dir, ec))
     throw UsageError(flag + " " + path + ": the directory " + dir.string() +
                      " does not exist; create it or give another path");
+  try {
+    require_trusted_output_dir(dir);
+  } catch (const UsageError& e) {
+    throw UsageError(flag + " " + path + ": " + e.what());
+  }
 }
 
 void write_output_file(const std::string& flag, const std::string& path, const std::string& text) {

@@ -2,6 +2,9 @@
 // (a throwing body, a failed stream, an unwritable target) leaves the old file and no temp file.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -56,6 +59,35 @@ TEST(AtomicFile, FailuresNameTheCallAndPath) {
     EXPECT_EQ(e.error().call, "mkstemp");
     EXPECT_NE(e.error().object.find("no-such-dir"), std::string::npos);
   }
+}
+
+// In a directory another user may write (a node_exporter textfile directory owned by its service
+// user), the temp file's name can be swapped for a link between its creation and the write, and
+// root wrote through it into a root-only file. Such a directory is refused before anything is
+// created in it; a sticky one (as /tmp) is not: nobody else may rename what root makes there.
+TEST(AtomicFile, ADirectoryAnotherUserControlsIsRefusedBeforeAnythingIsWritten) {
+  testing::TempDir dir("atomic-file");
+  const auto out = dir.path() / "textfile";
+  std::filesystem::create_directories(out);
+  ::chmod(out.c_str(), 0777);
+  try {
+    write_file_atomically(out / "fabcheck.prom", std::string("x 1\n"));
+    FAIL() << "wrote into a directory anyone may write";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write into " + out.string() + ": " + out.string() +
+                                         " is writable by others without the sticky bit"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(list_dir(out).empty());
+  ::chmod(out.c_str(), 01777);
+  write_file_atomically(out / "fabcheck.prom", std::string("x 1\n"));
+  EXPECT_EQ(slurp(out / "fabcheck.prom"), "x 1\n");
+  if (::geteuid() != 0) return;
+  ::chmod(out.c_str(), 0755);
+  ASSERT_EQ(::chown(out.c_str(), 65534, 65534), 0);
+  EXPECT_THROW(write_file_atomically(out / "fabcheck.prom", std::string("x 2\n")), UsageError);
+  EXPECT_EQ(slurp(out / "fabcheck.prom"), "x 1\n");
 }
 
 }  // namespace

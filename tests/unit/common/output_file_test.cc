@@ -1,6 +1,7 @@
 #include "common/output_file.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -59,6 +60,27 @@ TEST(OutputFile, CheckRefusesAMissingDirectoryAndAnEmptyName) {
   EXPECT_THROW(check_output_path("--html", (dir.path() / "nope" / "r.html").string()), UsageError);
   EXPECT_THROW(check_output_path("--html", ""), UsageError);
   EXPECT_THROW(check_output_path("--html", (dir.path() / "").string()), UsageError);
+}
+
+// Checked before any work starts, like a missing directory: root's --prom into a directory
+// owned by another user (node_exporter's textfile collector) is a usage error naming the flag,
+// the directory and the fix.
+TEST(OutputFile, CheckRefusesADirectoryAnotherUserOwns) {
+  if (::geteuid() != 0) GTEST_SKIP() << "chown to another uid needs root";
+  fabkit::testing::TempDir dir("output-file");
+  const auto textfile = dir.path() / "textfile";
+  std::filesystem::create_directories(textfile);
+  ASSERT_EQ(::chown(textfile.c_str(), 65534, 65534), 0);
+  const std::string path = (textfile / "fabcheck.prom").string();
+  try {
+    check_output_path("--prom", path);
+    FAIL() << "accepted a directory uid 65534 owns";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("--prom " + path + ": cannot write into " + textfile.string(), 0), 0u) << m;
+    EXPECT_NE(m.find("belongs to uid 65534"), std::string::npos) << m;
+    EXPECT_NE(m.find("chown root " + textfile.string()), std::string::npos) << m;
+  }
 }
 
 }  // namespace
