@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "common/errors.h"
+#include "common/trusted_path.h"
 #include "trainer/tokenizer/sentencepiece_shim.h"
 #include "trainer/tokenizer/tokenizer.h"
 
@@ -23,18 +24,24 @@ struct Shim {
   decltype(&fabkit_sp_train) train;
 };
 
+// Where the shim may be, first to last. fabtrain may run as root, so each file path must pass the
+// trust rule (common/trusted_path.h) before it is loaded: FABKIT_SENTENCEPIECE_SHIM, beside the
+// executable (the installed libexec/fabkit), ../lib; the build tree's copy only for a binary
+// that itself lies in the build tree (an installed copy never consults a path the build left in
+// it); last the loader's own search path by soname.
 std::vector<std::string> shim_candidates() {
   std::vector<std::string> c;
-  if (const char* env = std::getenv("FABKIT_SENTENCEPIECE_SHIM")) c.push_back(env);
+  if (const char* env = std::getenv("FABKIT_SENTENCEPIECE_SHIM"); env && *env) c.push_back(env);
   char exe[4096];
   ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n > 0) {
-    fs::path dir = fs::path(std::string(exe, n)).parent_path();
+    const std::string self(exe, static_cast<size_t>(n));
+    fs::path dir = fs::path(self).parent_path();
     c.push_back((dir / "libfabkit_sentencepiece_shim.so").string());
     c.push_back((dir / ".." / "lib" / "libfabkit_sentencepiece_shim.so").string());
+    const std::string build_dir = FABKIT_SP_SHIM_BUILD_DIR;
+    if (self.rfind(build_dir + "/", 0) == 0) c.push_back(FABKIT_SP_SHIM_BUILD_PATH);
   }
-  c.push_back(FABKIT_SP_SHIM_BUILD_PATH);
-  c.push_back("libfabkit_sentencepiece_shim.so");  // the loader's search path
   return c;
 }
 
@@ -45,7 +52,23 @@ const Shim& shim() {
   std::call_once(once, [] {
     void* h = nullptr;
     std::string tried;
-    for (const auto& path : shim_candidates()) {
+    std::vector<std::string> candidates = shim_candidates();
+    for (auto it = candidates.begin(); it != candidates.end();) {
+      if (::access(it->c_str(), F_OK) != 0) {
+        it = candidates.erase(it);
+        continue;
+      }
+      TrustOptions t;
+      t.regular_file = true;
+      if (auto d = find_distrust(*it, t)) {
+        tried += "\n  " + *it + ": refused: " + d->message() + " (" + d->fix + ")";
+        it = candidates.erase(it);
+        continue;
+      }
+      ++it;
+    }
+    candidates.push_back("libfabkit_sentencepiece_shim.so");  // the loader's search path
+    for (const auto& path : candidates) {
       // A new link namespace: the shim gets its own libstdc++ and sentencepiece's bundled
       // protobuf never meets LibTorch's libprotobuf. (RTLD_DEEPBIND was tried: it binds
       // sentencepiece to libstdc++'s uninitialised std::cerr instead of the executable's
