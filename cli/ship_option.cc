@@ -15,7 +15,8 @@ void add_ship_options(CLI::App* sub, ShipArgs* a) {
                 "templates: the launcher's stdin), checked by SHA-256 and removed afterwards");
   sub->add_option("--ship-dir", a->dir,
                   "With --ship: the directory on the hosts for the private copy (default: "
-                  "$TMPDIR or /tmp)");
+                  "$TMPDIR or /tmp); it and every directory above it must be owned by root or "
+                  "the login user and not writable by others, or sticky like /tmp");
 }
 
 std::shared_ptr<const launch::Shipment> make_shipment(const ShipArgs& a,

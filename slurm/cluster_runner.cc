@@ -73,7 +73,7 @@ NodeRun run_node(const ClusterOptions& o, const std::string& host) {
       }
     }
   } catch (const launch::ShipError& e) {
-    r.error = std::string("pair.ship_failed: ") + e.what();
+    r.error = e.code() + ": " + e.what();
   } catch (const SysErrorException& e) {
     r.error = std::string("could not start the launcher: ") + e.what();
   } catch (const wire::WireError& e) {

@@ -109,7 +109,13 @@ ChildProcess::ChildProcess(const ChildOptions& options) : options_(options) {
   if (int rc = spawn_process(options_.argv, so, &pid_); rc != 0)
     throw SysErrorException(SysError{options_.search_path ? "posix_spawnp" : "posix_spawn", rc, program});
   if (options_.own_process_group) register_child(pid_);
-  // The child's ends close here, so EOF on a pipe means the child (and whatever inherited it) is done.
+  // The child's ends close now, before anything is written: EOF on a pipe means the child (and
+  // whatever inherited it) is done, and a child that exits without reading its stdin (a --ship
+  // receiver that refuses) turns the payload's write into EPIPE at once, not a wait for room
+  // until the payload's deadline.
+  in.read.reset();
+  out.write.reset();
+  ctl.write.reset();
   stdin_ = std::move(in.write);
   stdout_ = std::move(out.read);
   control_ = std::move(ctl.read);

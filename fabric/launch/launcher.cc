@@ -105,7 +105,10 @@ std::vector<std::string> launcher_argv(const LauncherSpec& spec, const std::stri
       }
       break;
   }
-  argv.insert(argv.end(), agent_argv.begin(), agent_argv.end());
+  for (const auto& w : agent_argv)
+    // ssh joins its remote words with spaces for the remote shell, where an empty word would
+    // vanish and shift every later argument: it goes as '' (an empty word in sh, bash, zsh, csh).
+    argv.push_back(spec.kind == LauncherKind::kSsh && w.empty() ? "''" : w);
   return argv;
 }
 

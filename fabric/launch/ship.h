@@ -8,16 +8,20 @@
 // they agree.
 //  - ssh and templates (kStdin): the binary goes through the launcher's stdin ahead of the
 //    session token. The host makes a private directory (mktemp -d: mode 0700, a fresh name),
-//    reads exactly the binary's size into it (GNU head -c never reads past the count, so the
-//    token stays in the pipe for the agent), checks, runs, and removes the directory when the
-//    agent exits, fails or is signalled (an EXIT trap).
+//    checks it, reads exactly the binary's size into it (GNU head -c never reads past the count,
+//    so the token stays in the pipe for the agent), checks, runs, and removes the directory when
+//    the agent exits, fails or is signalled (an EXIT trap).
 //  - srun (kSbcast): one copy per node for the whole run, spread by Slurm's sbcast (a tree, not
-//    N streams from the controller): `srun mkdir -m 0700` makes the private directory on every
-//    node of the allocation (mkdir fails on an existing path, so nobody can pre-plant it), sbcast
-//    writes the binary into it, every launch checks it before running it, and the destructor
-//    removes the directories with one more srun step.
-// A copy that does not match prints one JSON line {"fabkit_ship_error": "checksum_mismatch", ...}
-// on stdout and exits 98 without running it; the controller names it pair.ship_checksum_mismatch.
+//    N streams from the controller): `srun sh -c 'mkdir -m 0700 ...'` makes the private directory
+//    on every node of the allocation (mkdir fails on an existing path, so nobody can pre-plant
+//    it) and checks it, sbcast writes the binary into it, every launch checks it before running
+//    it, and the destructor removes the directories with one more srun step.
+// The write, the checksum and the exec all go by path, so before any of them the private directory
+// and every directory above it must be ones no other user can rename (the trusted-directory rule
+// of common/trusted_path, in sh: kTrustedDirCheck in ship.cc); otherwise the host prints
+// {"fabkit_ship_error": "unsafe_dir", ...}, runs nothing, and the controller names it
+// pair.ship_unsafe_dir. A copy that does not match prints {"fabkit_ship_error":
+// "checksum_mismatch", ...} and exits 98 without running it: pair.ship_checksum_mismatch.
 // The shipped agent checks its own directory with common/private_dir (FABKIT_SHIPPED_DIR).
 #pragma once
 
@@ -38,6 +42,9 @@ const char* to_string(ShipMode m);
 
 // The environment variable the receiving script sets to the copy's directory for the agent.
 inline constexpr const char* kShippedDirEnv = "FABKIT_SHIPPED_DIR";
+// The stdin receiver's base-directory word for "the host's $TMPDIR, else /tmp" (not an absolute
+// path, so no --ship-dir can be mistaken for it; not empty, which ssh would drop).
+inline constexpr const char* kDefaultBaseDir = "default";
 // Exit statuses of the receiving script (before the agent runs).
 inline constexpr int kShipExitFailed = 97;
 inline constexpr int kShipExitChecksum = 98;
@@ -66,10 +73,16 @@ RemoteCommand remote_fabcheck(const LauncherSpec& spec, const std::string& agent
                               const Shipment* ship, const std::string& host,
                               const std::vector<std::string>& fabcheck_args);
 
-// Thrown by Shipment's set-up steps (srun mkdir, sbcast): the command, its exit and stderr.
+// Thrown by Shipment's set-up steps (srun mkdir, sbcast): the command, its exit and stderr, and
+// the finding code (pair.ship_failed, or pair.ship_unsafe_dir when a node refused the directory).
 class ShipError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ShipError(const std::string& what, std::string code = "pair.ship_failed")
+      : std::runtime_error(what), code_(std::move(code)) {}
+  const std::string& code() const { return code_; }
+
+ private:
+  std::string code_;
 };
 
 // The controller's side of one run with --ship. kSbcast does its srun/sbcast steps once, at the
@@ -103,19 +116,21 @@ class Shipment {
   int timeout_ms_;
   mutable std::mutex mu_;
   mutable bool prepared_ = false, made_dirs_ = false;
-  mutable std::string prepare_error_;
+  mutable std::string prepare_error_, prepare_error_code_;
 };
 
 // The receiving script's error line, when `line` is one: {"code": "pair.ship_checksum_mismatch"
-// | "pair.ship_failed", "message": ...}. nullopt for any other line.
+// | "pair.ship_unsafe_dir" | "pair.ship_failed", "message": ...}. nullopt for any other line.
 struct ShipFailure {
   std::string code;
   std::string message;
 };
 std::optional<ShipFailure> parse_ship_failure(const Json& line);
 
-// The receiving scripts themselves (for tests and docs).
+// The receiving scripts themselves (for tests and docs), and kSbcast's `sh -c` that makes and
+// checks the private directory on each node ($1: the directory).
 const std::string& stdin_receiver_script();
 const std::string& file_receiver_script();
+const std::string& make_dir_script();
 
 }  // namespace fabkit::launch

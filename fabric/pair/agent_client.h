@@ -5,7 +5,7 @@
 // Failures are StepError with the finding code that names them (pair.launch_failed,
 // pair.agent_unreachable, pair.agent_rejected, pair.agent_impostor, pair.agent_lost,
 // pair.agent_timeout, pair.agent_unresponsive, pair.agent_error, pair.version_mismatch,
-// pair.ship_checksum_mismatch, pair.ship_failed).
+// pair.ship_checksum_mismatch, pair.ship_unsafe_dir, pair.ship_failed).
 #pragma once
 
 #include <functional>

@@ -10,7 +10,8 @@ bool aborting(const std::string& code) {
          code == "pair.agent_rejected" || code == "pair.agent_impostor" ||
          code == "pair.agent_lost" || code == "pair.agent_timeout" ||
          code == "pair.agent_unresponsive" || code == "pair.version_mismatch" ||
-         code == "pair.ship_checksum_mismatch" || code == "pair.ship_failed";
+         code == "pair.ship_checksum_mismatch" || code == "pair.ship_failed" ||
+         code == "pair.ship_unsafe_dir";
 }
 
 }  // namespace

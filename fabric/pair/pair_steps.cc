@@ -28,7 +28,7 @@ launch::RemoteCommand agent_command(const PairOptions& o, const std::string& hos
         {"agent", "--name", host, "--accept-timeout-ms", std::to_string(o.timeout_ms + 5000),
          "--idle-timeout-ms", std::to_string(idle_ms)});
   } catch (const launch::ShipError& e) {
-    throw StepError(host, "pair.ship_failed", e.what());
+    throw StepError(host, e.code(), e.what());
   }
 }
 

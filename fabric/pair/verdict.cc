@@ -178,7 +178,8 @@ std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v) {
               s.code == "pair.agent_rejected" || s.code == "pair.agent_impostor" ||
               s.code == "pair.agent_lost" || s.code == "pair.agent_timeout" ||
               s.code == "pair.agent_unresponsive" || s.code == "pair.version_mismatch" ||
-              s.code == "pair.ship_checksum_mismatch" || s.code == "pair.ship_failed";
+              s.code == "pair.ship_checksum_mismatch" || s.code == "pair.ship_failed" ||
+              s.code == "pair.ship_unsafe_dir";
     std::string fix =
         s.code == "pair.version_mismatch"
             ? "install the same fabkit-fabcheck version on every node (docs/install.md), or run "
@@ -187,6 +188,11 @@ std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v) {
             ? "the copy of fabcheck that reached " + s.host +
                   " differs from this controller's binary: check the host's disk space and "
                   "memory, then retry; install the package there if it keeps happening"
+        : s.code == "pair.ship_unsafe_dir"
+            ? "give --ship-dir a directory on " + s.host +
+                  " that only root (or the login user) can change, all the way up to /: owned by "
+                  "them and not writable by group or others unless sticky, like /tmp (the "
+                  "default); never a directory another user owns"
         : s.code == "pair.ship_failed"
             ? "run the quoted command by hand; --ship needs sh, mktemp, head and sha256sum on the "
               "host (coreutils) and, with srun, sbcast inside the allocation"

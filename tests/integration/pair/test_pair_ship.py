@@ -1,7 +1,8 @@
 """fabcheck pair --ship between netns hosts (issue #24): the controller's own binary travels
 through the launcher's stdin into a private directory on each host, is checked (SHA-256) and run,
 and the directory is gone afterwards; a copy damaged on the way is refused by name
-(pair.ship_checksum_mismatch) and removed too. And without --ship, an agent of another fabkit
+(pair.ship_checksum_mismatch) and removed too, and so is a --ship-dir another user could swap
+(pair.ship_unsafe_dir). And without --ship, an agent of another fabkit
 version is refused with both versions named (pair.version_mismatch).
 
     test_pair_ship.py FABCHECK
@@ -77,6 +78,23 @@ class PairShip(unittest.TestCase):
             self.assertIn("SHA-256", failed[0]["error"])
             codes = [f["code"] for f in doc["findings"]]
             self.assertIn("pair.ship_checksum_mismatch", codes)
+            self.assertEqual(1, r.returncode)
+        self.assertEqual([], os.listdir(self.ship_dir))
+
+    def test_a_ship_dir_another_user_owns_is_refused_and_nothing_runs(self):
+        # The copy is written, checked and run by path: the owner of --ship-dir could swap root's
+        # private directory for theirs in between. The hosts refuse it before writing anything.
+        os.chown(self.ship_dir, 65534, 65534)
+        with netns.NetnsWorld(hosts=2, decoys=False, controller=True) as w:
+            r, doc = self.pair(w, "ip netns exec {host}", "--ship", "--ship-dir", self.ship_dir)
+            failed = failed_steps(doc)
+            self.assertEqual(1, len(failed), doc["pair"]["steps"])
+            self.assertEqual("pair.ship_unsafe_dir", failed[0]["code"], failed[0])
+            self.assertIn(self.ship_dir + " belongs to uid 65534", failed[0]["error"])
+            finding = [f for f in doc["findings"] if f["code"] == "pair.ship_unsafe_dir"]
+            self.assertEqual(1, len(finding), doc["findings"])
+            self.assertIn(finding[0]["subject"], w.hosts)
+            self.assertIn("--ship-dir", finding[0]["fix"])
             self.assertEqual(1, r.returncode)
         self.assertEqual([], os.listdir(self.ship_dir))
 

@@ -2,7 +2,8 @@
 controller makes a private directory on every node (srun mkdir -m 0700), copies its own binary
 there with sbcast, each srun-started agent checks the copy (SHA-256) before running it, and the
 directories are removed at the end. A copy damaged on the way (an sbcast that overwrites 16 bytes, first
-on PATH) is refused by name (pair.ship_checksum_mismatch) and removed as well.
+on PATH) is refused by name (pair.ship_checksum_mismatch) and removed as well; a node directory
+another user owns is refused before sbcast writes (pair.ship_unsafe_dir).
 
 Each node gets its own temporary directory (SlurmCluster(node_private_dir=...)): the two slurmd
 share this machine's filesystem, where real nodes have a local /tmp each.
@@ -32,7 +33,7 @@ exit $rc
 
 
 class ShipUnderSlurm(unittest.TestCase):
-    def run_job(self, c, ship_dir, path_prefix="", command="pair node1 node2"):
+    def run_job(self, c, ship_dir, path_prefix="", command="pair node1 node2", before=""):
         # The controller runs from a copy without debug sections (the installed form: a few MB for
         # sbcast instead of the build tree's ~160 MB).
         controller = os.path.join(c.dir, "controller", "fabcheck")
@@ -45,6 +46,7 @@ class ShipUnderSlurm(unittest.TestCase):
             f.write("#!/bin/bash\n#SBATCH -N2\n#SBATCH -o %s/ship.log\n" % c.dir)
             if path_prefix:
                 f.write("export PATH=%s:$PATH\n" % path_prefix)
+            f.write(before)
             f.write("%s %s --launcher srun --ship --ship-dir %s --transports none --pings 50 "
                     "--bandwidth-ms 100 --json --timeout-ms 20000 > %s\necho $? > %s.rc\n"
                     % (controller, command, ship_dir, out, out))
@@ -94,6 +96,28 @@ class ShipUnderSlurm(unittest.TestCase):
             self.assertEqual(1, len(failed), doc["pair"]["steps"])
             self.assertEqual("pair.ship_checksum_mismatch", failed[0]["code"], failed[0])
             self.assertIn("pair.ship_checksum_mismatch", [f["code"] for f in doc["findings"]])
+            self.assertEqual(["0", "0"], left)
+        os.rmdir(ship_dir)
+
+    def test_a_node_directory_another_user_owns_is_refused_before_sbcast_writes(self):
+        # sbcast writes the copy and every launch runs it by path: the owner of the directory
+        # could swap the private directory in between. The srun step that makes it refuses.
+        ship_dir = "/tmp/fabkit-ship-nodes-%d" % os.getpid()
+        with SlurmCluster(nodes=2, node_private_dir=ship_dir) as c:
+            bindir = os.path.join(c.dir, "bin")
+            os.makedirs(bindir)
+            marker = os.path.join(c.dir, "sbcast-ran")
+            with open(os.path.join(bindir, "sbcast"), "w") as f:
+                f.write("#!/bin/sh\ntouch %s\nexec /usr/bin/sbcast \"$@\"\n" % marker)
+            os.chmod(os.path.join(bindir, "sbcast"), 0o755)
+            own = "srun -N2 --ntasks-per-node=1 chown 65534:65534 %s\n" % ship_dir
+            doc, left = self.run_job(c, ship_dir, path_prefix=bindir, before=own)
+            failed = [s for s in doc["pair"]["steps"] if s["status"] == "failed"]
+            self.assertEqual(1, len(failed), doc["pair"]["steps"])
+            self.assertEqual("pair.ship_unsafe_dir", failed[0]["code"], failed[0])
+            self.assertIn(ship_dir + " belongs to uid 65534", failed[0]["error"])
+            self.assertIn("pair.ship_unsafe_dir", [f["code"] for f in doc["findings"]])
+            self.assertFalse(os.path.exists(marker), "sbcast ran into the refused directory")
             self.assertEqual(["0", "0"], left)
         os.rmdir(ship_dir)
 

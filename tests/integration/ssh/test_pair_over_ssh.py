@@ -51,22 +51,22 @@ class PairOverSsh(unittest.TestCase):
                 p.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def start_sshd(self, world, i):
+    def start_sshd(self, world, i, extra_config=""):
         d, addr = self.dir, world.addr(i)
         cfg = os.path.join(d, "sshd_%d.conf" % i)
         with open(cfg, "w") as f:
             f.write("ListenAddress %s\nPort 22\nHostKey %s/host_key\nAuthorizedKeysFile %s/authorized_keys\n"
                     "PermitRootLogin prohibit-password\nPasswordAuthentication no\nUsePAM no\n"
-                    "StrictModes no\nPidFile %s/sshd_%d.pid\n" % (addr, d, d, d, i))
+                    "StrictModes no\nPidFile %s/sshd_%d.pid\n%s" % (addr, d, d, d, i, extra_config))
         with open(os.path.join(d, "sshd_%d.log" % i), "w") as log:
             p = subprocess.Popen(["ip", "netns", "exec", world.hosts[i], "/usr/sbin/sshd", "-D", "-e", "-f", cfg],
                                  stdout=subprocess.DEVNULL, stderr=log)
         self.sshd.append(p)
         return addr
 
-    def ssh_world(self, w, n):
+    def ssh_world(self, w, n, extra_config=""):
         """sshd in each of n hosts, and the client's environment: (addresses, env)."""
-        addrs = [self.start_sshd(w, i) for i in range(n)]
+        addrs = [self.start_sshd(w, i, extra_config) for i in range(n)]
         d = self.dir
         with open(d + "/known_hosts", "w") as f:
             for a in addrs:
@@ -135,6 +135,45 @@ class PairOverSsh(unittest.TestCase):
             for side in ("a", "b"):
                 self.assertTrue(doc["pair"]["agents"][side]["agent_shipped"], doc["pair"]["agents"][side])
         self.assertEqual([], os.listdir(ship_dir))
+
+    def test_ship_without_ship_dir_uses_the_hosts_temporary_directory(self):
+        # Without --ship-dir the receiver's base directory is "the host's $TMPDIR or /tmp". ssh
+        # joins its remote words into one command line, where an empty word vanishes: the receiver
+        # then took fabcheck's first argument for its directory, mktemp failed and the launch
+        # waited out its hello timeout. The logins' $TMPDIR (sshd's SetEnv) is a directory of this
+        # test's: the copies go there and go away, and once others may write it (no sticky bit)
+        # the hosts refuse it by name.
+        controller = os.path.join(self.dir, "controller", "fabcheck")
+        os.makedirs(os.path.dirname(controller))
+        sh("objcopy", "--strip-debug", FABCHECK, controller)
+        host_tmp = os.path.join(self.dir, "host-tmp")
+        os.makedirs(host_tmp)
+        with NetnsWorld(hosts=2, decoys=False, controller=True) as w:
+            addrs, env = self.ssh_world(w, 2, extra_config="SetEnv TMPDIR=%s\n" % host_tmp)
+
+            def pair():
+                r = subprocess.run(["ip", "netns", "exec", w.ctl, controller, "pair", addrs[0], addrs[1],
+                                    "--ship", "--transports", "none", "--pings", "50", "--bandwidth-ms", "100",
+                                    "--json", "--timeout-ms", "20000"],
+                                   env=env, capture_output=True, text=True, timeout=120)
+                doc = json.loads(r.stdout)
+                return r, doc, [st for st in doc["pair"]["steps"] if st["status"] == "failed"]
+
+            t0 = time.time()
+            r, doc, failed = pair()
+            self.assertEqual([], failed, r.stderr[-2000:])
+            for side in ("a", "b"):
+                self.assertTrue(doc["pair"]["agents"][side]["agent_shipped"], doc["pair"]["agents"][side])
+            self.assertLess(time.time() - t0, 40)  # no launch waited out a timeout
+            self.assertEqual([], os.listdir(host_tmp))
+
+            os.chmod(host_tmp, 0o777)
+            r, doc, failed = pair()
+            self.assertEqual(1, len(failed), doc["pair"]["steps"])
+            self.assertEqual("pair.ship_unsafe_dir", failed[0]["code"], failed[0])
+            self.assertIn(host_tmp + " may be written by group or others", failed[0]["error"])
+            self.assertEqual(1, r.returncode)
+        self.assertEqual([], os.listdir(host_tmp))
 
     def test_cluster_with_hosts_defaults_to_ssh(self):
         # fabcheck cluster given hosts (no allocation): node checks and agents over real ssh.

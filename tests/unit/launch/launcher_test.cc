@@ -2,7 +2,10 @@
 // checks against option injection.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <chrono>
+#include <memory>
 
 #include "common/errors.h"
 #include "fabric/launch/child_process.h"
@@ -20,6 +23,17 @@ TEST(Launcher, SshIsTheDefaultWithBatchModeAndConnectTimeout) {
   EXPECT_EQ(launcher_argv(s, "node01", {"/opt/fabcheck", "agent"}),
             (V{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=7", "--", "node01",
                "/opt/fabcheck", "agent"}));
+}
+
+TEST(Launcher, SshKeepsAnEmptyWordAsAnEmptyArgument) {
+  // ssh joins its remote words with spaces for the remote shell, where a bare empty word vanishes.
+  auto s = parse_launcher("ssh", 7);
+  EXPECT_EQ(launcher_argv(s, "node01", {"/opt/fabcheck", "", "x"}),
+            (V{"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=7", "--", "node01",
+               "/opt/fabcheck", "''", "x"}));
+  // Launchers that pass argv on unjoined keep it as it is.
+  EXPECT_EQ(launcher_argv(parse_launcher("srun", 7), "n", {"a", ""}).back(), "");
+  EXPECT_EQ(launcher_argv(parse_launcher("env H={host}", 7), "n", {"a", ""}).back(), "");
 }
 
 TEST(Launcher, SrunRunsOneTaskOnTheNamedNode) {
@@ -198,6 +212,25 @@ TEST(ChildProcess, WritingToAChildThatExitedIsClosedNotSigpipe) {
   } catch (const wire::WireError& e) {
     EXPECT_EQ(e.kind(), wire::WireErrorKind::kClosed) << e.what();
   }
+}
+
+TEST(ChildProcess, APayloadTheChildNeverReadsEndsWhenTheChildExits) {
+  // A --ship receiver that refuses exits without reading the binary: the write must end with its
+  // exit (the controller held the pipe's read end while writing, and waited out the deadline).
+  ChildOptions o;
+  o.argv = {"sh", "-c", "echo refused; exit 97"};
+  o.search_path = true;
+  o.stdout_is_log = true;
+  o.stdin_payload = std::make_shared<const std::string>(8u << 20, 'b');
+  o.stdin_payload_timeout_ms = 20000;
+  o.stdin_text = "token\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  ChildProcess c(o);
+  c.wait_exit(wire::deadline_in_ms(5000));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  ASSERT_TRUE(WIFEXITED(c.exit_status()));
+  EXPECT_EQ(WEXITSTATUS(c.exit_status()), 97);
+  EXPECT_EQ(c.log(), "refused\n");
 }
 
 }  // namespace
