@@ -34,8 +34,13 @@ int run_topo(const TopoArgs& a) {
   Report r = new_report("topo");
   r.findings = probes::judge_topology_locality(lt.topology, a.file);
   for (const auto& n : lt.notes) r.findings.push_back(info("topo.unknown_element", a.file, n));
+  if (lt.notes_left_out > 0)
+    r.findings.push_back(info("topo.unknown_element", a.file,
+                              std::to_string(lt.notes_left_out) +
+                                  " more unknown elements/attributes skipped (not listed)"));
   Json facts = {
       {"path", a.file}, {"kind", to_string(lt.kind)}, {"version", lt.version}, {"notes", lt.notes}};
+  if (lt.notes_left_out > 0) facts["notes_left_out"] = lt.notes_left_out;
   Json model = topo::to_json(lt.topology);
   for (auto it = model.begin(); it != model.end(); ++it) facts[it.key()] = it.value();
   r.sections.push_back({"topo", facts});

@@ -65,8 +65,21 @@ class Parser {
     throw TopoParseError(doc_.file, doc_.line_of(n), n.name(), detail);
   }
   void note(const pugi::xml_node& n, const std::string& what) {
+    if (out_.notes.size() >= kMaxTopoNotesListed) {
+      ++out_.notes_left_out;
+      return;
+    }
     out_.notes.push_back("line " + std::to_string(doc_.line_of(n)) + ": <" + n.name() +
                          ">: " + what);
+  }
+
+  // The model caps (topology.h), checked as each element is added so the error names the first
+  // one over.
+  void check_cap(const pugi::xml_node& n, size_t have, size_t cap, const char* what) const {
+    if (have >= cap)
+      fail(n, "more than " + std::to_string(cap) + " " + what +
+                  " in one topology (far above any real node): not a node's topology; give the "
+                  "NCCL_TOPO_DUMP_FILE output of the node");
   }
 
   void check_attrs(const pugi::xml_node& n) {
@@ -148,12 +161,13 @@ class Parser {
     numa.cpu_vendor = n.attribute("vendor").value();
     int_attr(n, "familyid", 0, 1 << 20, false);
     int_attr(n, "modelid", 0, 1 << 20, false);
+    check_cap(n, out_.topology.numa_nodes.size(), kMaxTopoNumaNodes, "<cpu> elements");
     out_.topology.numa_nodes.push_back(numa);
 
     PciNode root;
     root.kind = PciKind::kRoot;
     root.numa_node = numa.os_index;
-    int idx = add_node(root);
+    int idx = add_node(n, root);
     for (pugi::xml_node c : n.children()) {
       if (c.type() != pugi::node_element) continue;
       if (std::strcmp(c.name(), "pci") == 0)
@@ -165,7 +179,8 @@ class Parser {
     }
   }
 
-  int add_node(const PciNode& p) {
+  int add_node(const pugi::xml_node& n, const PciNode& p) {
+    check_cap(n, out_.topology.pci.size(), kMaxTopoPciNodes, "PCI nodes (<cpu> and <pci>)");
     out_.topology.pci.push_back(p);
     return static_cast<int>(out_.topology.pci.size()) - 1;
   }
@@ -199,7 +214,7 @@ class Parser {
     const uint32_t base = p.class_id >> 8;
     p.kind = (p.class_id == 0x0604 || has_pci_children) && !gpu_el && !nic_el ? PciKind::kBridge
                                                                               : PciKind::kDevice;
-    int idx = add_node(p);
+    int idx = add_node(n, p);
 
     // NCCL's class dictionary: "0x03" prefix is a GPU, "0x02" a NIC (topo.cc kvDictPciClass).
     if (gpu_el || (base == 0x03 && !nic_el)) gpu(gpu_el, n, idx);
@@ -217,6 +232,7 @@ class Parser {
       }
     }
     if (!nic_done && base == 0x02) {  // a NIC NCCL will fill in from the live system (Azure files)
+      check_cap(n, out_.topology.nics.size(), kMaxTopoNics, "NICs");
       Nic nic_model;
       nic_model.pci = idx;
       nic_model.bus_id = p.bus_id;
@@ -226,6 +242,7 @@ class Parser {
   }
 
   void gpu(const pugi::xml_node& g, const pugi::xml_node& pci_el, int idx) {
+    check_cap(g ? g : pci_el, out_.topology.gpus.size(), kMaxTopoGpus, "GPUs");
     const PciNode& p = out_.topology.pci[idx];
     Gpu gpu;
     gpu.pci = idx;
@@ -263,6 +280,7 @@ class Parser {
 
   void nic(const pugi::xml_node& n, int idx, const std::string& bus_id) {
     check_attrs(n);
+    check_cap(n, out_.topology.nics.size(), kMaxTopoNics, "NICs");
     Nic nic_model;
     nic_model.pci = idx;
     nic_model.bus_id = bus_id;

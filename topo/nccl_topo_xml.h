@@ -22,10 +22,16 @@ inline constexpr size_t kNcclMaxAttrLen = 255;
 // Plausibility bound for a net speed: 10 Tb/s, far above any single port (800G today).
 inline constexpr int64_t kMaxNetSpeedMbps = 10'000'000;
 
+// Notes kept about skipped elements/attributes: a real file has a handful (a newer NCCL's
+// attribute on every <pci> a few dozen); past this they are counted, not kept, so a file of
+// unknown elements costs no memory per element beyond pugixml's tree (issue #36).
+inline constexpr size_t kMaxTopoNotesListed = 64;
+
 struct NcclTopoParse {
   int version = 0;
   Topology topology;               // source "nccl-topology" or "rccl-topology"
   std::vector<std::string> notes;  // unknown elements/attributes, skipped as NCCL does
+  size_t notes_left_out = 0;       // further ones past kMaxTopoNotesListed, counted only
 };
 
 // doc's root must be <system>. Throws TopoParseError naming file, line, element, attribute, value.

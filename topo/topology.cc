@@ -30,30 +30,60 @@ std::vector<int> chain_to_root(const Topology& t, int n) {
   return chain;
 }
 
-// The lowest common ancestor of a and b, and the nodes strictly between them.
-struct PathInfo {
+// The path between a and b: its lowest common ancestor, and the nodes strictly between a and b
+// (counted, and how many of them are bridges). Everything but the endpoints when their roots
+// differ.
+struct PathStats {
   int lca = -1;
-  std::vector<int> between;
+  int between = 0;
+  int bridges = 0;
 };
 
-PathInfo path_info(const Topology& t, int a, int b) {
-  PathInfo p;
-  auto ca = chain_to_root(t, a);
-  auto cb = chain_to_root(t, b);
-  for (size_t i = 0; i < ca.size() && p.lca < 0; ++i) {
-    auto it = std::find(cb.begin(), cb.end(), ca[i]);
-    if (it == cb.end()) continue;
-    p.lca = ca[i];
-    for (size_t k = 1; k < i; ++k) p.between.push_back(ca[k]);
-    for (auto k = cb.begin() + 1; k < it; ++k) p.between.push_back(*k);
-    if (p.lca != a && p.lca != b) p.between.push_back(p.lca);
+// ca is a's chain to its root (chain_to_root), computed once per GPU: nearest_nic pairs one GPU
+// with every NIC, and building both chains per pair (heap allocations, a quadratic search) made
+// that the bulk of a 4000 x 4000 file's 25 s (issue #36). O(depth of a + depth of b), no
+// allocation.
+PathStats path_stats(const Topology& t, const std::vector<int>& ca, int b) {
+  const int n = static_cast<int>(t.pci.size());
+  auto is_bridge = [&](int k) { return t.pci[k].kind == PciKind::kBridge ? 1 : 0; };
+  auto valid = [&](int k) { return k >= 0 && k < n; };
+  int len_b = 0;
+  for (int k = b; valid(k) && len_b <= n; k = t.pci[k].parent) ++len_b;
+  const int len_a = static_cast<int>(ca.size());
+  PathStats s;
+  // Nodes at the same distance from the root are compared pairwise, from that depth up: a common
+  // ancestor sits at the same index from the end of both chains.
+  int i = std::max(0, len_a - len_b);  // index into ca
+  int j = 0;                           // index into b's chain
+  int k = b;
+  for (; j < len_b - len_a; ++j, k = t.pci[k].parent)
+    if (j > 0) ++s.between, s.bridges += is_bridge(k);
+  for (; i < len_a && valid(k); ++i, ++j, k = t.pci[k].parent) {
+    if (ca[i] == k) {
+      s.lca = k;
+      break;
+    }
+    if (j > 0) ++s.between, s.bridges += is_bridge(k);
   }
-  if (p.lca < 0) {  // different roots: everything but the endpoints is on the path
-    for (size_t k = 1; k < ca.size(); ++k) p.between.push_back(ca[k]);
-    for (size_t k = 1; k < cb.size(); ++k) p.between.push_back(cb[k]);
-  }
-  return p;
+  const int a_end = s.lca >= 0 ? i : len_a;  // ca[1 .. a_end) lies between
+  for (int x = 1; x < a_end; ++x) ++s.between, s.bridges += is_bridge(ca[x]);
+  if (s.lca >= 0 && len_a > 0 && s.lca != ca[0] && s.lca != b)
+    ++s.between, s.bridges += is_bridge(s.lca);
+  return s;
 }
+
+PathLevel classify(const Topology& t, int a, const PathStats& p, int b) {
+  if (a == b) return PathLevel::kLoc;
+  if (p.lca >= 0 && t.pci[p.lca].kind != PciKind::kRoot)
+    return p.bridges <= 1 ? PathLevel::kPix : PathLevel::kPxb;
+  if (p.lca >= 0) return PathLevel::kPhb;  // same root complex
+  // Two root complexes: NCCL joins host bridges of one NUMA node at its CPU node (PHB) and
+  // different NUMA nodes over the SMP interconnect (SYS). Unknown NUMA cannot prove locality.
+  int na = numa_of(t, a), nb = numa_of(t, b);
+  return (na >= 0 && na == nb) ? PathLevel::kPhb : PathLevel::kSys;
+}
+
+bool in_range(const Topology& t, int a) { return a >= 0 && a < static_cast<int>(t.pci.size()); }
 
 }  // namespace
 
@@ -91,49 +121,79 @@ bool is_gpu_pci(uint16_t vendor_id, uint16_t device_id, uint32_t class_id) {
 }
 
 int numa_of(const Topology& t, int pci) {
-  for (int n : chain_to_root(t, pci))
-    if (t.pci[n].numa_node >= 0) return t.pci[n].numa_node;
+  for (size_t steps = 0; in_range(t, pci) && steps <= t.pci.size(); ++steps) {
+    if (t.pci[pci].numa_node >= 0) return t.pci[pci].numa_node;
+    pci = t.pci[pci].parent;
+  }
   return -1;
 }
 
 int pci_hops(const Topology& t, int a, int b) {
-  return static_cast<int>(path_info(t, a, b).between.size());
+  return path_stats(t, chain_to_root(t, a), b).between;
 }
 
 std::vector<int> bridges_between(const Topology& t, int a, int b) {
+  // The nodes themselves (rarely asked: once per GPU, for its nearest NIC).
+  auto ca = chain_to_root(t, a);
+  auto cb = chain_to_root(t, b);
+  std::vector<int> between;
+  bool joined = false;
+  for (size_t i = 0; i < ca.size() && !joined; ++i) {
+    auto it = std::find(cb.begin(), cb.end(), ca[i]);
+    if (it == cb.end()) continue;
+    joined = true;
+    between.insert(between.end(), ca.begin() + std::min<size_t>(1, i), ca.begin() + i);
+    if (it != cb.begin()) between.insert(between.end(), cb.begin() + 1, it);
+    if (ca[i] != a && ca[i] != b) between.push_back(ca[i]);
+  }
+  if (!joined) {  // different roots: everything but the endpoints is on the path
+    if (!ca.empty()) between.insert(between.end(), ca.begin() + 1, ca.end());
+    if (!cb.empty()) between.insert(between.end(), cb.begin() + 1, cb.end());
+  }
   std::vector<int> out;
-  for (int n : path_info(t, a, b).between)
+  for (int n : between)
     if (t.pci[n].kind == PciKind::kBridge) out.push_back(n);
   return out;
 }
 
 PathLevel classify_pci_path(const Topology& t, int a, int b) {
-  const int n = static_cast<int>(t.pci.size());
-  if (a < 0 || b < 0 || a >= n || b >= n) return PathLevel::kDis;
-  if (a == b) return PathLevel::kLoc;
-  PathInfo p = path_info(t, a, b);
-  if (p.lca >= 0 && t.pci[p.lca].kind != PciKind::kRoot) {
-    int bridges = 0;
-    for (int k : p.between) bridges += t.pci[k].kind == PciKind::kBridge ? 1 : 0;
-    return bridges <= 1 ? PathLevel::kPix : PathLevel::kPxb;
-  }
-  if (p.lca >= 0) return PathLevel::kPhb;  // same root complex
-  // Two root complexes: NCCL joins host bridges of one NUMA node at its CPU node (PHB) and
-  // different NUMA nodes over the SMP interconnect (SYS). Unknown NUMA cannot prove locality.
-  int na = numa_of(t, a), nb = numa_of(t, b);
-  return (na >= 0 && na == nb) ? PathLevel::kPhb : PathLevel::kSys;
+  if (!in_range(t, a) || !in_range(t, b)) return PathLevel::kDis;
+  return classify(t, a, path_stats(t, chain_to_root(t, a), b), b);
+}
+
+std::string topology_over_caps(const Topology& t) {
+  auto over = [](size_t n, size_t cap, const char* what) {
+    return std::to_string(n) + " " + what + ", more than the " + std::to_string(cap) +
+           " fabcheck reads (far above any real node): not a node's topology";
+  };
+  if (t.gpus.size() > kMaxTopoGpus) return over(t.gpus.size(), kMaxTopoGpus, "GPUs");
+  if (t.nics.size() > kMaxTopoNics) return over(t.nics.size(), kMaxTopoNics, "NICs");
+  if (t.pci.size() > kMaxTopoPciNodes)
+    return over(t.pci.size(), kMaxTopoPciNodes, "PCI nodes (root complexes, bridges, devices)");
+  if (t.numa_nodes.size() > kMaxTopoNumaNodes)
+    return over(t.numa_nodes.size(), kMaxTopoNumaNodes, "CPU/NUMA nodes");
+  return {};
 }
 
 NicChoice nearest_nic(const Topology& t, const Gpu& gpu) {
   NicChoice best;
   bool any_rdma =
       std::any_of(t.nics.begin(), t.nics.end(), [](const Nic& n) { return n.rdma_capable(); });
+  const std::vector<int> chain = chain_to_root(t, gpu.pci);
   std::tuple<int, int> best_key{1 << 30, 1 << 30};
   for (size_t i = 0; i < t.nics.size(); ++i) {
     const Nic& nic = t.nics[i];
     if (any_rdma && !nic.rdma_capable()) continue;
-    PathLevel level = classify_pci_path(t, gpu.pci, nic.pci);
-    std::tuple<int, int> key{static_cast<int>(level), pci_hops(t, gpu.pci, nic.pci)};
+    PathLevel level = PathLevel::kDis;
+    int hops = 0;
+    if (in_range(t, gpu.pci) && in_range(t, nic.pci)) {
+      PathStats p = path_stats(t, chain, nic.pci);
+      level = classify(t, gpu.pci, p, nic.pci);
+      hops = p.between;
+    } else {
+      hops = path_stats(t, chain, nic.pci).between;
+    }
+    std::tuple<int, int> key{static_cast<int>(level), hops};
     if (key < best_key) {
       best_key = key;
       best.nic = static_cast<int>(i);

@@ -3,6 +3,7 @@
 // nodes of that tree. Plain data; locality questions are free functions below.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -84,6 +85,19 @@ struct Nic {
   bool rdma_capable() const;  // has RDMA nets / RDMA devices, or is an InfiniBand-class controller
 };
 
+// Bounds on a topology model read from a file (NCCL_TOPO_FILE, `fabcheck topo FILE`, an hwloc
+// export under --sysroot). Each GPU is paired with each NIC (nearest_nic), so a file of 4000 GPUs
+// and 4000 NICs took 25 s, 4.5 GB and printed 421 MB (issue #36). The caps are far above any real
+// node: a DGX B200 has 8 GPUs and ~10 NICs, a GB200 NVL72 compute tray 4 GPUs and 6 NICs, and NCCL
+// itself holds at most 640 nodes of a kind (NCCL_TOPO_MAX_NODES, sized for 576-GPU NVLink
+// domains); NICs allow for SR-IOV hosts whose VFs hwloc lists (8 ports x 255 VFs); PCI nodes for
+// the 60k-device test file (NVMe-dense storage nodes have a few hundred); NUMA nodes are Linux's
+// MAX_NUMNODES at its largest (NODES_SHIFT 10).
+inline constexpr size_t kMaxTopoGpus = 1024;
+inline constexpr size_t kMaxTopoNics = 2048;
+inline constexpr size_t kMaxTopoPciNodes = 65536;
+inline constexpr size_t kMaxTopoNumaNodes = 1024;
+
 struct Topology {
   std::string source;  // "nccl-topology", "rccl-topology", "hwloc-xml", "hwloc-live"
   std::vector<NumaNode> numa_nodes;
@@ -91,6 +105,10 @@ struct Topology {
   std::vector<Gpu> gpus;
   std::vector<Nic> nics;
 };
+
+// Empty when t is within the caps above, else what is over which cap ("4000 GPUs, more than the
+// 1024 ...") for an error message.
+std::string topology_over_caps(const Topology& t);
 
 // NCCL's rule (paths.cc): a path over one PCIe bridge is PIX, over several PXB, through a root
 // complex PHB, across NUMA nodes SYS. a and b index Topology::pci.

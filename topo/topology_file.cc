@@ -35,6 +35,7 @@ LoadedTopology from_document(const XmlDocument& doc) {
                                                 : DocumentKind::kNcclTopology;
     out.topology = std::move(p.topology);
     out.notes = std::move(p.notes);
+    out.notes_left_out = p.notes_left_out;
     return out;
   }
   if (name == "graphs") {
@@ -63,6 +64,9 @@ LoadedTopology from_document(const XmlDocument& doc) {
     } catch (const HwlocError& e) {
       throw TopoParseError(doc.file, 0, "topology", e.what());
     }
+    // The NCCL parser checks its caps element by element; hwloc builds its model at once.
+    if (std::string over = topology_over_caps(out.topology); !over.empty())
+      throw TopoParseError(doc.file, 0, "topology", over);
     return out;
   }
   throw TopoParseError(doc.file, doc.line_of(root), name,

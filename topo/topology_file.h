@@ -23,10 +23,12 @@ struct LoadedTopology {
   Topology topology;               // empty for a graph file
   int graph_count = 0;             // graph files: <graph> elements
   std::vector<std::string> notes;  // skipped unknown elements/attributes
+  size_t notes_left_out = 0;       // more of them, not listed (kMaxTopoNotesListed)
 };
 
-// Throws TopoParseError (file:line:element) for unreadable or malformed input; an hwloc export
-// hwloc cannot import also becomes a TopoParseError naming the file.
+// Throws TopoParseError (file:line:element) for unreadable or malformed input, and for input over
+// the caps (kMaxTopoFileBytes, kMaxTopoXmlElements, kMaxTopoGpus ...); an hwloc export hwloc
+// cannot import also becomes a TopoParseError naming the file.
 LoadedTopology load_topology_file(const std::filesystem::path& path);
 // The same from text already in memory (tests, fuzzing).
 LoadedTopology load_topology_text(const std::string& file_label, std::string text);

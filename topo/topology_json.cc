@@ -1,5 +1,6 @@
 #include "topo/topology_json.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace fabkit::topo {
@@ -55,7 +56,8 @@ Json nic_to_json(const Topology& t, const Nic& n) {
 Json gpu_to_json(const Topology& t, const Gpu& g) {
   NicChoice c = nearest_nic(t, g);
   Json equally = Json::array();
-  for (int i : c.equally_near) equally.push_back(nic_label(t.nics[i]));
+  const size_t listed = std::min(c.equally_near.size(), kMaxEquallyNearListed);
+  for (size_t k = 0; k < listed; ++k) equally.push_back(nic_label(t.nics[c.equally_near[k]]));
   int numa = numa_of(t, g.pci);
   Json j = {{"bus_id", g.bus_id},
             {"vendor_id", hex4(g.vendor_id)},
@@ -79,6 +81,8 @@ Json gpu_to_json(const Topology& t, const Gpu& g) {
       peers.push_back({{"peer", p.peer}, {"bandwidth_mbps", p.bandwidth_mbps}, {"via", p.via}});
     j["link_peers"] = peers;
   }
+  // Only when the list was cut, like link_peers: real nodes never reach the bound.
+  if (c.equally_near.size() > listed) j["equally_near_left_out"] = c.equally_near.size() - listed;
   return j;
 }
 

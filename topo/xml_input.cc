@@ -70,6 +70,28 @@ std::string element_near(const std::string& text, ptrdiff_t offset) {
   return {};
 }
 
+std::string too_large(uintmax_t size) {
+  return (size > kMaxTopoFileBytes ? std::to_string(size) + " bytes"
+                                   : "more than " + std::to_string(kMaxTopoFileBytes) + " bytes") +
+         ", over the " + std::to_string(kMaxTopoFileBytes >> 20) +
+         " MiB cap for a topology file (real ones are KiB to a few MiB): not a topology file; "
+         "give the NCCL_TOPO_DUMP_FILE or `lstopo --of xml` output of the node";
+}
+
+// Start tags ('<' then a name's first character) in the text, until one past `cap`: the offset of
+// that one, or npos when there are at most `cap`. Comments and CDATA holding '<' count too, which
+// errs on the side of refusing a document that is not a topology anyway.
+size_t offset_past_element_cap(const std::string& t, size_t cap) {
+  size_t count = 0;
+  for (size_t p = t.find('<'); p != std::string::npos; p = t.find('<', p + 1)) {
+    if (p + 1 >= t.size()) break;
+    auto c = static_cast<unsigned char>(t[p + 1]);
+    if (!(std::isalpha(c) || c == '_' || c == ':' || c >= 0x80)) continue;
+    if (++count > cap) return p;
+  }
+  return std::string::npos;
+}
+
 }  // namespace
 
 TopoParseError::TopoParseError(std::string file, int line, std::string element, std::string detail)
@@ -87,13 +109,14 @@ int line_of_offset(const std::string& text, ptrdiff_t offset) {
 
 LineIndex::LineIndex(const std::string& text) {
   for (size_t p = text.find('\n'); p != std::string::npos; p = text.find('\n', p + 1))
-    newlines_.push_back(p);
+    newlines_.push_back(static_cast<uint32_t>(p));
 }
 
 int LineIndex::line_of(ptrdiff_t offset) const {
   if (offset < 0) return 1;
   // Newlines before the offset, as line_of_offset counts them.
-  auto before = std::lower_bound(newlines_.begin(), newlines_.end(), static_cast<size_t>(offset));
+  if (offset > static_cast<ptrdiff_t>(UINT32_MAX)) offset = static_cast<ptrdiff_t>(UINT32_MAX);
+  auto before = std::lower_bound(newlines_.begin(), newlines_.end(), static_cast<uint32_t>(offset));
   return 1 + static_cast<int>(before - newlines_.begin());
 }
 
@@ -105,10 +128,11 @@ std::string read_topo_file(const std::filesystem::path& path) {
     throw TopoParseError(path.string(), 0, "", "is a directory, not an XML file");
   auto r = read_text(path, kMaxTopoFileBytes + 1);
   if (!ok(r)) throw TopoParseError(path.string(), 0, "", "cannot read: " + error(r).to_string());
-  if (value(r).size() > kMaxTopoFileBytes)
-    throw TopoParseError(
-        path.string(), 0, "",
-        "larger than " + std::to_string(kMaxTopoFileBytes >> 20) + " MiB: not a topology file");
+  if (value(r).size() > kMaxTopoFileBytes) {
+    // The read stopped one byte past the cap; the size itself, when the file has one (not a pipe).
+    auto size = std::filesystem::file_size(path, ec);
+    throw TopoParseError(path.string(), 0, "", too_large(ec ? 0 : size));
+  }
   return value(r);
 }
 
@@ -116,6 +140,7 @@ void parse_xml(const std::string& file, std::string text, XmlDocument& out) {
   out.file = file;
   out.text = std::move(text);
   const std::string& t = out.text;
+  if (t.size() > kMaxTopoFileBytes) throw TopoParseError(file, 0, "", too_large(t.size()));
   if (t.find_first_not_of(" \t\r\n") == std::string::npos)
     throw TopoParseError(file, 0, "",
                          "the file is empty (0 elements); NCCL_TOPO_DUMP_FILE=FILE "
@@ -130,6 +155,13 @@ void parse_xml(const std::string& file, std::string text, XmlDocument& out) {
                              " is not valid UTF-8 (binary data or a non-UTF-8 encoding); save the "
                              "file as UTF-8");
   }
+  if (size_t past = offset_past_element_cap(t, kMaxTopoXmlElements); past != std::string::npos)
+    throw TopoParseError(file, line_of_offset(t, static_cast<ptrdiff_t>(past)),
+                         element_near(t, static_cast<ptrdiff_t>(past) + 1),
+                         "more than " + std::to_string(kMaxTopoXmlElements) +
+                             " XML elements (a real topology has a few thousand at most): not "
+                             "a topology file; give the NCCL_TOPO_DUMP_FILE or `lstopo --of xml` "
+                             "output of the node");
   pugi::xml_parse_result res =
       out.doc.load_buffer(t.data(), t.size(), pugi::parse_default, pugi::encoding_utf8);
   if (!res) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -29,8 +30,14 @@ class TopoParseError : public std::runtime_error {
   std::string detail_;
 };
 
-// Topology files are a few KiB (a 72-GPU NVL72 dump is ~200 KiB); anything this large is not one.
+// Topology files are a few KiB (a 72-GPU NVL72 dump is ~200 KiB, an hwloc export of a 1792-thread
+// machine ~3 MiB); anything this large is not one.
 inline constexpr size_t kMaxTopoFileBytes = 16u << 20;
+// XML elements (start tags) in one document, counted before pugixml builds its tree, whose nodes
+// cost ~15x the bytes of a short tag: a 15 MB file of unknown elements took 5.9 GB (issue #36).
+// The largest real documents have a few thousand (an hwloc export of a 1792-thread machine: PUs,
+// cores, caches and PCI objects, ~15k); 2^18 is far above them and bounds the tree at ~20 MB.
+inline constexpr size_t kMaxTopoXmlElements = 1u << 18;
 // Deeper than any PCI tree (NCCL_TOPO_MAX_HOPS-sized paths are far shorter); bounds our recursion.
 inline constexpr int kMaxXmlDepth = 64;
 
@@ -47,7 +54,9 @@ class LineIndex {
   int line_of(ptrdiff_t offset) const;
 
  private:
-  std::vector<size_t> newlines_;  // offsets of every '\n', ascending
+  // Offsets of every '\n', ascending; 32 bits, as parse_xml caps documents at kMaxTopoFileBytes
+  // (half the memory on a file of newlines).
+  std::vector<uint32_t> newlines_;
 };
 // Reads path (capped); throws TopoParseError when unreadable or too large.
 std::string read_topo_file(const std::filesystem::path& path);
@@ -61,8 +70,9 @@ struct XmlDocument {
   int line_of(const pugi::xml_node& n) const;
 };
 
-// Validates UTF-8 and parses; throws TopoParseError for empty input, invalid bytes, and XML syntax
-// errors (truncated files, mismatched tags), with the line and the nearest element.
+// Validates UTF-8 and parses; throws TopoParseError for empty input, invalid bytes, XML syntax
+// errors (truncated files, mismatched tags), with the line and the nearest element, and for text
+// over kMaxTopoFileBytes or kMaxTopoXmlElements (before the tree is built).
 void parse_xml(const std::string& file, std::string text, XmlDocument& out);
 
 }  // namespace fabkit::topo

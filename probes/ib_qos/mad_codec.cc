@@ -212,7 +212,10 @@ std::vector<uint8_t> build_sa_reply(const MadRequest& req, const std::vector<uin
   std::vector<uint8_t> b =
       header(kMgmtClassSubnAdm, 2, kMethodGetResp, req.attr_id, req.attr_mod, req.tid);
   put16(b, kOffStatus, static_cast<uint16_t>(status));
-  std::memcpy(&b[kOffSaData], data.data(), std::min(data.size(), kMadSize - kOffSaData));
+  // std::copy_n, not memcpy: an error reply carries no record, and memcpy from an empty vector's
+  // data() (null) is undefined even for zero bytes.
+  std::copy_n(data.begin(), std::min(data.size(), kMadSize - kOffSaData),
+              b.begin() + static_cast<std::ptrdiff_t>(kOffSaData));
   return b;
 }
 

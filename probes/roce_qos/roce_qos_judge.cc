@@ -15,18 +15,25 @@ std::string subject(const RoceQosPort& p) {
   return p.device + ":" + std::to_string(p.port) + " (" + p.netdev + ")";
 }
 
+// IEEE 802.1p has priorities 0..7, one PFC enable bit each. A priority outside them comes from a
+// driver's or replay file's APP entry (a byte on the wire): shifting a mask by it is undefined.
+constexpr int kPriorities = 8;
+
+bool valid_priority(int prio) { return prio >= 0 && prio < kPriorities; }
+bool pfc_on(int mask, int prio) { return valid_priority(prio) && (mask >> prio & 1); }
+
 std::string priorities(int mask) {
   std::string s;
-  for (int i = 0; i < 8; ++i)
-    if (mask >> i & 1) s += (s.empty() ? "" : ",") + std::to_string(i);
+  for (int i = 0; i < kPriorities; ++i)
+    if (pfc_on(mask, i)) s += (s.empty() ? "" : ",") + std::to_string(i);
   return s.empty() ? "none" : s;
 }
 
-// The flags mlnx_qos --pfc takes, with `prio` added to `mask`.
+// The flags mlnx_qos --pfc takes, with `prio` (a valid priority) added to `mask`.
 std::string pfc_flags(int mask, int prio) {
   std::string s;
-  for (int i = 0; i < 8; ++i)
-    s += (i ? "," : "") + std::string((mask | 1 << prio) >> i & 1 ? "1" : "0");
+  for (int i = 0; i < kPriorities; ++i)
+    s += (i ? "," : "") + std::string(pfc_on(mask, i) || i == prio ? "1" : "0");
   return s;
 }
 
@@ -43,7 +50,7 @@ std::string describe_path(const NcclTrafficPath& t) {
 std::optional<int> lossless_dscp(const DcbState& d, int mask) {
   std::optional<std::pair<int, int>> best;  // (priority rank, dscp)
   for (const auto& a : d.apps) {
-    if (a.selector != 5 || !(mask >> a.priority & 1)) continue;
+    if (a.selector != 5 || !pfc_on(mask, a.priority)) continue;
     if (a.protocol == 26) return 26;
     std::pair<int, int> key{a.priority == 0 ? 8 : a.priority, a.protocol};
     if (!best || key < *best) best = key;
@@ -61,8 +68,20 @@ void judge_pfc(const RoceQosPort& p, const NcclTrafficPath& t, std::vector<Findi
   if (p.dcb.status != "ok" || !p.dcb.pfc_enabled || !t.priority) return;
   const int mask = *p.dcb.pfc_enabled;
   const int prio = *t.priority;
-  if (mask >> prio & 1) return;
+  if (pfc_on(mask, prio)) return;
   const std::string s = subject(p);
+  if (!valid_priority(prio)) {
+    out.push_back(warn(
+        "roce_qos.nccl_priority_lossy", s,
+        s + ": NCCL's RoCE traffic (" + describe_path(t) + ") lands on priority " +
+            std::to_string(prio) +
+            ", which is not an 802.1p priority (0..7): no PFC setting covers it, so the traffic "
+            "is lossy; PFC is on priorities " +
+            priorities(mask),
+        "map DSCP " + std::to_string(t.dscp) + " to a priority with PFC on: dcb app replace dev " +
+            p.netdev + " dscp-prio " + std::to_string(t.dscp) + ":<priority 0..7>" + kSwitchToo));
+    return;
+  }
   if (mask == 0) {
     out.push_back(warn(
         "roce_qos.pfc_disabled", s,

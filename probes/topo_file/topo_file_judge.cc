@@ -68,6 +68,11 @@ std::vector<Finding> judge_topo_file(const TopoFileFacts& f,
                          std::to_string(t.nics.size()) + " NIC(s)"));
   for (const auto& n : lt.notes)
     out.push_back(info("topo_file.unknown_element", subject, n + " (NCCL skips it too)"));
+  if (lt.notes_left_out > 0)
+    out.push_back(info("topo_file.unknown_element", subject,
+                       std::to_string(lt.notes_left_out) +
+                           " more unknown elements/attributes skipped, not listed (NCCL skips "
+                           "them too)"));
 
   if (rdma_devices) {
     std::set<std::string> have(rdma_devices->begin(), rdma_devices->end());
@@ -129,6 +134,7 @@ Json to_json(const TopoFileFacts& f) {
             {"model", nullptr}};
   if (f.loaded && f.loaded->kind != topo::DocumentKind::kNcclGraph)
     j["model"] = topo::to_json(f.loaded->topology);
+  if (f.loaded && f.loaded->notes_left_out > 0) j["notes_left_out"] = f.loaded->notes_left_out;
   return j;
 }
 

@@ -57,6 +57,27 @@ TEST(RoceQosJudge, PortTrafficClassOverridesNcclIbTc) {
   EXPECT_TRUE(warn_codes(f).empty());
 }
 
+TEST(RoceQosJudge, AppPriorityOutsideZeroToSevenIsNotLossless) {
+  // A driver's (or a replay file's) APP entry is a byte: priority 35 maps NCCL's DSCP 26 to no
+  // 802.1p priority. Shifting the PFC mask by it was undefined; on x86 it read bit 35 % 32 = 3,
+  // which is on here, and called the traffic lossless (issue #36, found by UBSan under the
+  // fuzzers).
+  auto f = one_port();
+  f.ports[0].dcb.apps[26].priority = 35;
+  ASSERT_EQ(nccl_traffic_path(f, f.ports[0]).priority, 35);
+  auto fs = judge_roce_qos(f);
+  EXPECT_EQ(warn_codes(f), std::vector<std::string>{"roce_qos.nccl_priority_lossy"});
+  for (const auto& x : fs)
+    if (x.code == "roce_qos.nccl_priority_lossy") {
+      EXPECT_NE(x.message.find("priority 35, which is not an 802.1p priority (0..7)"),
+                std::string::npos)
+          << x.message;
+      EXPECT_NE(x.fix.find("dscp-prio 26:<priority 0..7>"), std::string::npos) << x.fix;
+    }
+  f.ports[0].dcb.apps[26].priority = 255;  // the largest a byte holds: no PFC bit either
+  EXPECT_EQ(warn_codes(f), std::vector<std::string>{"roce_qos.nccl_priority_lossy"});
+}
+
 TEST(RoceQosJudge, PauseFractionWarnsWithoutStormEvents) {
   auto f = one_port();
   f.counter_interval_ms = 100;
