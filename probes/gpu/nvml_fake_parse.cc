@@ -57,7 +57,8 @@ std::optional<T> whole(const Json& j, const char* key, const std::string& where,
     } else {
       const uint64_t u = v.get<uint64_t>();
       if constexpr (std::is_signed_v<T>)
-        in = hi >= 0 && u <= static_cast<uint64_t>(hi) && (lo <= 0 || u >= static_cast<uint64_t>(lo));
+        in = hi >= 0 && u <= static_cast<uint64_t>(hi) &&
+             (lo <= 0 || u >= static_cast<uint64_t>(lo));
       else
         in = u >= lo && u <= hi;
       got = static_cast<T>(u);
@@ -332,7 +333,8 @@ void parse_fixture(const Json& fixture, FakeState& state) {
   try {
     state.init = whole<int>(fixture, "init", "top level").value_or(kSuccess);
     state.driver_version = fixture.value("driver_version", std::string());
-    state.cuda_driver_version = whole<int>(fixture, "cuda_driver_version", "top level", 0).value_or(0);
+    state.cuda_driver_version =
+        whole<int>(fixture, "cuda_driver_version", "top level", 0).value_or(0);
     state.count_error = whole<int>(fixture, "count_error", "top level").value_or(kSuccess);
     state.numa_entry_point = fixture.value("numa_entry_point", true);
   } catch (const Json::exception& e) {

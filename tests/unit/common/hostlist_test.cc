@@ -50,7 +50,8 @@ TEST(Hostlist, ListsStandingForMoreHostsThanAnyAllocationAreUsageErrors) {
 
 TEST(Hostlist, NamesLongerThanADnsNameAreUsageErrors) {
   const std::string long_name(300, 'a');
-  for (const std::string& bad : {long_name, long_name + "[1-4]", std::string(250, 'b') + "[1-9999]"}) {
+  for (const std::string& bad :
+       {long_name, long_name + "[1-4]", std::string(250, 'b') + "[1-9999]"}) {
     try {
       expand_hostlist(bad);
       ADD_FAILURE() << "accepted a " << bad.size() << "-character name";
