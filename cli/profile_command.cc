@@ -3,7 +3,7 @@
 
 #include "cli/command.h"
 #include "common/errors.h"
-#include "common/file_reader.h"
+#include "common/input_file.h"
 #include "common/json_read.h"
 #include "fabkit/config.h"
 #include "probes/node_probe.h"
@@ -11,6 +11,7 @@
 #include "profile/local_host.h"
 #include "profile/profile_document.h"
 #include "profile/profile_reader.h"
+#include "reports/input_document.h"
 #include "reports/report_render.h"
 
 namespace fabkit::cli {
@@ -25,11 +26,12 @@ struct ProfileArgs {
 };
 
 profile::BuildInput read_report(const std::string& path) {
-  auto text = read_text(path, 64u << 20);
-  if (!ok(text)) throw UsageError(path + ": cannot read the report: " + error(text).to_string());
+  const std::string text =
+      read_input(path, {"", reports::kMaxReportBytes,
+                        "give the output of `fabcheck node --json` or `fabcheck pair --json`"});
   Json j;
   try {
-    j = parse_json(value(text), path);
+    j = parse_json(text, path);
   } catch (const JsonReadError& e) {
     throw UsageError(std::string(e.what()) +
                      "; give the output of `fabcheck node --json` or `fabcheck pair --json`");

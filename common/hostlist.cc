@@ -1,5 +1,6 @@
 #include "common/hostlist.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "common/errors.h"
@@ -10,6 +11,19 @@ namespace {
 [[noreturn]] void bad(const std::string& list, size_t pos, const std::string& what) {
   throw UsageError("host list '" + list + "' at position " + std::to_string(pos) + ": " + what +
                    " (expected forms like node[01-04,07],gpu-a[1-2])");
+}
+
+[[noreturn]] void too_many(const std::string& list, size_t pos) {
+  bad(list, pos,
+      "stands for more than " + std::to_string(kMaxHostlistHosts) +
+          " hosts, more than any Slurm allocation holds; give the allocation's own "
+          "SLURM_JOB_NODELIST or list the hosts");
+}
+
+[[noreturn]] void too_long(const std::string& list, size_t pos) {
+  bad(list, pos,
+      "a host name longer than " + std::to_string(kMaxHostNameChars) +
+          " characters (no DNS name is longer)");
 }
 
 // One bracket body "01-04,07" -> the strings it stands for.
@@ -32,7 +46,7 @@ std::vector<std::string> expand_ranges(const std::string& list, const std::strin
     }
     long a = std::stol(lo), b = std::stol(hi);
     if (b < a) bad(list, at + i, "range " + item + " runs backwards");
-    if (b - a > 100000) bad(list, at + i, "range " + item + " is implausibly large");
+    if (static_cast<size_t>(b - a) + 1 + out.size() > kMaxHostlistHosts) too_many(list, at + i);
     size_t width = lo.size();
     for (long v = a; v <= b; ++v) {
       std::string n = std::to_string(v);
@@ -52,12 +66,19 @@ std::vector<std::string> expand_hostlist(const std::string& list) {
   while (i < list.size()) {
     // One host expression runs to the next comma outside brackets.
     std::vector<std::string> partial{""};
+    size_t longest = 0;  // of the names in partial
     size_t start = i;
     while (i < list.size() && list[i] != ',') {
       if (list[i] == '[') {
         size_t close = list.find(']', i);
         if (close == std::string::npos) bad(list, i, "'[' without ']'");
         auto parts = expand_ranges(list, list.substr(i + 1, close - i - 1), i + 1);
+        // Checked before the product is built: two brackets multiply.
+        if (partial.size() > (kMaxHostlistHosts - hosts.size()) / parts.size()) too_many(list, i);
+        size_t widest = 0;
+        for (const auto& q : parts) widest = std::max(widest, q.size());
+        longest += widest;
+        if (longest > kMaxHostNameChars) too_long(list, i);
         std::vector<std::string> next;
         for (const auto& p : partial) {
           for (const auto& q : parts) next.push_back(p + q);
@@ -69,11 +90,13 @@ std::vector<std::string> expand_hostlist(const std::string& list) {
       } else if (std::isspace(static_cast<unsigned char>(list[i]))) {
         bad(list, i, "white space");
       } else {
+        if (++longest > kMaxHostNameChars) too_long(list, i);
         for (auto& p : partial) p += list[i];
         ++i;
       }
     }
     if (i == start) bad(list, i, "empty host name");
+    if (partial.size() > kMaxHostlistHosts - hosts.size()) too_many(list, start);
     hosts.insert(hosts.end(), partial.begin(), partial.end());
     if (i < list.size()) {
       ++i;  // the comma

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "common/errors.h"
-#include "common/file_reader.h"
+#include "common/input_file.h"
 #include "common/json.h"
 #include "common/json_read.h"
 #include "profile/content_hash.h"
@@ -302,12 +302,10 @@ Profile parse_profile(const std::string& text, const std::string& source) {
 }
 
 Profile load_profile(const std::filesystem::path& path) {
-  auto text = read_text(path, kMaxProfileBytes);
-  if (!ok(text))
-    throw UsageError(path.string() + ": cannot read the profile: " + error(text).to_string());
-  if (value(text).size() >= kMaxProfileBytes)
-    throw UsageError(path.string() + ": larger than 16 MiB; this is not a cluster profile");
-  return parse_profile(value(text), path.string());
+  const std::string text = read_input(
+      path.string(), {"", kMaxProfileBytes,
+                      "give the cluster.json `fabcheck profile --out cluster.json` wrote"});
+  return parse_profile(text, path.string());
 }
 
 }  // namespace fabkit::profile

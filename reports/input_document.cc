@@ -1,10 +1,10 @@
 #include "reports/input_document.h"
 
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include "common/errors.h"
+#include "common/input_file.h"
 #include "common/json_read.h"
 
 namespace fabkit::reports {
@@ -91,11 +91,10 @@ std::vector<Json> parse_jsonl(const std::string& text) {
 }
 
 InputDocument load_input(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError(path + ": cannot open (does it exist and is it readable?)");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  std::string text = ss.str();
+  const std::string text =
+      read_input(path, {"", kMaxReportBytes,
+                        std::string(kAccepted) + " (of a longer metrics.jsonl, give its tail: "
+                                                 "tail -n 100000 metrics.jsonl > part.jsonl)"});
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw UsageError(path + ": empty file; " + kAccepted);
   InputDocument d;

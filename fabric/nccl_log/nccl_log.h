@@ -5,8 +5,10 @@
 // line and the `via NET/<name>/...` channel lines, never the mere presence of NET/Socket.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/finding.h"
@@ -100,11 +102,42 @@ struct NcclLogSummary {
   bool order_by_time = false;               // cause chosen by the lines' times, not position
   std::vector<NcclRankView> ranks;          // per rank / process, in first-seen order
   int ranks_dropped = 0;                    // processes past the view's cap
+  // What the parser's other caps left out: every list it keeps is bounded, whatever the log's
+  // size (a flood of lines of one shape cannot grow its memory).
+  long networks_seen_dropped = 0;     // `Using network` values past the first 64
+  long untracked_process_lines = 0;   // lines of processes past the first 65,536: no state kept
+  long unruled_warnings_dropped = 0;  // WARNs without a rule past the first 10,000, not judged
 };
 
 struct NcclLogInput {
   std::string name;  // the file name, or "" for one unnamed text
   std::string text;
+};
+
+namespace detail {
+class Parser;
+}
+
+// Logs read in pieces as they arrive (a file or a pipe read a buffer at a time): the text is never
+// held whole, so memory is what the summary keeps (its lists are capped), whatever the log's size.
+// The same summary as parse_nccl_logs over the same texts.
+class NcclLogReader {
+ public:
+  NcclLogReader();
+  ~NcclLogReader();
+  NcclLogReader(const NcclLogReader&) = delete;
+  NcclLogReader& operator=(const NcclLogReader&) = delete;
+  // Starts the next input: its name ("" for one unnamed text).
+  void begin(const std::string& name);
+  // Bytes of the input begun last, cut anywhere (mid-line too).
+  void feed(std::string_view piece);
+  NcclLogSummary finish();
+
+ private:
+  void end_input();
+  std::unique_ptr<detail::Parser> parser_;
+  std::string partial_;  // a line not yet ended, at most one byte past the longest line read
+  bool begun_ = false;
 };
 
 NcclLogSummary parse_nccl_log(const std::string& text);

@@ -74,6 +74,12 @@ Json to_json(const NcclLogSummary& s) {
                           {"first_error_line", r.first_error_line},
                           {"source", r.source}});
   j["ranks_dropped"] = s.ranks_dropped;
+  // Only when a cap was reached (no real job's log reaches one), so ordinary reports stay as
+  // they were.
+  if (s.networks_seen_dropped || s.untracked_process_lines || s.unruled_warnings_dropped)
+    j["dropped"] = {{"networks_seen", s.networks_seen_dropped},
+                    {"process_lines", s.untracked_process_lines},
+                    {"unruled_warnings", s.unruled_warnings_dropped}};
   return j;
 }
 

@@ -15,6 +15,13 @@
 
 namespace fabkit::nccl_log::detail {
 
+void Parser::note_network_seen(const std::string& net) {
+  if (s_.networks_seen.size() < kMaxNetworksSeen)
+    s_.networks_seen.push_back(net);
+  else
+    ++s_.networks_seen_dropped;
+}
+
 void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Process* p) {
   static const std::regex version(R"(NCCL version (\d+\.\d+\.\d+[^\s]*))");
   NcclChannelLine channel;
@@ -30,13 +37,13 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
     s_.version = m[1].str();
   if (starts(msg, "Using network ")) {
     std::string net = network_name(trim_copy(sv(msg).substr(14)));
-    s_.networks_seen.push_back(net);
+    note_network_seen(net);
     s_.network = net;
     using_network_line_ = lineno;
     if (p && p->view != SIZE_MAX) s_.ranks[p->view].network = net;
   } else if (starts(msg, "Using internal Network ")) {  // NCCL 2.2-2.3's network line
     std::string net = trim_copy(sv(msg).substr(23));
-    s_.networks_seen.push_back(net);
+    note_network_seen(net);
     s_.network = net;
     using_network_line_ = lineno;
     if (p && p->view != SIZE_MAX) s_.ranks[p->view].network = net;
@@ -82,7 +89,7 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
   } else if (net && parse_channel(msg, &channel)) {
     ++s_.net_channel_lines;
     s_.gdr = s_.gdr.value_or(false) || channel.gdr;
-    net_devices_used_.insert(channel.device);
+    if (net_devices_used_.size() < kMaxNetDevices) net_devices_used_.insert(channel.device);
     if (!using_network_line_) s_.network = channel.network;
   } else if (has(msg, " via ") &&
              (has(msg, " via P2P") || has(msg, " via SHM") || has(msg, " via direct"))) {

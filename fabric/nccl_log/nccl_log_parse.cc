@@ -15,7 +15,6 @@
 namespace fabkit::nccl_log {
 namespace detail {
 
-constexpr size_t kMaxLineChars = 4096;
 constexpr size_t kMaxErrors = 2000;  // kept lines; every error still counts in its failure
 constexpr size_t kMaxRankViews = 4096;
 constexpr int kMaxWrapLines = 6;
@@ -54,13 +53,19 @@ Process* Parser::lookup_process(const LogLine& l, const std::string& source) {
   else
     return nullptr;
   key = source + "\x1f" + key;
-  auto [it, fresh] = processes_.try_emplace(key);
+  auto found = processes_.find(key);
+  if (found == processes_.end() && processes_.size() >= kMaxProcesses) {
+    ++s_.untracked_process_lines;  // read as a line of no known process
+    return nullptr;
+  }
+  auto [it, fresh] = found != processes_.end() ? std::pair{found, false}
+                                               : processes_.try_emplace(std::move(key));
   Process& p = it->second;
   if (fresh) {
     p.source = source;
     p.host = o.host;
     p.order = order_;
-    process_order_.push_back(key);
+    process_order_.push_back(&p);
     if (s_.ranks.size() < kMaxRankViews) {
       p.view = s_.ranks.size();
       NcclRankView v;
@@ -134,12 +139,18 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
     last_wrapper_kind_ = e.kind;
   }
   if (defer_) {
-    if (!e.host.empty()) address_changes_.try_emplace(e.host, std::move(e), p);
+    if (!e.host.empty() && address_changes_.size() < kMaxAddressChangeHosts)
+      address_changes_.try_emplace(e.host, std::move(e), p);
     return;
   }
   // An unruled WARN waits for finish() (a failure only with NCCL's error trace after it); a rule
   // that names a WARN nccl_warning with a detail knows it is a failure.
   if (c.kind == "nccl_warning" && c.detail.empty()) {
+    if (plain_warnings_.size() >= kMaxUnruledWarnings) {
+      ++s_.unruled_warnings_dropped;
+      if (p) p->last_plain_warning = -1;  // a trace after it is not an older WARN's
+      return;
+    }
     if (p) p->last_plain_warning = static_cast<int>(plain_warnings_.size());
     plain_warnings_.push_back(
         {std::move(e), p, 0, false, kind_of_source_file(l.nccl_file), std::string(l.nccl_file)});
@@ -336,8 +347,8 @@ bool Parser::job_line(const LogLine& l, Process* p, const std::string& source, i
 }
 
 void Parser::book_stalls() {
-  for (const auto& key : process_order_) {
-    Process& p = processes_[key];
+  for (Process* each : process_order_) {
+    Process& p = *each;
     if (!p.connect_retry || p.has_error) continue;
     const Stall& st = *p.connect_retry;
     auto c = classify_socket_error(st.text);
@@ -527,8 +538,11 @@ void Parser::physical_row(const std::string& source, int lineno, sv raw) {
   }
 }
 
-void Parser::feed(const std::string& source, const std::string& text) {
+void Parser::begin(const std::string& source) {
   s_.sources.push_back(source);
+  source_ = source;
+  lineno_ = 0;
+  cached_ = nullptr;  // its source pointer is source_'s for every input
   last_error_pending_ = false;
   last_wrapper_order_ = 0;
   last_wrapper_kind_.clear();
@@ -536,26 +550,30 @@ void Parser::feed(const std::string& source, const std::string& text) {
   last_origin_ = LineOrigin{};
   last_process_ = nullptr;
   dist_traceback_ = false;
+}
+
+void Parser::feed_line(sv raw) {
+  ++lineno_;
+  ++s_.lines;
+  if (raw.size() > kMaxLineChars) return;
+  // A terminal paste can join the screen's rows into one line, each padded with spaces to the
+  // terminal's width: a long run of spaces inside a line ends one row. No NCCL or PyTorch line
+  // has such a run inside it (leading indentation is not inside).
+  if (raw.size() < 2 * kRowPadding || raw.find(row_padding()) == sv::npos)
+    physical_row(source_, lineno_, raw);  // the usual line: no vector of rows to build
+  else
+    for (sv row : padded_rows(raw)) physical_row(source_, lineno_, row);
+}
+
+void Parser::feed(const std::string& source, const std::string& text) {
+  begin(source);
   size_t start = 0;
-  int lineno = 0;
   while (start <= text.size()) {
     size_t nl = text.find('\n', start);
     if (nl == std::string::npos) nl = text.size();
     if (nl == text.size() && nl == start) break;  // the final newline ends the last line
-    sv raw(text.data() + start, nl - start);
+    feed_line(sv(text.data() + start, nl - start));
     start = nl + 1;
-    ++lineno;
-    ++s_.lines;
-    // NCCL formats a log line into a 1024-byte buffer (ncclDebugLog): anything much longer is
-    // not NCCL's, and std::regex recursion on megabyte lines could exhaust the stack.
-    if (raw.size() > kMaxLineChars) continue;
-    // A terminal paste can join the screen's rows into one line, each padded with spaces to the
-    // terminal's width: a long run of spaces inside a line ends one row. No NCCL or PyTorch line
-    // has such a run inside it (leading indentation is not inside).
-    if (raw.size() < 2 * kRowPadding || raw.find(row_padding()) == sv::npos)
-      physical_row(source, lineno, raw);  // the usual line: no vector of rows to build
-    else
-      for (sv row : padded_rows(raw)) physical_row(source, lineno, row);
   }
 }
 
@@ -590,8 +608,8 @@ NcclLogSummary Parser::finish() {
                    [](const NcclLogError& a, const NcclLogError& b) { return a.order < b.order; });
   // A process that printed NCCL's error trace but no WARN (socketPollConnect in 2.18 failed
   // silently): the trace's return code and files are all the log says.
-  for (const auto& key : process_order_) {
-    Process& p = processes_[key];
+  for (Process* each : process_order_) {
+    Process& p = *each;
     if (p.has_error || !p.trace_code) continue;
     const char* kind = kind_of_return_code(p.trace_code, p.trace_bootstrap);
     ClassifiedMessage c{

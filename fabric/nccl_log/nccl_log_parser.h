@@ -20,6 +20,21 @@ namespace fabkit::nccl_log::detail {
 
 using sv = std::string_view;
 
+// NCCL formats a log line into a 1024-byte buffer (ncclDebugLog): anything much longer is not
+// NCCL's, and std::regex recursion on megabyte lines could exhaust the stack. Such a line is
+// counted and skipped, so a reader fed in pieces keeps no more than this of a line.
+inline constexpr size_t kMaxLineChars = 4096;
+
+// The parser's other lists, each bounded so memory does not follow the log's size. Far above
+// a real job's: 64 `Using network` lines say all there is to say about a mix of networks; a
+// job's processes are its ranks (the largest run about 100k GPUs over 12k+ nodes, logged per
+// node); unruled WARNs are rare (a handful per failing process).
+inline constexpr size_t kMaxNetworksSeen = 64;
+inline constexpr size_t kMaxProcesses = 65536;
+inline constexpr size_t kMaxUnruledWarnings = 10000;
+inline constexpr size_t kMaxAddressChangeHosts = 4096;
+inline constexpr size_t kMaxNetDevices = 4096;
+
 inline bool has(sv s, sv sub) { return s.find(sub) != sv::npos; }
 inline bool starts(sv s, sv p) { return s.substr(0, p.size()) == p; }
 
@@ -53,6 +68,10 @@ struct Process {
 
 class Parser {
  public:
+  // One input: begin, then its lines (without the newline) in order.
+  void begin(const std::string& source);
+  void feed_line(sv raw);
+  // begin(source) and every line of text.
   void feed(const std::string& source, const std::string& text);
   NcclLogSummary finish();
 
@@ -62,6 +81,7 @@ class Parser {
   static std::vector<sv> padded_rows(sv raw);
   void physical_row(const std::string& source, int lineno, sv raw);
   void nccl_facts(const LogLine& l, const std::string& msg, int lineno, Process* p);
+  void note_network_seen(const std::string& net);
   void infer_from_error(const ClassifiedMessage& c, sv msg, int lineno);
   Process* process_of(const LogLine& l, const std::string& source);
   Process* lookup_process(const LogLine& l, const std::string& source);
@@ -82,6 +102,8 @@ class Parser {
   void decide_network();
 
   NcclLogSummary s_;
+  std::string source_;  // of the input being read (begin)
+  int lineno_ = 0;      // of the line being read, in that input
   std::set<int> net_devices_used_;
   std::optional<int> using_network_line_, ib_using_line_, socket_using_line_, ib_no_device_line_;
   std::optional<std::string> inferred_network_, inferred_evidence_;
@@ -89,7 +111,7 @@ class Parser {
   // into bootstrap.cc, the transport carried the bootstrap (NCCL <= 2.3), not the data.
   Process* inferred_by_trace_ = nullptr;
   std::map<std::string, Process> processes_;
-  std::vector<std::string> process_order_;
+  std::vector<Process*> process_order_;  // into processes_, in first-seen order
   bool last_error_pending_ = false;
   // A PyTorch glog line the terminal wrapped: its text so far, joined with the unprefixed lines
   // that follow it until they say something (at most kMaxWrapLines lines).

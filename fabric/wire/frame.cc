@@ -5,8 +5,7 @@
 namespace fabkit::wire {
 
 bool is_known_frame_type(uint8_t t) {
-  return t >= static_cast<uint8_t>(FrameType::kHello) &&
-         t <= static_cast<uint8_t>(FrameType::kHeartbeat);
+  return t >= static_cast<uint8_t>(kFirstFrameType) && t <= static_cast<uint8_t>(kLastFrameType);
 }
 
 const char* to_string(FrameType t) {
@@ -35,7 +34,10 @@ uint32_t check_header(const unsigned char* h, uint32_t max_payload_bytes) {
                                                    std::to_string(max_payload_bytes));
   if (!is_known_frame_type(h[4]))
     throw WireError(WireErrorKind::kBadType,
-                    "frame type byte " + std::to_string(h[4]) + " is not one of 1..7");
+                    "frame type byte " + std::to_string(h[4]) + " is not one of " +
+                        std::to_string(static_cast<int>(kFirstFrameType)) + ".." +
+                        std::to_string(static_cast<int>(kLastFrameType)) +
+                        " (a peer of another fabkit version, or not a fabkit agent)");
   return len;
 }
 

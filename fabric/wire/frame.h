@@ -31,6 +31,10 @@ enum class FrameType : uint8_t {
   // before the request's own bound.
   kHeartbeat = 8,
 };
+// The range of frame types, for the check and its message: a new type goes last in the enum and
+// here, and both follow.
+inline constexpr FrameType kFirstFrameType = FrameType::kHello;
+inline constexpr FrameType kLastFrameType = FrameType::kHeartbeat;
 
 bool is_known_frame_type(uint8_t t);
 const char* to_string(FrameType t);

@@ -1,12 +1,16 @@
 // The fake NVML's fixture reader (nvml_fake.h documents the format). Strict: unknown members and
 // wrong types are refused with the field's path, so a fixture cannot silently mean "not supported".
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
+#include <type_traits>
 
 #include "probes/gpu/nvml_fake_state.h"
 
 namespace fabkit::probes::nvml::fake_detail {
 namespace {
+
+constexpr int kMaxTemperatureC = 1000;
 
 [[noreturn]] void bad(const std::string& where, const std::string& why) {
   throw std::invalid_argument("NVML fixture: " + where + ": " + why);
@@ -29,6 +33,44 @@ std::optional<T> opt(const Json& j, const char* key, const std::string& where) {
   } catch (const Json::exception& e) {
     bad(where + "." + key, e.what());
   }
+}
+
+// A whole number from lo to hi. nlohmann's get<int> truncates 80.5 to 80 and turns 1e30 into
+// INT_MIN (the conversion is undefined), and get<unsigned> wraps -1 to 4294967295: a replayed
+// value must be what NVML could have answered, so every number is checked here.
+template <typename T>
+std::optional<T> whole(const Json& j, const char* key, const std::string& where,
+                       T lo = std::numeric_limits<T>::min(), T hi = std::numeric_limits<T>::max()) {
+  static_assert(std::is_integral_v<T>);
+  if (!j.contains(key)) return std::nullopt;
+  const Json& v = j[key];
+  bool in = false;
+  T got{};
+  if (v.is_number_integer()) {
+    // nlohmann holds a parsed number that is not negative unsigned, a negative one signed.
+    if (!v.is_number_unsigned() && v.get<int64_t>() < 0) {
+      if constexpr (std::is_signed_v<T>) {
+        const int64_t x = v.get<int64_t>();
+        in = x >= lo && x <= hi;
+        got = static_cast<T>(x);
+      }
+    } else {
+      const uint64_t u = v.get<uint64_t>();
+      if constexpr (std::is_signed_v<T>)
+        in = hi >= 0 && u <= static_cast<uint64_t>(hi) &&
+             (lo <= 0 || u >= static_cast<uint64_t>(lo));
+      else
+        in = u >= lo && u <= hi;
+      got = static_cast<T>(u);
+    }
+  }
+  if (!in) {
+    std::string seen = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (seen.size() > 40) seen = seen.substr(0, 40) + "…";
+    bad(where + "." + key, "must be a whole number from " + std::to_string(lo) + " to " +
+                               std::to_string(hi) + ", not " + seen);
+  }
+  return got;
 }
 
 bool flag(const Json& j, const char* key, const std::string& where) {
@@ -106,8 +148,9 @@ void parse_ecc(const Json& j, const std::string& w, FakeDevice& d) {
 }
 
 void parse_thermal_and_pcie(const Json& j, const std::string& w, FakeDevice& d) {
-  d.clocks = opt<uint64_t>(j, "clocks_event_reasons", w);
-  d.temperature = opt<int>(j, "temperature_c", w);
+  d.clocks = whole<uint64_t>(j, "clocks_event_reasons", w);
+  // NVML answers whole degrees C, unsigned; no sensor reads past 1000.
+  d.temperature = whole<int>(j, "temperature_c", w, 0, kMaxTemperatureC);
   if (j.contains("temperature_thresholds_c")) {
     const Json& t = j["temperature_thresholds_c"];
     std::string tw = w + ".temperature_thresholds_c";
@@ -122,10 +165,10 @@ void parse_thermal_and_pcie(const Json& j, const std::string& w, FakeDevice& d) 
     const Json& p = j["pcie"];
     std::string pw = w + ".pcie";
     only_keys(p, pw, {"current_generation", "current_width", "max_generation", "max_width"});
-    d.pcie_cur_gen = opt<unsigned>(p, "current_generation", pw);
-    d.pcie_cur_width = opt<unsigned>(p, "current_width", pw);
-    d.pcie_max_gen = opt<unsigned>(p, "max_generation", pw);
-    d.pcie_max_width = opt<unsigned>(p, "max_width", pw);
+    d.pcie_cur_gen = whole<unsigned>(p, "current_generation", pw);
+    d.pcie_cur_width = whole<unsigned>(p, "current_width", pw);
+    d.pcie_max_gen = whole<unsigned>(p, "max_generation", pw);
+    d.pcie_max_width = whole<unsigned>(p, "max_width", pw);
   }
 }
 
@@ -157,16 +200,14 @@ void parse_links(const Json& j, const std::string& w, FakeDevice& d) {
                "max_version"});
     FakeFabric fab;
     fab.state = static_cast<unsigned char>(count(f, "state", fw));
-    fab.status = opt<int>(f, "status", fw).value_or(kSuccess);
-    fab.clique_id = opt<unsigned>(f, "clique_id", fw).value_or(0);
+    fab.status = whole<int>(f, "status", fw).value_or(kSuccess);
+    fab.clique_id = whole<unsigned>(f, "clique_id", fw).value_or(0);
     if (f.contains("cluster_uuid"))
       parse_uuid(opt<std::string>(f, "cluster_uuid", fw).value_or(""), fab.uuid,
                  fw + ".cluster_uuid");
-    fab.health_mask = opt<unsigned>(f, "health_mask", fw).value_or(0);
-    fab.health_summary =
-        static_cast<unsigned char>(opt<unsigned>(f, "health_summary", fw).value_or(0));
-    fab.max_version = opt<int>(f, "max_version", fw).value_or(3);
-    if (fab.max_version < 1 || fab.max_version > 3) bad(fw + ".max_version", "must be 1, 2 or 3");
+    fab.health_mask = whole<unsigned>(f, "health_mask", fw).value_or(0);
+    fab.health_summary = whole<unsigned char>(f, "health_summary", fw).value_or(0);
+    fab.max_version = whole<int>(f, "max_version", fw, 1, 3).value_or(3);
     d.fabric = fab;
   }
 }
@@ -188,7 +229,7 @@ void parse_modes(const Json& j, const std::string& w, FakeDevice& d) {
     d.mig = {flag(j["mig_mode"], "current", w + ".mig_mode"),
              flag(j["mig_mode"], "pending", w + ".mig_mode")};
   }
-  d.compute_mode = opt<int>(j, "compute_mode", w);
+  d.compute_mode = whole<int>(j, "compute_mode", w);
 }
 
 FakeDevice parse_device(const Json& j, size_t i) {
@@ -225,13 +266,16 @@ FakeDevice parse_device(const Json& j, size_t i) {
     d.uuid = j.at("uuid").get<std::string>();
     d.bus_id = j.at("bus_id").get<std::string>();
     if (j.contains("numa_node") && !j["numa_node"].is_null())
-      d.numa_node = j["numa_node"].get<unsigned>();
-    d.memory_total = j.value("memory_total", 0ull);
+      d.numa_node = whole<unsigned>(j, "numa_node", where);
+    d.memory_total = whole<unsigned long long>(j, "memory_total", where).value_or(0);
     std::string cc = j.value("compute_capability", std::string("0.0"));
     if (std::sscanf(cc.c_str(), "%d.%d", &d.cc_major, &d.cc_minor) != 2)
       bad(where + ".compute_capability", "'" + cc + "' is not MAJOR.MINOR");
-    if (j.contains("errors"))
-      for (const auto& [call, code] : j["errors"].items()) d.errors[call] = code.get<int>();
+    if (j.contains("errors")) {
+      if (!j["errors"].is_object()) bad(where + ".errors", "is not an object");
+      for (const auto& [call, code] : j["errors"].items())
+        d.errors[call] = *whole<int>(j["errors"], call.c_str(), where + ".errors");
+    }
   } catch (const Json::exception& e) {
     bad(where, e.what());
   }
@@ -287,10 +331,11 @@ void parse_fixture(const Json& fixture, FakeState& state) {
             {"init", "driver_version", "cuda_driver_version", "count_error", "numa_entry_point",
              "missing_entry_points", "devices"});
   try {
-    state.init = fixture.value("init", kSuccess);
+    state.init = whole<int>(fixture, "init", "top level").value_or(kSuccess);
     state.driver_version = fixture.value("driver_version", std::string());
-    state.cuda_driver_version = fixture.value("cuda_driver_version", 0);
-    state.count_error = fixture.value("count_error", kSuccess);
+    state.cuda_driver_version =
+        whole<int>(fixture, "cuda_driver_version", "top level", 0).value_or(0);
+    state.count_error = whole<int>(fixture, "count_error", "top level").value_or(kSuccess);
     state.numa_entry_point = fixture.value("numa_entry_point", true);
   } catch (const Json::exception& e) {
     bad("top level", e.what());

@@ -29,5 +29,39 @@ TEST(Hostlist, BadFormsNameTheListAndPosition) {
   }
 }
 
+// SLURM_JOB_NODELIST is whatever the environment says: a product of two brackets stands for 10^10
+// names, which ended in bad_alloc (exit 3) instead of a usage error (exit 2).
+TEST(Hostlist, ListsStandingForMoreHostsThanAnyAllocationAreUsageErrors) {
+  for (const std::string& bad :
+       {std::string("node[1-99999]x[1-99999]"), std::string("n[1-300]x[1-300]"),
+        std::string("n[1-65537]"), std::string("a[1-40000],b[1-40000]"),
+        std::string("r[1-2,1-2,1-2,1-2,1-2,1-2,1-2,1-2]x[0-9999]")}) {
+    try {
+      const auto hosts = expand_hostlist(bad);
+      ADD_FAILURE() << "accepted " << bad << " as " << hosts.size() << " hosts";
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(bad), std::string::npos) << what;
+      EXPECT_NE(what.find("more than 65536 hosts"), std::string::npos) << what;
+    }
+  }
+  EXPECT_EQ(expand_hostlist("n[1-256]x[1-256]").size(), kMaxHostlistHosts);
+}
+
+TEST(Hostlist, NamesLongerThanADnsNameAreUsageErrors) {
+  const std::string long_name(300, 'a');
+  for (const std::string& bad :
+       {long_name, long_name + "[1-4]", std::string(250, 'b') + "[1-9999]"}) {
+    try {
+      expand_hostlist(bad);
+      ADD_FAILURE() << "accepted a " << bad.size() << "-character name";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("longer than 253 characters"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(expand_hostlist(std::string(253, 'c')).front().size(), 253u);
+}
+
 }  // namespace
 }  // namespace fabkit

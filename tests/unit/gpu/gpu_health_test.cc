@@ -525,5 +525,38 @@ TEST(NvmlFake, RefusesUnknownEntryPointsAndWrongTypes) {
   EXPECT_THROW(nvml::fake_library(fx), std::invalid_argument);
 }
 
+// A replayed temperature of 80.5, 1e30 or -5 became 80, INT_MIN or 4294967291: a number NVML could
+// not have answered is refused, naming the field, the range and what the file said.
+TEST(NvmlFake, RefusesNumbersNvmlCouldNotHaveAnswered) {
+  const Json values[] = {Json(80.5), Json(1e30), Json(-5), Json(4294967296ull), Json(1001),
+                         Json("80")};
+  for (const Json& v : values) {
+    Json fx = fixture("a100_old_driver_r470.json");
+    fx["devices"][0]["temperature_c"] = v;
+    try {
+      nvml::fake_library(fx);
+      ADD_FAILURE() << "temperature_c " << v.dump() << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    "devices[0].temperature_c: must be a whole number from 0 to 1000, not " +
+                    v.dump()),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  Json fx = fixture("a100_old_driver_r470.json");
+  fx["devices"][0]["pcie"] = {{"current_width", -1}};
+  EXPECT_THROW(nvml::fake_library(fx), std::invalid_argument);
+  fx = fixture("a100_old_driver_r470.json");
+  fx["devices"][0]["fabric"] = {{"state", 3}, {"max_version", 2.5}};
+  EXPECT_THROW(nvml::fake_library(fx), std::invalid_argument);
+  fx = fixture("a100_old_driver_r470.json");
+  fx["devices"][0]["errors"] = {{"nvmlDeviceGetName", 15.5}};
+  EXPECT_THROW(nvml::fake_library(fx), std::invalid_argument);
+  fx = fixture("a100_old_driver_r470.json");
+  fx["devices"][0]["temperature_c"] = 1000;
+  EXPECT_NO_THROW(nvml::fake_library(fx));
+}
+
 }  // namespace
 }  // namespace fabkit::probes

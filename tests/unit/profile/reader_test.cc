@@ -1,4 +1,9 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <future>
 
 #include "common/errors.h"
 #include "profile/profile_document.h"
@@ -145,6 +150,38 @@ TEST(ProfileReader, LoadProfileReadsFilesAndNamesMissingOnes) {
     FAIL();
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("absent.json"), std::string::npos);
+  }
+}
+
+// `fabcheck validate FIFO` blocked in open() while no one wrote the FIFO, and a profile on
+// /dev/zero was read to the cap: the FIFO is refused after a bounded wait, the device at once.
+TEST(ProfileReader, AFifoNoOneWritesOrADeviceIsRefusedNamingTheFile) {
+  fabkit::testing::TempDir dir("profile-reader");
+  auto path = dir.path() / "cluster.json";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto f = std::async(std::launch::async, [&]() -> std::string {
+    try {
+      load_profile(path);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "(loaded)";
+  });
+  if (f.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    ::close(::open(path.c_str(), O_WRONLY));  // the writer it waits for, so the test ends
+    ADD_FAILURE() << "blocked in open() for 30 s";
+  }
+  const std::string e = f.get();
+  EXPECT_NE(e.find(path.string() + ": a FIFO that no process opened for writing"),
+            std::string::npos)
+      << e;
+  try {
+    load_profile("/dev/zero");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/zero: is a character device"),
+              std::string::npos)
+        << e.what();
   }
 }
 

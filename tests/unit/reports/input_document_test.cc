@@ -3,9 +3,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
+#include <chrono>
 #include <fstream>
+#include <future>
 
 #include "common/errors.h"
+#include "tests/support/stream_feeder.h"
+#include "tests/support/ttar.h"
 
 namespace fabkit::reports {
 namespace {
@@ -70,6 +76,59 @@ TEST(LoadInput, UnknownInputsNameTheFileAndWhatIsAccepted) {
   TempFile empty("");
   expect_usage_error(empty.path(), "empty file");
   expect_usage_error("/nonexistent/x.json", "cannot open");
+}
+
+// `fabcheck report FIFO` (or an endless pipe) read until memory ran out: it is refused at the
+// 64 MiB cap. The feeder writes 80 MiB and then holds the FIFO open: a reader without a cap
+// blocks there, and the deadline fails the test instead of hanging it.
+TEST(LoadInput, AnEndlessPipeIsRefusedAtTheCapWithinADeadline) {
+  testing::TempDir dir("load-input");
+  const std::string path = (dir.path() / "endless.json").string();
+  testing::StreamFeeder feeder(path, kMaxReportBytes + (16 << 20), "[1,2,3,4,5,6,7,8,9,0],");
+  auto f = std::async(std::launch::async, [&]() -> std::string {
+    try {
+      load_input(path);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "(read whole)";
+  });
+  if (f.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    feeder.stop();
+    ADD_FAILURE() << "still reading after 60 s: no cap";
+  }
+  const std::string e = f.get();
+  EXPECT_NE(e.find(path + ": more than 64 MiB (still going after 67108865 "
+                   "bytes"),
+            std::string::npos)
+      << e;
+}
+
+// A FIFO no one writes blocked `fabcheck report` in open() forever: it is refused after 10 s.
+TEST(LoadInput, AFifoNoOneWritesIsRefusedAfterABoundedWait) {
+  testing::TempDir dir("load-input");
+  const std::string path = (dir.path() / "silent.json").string();
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto f = std::async(std::launch::async, [&]() -> std::string {
+    try {
+      load_input(path);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "(read)";
+  });
+  if (f.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    ::close(::open(path.c_str(), O_WRONLY));  // the writer it waits for, so the test ends
+    ADD_FAILURE() << "blocked in open() for 30 s";
+  }
+  const std::string e = f.get();
+  EXPECT_NE(e.find(path + ": a FIFO that no process opened for writing within 10 s"),
+            std::string::npos)
+      << e;
+}
+
+TEST(LoadInput, DevicesAreRefusedBeforeTheyAreRead) {
+  expect_usage_error("/dev/zero", "is a character device, not a file or a pipe");
 }
 
 }  // namespace

@@ -57,6 +57,24 @@ TEST(Frame, UnknownTypeAndTruncationAreNamed) {
   EXPECT_EQ(kind_of([&] { t.finish(); }), WireErrorKind::kTruncated);
 }
 
+// The message once said "1..7" after type 8 (heartbeat) was added: the range it names is the one
+// the check uses, and every type inside it has a name.
+TEST(Frame, UnknownTypeMessageNamesTheRangeTheDecoderAccepts) {
+  for (int t = 0; t < 256; ++t) {
+    const bool named = std::string(to_string(static_cast<FrameType>(t))) != "unknown";
+    EXPECT_EQ(is_known_frame_type(static_cast<uint8_t>(t)), named) << "type " << t;
+  }
+  for (const char type : {'\x00', '\x09'}) {
+    const std::string header = std::string("\x00\x00\x00\x00", 4) + type;
+    try {
+      check_header(reinterpret_cast<const unsigned char*>(header.data()), 1024);
+      ADD_FAILURE() << "type " << int(type) << " accepted";
+    } catch (const WireError& e) {
+      EXPECT_NE(std::string(e.what()).find("is not one of 1..8"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Messages, MalformedAndMistypedPayloadsNameTheProblem) {
   EXPECT_EQ(kind_of([] {
               parse_request({FrameType::kRequest, "{not json"});
