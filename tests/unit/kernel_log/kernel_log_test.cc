@@ -22,10 +22,13 @@ std::string fixture_text(const std::string& name) {
   return s.str();
 }
 
+// gpus: the GPUs on the node's PCI bus, which an Xid line must name to count toward a drain.
 KernelLogFacts scan_fixture(const std::string& name,
-                            const std::map<std::string, std::string>& names = {}) {
+                            const std::map<std::string, std::string>& names = {},
+                            std::optional<std::vector<std::string>> gpus = std::nullopt) {
   KernelLogFacts f;
   f.readable = true;
+  f.gpu_bus_ids = std::move(gpus);
   auto records = parse_kernel_log_text(fixture_text(name), &f.format);
   scan_kernel_log(records, names, f);
   return f;
@@ -167,7 +170,8 @@ TEST(KernelLog, FatalAerThenXid79IsTwoFailsNamedByThePciFacts) {
       {{"0000:02:00.0",
         "GPU 0000:02:00.0 (NVIDIA Corporation GH100[H100 SXM5 80GB], "
         "driver nvidia)"},
-       {"0000:00:02.0", "root port 0000:00:02.0 (Intel Corporation, driver pcieport)"}});
+       {"0000:00:02.0", "root port 0000:00:02.0 (Intel Corporation, driver pcieport)"}},
+      std::vector<std::string>{"0000:02:00.0"});
   ASSERT_EQ(f.xids.size(), 1u);
   const XidGroup& g = f.xids[0];
   EXPECT_EQ(g.xid, 79);
@@ -203,7 +207,11 @@ TEST(KernelLog, FatalAerThenXid79IsTwoFailsNamedByThePciFacts) {
 }
 
 TEST(KernelLog, XidFormatsAcrossDriverVersionsAndTheirClasses) {
-  auto f = scan_fixture("xid_formats.txt");
+  // The GPUs the lines name, on the PCI bus of the node the log is judged for.
+  auto f = scan_fixture("xid_formats.txt", {},
+                        std::vector<std::string>{"0000:2b:00.0", "0000:cb:00.0", "0000:dc:00.0",
+                                                 "0000:ed:00.0", "0009:01:00.0", "0019:01:00.0",
+                                                 "0018:01:00.0", "0000:10:1c.0", "0000:b3:00.0"});
   // Journal line without a PCI: function; the repeat "GPU ... has fallen off the bus" adds nothing.
   ASSERT_TRUE(xid(f, 79, "0000:2b:00.0"));
   EXPECT_FALSE(event(f, "gpu_off_bus", "0000:2b:00.0"));
@@ -247,6 +255,7 @@ TEST(KernelLog, XidFormatsAcrossDriverVersionsAndTheirClasses) {
 TEST(KernelLog, Xid154BackToNoneClearsTheDrain) {
   KernelLogFacts f;
   f.readable = true;
+  f.gpu_bus_ids = std::vector<std::string>{"0000:18:00.0"};
   scan_kernel_log({{1.0,
                     "NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 "
                     "(None) to 0x1 (GPU Reset Required)"},
@@ -261,7 +270,8 @@ TEST(KernelLog, Xid154BackToNoneClearsTheDrain) {
 }
 
 TEST(KernelLog, RepeatedGspTimeoutsAreOneGroupWithTheirProcesses) {
-  auto f = scan_fixture("gpud_dmesg_ctime_xid119.txt");
+  auto f =
+      scan_fixture("gpud_dmesg_ctime_xid119.txt", {}, std::vector<std::string>{"0000:9b:00.0"});
   ASSERT_EQ(f.xids.size(), 1u);
   EXPECT_EQ(f.xids[0].xid, 119);
   EXPECT_EQ(f.xids[0].count, 5);

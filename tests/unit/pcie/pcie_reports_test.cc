@@ -35,7 +35,8 @@ Json node_report(const std::vector<std::string>& overlays, const std::string& lo
   ProbeContext ctx;
   ctx.roots = SystemRoots::under(dir.path());
   auto pcie = probes::gather_pcie(ctx);
-  auto klog = probes::gather_kernel_log(ctx, probes::device_names(pcie));
+  auto klog = probes::gather_kernel_log(
+      ctx, {probes::device_names(pcie), probes::nvidia_gpu_bus_ids(pcie)});
   Report r;
   r.kind = "node";
   r.hostname = "gpu-07";
