@@ -7,6 +7,11 @@
 // the file DIR/dev/kmsg: records as /dev/kmsg gives them (`dd if=/dev/kmsg iflag=nonblock
 // bs=64k`), or `dmesg` text (`[  123.456789] message`, also with -T/--ctime, syslog or
 // journalctl prefixes), the format told line by line.
+//
+// A local user can write to the log (/dev/kmsg) and get the kernel to quote a file name they
+// chose (a segfault report): only records of the kernel's own facility count, each driver line is
+// matched from the start of its record (log_lines.h), and an Xid drains only for a GPU that is on
+// this node's PCI bus (KernelLogDevices).
 #pragma once
 
 #include <cstdint>

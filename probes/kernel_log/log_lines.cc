@@ -62,6 +62,12 @@ std::optional<LinkLine> link_tail(sv t) {
     if (iequals(t, w)) return LinkLine{true, ""};
   for (sv w : {sv("link up"), sv("link is up"), sv("nic link is up")})
     if (word_prefix(t, w)) return LinkLine{false, ""};
+  // Intel's drivers name the interface again: "eno1 NIC Link is Down" (igb, older e1000e).
+  if (const size_t sp = t.find(' '); sp != sv::npos && name_token(t.substr(0, sp))) {
+    const sv rest = t.substr(sp + 1);
+    if (iequals(rest, "nic link is down")) return LinkLine{true, std::string(t.substr(0, sp))};
+    if (word_prefix(rest, "nic link is up")) return LinkLine{false, std::string(t.substr(0, sp))};
+  }
   // pciehp (drivers/pci/hotplug/pciehp_ctrl.c): "pciehp: Slot(1): Link Down".
   if (istarts(t, "pciehp: slot(")) {
     size_t close = t.find("): ");
@@ -212,7 +218,11 @@ std::optional<LinkLine> parse_link_line(sv m) {
   m = first_line(m);
   if (auto p = device_prefix(m)) {
     auto l = link_tail(p->rest);
-    if (l && l->device.empty()) l->device = p->bus;
+    // igb: "igb 0000:01:00.0 eno1: igb: eno1 NIC Link is Down".
+    const size_t c = p->rest.find(": ");
+    if (!l && c != sv::npos && name_token(p->rest.substr(0, c)))
+      l = link_tail(p->rest.substr(c + 2));
+    if (l) l->device = p->bus;  // the function, however the driver named its interface
     return l;
   }
   // "<module>: <interface>: " (pr_info's KBUILD_MODNAME, then netdev names) or one of them.

@@ -144,8 +144,22 @@ std::optional<int> stamp_prefix_facility(std::string_view prefix) {
 
 // A syslog line's head: "Mar 27 15:37:34 cc1 kernel: " or "2024-05-18T19:02:39.1+00:00 cc1
 // kernel: " (the host may be missing). The tag is its last word; *message_at gets where the
-// message starts. nullopt when the line does not start with such a time.
+// message starts (in the whole line). nullopt when the line does not start with such a time.
+std::optional<std::string_view> syslog_tag_at(std::string_view line, size_t* message_at);
+
+// The same after pdsh's "host: ", if there is one.
 std::optional<std::string_view> syslog_tag(std::string_view line, size_t* message_at) {
+  if (auto tag = syslog_tag_at(line, message_at)) return tag;
+  const size_t c = line.find(": ");
+  if (c == std::string_view::npos || c == 0 || c > 64 ||
+      line.substr(0, c).find(' ') != std::string_view::npos)
+    return std::nullopt;
+  auto tag = syslog_tag_at(line.substr(c + 2), message_at);
+  if (tag) *message_at += c + 2;
+  return tag;
+}
+
+std::optional<std::string_view> syslog_tag_at(std::string_view line, size_t* message_at) {
   auto digit = [&](size_t i) {
     return i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]));
   };

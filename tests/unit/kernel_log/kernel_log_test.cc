@@ -34,6 +34,13 @@ KernelLogFacts scan_fixture(const std::string& name,
   return f;
 }
 
+KernelLogFacts scan_fixture_text(const std::string& text) {
+  KernelLogFacts f;
+  f.readable = true;
+  scan_kernel_log(parse_kernel_log_text(text, &f.format), {}, f);
+  return f;
+}
+
 const XidGroup* xid(const KernelLogFacts& f, int code, const std::string& bus) {
   for (const auto& g : f.xids)
     if (g.xid == code && g.bus_id == bus) return &g;
@@ -325,6 +332,26 @@ TEST(KernelLog, MlxHealthLinesFromTheDriverSource) {
                   {}, f);
   ASSERT_TRUE(event(f, "mlx5_health", "0000:d2:00.0"));
   EXPECT_EQ(with(judge_kernel_log(f), "kernel_log.mlx5_health")[0].severity, Severity::kFail);
+}
+
+// Link lines as each driver's source prints them (log_lines.h), in the copies they reach us in.
+TEST(KernelLog, LinkLinesOfEachDriver) {
+  auto f = scan_fixture_text(
+      "[   10.0] igb 0000:01:00.0 eno1: igb: eno1 NIC Link is Down\n"  // igb_main.c
+      "[   11.0] e1000e: eth0 NIC Link is Down\n"                      // e1000e before netdev_info
+      "[   12.0] mlx4_en: enp1s0: Link Down\n"                         // mlx4 en_netdev.c
+      "[   13.0] pcieport 0000:00:1c.0: pciehp: Slot(1): Link Down\n"  // pciehp_ctrl.c
+      "[   14.0] pcieport 0000:00:1c.0: pciehp: Slot(1): Link Up\n"
+      "[   15.0] bond0: (slave eno50): link status definitely down, disabling slave\n"
+      "[   16.0] bond0: (slave eno50): link status definitely up, 25000 Mbps full duplex\n"
+      "[   17.0] mlx5_5: Port: 1 Link DOWN\n"  // mlx5 ib main.c before ibdev_info
+      "node3: Mar 27 15:37:34 node3 kernel: mlx5_core 0000:01:00.1 eth1: Link down\n");
+  for (const char* dev :
+       {"0000:01:00.0", "eth0", "enp1s0", "0000:00:1c.0", "eno50", "mlx5_5", "0000:01:00.1"})
+    EXPECT_TRUE(event(f, "link_down", dev)) << dev;
+  EXPECT_EQ(f.events.size(), 7u);
+  EXPECT_EQ(event(f, "link_down", "0000:00:1c.0")->ups_after_last_down, 1);
+  EXPECT_EQ(event(f, "link_down", "eno50")->ups_after_last_down, 1);
 }
 
 TEST(KernelLog, TheWindowCountsOnlyRecordsFromItsStart) {

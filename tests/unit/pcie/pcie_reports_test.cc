@@ -147,6 +147,21 @@ TEST(PcieReports, NodeBaselineCatchesALinkThatGotWorseNewAerAndNewXids) {
   EXPECT_EQ(j["pcie"]["xids"][0]["new_count"], 1);
   EXPECT_NE(reports::baseline::node_baseline_table_text(r).find("Xids, baseline vs new"),
             std::string::npos);
+  // An Xid about a bus where the new report found no GPU (kernel_log.not_a_gpu) is no drain here
+  // either; a report from before the field counts its Xids as the GPUs' (above).
+  Json elsewhere = new_doc;
+  elsewhere["kernel_log"]["xids"][0]["on_gpu"] = false;
+  auto re = reports::baseline::compare_node_baseline(old_doc, elsewhere);
+  const Finding* other = nullptr;
+  for (const auto& f : re.findings)
+    if (f.code == "baseline.xid_new") other = &f;
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->severity, Severity::kWarn);
+  EXPECT_NE(other->message.find("0000:02:00.0 is not a GPU of the new report's node"),
+            std::string::npos)
+      << other->message;
+  elsewhere["kernel_log"]["xids"][0]["on_gpu"] = "no";
+  EXPECT_THROW(reports::baseline::compare_node_baseline(old_doc, elsewhere), std::invalid_argument);
   // An idle GPU's slower link between two runs is a warning; a GPU gone from the bus a fail.
   Json idle = node_report({"overlay_gpu_idle_gen1.ttar"}, "");
   auto ri = reports::baseline::compare_node_baseline(old_doc, idle);
