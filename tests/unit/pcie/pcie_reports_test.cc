@@ -121,6 +121,19 @@ TEST(PcieReports, HtmlNodePageHasTheLinksAndTheXids) {
   EXPECT_NE(reports::html::node_section(unread).find("<p>unknown: "), std::string::npos);
 }
 
+// An Xid about a bus where the node has no GPU (kernel_log.not_a_gpu) is not shown as a drain.
+TEST(PcieReports, AnXidWithoutAGpuAtItsBusIsNotShownAsADrain) {
+  Json doc = node_report({}, "dmesg_aer_fatal_xid79.txt");
+  ASSERT_EQ(doc["kernel_log"]["xids"][0]["on_gpu"], true);
+  doc["kernel_log"]["xids"][0]["on_gpu"] = false;
+  std::ostringstream out;
+  reports::render_text(report_from_json(doc), out);
+  EXPECT_NE(out.str().find("drain (no GPU at this bus here)"), std::string::npos) << out.str();
+  const std::string h = reports::html::node_section(doc);
+  EXPECT_NE(h.find("<td class=\"sev\">drain (no GPU at this bus here)</td>"), std::string::npos)
+      << h;
+}
+
 TEST(PcieReports, NodeBaselineCatchesALinkThatGotWorseNewAerAndNewXids) {
   Json old_doc = node_report({}, "");
   Json new_doc = node_report({"overlay_gpu_gen4_x8.ttar", "overlay_aer_counts.ttar"},
