@@ -72,7 +72,8 @@ Report run_node_probe(const ProbeContext& ctx) {
   // sleep of its own), and the kernel log names the GPUs and NICs it finds.
   auto pcie = probes::gather_pcie(ctx);
   progress.advance(1, "node: kernel log");
-  auto kernel_log = probes::gather_kernel_log(ctx, probes::device_names(pcie));
+  auto kernel_log = probes::gather_kernel_log(
+      ctx, {probes::device_names(pcie), probes::nvidia_gpu_bus_ids(pcie)});
   progress.advance(1, "node: rdma devices and counters");
   auto rdma = probes::gather_rdma(ctx);
   bool has_rdma = probes::device_count(rdma) > 0;

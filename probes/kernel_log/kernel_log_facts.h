@@ -7,6 +7,11 @@
 // the file DIR/dev/kmsg: records as /dev/kmsg gives them (`dd if=/dev/kmsg iflag=nonblock
 // bs=64k`), or `dmesg` text (`[  123.456789] message`, also with -T/--ctime, syslog or
 // journalctl prefixes), the format told line by line.
+//
+// A local user can write to the log (/dev/kmsg) and get the kernel to quote a file name they
+// chose (a segfault report): only records of the kernel's own facility count, each driver line is
+// matched from the start of its record (log_lines.h), and an Xid drains only for a GPU that is on
+// this node's PCI bus (KernelLogDevices).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/finding.h"
@@ -26,8 +32,17 @@ namespace fabkit::probes {
 // One log record: what the kernel said, and when (seconds since boot; nullopt when the format
 // gives no such time, e.g. `dmesg -T` wall-clock stamps or journalctl lines without one).
 struct KernelLogRecord {
+  KernelLogRecord() = default;
+  KernelLogRecord(std::optional<double> time, std::string text,
+                  std::optional<int> syslog_facility = std::nullopt)
+      : time_s(time), message(std::move(text)), facility(syslog_facility) {}
+
   std::optional<double> time_s;
   std::string message;  // continuation lines joined with '\n'
+  // The syslog facility: 0 (LOG_KERN) for what the kernel printed, above 0 for what user space
+  // wrote to /dev/kmsg (which the kernel never lets be 0); nullopt when the format does not say
+  // (plain dmesg text), and then the record counts as the kernel's.
+  std::optional<int> facility;
 };
 
 // Every Xid of one number on one GPU.
@@ -61,6 +76,14 @@ struct LogEventGroup {
   int ups_after_last_down = 0;  // link_down: "Link up"/"Link ACTIVE" lines after the last down
 };
 
+// What the node's PCI bus holds, from the PCIe probe: names for the findings, and the GPUs an
+// Xid or off-the-bus line must name before it counts toward a drain.
+struct KernelLogDevices {
+  std::map<std::string, std::string> names;  // bus id -> "GPU 0000:18:00.0 (...)"
+  // NVIDIA GPUs and NVSwitches (bus ids); nullopt when the PCI devices could not be listed.
+  std::optional<std::vector<std::string>> gpus;
+};
+
 struct KernelLogFacts {
   std::string source;  // "/dev/kmsg" or the file read
   bool readable = false;
@@ -70,27 +93,33 @@ struct KernelLogFacts {
   uint64_t records_in_window = 0;
   uint64_t untimed_records = 0;           // records with no since-boot time (counted in any window)
   uint64_t lost_records = 0;              // /dev/kmsg EPIPE: overwritten while reading
+  uint64_t user_space_records = 0;        // in the window, written by user space: never judged
   std::optional<uint64_t> first_seq;      // kmsg: > 0 when earlier records were already overwritten
   std::optional<double> first_s, last_s;  // the span of the records read
   std::optional<int64_t> boot_time_unix_s;  // <proc>/stat btime, for wall-clock times
   std::string since;                        // --since as given; "" = since boot
   std::optional<double> since_boot_s;       // the window's start in seconds after boot
   std::string window_note;                  // why --since could not be applied, when it could not
+  // The NVIDIA GPUs and NVSwitches on this node's PCI bus (KernelLogDevices::gpus): an Xid or
+  // off-the-bus line naming another bus is reported, never a drain.
+  std::optional<std::vector<std::string>> gpu_bus_ids;
   std::vector<XidGroup> xids;
   std::vector<LogEventGroup> events;
   double read_ms = 0;
 };
 
-// device_names: bus id -> description from the PCIe probe, to name GPUs and NICs.
-KernelLogFacts gather_kernel_log(const ProbeContext& ctx,
-                                 const std::map<std::string, std::string>& device_names);
+KernelLogFacts gather_kernel_log(const ProbeContext& ctx, const KernelLogDevices& devices);
 // Pure.
 std::vector<Finding> judge_kernel_log(const KernelLogFacts& facts);
+// Whether bus (normalised) is a GPU or NVSwitch of facts.gpu_bus_ids; nullopt when they are
+// unknown.
+std::optional<bool> on_gpu(const KernelLogFacts& facts, const std::string& bus);
 Json to_json(const KernelLogFacts& facts);
 
 // The pure pieces, exposed for tests.
 // One /dev/kmsg record ("6,1234,5678901,-;message\n KEY=value\n"): time from the usec field,
-// message unescaped (\xNN). nullopt when it is not one.
+// facility from the priority field (prio >> 3), message unescaped (\xNN). nullopt when it is
+// not one.
 std::optional<KernelLogRecord> parse_kmsg_record(std::string_view raw, uint64_t* seq = nullptr);
 // A whole file: kmsg records or dmesg text, told per line; *format gets "kmsg" or "dmesg".
 std::vector<KernelLogRecord> parse_kernel_log_text(const std::string& text, std::string* format);

@@ -113,9 +113,9 @@ void set_window(const ProbeContext& ctx, KernelLogFacts& f) {
 
 }  // namespace
 
-KernelLogFacts gather_kernel_log(const ProbeContext& ctx,
-                                 const std::map<std::string, std::string>& names) {
+KernelLogFacts gather_kernel_log(const ProbeContext& ctx, const KernelLogDevices& devices) {
   KernelLogFacts f;
+  f.gpu_bus_ids = devices.gpus;
   const auto start = std::chrono::steady_clock::now();
   f.boot_time_unix_s = boot_time(ctx.roots.proc);
   const std::filesystem::path path = ctx.roots.dev / "kmsg";
@@ -167,7 +167,7 @@ KernelLogFacts gather_kernel_log(const ProbeContext& ctx,
     }
   set_window(ctx, f);
   f.last_s.reset();
-  scan_kernel_log(records, names, f);
+  scan_kernel_log(records, devices.names, f);
   f.read_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return f;

@@ -28,6 +28,7 @@ Json to_json(const KernelLogFacts& f) {
                     {"name", x ? Json(x->name) : Json(nullptr)},
                     {"class", to_string(g.cls)},
                     {"bus_id", g.bus_id},
+                    {"on_gpu", or_null(on_gpu(f, g.bus_id))},
                     {"device", text_or_null(g.device_name)},
                     {"count", g.count},
                     {"first_s", seconds(g.first_s)},
@@ -55,6 +56,7 @@ Json to_json(const KernelLogFacts& f) {
           {"records_in_window", f.records_in_window},
           {"untimed_records", f.untimed_records},
           {"lost_records", f.lost_records},
+          {"user_space_records", f.user_space_records},
           {"first_seq", or_null(f.first_seq)},
           {"first_s", seconds(f.first_s)},
           {"last_s", seconds(f.last_s)},
@@ -62,6 +64,7 @@ Json to_json(const KernelLogFacts& f) {
           {"since", text_or_null(f.since)},
           {"since_boot_s", seconds(f.since_boot_s)},
           {"window_note", text_or_null(f.window_note)},
+          {"gpu_bus_ids", or_null(f.gpu_bus_ids)},
           {"xids", xids},
           {"events", events},
           {"read_ms", std::round(f.read_ms * 1000) / 1000}};

@@ -4,6 +4,12 @@
 // timeout and a link going down are warnings (the job running then may have failed; the
 // device may have recovered); correctable AER reports are counted and warned about from
 // kAerLinesWarn on, like the sysfs AER totals (pcie_judge.cc).
+//
+// An Xid or off-the-bus line counts toward a drain only when it names a GPU or NVSwitch on this
+// node's PCI bus: a line about any other bus is not this node's GPU failing (a record a user
+// forged past the other checks, a capture from another machine, a GPU already removed from the
+// bus), so it is a warning that names the bus and says no drain follows from it.
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -58,8 +64,35 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
+// Why a line about bus is not judged as this node's GPU; "" when it is one.
+std::string not_a_gpu(const KernelLogFacts& f, const std::string& bus) {
+  auto gpu = on_gpu(f, bus);
+  if (gpu && *gpu) return "";
+  if (!gpu)
+    return "the PCI devices of this node could not be listed, so " + bus +
+           " is not known to be a GPU here: not draining on it";
+  return bus + " is not a GPU on this node: not draining on it";
+}
+
+Finding not_a_gpu_finding(const std::string& subject, const std::string& what,
+                          const std::string& why, const std::string& line, bool informational) {
+  const std::string msg = what + ", but " + why + ". Line: " + line;
+  const std::string fix =
+      "lspci -d 10de: lists the GPUs; a line about a bus without one is a record from another "
+      "machine's capture, a GPU already gone from the bus (the pcie and gpus sections show "
+      "what is there now), or a forged record: see who wrote it (journalctl -k)";
+  return informational ? info("kernel_log.not_a_gpu", subject, msg, fix)
+                       : warn("kernel_log.not_a_gpu", subject, msg, fix);
+}
+
 Finding xid_finding(const KernelLogFacts& f, const XidGroup& g) {
   const XidInfo* x = find_xid(g.xid);
+  if (const std::string why = not_a_gpu(f, g.bus_id); !why.empty())
+    return not_a_gpu_finding("Xid " + std::to_string(g.xid) + " " + g.bus_id,
+                             "Xid " + std::to_string(g.xid) +
+                                 (x ? std::string(" (") + x->name + ")" : "") + " on " + g.bus_id +
+                                 ": " + span(f, g.count, g.first_s, g.last_s),
+                             why, g.sample, x && g.cls == XidClass::kInformational);
   const std::string subject = "Xid " + std::to_string(g.xid) + " " + g.bus_id;
   std::string msg = "Xid " + std::to_string(g.xid) + (x ? std::string(" (") + x->name + ")" : "") +
                     " on " + device(g.bus_id, g.device_name) + ": " +
@@ -86,6 +119,11 @@ Finding xid_finding(const KernelLogFacts& f, const XidGroup& g) {
 }
 
 }  // namespace
+
+std::optional<bool> on_gpu(const KernelLogFacts& f, const std::string& bus) {
+  if (!f.gpu_bus_ids) return std::nullopt;
+  return std::find(f.gpu_bus_ids->begin(), f.gpu_bus_ids->end(), bus) != f.gpu_bus_ids->end();
+}
 
 std::vector<Finding> judge_kernel_log(const KernelLogFacts& f) {
   std::vector<Finding> out;
@@ -118,7 +156,10 @@ std::vector<Finding> judge_kernel_log(const KernelLogFacts& f) {
     const std::string seen = span(f, e.count, e.first_s, e.last_s);
     const std::string bits = e.details.empty() ? "" : " (" + joined(e.details) + ")";
     const std::string line = ". Line: " + e.sample;
-    if (e.kind == "gpu_off_bus")
+    if (e.kind == "gpu_off_bus" && !not_a_gpu(f, e.device).empty())
+      out.push_back(not_a_gpu_finding(e.device, "a GPU off the bus at " + e.device + ": " + seen,
+                                      not_a_gpu(f, e.device), e.sample, false));
+    else if (e.kind == "gpu_off_bus")
       out.push_back(fail("kernel_log.gpu_off_bus", e.device,
                          who + " fell off the bus: " + seen + line,
                          "drain the node and power-cycle it; check for PCIe/AER errors before it "
@@ -177,14 +218,20 @@ std::vector<Finding> judge_kernel_log(const KernelLogFacts& f) {
   }
   int drains = 0;
   for (const auto& g : f.xids)
-    drains += g.cls == XidClass::kDrain || g.cls == XidClass::kByMessage ? 1 : 0;
+    drains += (g.cls == XidClass::kDrain || g.cls == XidClass::kByMessage) &&
+                      not_a_gpu(f, g.bus_id).empty()
+                  ? 1
+                  : 0;
   out.push_back(info(
       "kernel_log.read", "kernel log",
       std::to_string(f.records) + " records read from " + f.source + " (" + f.format + ")" +
           (f.since.empty() ? std::string(" since boot")
                            : ", " + std::to_string(f.records_in_window) + " since " + f.since) +
           ": " + std::to_string(f.xids.size()) + " Xid group(s) (" + std::to_string(drains) +
-          " needing a drain), " + std::to_string(f.events.size()) + " other event group(s)"));
+          " needing a drain), " + std::to_string(f.events.size()) + " other event group(s)" +
+          (f.user_space_records ? "; " + std::to_string(f.user_space_records) +
+                                      " record(s) written by user space, not judged"
+                                : std::string())));
   return out;
 }
 

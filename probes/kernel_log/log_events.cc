@@ -2,6 +2,10 @@
 // PCIe AER reports, mlx5 firmware health and command timeouts, links going down. Repeats of one
 // event on one device are grouped (count, first and last time). Pure.
 //
+// Only records the kernel printed count: a record user space wrote to /dev/kmsg carries its
+// facility (log_records.cc), and each line is matched by its driver's prefix at the start of the
+// message (log_lines.h says why), never by a phrase anywhere in it.
+//
 // The line formats matched, with where they come from:
 //  Xid: "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python3, GPU has fallen off the bus."
 //    (open-gpu-kernel-modules nverror.c; older drivers omit "PCI:" and pid/name, newer print
@@ -12,33 +16,25 @@
 //  AER (drivers/pci/pcie/aer.c, aer_print_error): "pcieport 0000:00:02.0: PCIe Bus Error:
 //    severity=Uncorrected (Fatal), type=Transaction Layer, (Receiver ID)", then one
 //    "   [ 5] Surprise Down Error    (First)" line per error bit; newer kernels say
-//    "Uncorrectable (Fatal)" and "Correctable". "AER: device recovery failed" (pcie/err.c).
+//    "Uncorrectable (Fatal)" and "Correctable", and put "AER: " before both. "AER: device
+//    recovery failed" (pcie/err.c).
 //  mlx5 (drivers/net/ethernet/mellanox/mlx5/core/health.c, cmd.c): "poll_health: device's
 //    health compromised - reached miss count", "Fatal error %u detected", "Health issue
 //    observed, ...", "wait_func_handle_exec_timeout: ... No done completion", "wait_func: ...
 //    timeout. Will cause a leak of a command resource".
-//  Links: "mlx5_core 0000:42:00.1 eth4: Link down" (mlx5e), "igc 0000:05:00.0 eth5: NIC Link is
-//    Down", "mlx4_en: enp1s0: Link Down", "bond0: link status definitely down for interface
-//    eno50", "pcieport 0000:00:1c.0: pciehp: Slot(1): Link Down", "mlx5_5: Port: 1 Link DOWN".
+//  Links: log_lines.h lists them.
 #include <algorithm>
 #include <cctype>
 
 #include "common/file_reader.h"
 #include "probes/kernel_log/kernel_log_facts.h"
-#include "topo/pci_bus_id.h"
+#include "probes/kernel_log/log_lines.h"
 
 namespace fabkit::probes {
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-// Case-insensitive find of a lower-case needle, without copying the haystack (it runs on every
-// record).
-size_t ifind(const std::string& hay, const char* needle) {
+// Case-insensitive find of a lower-case needle, without copying the haystack.
+size_t ifind(std::string_view hay, const char* needle) {
   const size_t n = std::char_traits<char>::length(needle);
   auto it = std::search(hay.begin(), hay.end(), needle, needle + n, [](char a, char b) {
     return std::tolower(static_cast<unsigned char>(a)) == b;
@@ -54,26 +50,6 @@ std::string first_line(const std::string& m) {
   size_t cut = 297;
   while (cut > 0 && (static_cast<unsigned char>(l[cut]) & 0xc0) == 0x80) --cut;
   return l.substr(0, cut) + "...";
-}
-
-// "0000:18:00.0" for a bus id with or without a function ("PCI:0000:18:00" in Xid lines).
-std::optional<std::string> bus_id(std::string text) {
-  while (!text.empty() && (text.back() == ':' || text.back() == ',' || text.back() == '.'))
-    text.pop_back();
-  if (starts_with(text, "PCI:")) text = text.substr(4);
-  if (auto n = topo::normalize_bus_id(text)) return n;
-  if (std::count(text.begin(), text.end(), ':') == 2 && text.find('.') == std::string::npos)
-    return topo::normalize_bus_id(text + ".0");
-  return std::nullopt;
-}
-
-// The device a dev_printk line names: "pcieport 0000:00:02.0: ..." -> 0000:00:02.0.
-std::optional<std::string> printk_device(const std::string& m) {
-  size_t sp = m.find(' ');
-  if (sp == std::string::npos) return std::nullopt;
-  // The bus id contains colons itself ("0000:00:02.0:"): the token runs to the next blank.
-  size_t end = m.find(' ', sp + 1);
-  return bus_id(m.substr(sp + 1, end == std::string::npos ? std::string::npos : end - sp - 1));
 }
 
 int cls_rank(XidClass c) {
@@ -132,18 +108,10 @@ struct Scanner {
   }
 
   bool xid(const KernelLogRecord& r) {
-    size_t p = r.message.find("NVRM: Xid (");
-    if (p == std::string::npos) return false;
-    size_t close = r.message.find("): ", p);
-    if (close == std::string::npos) return false;
-    const std::string dev_text = r.message.substr(p + 11, close - p - 11);
-    size_t num_end = r.message.find(',', close + 3);
-    std::string num = trim(r.message.substr(
-        close + 3, num_end == std::string::npos ? std::string::npos : num_end - close - 3));
-    if (num.empty() || num.size() > 4 || num.find_first_not_of("0123456789") != std::string::npos)
-      return false;
-    const int code = std::stoi(num);
-    std::string detail = num_end == std::string::npos ? "" : trim(r.message.substr(num_end + 1));
+    auto line = parse_xid_line(r.message);
+    if (!line) return false;
+    const int code = line->xid;
+    std::string detail = line->detail;
     std::string process;
     for (const char* key : {"pid=", "name="}) {
       if (!starts_with(detail, key)) continue;
@@ -154,7 +122,7 @@ struct Scanner {
       if (std::string(key) == "name=" && value != "<unknown>") process = value;
       detail = comma == std::string::npos ? "" : detail.substr(comma + 2);
     }
-    const std::string bus = bus_id(dev_text).value_or(dev_text);
+    const std::string& bus = line->bus;
     auto key = std::make_pair(code, bus);
     auto it = xid_index.find(key);
     if (it == xid_index.end()) {
@@ -162,7 +130,7 @@ struct Scanner {
       g.xid = code;
       g.bus_id = bus;
       g.device_name = name_of(bus);
-      g.sample = first_line(r.message.substr(p));
+      g.sample = first_line(r.message);
       const XidInfo* info = find_xid(code);
       g.cls = info ? info->cls : XidClass::kApplication;
       f.xids.push_back(g);
@@ -189,136 +157,88 @@ struct Scanner {
   }
 
   bool off_bus(const KernelLogRecord& r) {
-    if (r.message.find("NVRM:") == std::string::npos ||
-        r.message.find("fallen off the bus") == std::string::npos)
-      return false;
-    // "The NVIDIA GPU 0000:b3:00.0" / "GPU at 0000:01:00.0" / "GPU at PCI:0000:01:00" /
-    // "NVRM: GPU 0000:2b:00.0: GPU has fallen off the bus."
-    std::string device = "unknown GPU";
-    for (const char* marker : {"NVIDIA GPU ", "GPU at ", "NVRM: GPU "}) {
-      size_t p = r.message.find(marker);
-      if (p == std::string::npos) continue;
-      size_t s = p + std::string(marker).size();
-      size_t e = r.message.find_first_of(" \n", s);
-      if (auto b =
-              bus_id(r.message.substr(s, e == std::string::npos ? std::string::npos : e - s))) {
-        device = *b;
-        break;
-      }
-    }
-    count(event("gpu_off_bus", device, r), r);
+    auto bus = parse_off_bus_line(r.message);
+    if (!bus) return false;
+    count(event("gpu_off_bus", *bus, r), r);
     return true;
   }
 
   bool aer(const KernelLogRecord& r) {
-    const std::string& m = r.message;
-    // Most records are not about AER: skip them before taking the device apart.
-    if (last_aer.empty() && m.find("PCIe Bus Error") == std::string::npos &&
-        m.find("AER:") == std::string::npos)
-      return false;
-    auto dev = printk_device(m);
-    size_t sev = m.find("PCIe Bus Error: severity=");
-    if (sev != std::string::npos && dev) {
-      std::string s = m.substr(sev + 25, m.find(',', sev) - sev - 25);
+    auto p = device_prefix(r.message);
+    if (!p) return false;
+    std::string_view rest = p->rest;
+    // Newer kernels print every AER line through pci_err with dev_fmt "AER: ".
+    if (rest.substr(0, 5) == "AER: ") rest.remove_prefix(5);
+    constexpr std::string_view kSeverity = "PCIe Bus Error: severity=";
+    if (rest.substr(0, kSeverity.size()) == kSeverity) {
+      std::string_view s = rest.substr(kSeverity.size());
+      s = s.substr(0, s.find(','));
       std::string kind = s.find("Non-Fatal") != std::string::npos ? "aer_nonfatal"
                          : s.find("Fatal") != std::string::npos   ? "aer_fatal"
                                                                   : "aer_correctable";
-      LogEventGroup& g = event(kind, *dev, r);
-      count(g, r);
-      last_aer[*dev] = event_index[{kind, *dev}];
+      count(event(kind, p->bus, r), r);
+      last_aer[p->bus] = event_index[{kind, p->bus}];
       return true;
     }
-    if (m.find("AER: device recovery failed") != std::string::npos && dev) {
-      count(event("aer_recovery_failed", *dev, r), r);
+    if (rest == "device recovery failed") {
+      count(event("aer_recovery_failed", p->bus, r), r);
       return true;
     }
     // An error bit of the report above: "pcieport 0000:00:02.0:    [ 5] Surprise Down Error".
-    if (dev) {
-      size_t colon = m.find(": ", m.find(' ') + 1);
-      size_t open =
-          colon == std::string::npos ? std::string::npos : m.find_first_not_of(' ', colon + 1);
-      auto it = last_aer.find(*dev);
-      if (open != std::string::npos && m[open] == '[' && it != last_aer.end()) {
-        size_t close = m.find(']', open);
-        if (close != std::string::npos && close - open <= 4) {
-          std::string bit = trim(m.substr(close + 1));
-          if (size_t first = bit.find("(First)"); first != std::string::npos)
-            bit = trim(bit.substr(0, first));
-          auto& details = f.events[it->second].details;
-          if (!bit.empty() && details.size() < 16 &&
-              std::find(details.begin(), details.end(), bit) == details.end())
-            details.push_back(bit);
-          return true;
-        }
-      }
-    }
-    return false;
+    auto it = last_aer.find(p->bus);
+    size_t open = rest.find_first_not_of(' ');
+    if (it == last_aer.end() || open == std::string_view::npos || rest[open] != '[') return false;
+    size_t close = rest.find(']', open);
+    if (close == std::string_view::npos || close - open > 4) return false;
+    std::string bit = trim(std::string(rest.substr(close + 1)));
+    if (size_t first = bit.find("(First)"); first != std::string::npos)
+      bit = trim(bit.substr(0, first));
+    auto& details = f.events[it->second].details;
+    if (!bit.empty() && details.size() < 16 &&
+        std::find(details.begin(), details.end(), bit) == details.end())
+      details.push_back(bit);
+    return true;
   }
 
   bool link(const KernelLogRecord& r) {
-    const std::string& l = r.message;
-    if (ifind(l, "link") == std::string::npos) return false;
-    size_t down = std::string::npos;
-    for (const char* w :
-         {": link down", "link is down", "link status definitely down", " link down"}) {
-      down = ifind(l, w);
-      if (down != std::string::npos) break;
-    }
-    const bool up = down == std::string::npos && (ifind(l, ": link up") != std::string::npos ||
-                                                  ifind(l, "link is up") != std::string::npos ||
-                                                  ifind(l, " link active") != std::string::npos);
-    if (down == std::string::npos && !up) return false;
-    std::string device;
-    if (size_t iface = ifind(l, "for interface "); iface != std::string::npos) {
-      size_t s = iface + 14, e = r.message.find_first_of(" ,\n", s);
-      device = r.message.substr(s, e == std::string::npos ? std::string::npos : e - s);
-    } else if (auto b = printk_device(r.message)) {
-      device = *b;
-    } else {
-      // "mlx4_en: enp1s0: Link Down": the last name before the words.
-      size_t at = down != std::string::npos ? down : ifind(l, "link");
-      auto parts = split(trim(r.message.substr(0, at)), ' ');
-      for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
-        std::string t = *it;
-        while (!t.empty() && t.back() == ':') t.pop_back();
-        if (!t.empty() && lower(t) != "nic" && lower(t) != "port:") {
-          device = t;
-          break;
-        }
-      }
-    }
-    if (device.empty()) device = "unknown";
-    if (up) {
-      auto it = event_index.find({"link_down", device});
+    auto l = parse_link_line(r.message);
+    if (!l) return false;
+    if (!l->down) {
+      auto it = event_index.find({"link_down", l->device});
       if (it != event_index.end()) ++f.events[it->second].ups_after_last_down;
       return true;
     }
-    LogEventGroup& g = event("link_down", device, r);
+    LogEventGroup& g = event("link_down", l->device, r);
     count(g, r);
     g.ups_after_last_down = 0;
     return true;
   }
 
   bool mlx5(const KernelLogRecord& r) {
-    const std::string& m = r.message;
-    if (!starts_with(m, "mlx5_core ")) return false;
-    const std::string device = printk_device(m).value_or("mlx5_core");
-    if (m.find("health compromised") != std::string::npos ||
-        m.find("Fatal error") != std::string::npos ||
-        m.find("Health issue observed") != std::string::npos ||
-        m.find("unrecoverable") != std::string::npos) {
-      count(event("mlx5_health", device, r), r);
+    auto p = device_prefix(r.message);
+    if (!p || p->driver != "mlx5_core") return false;
+    const std::string_view m = p->rest;
+    auto has = [&](const char* w) { return m.find(w) != std::string_view::npos; };
+    if (has("health compromised") || has("Fatal error") || has("Health issue observed") ||
+        has("unrecoverable")) {
+      count(event("mlx5_health", p->bus, r), r);
       return true;
     }
-    if (ifind(m, "timeout") != std::string::npos &&
-        (m.find("cmd") != std::string::npos || m.find("wait_func") != std::string::npos)) {
-      count(event("mlx5_cmd_timeout", device, r), r);
+    if (ifind(m, "timeout") != std::string::npos && (has("cmd") || has("wait_func"))) {
+      count(event("mlx5_cmd_timeout", p->bus, r), r);
       return true;
     }
     return false;
   }
 
   void scan(const KernelLogRecord& r) {
+    // devkmsg_write (kernel/printk/printk.c) gives what user space writes to /dev/kmsg the
+    // facility LOG_USER, or the one its "<N>" prefix names, but never LOG_KERN (0): "to be able
+    // to reliably distinguish kernel-generated messages from userspace-injected ones".
+    if (r.facility && *r.facility != 0) {
+      ++f.user_space_records;
+      return;
+    }
     if (xid(r) || off_bus(r) || aer(r) || link(r)) return;
     mlx5(r);
   }

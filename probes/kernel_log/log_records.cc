@@ -2,18 +2,23 @@
 //
 // /dev/kmsg (Documentation/ABI/testing/dev-kmsg): one record per read, "prio,seq,usec,flags;" +
 // message + "\n", then optional " KEY=value" dictionary lines; non-printable bytes in the message
-// (a multi-line record's newlines among them) are escaped as \xNN.
+// (a multi-line record's newlines among them) are escaped as \xNN. prio is (facility << 3) |
+// level, and the facility tells the kernel's records (0, LOG_KERN) from user space's writes.
 // dmesg text: "[  123.456789] message" (util-linux's default), "<6>[  123.456789] message"
-// (dmesg -r), "[Thu Oct 22 08:55:04 2020] message" (dmesg -T), "[  +0.000316] message" (dmesg
+// (dmesg -r: the raw prio again), "kern  :info  : [  123.456789] message" (dmesg -x),
+// "[Thu Oct 22 08:55:04 2020] message" (dmesg -T), "[  +0.000316] message" (dmesg
 // -d/-H), "[  36.764462][  T291] message" (CONFIG_PRINTK_CALLER); syslog/journal copies put
-// "Mon DD HH:MM:SS host kernel: " in front, pdsh "host: ". A multi-line record's later lines are
-// indented and carry no stamp: they belong to the record above.
+// "Mon DD HH:MM:SS host kernel: " in front (another tag than "kernel" is user space's), pdsh
+// "host: ". A multi-line record's later lines are indented and carry no stamp: they belong to the
+// record above. Plain dmesg text does not say who wrote a record: there the start of the message
+// (log_lines.h) is all that tells a driver's line.
 #include <time.h>
 
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 
 #include "common/errors.h"
 #include "common/file_reader.h"
@@ -110,6 +115,80 @@ std::string_view skip_caller(std::string_view s) {
   return s;
 }
 
+// "<14>" (dmesg -r, or a syslog prio): the facility, prio >> 3.
+std::optional<int> raw_prio_facility(std::string_view s) {
+  if (s.size() < 3 || s.front() != '<' || s.back() != '>') return std::nullopt;
+  std::string_view digits = s.substr(1, s.size() - 2);
+  if (!all_digits(digits) || digits.size() > 4) return std::nullopt;
+  return std::atoi(std::string(digits).c_str()) >> 3;
+}
+
+// What stands before a dmesg stamp: "<6>" (dmesg -r) or "kern  :info  : " (dmesg -x, util-linux's
+// facility names); nullopt for anything else (nothing, a pdsh "host: ").
+std::optional<int> stamp_prefix_facility(std::string_view prefix) {
+  while (!prefix.empty() && prefix.back() == ' ') prefix.remove_suffix(1);
+  if (auto f = raw_prio_facility(prefix)) return f;
+  if (prefix.empty() || prefix.back() != ':') return std::nullopt;
+  const size_t colon = prefix.find(':');
+  if (colon == prefix.size() - 1) return std::nullopt;
+  std::string_view name = prefix.substr(0, colon);
+  while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+  static constexpr const char* kNames[] = {"kern", "user", "mail", "daemon", "auth",     "syslog",
+                                           "lpr",  "news", "uucp", "cron",   "authpriv", "ftp"};
+  for (int i = 0; i < static_cast<int>(std::size(kNames)); ++i)
+    if (name == kNames[i]) return i;
+  if (name.size() == 6 && name.substr(0, 5) == "local" && name[5] >= '0' && name[5] <= '7')
+    return 16 + (name[5] - '0');
+  return std::nullopt;
+}
+
+// A syslog line's head: "Mar 27 15:37:34 cc1 kernel: " or "2024-05-18T19:02:39.1+00:00 cc1
+// kernel: " (the host may be missing). The tag is its last word; *message_at gets where the
+// message starts (in the whole line). nullopt when the line does not start with such a time.
+std::optional<std::string_view> syslog_tag_at(std::string_view line, size_t* message_at);
+
+// The same after pdsh's "host: ", if there is one.
+std::optional<std::string_view> syslog_tag(std::string_view line, size_t* message_at) {
+  if (auto tag = syslog_tag_at(line, message_at)) return tag;
+  const size_t c = line.find(": ");
+  if (c == std::string_view::npos || c == 0 || c > 64 ||
+      line.substr(0, c).find(' ') != std::string_view::npos)
+    return std::nullopt;
+  auto tag = syslog_tag_at(line.substr(c + 2), message_at);
+  if (tag) *message_at += c + 2;
+  return tag;
+}
+
+std::optional<std::string_view> syslog_tag_at(std::string_view line, size_t* message_at) {
+  auto digit = [&](size_t i) {
+    return i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]));
+  };
+  size_t at;
+  if (line.size() > 16 && std::isupper(static_cast<unsigned char>(line[0])) && line[3] == ' ' &&
+      line[6] == ' ' && line[9] == ':' && line[12] == ':' && digit(7) && digit(8) && digit(13) &&
+      digit(14)) {
+    at = 16;  // "Mmm dd hh:mm:ss "
+  } else if (line.size() > 20 && digit(0) && digit(3) && line[4] == '-' && line[7] == '-' &&
+             (line[10] == 'T' || line[10] == ' ') && line[13] == ':') {
+    at = line.find(' ', 11);
+    if (at == std::string_view::npos) return std::nullopt;
+    ++at;
+  } else {
+    return std::nullopt;
+  }
+  // One or two words, the last ending in ':' followed by a blank.
+  for (int words = 0; words < 2; ++words) {
+    size_t sp = line.find(' ', at);
+    if (sp == std::string_view::npos) return std::nullopt;
+    if (sp > at && line[sp - 1] == ':') {
+      *message_at = sp + 1;
+      return line.substr(at, sp - 1 - at);
+    }
+    at = sp + 1;
+  }
+  return std::nullopt;
+}
+
 // One dmesg-style line: the record it starts (stamp found or a plain message), or nullopt for a
 // continuation line (indented, no stamp).
 struct TextLine {
@@ -140,25 +219,40 @@ TextLine parse_text_line(std::string_view line) {
     if (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
     rest = skip_caller(rest);
     if (st == Stamp::kSinceBoot) out.record.time_s = s;
+    out.record.facility = stamp_prefix_facility(line.substr(0, open));
     // journalctl -o short-monotonic: "[  123.456789] host kernel: message".
     size_t k = rest.find(" kernel: ");
-    if (k != std::string_view::npos && rest.substr(0, k).find(' ') == std::string_view::npos)
+    if (k != std::string_view::npos && rest.substr(0, k).find(' ') == std::string_view::npos) {
       rest.remove_prefix(k + 9);
+      out.record.facility = 0;
+    }
     out.record.message = std::string(rest);
     return out;
   }
-  // No stamp: a syslog or journal line ("Mar 27 15:37:34 cc1 kernel: mlx5_core ...") or a bare
-  // message.
-  size_t k = line.find("kernel: ");
-  out.record.message =
-      std::string(k != std::string_view::npos && k < 80 ? line.substr(k + 8) : line);
+  // No stamp: a syslog or journal line ("Mar 27 15:37:34 cc1 kernel: mlx5_core ..."), whose tag
+  // says who wrote it; "kernel: message" (a journal line without its time); "<6>message"; or a
+  // bare message.
+  size_t at = 0;
+  if (auto tag = syslog_tag(line, &at)) {
+    out.record.facility = *tag == "kernel" ? 0 : 1;
+    out.record.message = std::string(line.substr(at));
+  } else if (line.substr(0, 8) == "kernel: ") {
+    out.record.facility = 0;
+    out.record.message = std::string(line.substr(8));
+  } else if (size_t close = line.find('>'); close != std::string_view::npos && close < 6 &&
+                                            raw_prio_facility(line.substr(0, close + 1))) {
+    out.record.facility = raw_prio_facility(line.substr(0, close + 1));
+    out.record.message = std::string(line.substr(close + 1));
+  } else {
+    out.record.message = std::string(line);
+  }
   return out;
 }
 
 // The header of a kmsg record, "prio,seq,usec,flags[,...];": parsed without allocating (a node's
 // log has tens of thousands of records, and this runs on each).
 struct KmsgHeader {
-  uint64_t seq = 0, usec = 0;
+  uint64_t prio = 0, seq = 0, usec = 0;
   size_t message_at = 0;  // after the ';'
 };
 
@@ -174,7 +268,7 @@ std::optional<KmsgHeader> kmsg_header(std::string_view line) {
     if (ec != std::errc() || p != line.data() + end || end == at) return std::nullopt;
     at = end + 1;
   }
-  return KmsgHeader{fields[1], fields[2], semi + 1};
+  return KmsgHeader{fields[0], fields[1], fields[2], semi + 1};
 }
 
 bool looks_like_kmsg(std::string_view line) { return kmsg_header(line).has_value(); }
@@ -187,6 +281,7 @@ std::optional<KernelLogRecord> parse_kmsg_record(std::string_view raw, uint64_t*
   if (!h) return std::nullopt;
   KernelLogRecord r;
   r.time_s = static_cast<double>(h->usec) / 1e6;
+  r.facility = static_cast<int>((h->prio >> 3) & 0xff);  // LOG_FACILITY in printk.c
   if (seq) *seq = h->seq;
   r.message = as_utf8(unescape_kmsg(line.substr(h->message_at)));
   return r;

@@ -116,6 +116,9 @@ Json to_json(const PcieFacts& facts);
 std::string describe(const PcieDevice& d);
 // bus id -> describe(), for other judges that name devices (the kernel log's XID lines).
 std::map<std::string, std::string> device_names(const PcieFacts& facts);
+// The NVIDIA GPUs and NVSwitches found (bus ids): the devices an Xid line can be about. nullopt
+// without <sys>/bus/pci (the devices are unknown, not absent).
+std::optional<std::vector<std::string>> nvidia_gpu_bus_ids(const PcieFacts& facts);
 
 // Parsers, exposed for tests. nullopt when the text is not the kernel's format.
 std::optional<AerCounters> parse_aer_counters(const std::string& text);

@@ -28,6 +28,7 @@
 // needed 100 replays is marginal), and any rise between the two reads of a live run warns.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -284,6 +285,16 @@ std::string describe(const PcieDevice& d) {
 std::map<std::string, std::string> device_names(const PcieFacts& f) {
   std::map<std::string, std::string> out;
   for (const auto& d : f.devices) out[d.bus_id] = describe(d);
+  return out;
+}
+
+std::optional<std::vector<std::string>> nvidia_gpu_bus_ids(const PcieFacts& f) {
+  if (!f.pci_bus_present) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& d : f.devices)
+    if ((d.role == PciRole::kGpu && std::strtoul(d.vendor_id.c_str(), nullptr, 16) == 0x10de) ||
+        d.role == PciRole::kNvSwitch)
+      out.push_back(d.bus_id);
   return out;
 }
 

@@ -73,6 +73,7 @@ std::map<std::string, Device> devices_of(const Json& doc, const std::string& whi
 struct Xid {
   int count = 0;
   std::string cls;
+  bool on_gpu = true;  // false: the report found no GPU at the bus (kernel_log.not_a_gpu)
 };
 
 std::map<std::pair<int, std::string>, Xid> xids_of(const Json& doc, const std::string& which) {
@@ -83,7 +84,13 @@ std::map<std::pair<int, std::string>, Xid> xids_of(const Json& doc, const std::s
     auto code = int_field(xs[i], "xid", w);
     auto count = int_field(xs[i], "count", w);
     if (!code || !count) throw std::invalid_argument(w + ".xid and .count are required");
-    out[{*code, str(xs[i], "bus_id")}] = {*count, str(xs[i], "class")};
+    // Reports from before the field judged every Xid as a GPU's; null is "the PCI devices were
+    // not listed", which the node report did not drain on either.
+    const Json& gpu = member(xs[i], "on_gpu");
+    if (!gpu.is_null() && !gpu.is_boolean())
+      throw std::invalid_argument(w + ".on_gpu must be true, false or null, got " + gpu.dump());
+    const bool on_gpu = !xs[i].contains("on_gpu") || (gpu.is_boolean() && gpu.get<bool>());
+    out[{*code, str(xs[i], "bus_id")}] = {*count, str(xs[i], "class"), on_gpu};
   }
   return out;
 }
@@ -184,12 +191,13 @@ PcieBaseline compare_pcie_baseline(const Json& old_doc, const Json& new_doc) {
   const auto old_x = xids_of(old_doc, "old");
   const auto new_x = xids_of(new_doc, "new");
   std::map<std::pair<int, std::string>, XidRow> xrows;
-  for (const auto& [k, x] : old_x) xrows[k] = {k.first, k.second, x.cls, x.count, 0};
+  for (const auto& [k, x] : old_x) xrows[k] = {k.first, k.second, x.cls, x.count, 0, x.on_gpu};
   for (const auto& [k, x] : new_x) {
     auto& row = xrows[k];
     row.xid = k.first;
     row.bus_id = k.second;
     row.cls = x.cls;
+    row.on_gpu = x.on_gpu;
     row.new_count = x.count;
   }
   for (const auto& [k, row] : xrows) {
@@ -202,7 +210,12 @@ PcieBaseline compare_pcie_baseline(const Json& old_doc, const Json& new_doc) {
     const std::string fix =
         "fabcheck node's kernel_log.xid_* finding says what the Xid means and "
         "what to do";
-    if (row.cls == "drain" || row.cls == "by_message")
+    if (!row.on_gpu && row.cls != "informational")
+      b.findings.push_back(warn(
+          "baseline.xid_new", subject,
+          msg + "; " + row.bus_id + " is not a GPU of the new report's node: not draining on it",
+          "fabcheck node's kernel_log.not_a_gpu finding says why"));
+    else if (row.cls == "drain" || row.cls == "by_message")
       b.findings.push_back(fail("baseline.xid_new", subject, msg, fix));
     else if (row.cls == "application")
       b.findings.push_back(warn("baseline.xid_new", subject, msg, fix));

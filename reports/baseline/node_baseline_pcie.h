@@ -25,6 +25,7 @@ struct XidRow {
   int xid = 0;
   std::string bus_id, cls;  // cls from the newer report when it has the Xid
   int old_count = 0, new_count = 0;
+  bool on_gpu = true;  // the newer report found a GPU at bus_id (xids[].on_gpu)
 };
 
 struct PcieBaseline {

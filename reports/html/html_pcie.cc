@@ -79,13 +79,17 @@ std::string pcie_and_kernel_log_section(const Json& doc) {
         const std::string w = "kernel_log.xids[" + std::to_string(i) + "]";
         const Json& x = xids[i];
         const std::string cls = opt_string(x, "class", w);
-        o << "<tr" << (cls == "drain" || cls == "by_message" ? " class=\"sev-fail\"" : "")
+        // A report from before on_gpu judged every Xid as its GPU's (kernel_log.not_a_gpu).
+        const bool gpu_here = !x.contains("on_gpu") || x["on_gpu"] == true;
+        o << "<tr"
+          << (gpu_here && (cls == "drain" || cls == "by_message") ? " class=\"sev-fail\"" : "")
           << "><td class=\"num\">" << number_or_blank(x, "xid", w) << "</td><td>"
           << escape(opt_string(x, "bus_id", w)) << "</td><td class=\"num\">"
           << number_or_blank(x, "count", w) << "</td><td class=\"num\">"
           << number_or_blank(x, "first_s", w) << "</td><td class=\"num\">"
-          << number_or_blank(x, "last_s", w) << "</td><td class=\"sev\">" << escape(cls)
-          << "</td><td>" << escape(opt_string(x, "name", w)) << "</td><td><code>"
+          << number_or_blank(x, "last_s", w) << "</td><td class=\"sev\">"
+          << escape(gpu_here ? cls : cls + " (no GPU at this bus here)") << "</td><td>"
+          << escape(opt_string(x, "name", w)) << "</td><td><code>"
           << escape(opt_string(x, "sample", w)) << "</code></td></tr>\n";
       }
       o << "</tbody></table>\n";

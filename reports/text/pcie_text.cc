@@ -85,11 +85,14 @@ void render_kernel_log(const Json& log, std::ostream& out, const Style& style) {
              {"meaning"}});
     for (const auto& x : xids) {
       const std::string cls = str(member(x, "class"));
+      // A report from before on_gpu judged every Xid as its GPU's (kernel_log.not_a_gpu).
+      const bool gpu_here = !x.is_object() || !x.contains("on_gpu") || member(x, "on_gpu") == true;
       t.add_row({member(x, "xid").dump(), str(member(x, "bus_id")), member(x, "count").dump(),
                  seconds(member(x, "first_s")), seconds(member(x, "last_s")),
-                 cls == "drain" || cls == "by_message" ? style.bad(cls)
-                 : cls == "application"                ? style.warn(cls)
-                                                       : cls,
+                 !gpu_here                               ? cls + " (no GPU at this bus here)"
+                 : cls == "drain" || cls == "by_message" ? style.bad(cls)
+                 : cls == "application"                  ? style.warn(cls)
+                                                         : cls,
                  str(member(x, "name"))});
     }
     t.render(out);

@@ -22,12 +22,22 @@ std::string fixture_text(const std::string& name) {
   return s.str();
 }
 
+// gpus: the GPUs on the node's PCI bus, which an Xid line must name to count toward a drain.
 KernelLogFacts scan_fixture(const std::string& name,
-                            const std::map<std::string, std::string>& names = {}) {
+                            const std::map<std::string, std::string>& names = {},
+                            std::optional<std::vector<std::string>> gpus = std::nullopt) {
   KernelLogFacts f;
   f.readable = true;
+  f.gpu_bus_ids = std::move(gpus);
   auto records = parse_kernel_log_text(fixture_text(name), &f.format);
   scan_kernel_log(records, names, f);
+  return f;
+}
+
+KernelLogFacts scan_fixture_text(const std::string& text) {
+  KernelLogFacts f;
+  f.readable = true;
+  scan_kernel_log(parse_kernel_log_text(text, &f.format), {}, f);
   return f;
 }
 
@@ -167,7 +177,8 @@ TEST(KernelLog, FatalAerThenXid79IsTwoFailsNamedByThePciFacts) {
       {{"0000:02:00.0",
         "GPU 0000:02:00.0 (NVIDIA Corporation GH100[H100 SXM5 80GB], "
         "driver nvidia)"},
-       {"0000:00:02.0", "root port 0000:00:02.0 (Intel Corporation, driver pcieport)"}});
+       {"0000:00:02.0", "root port 0000:00:02.0 (Intel Corporation, driver pcieport)"}},
+      std::vector<std::string>{"0000:02:00.0"});
   ASSERT_EQ(f.xids.size(), 1u);
   const XidGroup& g = f.xids[0];
   EXPECT_EQ(g.xid, 79);
@@ -203,7 +214,11 @@ TEST(KernelLog, FatalAerThenXid79IsTwoFailsNamedByThePciFacts) {
 }
 
 TEST(KernelLog, XidFormatsAcrossDriverVersionsAndTheirClasses) {
-  auto f = scan_fixture("xid_formats.txt");
+  // The GPUs the lines name, on the PCI bus of the node the log is judged for.
+  auto f = scan_fixture("xid_formats.txt", {},
+                        std::vector<std::string>{"0000:2b:00.0", "0000:cb:00.0", "0000:dc:00.0",
+                                                 "0000:ed:00.0", "0009:01:00.0", "0019:01:00.0",
+                                                 "0018:01:00.0", "0000:10:1c.0", "0000:b3:00.0"});
   // Journal line without a PCI: function; the repeat "GPU ... has fallen off the bus" adds nothing.
   ASSERT_TRUE(xid(f, 79, "0000:2b:00.0"));
   EXPECT_FALSE(event(f, "gpu_off_bus", "0000:2b:00.0"));
@@ -247,6 +262,7 @@ TEST(KernelLog, XidFormatsAcrossDriverVersionsAndTheirClasses) {
 TEST(KernelLog, Xid154BackToNoneClearsTheDrain) {
   KernelLogFacts f;
   f.readable = true;
+  f.gpu_bus_ids = std::vector<std::string>{"0000:18:00.0"};
   scan_kernel_log({{1.0,
                     "NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 "
                     "(None) to 0x1 (GPU Reset Required)"},
@@ -261,7 +277,8 @@ TEST(KernelLog, Xid154BackToNoneClearsTheDrain) {
 }
 
 TEST(KernelLog, RepeatedGspTimeoutsAreOneGroupWithTheirProcesses) {
-  auto f = scan_fixture("gpud_dmesg_ctime_xid119.txt");
+  auto f =
+      scan_fixture("gpud_dmesg_ctime_xid119.txt", {}, std::vector<std::string>{"0000:9b:00.0"});
   ASSERT_EQ(f.xids.size(), 1u);
   EXPECT_EQ(f.xids[0].xid, 119);
   EXPECT_EQ(f.xids[0].count, 5);
@@ -315,6 +332,26 @@ TEST(KernelLog, MlxHealthLinesFromTheDriverSource) {
                   {}, f);
   ASSERT_TRUE(event(f, "mlx5_health", "0000:d2:00.0"));
   EXPECT_EQ(with(judge_kernel_log(f), "kernel_log.mlx5_health")[0].severity, Severity::kFail);
+}
+
+// Link lines as each driver's source prints them (log_lines.h), in the copies they reach us in.
+TEST(KernelLog, LinkLinesOfEachDriver) {
+  auto f = scan_fixture_text(
+      "[   10.0] igb 0000:01:00.0 eno1: igb: eno1 NIC Link is Down\n"  // igb_main.c
+      "[   11.0] e1000e: eth0 NIC Link is Down\n"                      // e1000e before netdev_info
+      "[   12.0] mlx4_en: enp1s0: Link Down\n"                         // mlx4 en_netdev.c
+      "[   13.0] pcieport 0000:00:1c.0: pciehp: Slot(1): Link Down\n"  // pciehp_ctrl.c
+      "[   14.0] pcieport 0000:00:1c.0: pciehp: Slot(1): Link Up\n"
+      "[   15.0] bond0: (slave eno50): link status definitely down, disabling slave\n"
+      "[   16.0] bond0: (slave eno50): link status definitely up, 25000 Mbps full duplex\n"
+      "[   17.0] mlx5_5: Port: 1 Link DOWN\n"  // mlx5 ib main.c before ibdev_info
+      "node3: Mar 27 15:37:34 node3 kernel: mlx5_core 0000:01:00.1 eth1: Link down\n");
+  for (const char* dev :
+       {"0000:01:00.0", "eth0", "enp1s0", "0000:00:1c.0", "eno50", "mlx5_5", "0000:01:00.1"})
+    EXPECT_TRUE(event(f, "link_down", dev)) << dev;
+  EXPECT_EQ(f.events.size(), 7u);
+  EXPECT_EQ(event(f, "link_down", "0000:00:1c.0")->ups_after_last_down, 1);
+  EXPECT_EQ(event(f, "link_down", "eno50")->ups_after_last_down, 1);
 }
 
 TEST(KernelLog, TheWindowCountsOnlyRecordsFromItsStart) {

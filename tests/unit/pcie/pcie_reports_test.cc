@@ -35,7 +35,8 @@ Json node_report(const std::vector<std::string>& overlays, const std::string& lo
   ProbeContext ctx;
   ctx.roots = SystemRoots::under(dir.path());
   auto pcie = probes::gather_pcie(ctx);
-  auto klog = probes::gather_kernel_log(ctx, probes::device_names(pcie));
+  auto klog = probes::gather_kernel_log(
+      ctx, {probes::device_names(pcie), probes::nvidia_gpu_bus_ids(pcie)});
   Report r;
   r.kind = "node";
   r.hostname = "gpu-07";
@@ -120,6 +121,19 @@ TEST(PcieReports, HtmlNodePageHasTheLinksAndTheXids) {
   EXPECT_NE(reports::html::node_section(unread).find("<p>unknown: "), std::string::npos);
 }
 
+// An Xid about a bus where the node has no GPU (kernel_log.not_a_gpu) is not shown as a drain.
+TEST(PcieReports, AnXidWithoutAGpuAtItsBusIsNotShownAsADrain) {
+  Json doc = node_report({}, "dmesg_aer_fatal_xid79.txt");
+  ASSERT_EQ(doc["kernel_log"]["xids"][0]["on_gpu"], true);
+  doc["kernel_log"]["xids"][0]["on_gpu"] = false;
+  std::ostringstream out;
+  reports::render_text(report_from_json(doc), out);
+  EXPECT_NE(out.str().find("drain (no GPU at this bus here)"), std::string::npos) << out.str();
+  const std::string h = reports::html::node_section(doc);
+  EXPECT_NE(h.find("<td class=\"sev\">drain (no GPU at this bus here)</td>"), std::string::npos)
+      << h;
+}
+
 TEST(PcieReports, NodeBaselineCatchesALinkThatGotWorseNewAerAndNewXids) {
   Json old_doc = node_report({}, "");
   Json new_doc = node_report({"overlay_gpu_gen4_x8.ttar", "overlay_aer_counts.ttar"},
@@ -146,6 +160,21 @@ TEST(PcieReports, NodeBaselineCatchesALinkThatGotWorseNewAerAndNewXids) {
   EXPECT_EQ(j["pcie"]["xids"][0]["new_count"], 1);
   EXPECT_NE(reports::baseline::node_baseline_table_text(r).find("Xids, baseline vs new"),
             std::string::npos);
+  // An Xid about a bus where the new report found no GPU (kernel_log.not_a_gpu) is no drain here
+  // either; a report from before the field counts its Xids as the GPUs' (above).
+  Json elsewhere = new_doc;
+  elsewhere["kernel_log"]["xids"][0]["on_gpu"] = false;
+  auto re = reports::baseline::compare_node_baseline(old_doc, elsewhere);
+  const Finding* other = nullptr;
+  for (const auto& f : re.findings)
+    if (f.code == "baseline.xid_new") other = &f;
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->severity, Severity::kWarn);
+  EXPECT_NE(other->message.find("0000:02:00.0 is not a GPU of the new report's node"),
+            std::string::npos)
+      << other->message;
+  elsewhere["kernel_log"]["xids"][0]["on_gpu"] = "no";
+  EXPECT_THROW(reports::baseline::compare_node_baseline(old_doc, elsewhere), std::invalid_argument);
   // An idle GPU's slower link between two runs is a warning; a GPU gone from the bus a fail.
   Json idle = node_report({"overlay_gpu_idle_gen1.ttar"}, "");
   auto ri = reports::baseline::compare_node_baseline(old_doc, idle);
