@@ -11,6 +11,7 @@ SystemRoots SystemRoots::under(const std::filesystem::path& dir) {
   r.etc = dir / "etc";
   r.home = dir / "root";
   r.live = false;
+  r.tree = confine_reads_under(dir);
   return r;
 }
 
