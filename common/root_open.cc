@@ -32,6 +32,19 @@ std::vector<std::string> components_of(const std::filesystem::path& p) {
   return out;
 }
 
+// p against the working directory, not normalised: a tree given as `.` or `capture` and a path
+// written as `/abs/capture/sys/...` (or the other way round) are compared as the same place.
+std::filesystem::path absolute_of(const std::filesystem::path& p) {
+  std::error_code ec;
+  auto a = std::filesystem::absolute(p, ec);
+  return ec ? p : a;
+}
+
+// A tree's own components: absolute and normalised, so `dir/`, `./dir` and `/abs/dir` are one.
+std::vector<std::string> tree_components(const std::filesystem::path& dir) {
+  return components_of(absolute_of(dir).lexically_normal());
+}
+
 std::deque<std::string> split_rel(const std::string& rel) {
   std::deque<std::string> out;
   size_t start = 0;
@@ -138,13 +151,16 @@ int open_in_root(int root_fd, const std::string& rel, int flags) {
 }
 
 ConfinedTree::ConfinedTree(std::filesystem::path dir)
-    : dir_(std::move(dir)), components_(components_of(dir_)) {}
+    : dir_(std::move(dir)), components_(tree_components(dir_)) {}
 
 std::optional<std::string> ConfinedTree::relative(const std::filesystem::path& p) const {
-  std::vector<std::string> c = components_of(p);
+  std::vector<std::string> c = components_of(absolute_of(p));
   if (c.size() < components_.size() ||
       !std::equal(components_.begin(), components_.end(), c.begin()))
     return std::nullopt;
+  // DIR/../x names DIR's neighbour (a replay file beside `--sysroot .`), not a path of the tree;
+  // a `..` further down (DIR/sys/../../x) is the tree's, and stops at its root.
+  if (c.size() > components_.size() && c[components_.size()] == "..") return std::nullopt;
   std::string rel;
   for (size_t i = components_.size(); i < c.size(); ++i) {
     if (c[i] == "/") continue;  // a root name can only come first; never restart at the real /
@@ -343,13 +359,13 @@ Registry& registry() {
 std::shared_ptr<const ConfinedTree> confine_reads_under(const std::filesystem::path& dir) {
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mu);
-  const std::vector<std::string> key = components_of(dir);
+  const std::vector<std::string> key = tree_components(dir);
   std::shared_ptr<const ConfinedTree> found;
   auto& trees = reg.trees;
   trees.erase(std::remove_if(trees.begin(), trees.end(), [](const auto& w) { return w.expired(); }),
               trees.end());
   for (const auto& w : trees)
-    if (auto t = w.lock(); t && components_of(t->dir()) == key) return t;
+    if (auto t = w.lock(); t && tree_components(t->dir()) == key) return t;
   auto tree = std::make_shared<const ConfinedTree>(dir);
   trees.push_back(tree);
   return tree;
@@ -364,7 +380,7 @@ std::shared_ptr<const ConfinedTree> tree_holding(const std::filesystem::path& p)
     auto t = w.lock();
     if (!t || !t->relative(p)) continue;
     // Trees inside trees (a test's fixture below another): the innermost one holds p.
-    size_t depth = components_of(t->dir()).size();
+    size_t depth = tree_components(t->dir()).size();
     if (!best || depth > best_depth) {
       best = t;
       best_depth = depth;

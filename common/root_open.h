@@ -42,7 +42,8 @@ class ConfinedTree {
   const std::filesystem::path& dir() const { return dir_; }
 
   // The part of p below dir ("sys/class/net/eth0/mtu"; "." for dir itself); nullopt when p is
-  // not lexically under dir. Not normalised: a `..` in it is resolved inside the tree.
+  // not lexically under dir (both taken against the working directory) or starts with dir/..
+  // Not normalised: a `..` further down is resolved inside the tree.
   std::optional<std::string> relative(const std::filesystem::path& p) const;
 
   // p opened for reading (O_NONBLOCK, so a FIFO swapped in never blocks the open) after checking

@@ -1,5 +1,7 @@
 #include "common/roots.h"
 
+#include "common/root_open.h"
+
 namespace fabkit {
 
 SystemRoots SystemRoots::under(const std::filesystem::path& dir) {

@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "common/root_open.h"
-
 namespace fabkit {
+
+class ConfinedTree;  // common/root_open.h
 
 struct SystemRoots {
   std::filesystem::path root = "/";  // for /.dockerenv, /run/.containerenv

@@ -178,6 +178,28 @@ TEST(SysrootTreeLifetime, TheSameDirectoryIsOneTree) {
   EXPECT_EQ(a.tree->relative(dir.path() / "sys/x"), "sys/x");
   EXPECT_EQ(a.tree->relative(dir.path()), ".");
   EXPECT_FALSE(a.tree->relative(dir.path().parent_path() / "other"));
+  // DIR/.. is DIR's neighbour, not the tree's; further down, `..` is the tree's own.
+  EXPECT_FALSE(a.tree->relative(dir.path() / "../x.json"));
+  EXPECT_EQ(a.tree->relative(dir.path() / "sys/../../x"), "sys/../../x");
+}
+
+TEST(SysrootTreeLifetime, ARelativeTreeHoldsItsAbsolutePathsAndNoOthers) {
+  testing::TempDir dir("sysroot-rel");
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir.path());
+  fs::create_directories("capture/sys");
+  {
+    ConfinedTree here(".");
+    EXPECT_EQ(here.relative("capture/sys"), "capture/sys");
+    EXPECT_EQ(here.relative(dir.path() / "capture/sys"), "capture/sys");
+    EXPECT_FALSE(here.relative("/etc/hostname"));  // not read as ./etc/hostname
+    EXPECT_FALSE(here.relative("../x.json"));
+    ConfinedTree capture("capture");
+    EXPECT_EQ(capture.relative(dir.path() / "capture/sys/x"), "sys/x");
+    EXPECT_EQ(capture.relative("./capture/sys"), "sys");
+    EXPECT_FALSE(capture.relative(dir.path() / "other/sys"));
+  }
+  fs::current_path(cwd);
 }
 
 // The component walk (kernels before 5.6) against openat2 RESOLVE_IN_ROOT, path by path: the same
