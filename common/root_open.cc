@@ -360,7 +360,6 @@ std::shared_ptr<const ConfinedTree> confine_reads_under(const std::filesystem::p
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mu);
   const std::vector<std::string> key = tree_components(dir);
-  std::shared_ptr<const ConfinedTree> found;
   auto& trees = reg.trees;
   trees.erase(std::remove_if(trees.begin(), trees.end(), [](const auto& w) { return w.expired(); }),
               trees.end());
