@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "common/errors.h"
+#include "common/root_open.h"
 #include "fabkit/config.h"
 #include "probes/node_probe.h"
 #include "profile/local_host.h"
@@ -41,8 +42,7 @@ int run_validate(const ValidateArgs& a) {
   bool topo_present = false;
   if (topo != env.end()) {
     std::filesystem::path on_disk = ctx.roots.root / std::filesystem::path(topo->second).relative_path();
-    std::error_code ec;
-    topo_present = std::filesystem::is_regular_file(on_disk, ec);
+    topo_present = path_is_regular_file(on_disk);
     if (topo_present) ctx.options.topo_file = on_disk;
   }
   Report node = probe_this_node(ctx);

@@ -5,9 +5,12 @@
 #include <fstream>
 #include <system_error>
 
+#include "common/root_open.h"
+
 namespace fabkit {
 
 Expected<std::string> read_text(const std::filesystem::path& p, size_t max_bytes) {
+  if (auto tree = tree_holding(p)) return tree->read_text(p, max_bytes);
   std::ifstream in(p, std::ios::binary);
   if (!in) return SysError{"open", errno ? errno : ENOENT, p.string()};
   // Grown in steps rather than sized to max_bytes up front: the bound is often megabytes (a
@@ -74,6 +77,11 @@ std::optional<int64_t> read_int(const std::filesystem::path& p) {
 
 std::vector<std::string> list_dir(const std::filesystem::path& p) {
   std::vector<std::string> names;
+  if (auto tree = tree_holding(p)) {
+    names = tree->list_dir(p).value_or(std::vector<std::string>{});
+    std::sort(names.begin(), names.end());
+    return names;
+  }
   std::error_code ec;
   for (auto it = std::filesystem::directory_iterator(p, ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
@@ -83,6 +91,11 @@ std::vector<std::string> list_dir(const std::filesystem::path& p) {
 }
 
 std::optional<std::string> symlink_basename(const std::filesystem::path& p) {
+  if (auto tree = tree_holding(p)) {
+    auto target = tree->read_link(p);
+    if (!target) return std::nullopt;
+    return std::filesystem::path(*target).filename().string();
+  }
   std::error_code ec;
   auto target = std::filesystem::read_symlink(p, ec);
   if (ec) return std::nullopt;

@@ -1,6 +1,6 @@
 // Small readers for sysfs/procfs-style files. They return what they found or a SysError value;
 // callers decide whether a missing file is a fact ("no such attribute on this kernel") or a
-// failure.
+// failure. A path under a --sysroot tree is read inside that tree (common/root_open.h).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 #include "common/roots.h"
 
+#include "common/root_open.h"
+
 namespace fabkit {
 
 SystemRoots SystemRoots::under(const std::filesystem::path& dir) {
@@ -11,6 +13,7 @@ SystemRoots SystemRoots::under(const std::filesystem::path& dir) {
   r.etc = dir / "etc";
   r.home = dir / "root";
   r.live = false;
+  r.tree = confine_reads_under(dir);
   return r;
 }
 

@@ -18,6 +18,7 @@
 #include "probes/pcie/pcie_facts.h"
 #include "probes/rdma/rdma_facts.h"
 #include "probes/roce_qos/roce_qos_facts.h"
+#include "probes/sysroot_refusals.h"
 #include "probes/topo_file/topo_file_facts.h"
 #if FABKIT_HAVE_VERBS
 #include "verbs/ibverbs_api.h"
@@ -136,6 +137,9 @@ Report run_node_probe(const ProbeContext& ctx) {
   append(r.findings, probes::judge_kernel_log(kernel_log));
   append(r.findings, probes::judge_roce_qos(roce_qos));
   append(r.findings, probes::judge_ib_qos(ib_qos));
+  // Last: every read above has happened, the AER and counter rereads included.
+  if (ctx.roots.tree)
+    append(r.findings, probes::judge_sysroot_refusals(ctx.roots.tree->refusals()));
 
   // 3. Sections, one per probe, in the order above.
   r.sections.push_back({"rdma", probes::to_json(rdma)});

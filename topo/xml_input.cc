@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/file_reader.h"
+#include "common/root_open.h"
 
 namespace fabkit::topo {
 namespace {
@@ -123,8 +124,7 @@ int LineIndex::line_of(ptrdiff_t offset) const {
 int XmlDocument::line_of(const pugi::xml_node& n) const { return lines.line_of(n.offset_debug()); }
 
 std::string read_topo_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
+  if (path_is_directory(path))
     throw TopoParseError(path.string(), 0, "", "is a directory, not an XML file");
   auto r = read_text(path, kMaxTopoFileBytes + 1);
   if (!ok(r)) throw TopoParseError(path.string(), 0, "", "cannot read: " + error(r).to_string());

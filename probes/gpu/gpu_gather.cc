@@ -1,7 +1,6 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -25,10 +24,9 @@ using gpu_detail::named;
 
 // sysfs numa_node of the PCI device: -1 means the device is not local to one node.
 std::optional<int> sysfs_numa_node(const ProbeContext& ctx, const std::string& bus_id) {
-  std::ifstream in(ctx.roots.sys / "bus/pci/devices" / bus_id / "numa_node");
-  int node = -1;
-  if (!(in >> node) || node < 0) return std::nullopt;
-  return node;
+  auto node = read_int(ctx.roots.sys / "bus/pci/devices" / bus_id / "numa_node");
+  if (!node || *node < 0 || *node > INT32_MAX) return std::nullopt;
+  return static_cast<int>(*node);
 }
 
 GpuDevice query_device(const ProbeContext& ctx, const nvml::Table& t, unsigned index,

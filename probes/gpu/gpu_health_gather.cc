@@ -2,8 +2,7 @@
 // temperature, persistence, PCIe link, processes, MIG and compute mode, firmware identity. The
 // NVLink and fabric queries are in gpu_link_gather.cc. Each call's outcome goes through CallLog,
 // so an unsupported call is a recorded fact and a lost GPU stops the queries.
-#include <fstream>
-
+#include "common/file_reader.h"
 #include "probes/gpu/nvml_call.h"
 
 namespace fabkit::probes {
@@ -224,10 +223,7 @@ void gather_pcie(CallLog& log, nvml::Device h, GpuHealth& health) {
 }
 
 std::string process_name(const ProbeContext& ctx, unsigned pid) {
-  std::ifstream in(ctx.roots.proc / std::to_string(pid) / "comm");
-  std::string name;
-  std::getline(in, name);
-  return name;
+  return read_line(ctx.roots.proc / std::to_string(pid) / "comm").value_or("");
 }
 
 void gather_processes(const ProbeContext& ctx, CallLog& log, nvml::Device h, bool name_them,

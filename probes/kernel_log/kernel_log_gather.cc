@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common/file_reader.h"
+#include "common/root_open.h"
 #include "common/unique_fd.h"
 #include "probes/kernel_log/kernel_log_facts.h"
 
@@ -121,12 +122,17 @@ KernelLogFacts gather_kernel_log(const ProbeContext& ctx, const KernelLogDevices
   const std::filesystem::path path = ctx.roots.dev / "kmsg";
   f.source = path.string();
   std::vector<KernelLogRecord> records;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  // Under --sysroot, resolved inside the tree and a regular file only (common/root_open.h).
+  auto opened = open_for_reading(path, O_NONBLOCK);
+  UniqueFd fd;
+  if (auto* e = std::get_if<UniqueFd>(&opened)) fd = std::move(*e);
+  const SysError* open_error = std::get_if<SysError>(&opened);
   struct stat st {};
-  if (!fd) {
-    f.unreadable_reason = errno == ENOENT && !ctx.roots.live
+  if (open_error) {
+    f.unreadable_reason = open_error->err == ENOENT && !ctx.roots.live
                               ? path.string() + " is absent"
-                              : denied_reason(ctx, path.string(), errno);
+                          : !ctx.roots.live ? open_error->to_string()
+                                            : denied_reason(ctx, path.string(), open_error->err);
   } else if (::fstat(fd.get(), &st) != 0) {
     f.unreadable_reason = path.string() + ": fstat: " + errno_text(errno);
   } else if (S_ISCHR(st.st_mode)) {

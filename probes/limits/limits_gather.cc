@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/file_reader.h"
+#include "common/root_open.h"
 #include "probes/limits/limits_facts.h"
 
 namespace fabkit::probes {
@@ -30,9 +31,8 @@ void detect_container(const ProbeContext& ctx, ContainerFacts& c) {
     c.detected = true;
     c.evidence.push_back(why);
   };
-  std::error_code ec;
-  if (std::filesystem::exists(ctx.roots.root / ".dockerenv", ec)) note("docker", "/.dockerenv exists");
-  if (std::filesystem::exists(ctx.roots.root / "run/.containerenv", ec))
+  if (path_exists(ctx.roots.root / ".dockerenv")) note("docker", "/.dockerenv exists");
+  if (path_exists(ctx.roots.root / "run/.containerenv"))
     note("podman", "/run/.containerenv exists");
   if (auto v = ctx.env.get("container")) note(*v, "container=" + *v + " in the environment");
   if (ctx.env.has("KUBERNETES_SERVICE_HOST")) note("kubernetes", "KUBERNETES_SERVICE_HOST is set");

@@ -1,6 +1,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "common/root_open.h"
 #include "probes/locality/locality_facts.h"
 #include "topo/hwloc_topology.h"
 #include "topo/topology_file.h"
@@ -17,8 +18,7 @@ LocalityFacts gather_locality(const ProbeContext& ctx) {
       f.topology = topo::load_live_hwloc_topology();
     } else {
       std::filesystem::path xml = ctx.roots.root / "hwloc.xml";
-      std::error_code ec;
-      if (!std::filesystem::exists(xml, ec)) {
+      if (!path_exists(xml)) {
         f.skipped = true;
         f.skip_reason = "skipped: hwloc reads the live machine, and " + xml.string() +
                         " (an `lstopo --of xml` export of the captured node) is absent";

@@ -2,6 +2,7 @@
 #include <map>
 
 #include "common/file_reader.h"
+#include "common/root_open.h"
 #include "probes/nccl_env/nccl_env_facts.h"
 #include "common/utf8_text.h"
 
@@ -90,7 +91,7 @@ NcclEnvFacts gather_nccl_env(const ProbeContext& ctx) {
     paths.emplace_back(ctx.roots.home / ".nccl.conf", "~/.nccl.conf");
   paths.emplace_back(ctx.roots.etc / "nccl.conf", "/etc/nccl.conf");
   for (const auto& [p, role] : paths) {
-    if (!std::filesystem::exists(p)) {
+    if (!path_exists(p)) {
       NcclConfFile missing;
       missing.path = p.string();
       missing.role = role;

@@ -19,6 +19,7 @@
 
 #include "common/file_reader.h"
 #include "common/net_route.h"
+#include "common/root_open.h"
 #include "probes/net/net_facts.h"
 #include "common/utf8_text.h"
 
@@ -72,15 +73,16 @@ void read_sysfs(const SystemRoots& roots, NetInterface& i) {
   i.pci_device = symlink_basename(dir / "device");
   if (i.pci_device && i.pci_device->empty()) {
     // A link written with a trailing slash (captured trees have them) has an empty filename().
-    std::error_code ec;
-    auto target = std::filesystem::read_symlink(dir / "device", ec);
-    i.pci_device = target.parent_path().filename().string();
+    i.pci_device = std::filesystem::path(read_link(dir / "device").value_or(""))
+                       .parent_path()
+                       .filename()
+                       .string();
   }
   std::string devtype;
   if (auto uevent = read_text(dir / "uevent"); ok(uevent))
     for (const auto& line : split(value(uevent), '\n'))
       if (starts_with(line, "DEVTYPE=")) devtype = trim(line.substr(8));
-  bool is_bridge = std::filesystem::exists(dir / "bridge");
+  bool is_bridge = path_exists(dir / "bridge");
   bool has_lower = iflink && *iflink != i.ifindex;
   classify_interface(i, i.pci_device.has_value(), is_bridge, has_lower, devtype);
   // Under --sysroot there is no getifaddrs: derive the flags the kernel would report.
@@ -145,9 +147,9 @@ NetFacts gather_net(const ProbeContext& ctx, const NetSettings& settings) {
     f.interfaces.back().name = name;
     return f.interfaces.back();
   };
-  f.interfaces_known = ctx.roots.live || std::filesystem::is_directory(ctx.roots.sys / "class/net");
+  f.interfaces_known = ctx.roots.live || path_is_directory(ctx.roots.sys / "class/net");
   for (const auto& name : list_dir(ctx.roots.sys / "class/net"))
-    if (std::filesystem::is_directory(ctx.roots.sys / "class/net" / name)) add(name);
+    if (path_is_directory(ctx.roots.sys / "class/net" / name)) add(name);
 
   if (ctx.roots.live) {
     ifaddrs* list = nullptr;

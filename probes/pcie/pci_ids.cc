@@ -1,6 +1,5 @@
 #include "probes/pcie/pci_ids.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +8,7 @@
 #include <cstdint>
 
 #include "common/file_reader.h"
+#include "common/root_open.h"
 #include "common/utf8_text.h"
 
 namespace fabkit::probes {
@@ -41,8 +41,10 @@ constexpr size_t kMaxPciIdsBytes = 8u << 20;
 // newline cost more than the rest of the PCIe probe (perf on gather_pcie here: ~2 ms of its
 // ~4 ms). "" when it cannot be read, is empty or is past the bound.
 std::string read_pci_ids(const std::filesystem::path& p) {
-  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
+  // Under --sysroot the tree's copy, resolved inside it (a link out of the tree is not followed).
+  auto opened = open_for_reading(p);
+  if (!std::holds_alternative<UniqueFd>(opened)) return {};
+  const int fd = std::get<UniqueFd>(opened).get();
   struct stat st {};
   std::string text;
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
@@ -65,7 +67,6 @@ std::string read_pci_ids(const std::filesystem::path& p) {
     }
     text.resize(got);
   }
-  ::close(fd);
   if (text.size() <= 1) text.clear();
   return text;
 }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/file_reader.h"
+#include "common/root_open.h"
 #include "common/utf8_text.h"
 #include "probes/pcie/pci_ids.h"
 #include "probes/pcie/pcie_facts.h"
@@ -54,12 +55,16 @@ bool is_bdf_name(const std::string& s) {
 }
 
 // The components of a device's real sysfs path, from the symlink in bus/pci/devices; nullopt when
-// it is not a symlink (a tree copied without links) or points outside <sys>/devices.
+// it is not a symlink (a tree copied without links) or points outside <sys>/devices. An absolute
+// link (`/sys/devices/...`, as some capture tools write them) names the path on the captured
+// machine: it is read against the root <sys> hangs off, as the reads through it resolve.
 std::optional<std::vector<std::string>> device_path(const fs::path& sys, const std::string& bdf) {
-  std::error_code ec;
-  fs::path target = fs::read_symlink(sys / "bus/pci/devices" / bdf, ec);
-  if (ec) return std::nullopt;
-  fs::path real = (sys / "bus/pci/devices" / target).lexically_normal();
+  auto text = read_link(sys / "bus/pci/devices" / bdf);
+  if (!text) return std::nullopt;
+  const fs::path target(*text);
+  fs::path real = (target.is_absolute() ? sys.parent_path() / target.relative_path()
+                                        : sys / "bus/pci/devices" / target)
+                      .lexically_normal();
   fs::path rel = real.lexically_relative((sys / "devices").lexically_normal());
   if (rel.empty() || *rel.begin() == "..") return std::nullopt;
   std::vector<std::string> parts;
@@ -144,8 +149,7 @@ PcieFacts gather_pcie(const ProbeContext& ctx) {
   PcieFacts f;
   const fs::path sys = ctx.roots.sys;
   const fs::path bus = sys / "bus/pci/devices";
-  std::error_code ec;
-  if (!fs::is_directory(bus, ec)) return f;
+  if (!path_is_directory(bus)) return f;
   f.pci_bus_present = true;
 
   std::map<std::string, PcieDevice> found;  // bus id -> device, selected and bridges
@@ -159,7 +163,7 @@ PcieFacts gather_pcie(const ProbeContext& ctx) {
     if (!cls || !vendor) continue;
     auto role = selected_role(*cls, *vendor, device.value_or(0));
     // A virtual function shares its physical function's link and reads "Unknown" / 0 itself.
-    if (!role || fs::exists(dir / "physfn", ec)) continue;
+    if (!role || path_exists(dir / "physfn")) continue;
     PcieDevice d;
     d.bus_id = bdf;
     d.role = *role;

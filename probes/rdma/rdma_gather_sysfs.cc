@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "common/file_reader.h"
+#include "common/root_open.h"
 #include "probes/rdma/rdma_facts.h"
 #include "verbs/verbs_strings.h"
 
@@ -30,7 +31,7 @@ std::optional<int> read_coded(const fs::path& p, std::vector<SysError>& errors) 
 }
 
 std::optional<int> read_lid(const fs::path& p, std::vector<SysError>& errors) {
-  if (!fs::exists(p)) return std::nullopt;  // absent from partial captures; never guessed
+  if (!path_exists(p)) return std::nullopt;  // absent from partial captures; never guessed
   auto v = read_int(p);  // "0x1a": the kernel prints LIDs in hex
   if (!v) errors.push_back(parse_error(p, read_line(p).value_or(""), "a hex LID like 0x1a"));
   if (!v) return std::nullopt;
@@ -53,7 +54,7 @@ std::optional<std::string> port_netdev(const fs::path& dev_dir, int port,
 }
 
 void read_gids(const fs::path& port_dir, RdmaPort& p, std::vector<SysError>& errors) {
-  if (!fs::is_directory(port_dir / "gids")) return;
+  if (!path_is_directory(port_dir / "gids")) return;
   p.gids_known = true;
   std::vector<verbs::GidEntry> entries;
   for (const auto& name : list_dir(port_dir / "gids")) {
@@ -121,7 +122,7 @@ RdmaPort read_port(const fs::path& dev_dir, int port, std::vector<SysError>& err
 RdmaFacts gather_rdma_sysfs(const fs::path& sys_root) {
   RdmaFacts f;
   fs::path base = sys_root / "class" / "infiniband";
-  if (!fs::is_directory(base)) return f;  // no RDMA driver loaded: source stays "none"
+  if (!path_is_directory(base)) return f;  // no RDMA driver loaded: source stays "none"
   f.source = "sysfs";
   for (const auto& name : list_dir(base)) {
     fs::path dir = base / name;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/file_reader.h"
+#include "common/root_open.h"
 #include "common/utf8_text.h"
 #include "probes/nccl_env/nccl_env_facts.h"
 #include "probes/rdma/rdma_facts.h"
@@ -27,7 +28,7 @@ std::map<int, bool> read_enable_dir(const fs::path& dir, std::vector<SysError>& 
   std::map<int, bool> out;
   for (int p = 0; p < 8; ++p) {
     const fs::path f = dir / std::to_string(p);
-    if (!fs::exists(f)) continue;
+    if (!path_exists(f)) continue;
     auto v = read_int(f);
     if (!v || (*v != 0 && *v != 1)) {
       errors.push_back(
@@ -44,7 +45,7 @@ std::map<std::string, int64_t> read_params(const fs::path& dir) {
   std::map<std::string, int64_t> out;
   for (const fs::path& d : {dir, dir / "params"})
     for (const auto& name : list_dir(d)) {
-      if (fs::is_directory(d / name)) continue;
+      if (path_is_directory(d / name)) continue;
       if (auto v = read_int(d / name)) out[utf8_clean(name)] = *v;
     }
   return out;

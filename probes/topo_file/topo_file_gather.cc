@@ -2,6 +2,7 @@
 
 #include "common/errors.h"
 #include "common/file_reader.h"
+#include "common/root_open.h"
 #include "probes/topo_file/topo_file_facts.h"
 #include "topo/pci_bus_id.h"
 
@@ -32,7 +33,7 @@ TopoFileFacts gather_topo_file(const ProbeContext& ctx) {
     return f;
   }
   std::filesystem::path devices = ctx.roots.sys / "bus/pci/devices";
-  f.pci_checked = std::filesystem::is_directory(devices, ec);
+  f.pci_checked = path_is_directory(devices);
   if (!f.pci_checked) return f;
   std::vector<std::string> ids;
   for (const auto& g : f.loaded->topology.gpus) ids.push_back(g.bus_id);
