@@ -156,5 +156,45 @@ TEST_F(UntrustedInputs, ExportCopiesNoFileThroughASymlinkOutOfTheModelDirectory)
   EXPECT_TRUE(fs::exists(dir_.path() / "hf" / "model.safetensors"));
 }
 
+// Each file fabtrain reads from a model directory or as data, replaced by /dev/zero (through a
+// symlink) or a FIFO, used to be read without end (or to block the open for ever).
+TEST_F(UntrustedInputs, ModelAndDataFilesOnDevZeroOrAFifoFailFastNamingTheFile) {
+  struct Case {
+    std::string file;  // in a copy of the model directory; "data": the --data file itself
+    bool fifo;
+    std::string said;
+  };
+  const std::vector<Case> cases = {
+      {"config.json", false, "config.json: is a character device, not a regular file"},
+      {"tokenizer.json", false, "tokenizer.json: is a character device, not a regular file"},
+      {"tokenizer.model", false, "tokenizer.model: is a character device, not a regular file"},
+      {"model.safetensors.index.json", false,
+       "model.safetensors.index.json: is a character device"},
+      {"model.safetensors", true, "model.safetensors: is a FIFO, not a regular file"},
+      {"data", false, "/dev/zero (the data file): is a character device, not a regular file"},
+      {"data", true, "(the data file): is a FIFO, not a regular file"},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.file + (c.fifo ? " as a FIFO" : " on /dev/zero"));
+    const fs::path model = dir_.path() / ("model-" + std::to_string(n));
+    fs::copy(dir_.path() / "model", model);
+    fs::path data = dir_.path() / "train.jsonl";
+    const fs::path target =
+        c.file == "data" ? dir_.path() / ("fifo-" + std::to_string(n)) : model / c.file;
+    if (c.file == "config.json") fs::remove(target);
+    if (c.fifo) {
+      ASSERT_EQ(::mkfifo(target.c_str(), 0600), 0);
+    } else if (c.file != "data") {
+      fs::create_symlink("/dev/zero", target);
+    }
+    if (c.file == "data") data = c.fifo ? target : fs::path("/dev/zero");
+    auto r = run_fabtrain(train_args(model, data, "out-" + std::to_string(n++)), 60, kHeapCap);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    expect_names(r.output, {c.said});
+    EXPECT_LT(r.seconds, 30) << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace fabkit::testing
