@@ -16,7 +16,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
-#include "common/input_file.h"
+#include "common/regular_file.h"
 #include "trainer/app/commands.h"
 #include "trainer/app/export_output.h"
 #include "trainer/checkpoint/checkpoint.h"

@@ -11,7 +11,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
-#include "common/input_file.h"
+#include "common/regular_file.h"
 #include "trainer/tokenizer/tokenizer.h"
 
 namespace fs = std::filesystem;

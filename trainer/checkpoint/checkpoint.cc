@@ -14,7 +14,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
-#include "common/input_file.h"
+#include "common/regular_file.h"
 #include "common/json_read.h"
 #include "trainer/checkpoint/shard_file.h"
 

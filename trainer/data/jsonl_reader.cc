@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "common/input_file.h"
+#include "common/regular_file.h"
 #include "common/json_read.h"
 
 namespace fabkit::trainer {

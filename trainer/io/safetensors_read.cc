@@ -8,7 +8,7 @@
 #include <set>
 
 #include "common/errors.h"
-#include "common/input_file.h"
+#include "common/regular_file.h"
 #include "common/json.h"
 #include "common/json_read.h"
 #include "trainer/io/safetensors.h"

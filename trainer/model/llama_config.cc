@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "common/errors.h"
-#include "common/input_file.h"
+#include "common/regular_file.h"
 #include "common/json_read.h"
 
 namespace fabkit::trainer {

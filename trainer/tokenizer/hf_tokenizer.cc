@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include "common/errors.h"
-#include "common/input_file.h"
+#include "common/regular_file.h"
 #include "common/json_read.h"
 #include "trainer/tokenizer/byte_level.h"
 

@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "common/errors.h"
-#include "common/input_file.h"
+#include "common/regular_file.h"
 #include "trainer/tokenizer/sentencepiece_shim.h"
 #include "trainer/tokenizer/tokenizer.h"
 

@@ -1,6 +1,6 @@
 // load_tokenizer: which tokenizer a model directory holds, decided by its files as HF does.
 #include "common/errors.h"
-#include "common/input_file.h"
+#include "common/regular_file.h"
 #include "common/json.h"
 #include "common/json_read.h"
 #include "trainer/tokenizer/hf_tokenizer.h"

@@ -1,6 +1,6 @@
-// common/input_file.h: only regular files are read, their size is checked before a byte is read,
+// common/regular_file.h: only regular files are read, their size is checked before a byte is read,
 // and a name resolved beneath a directory never leads out of it.
-#include "common/input_file.h"
+#include "common/regular_file.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -28,14 +28,14 @@ std::string error_of(const std::function<void()>& fn) {
   return "(no UsageError)";
 }
 
-TEST(InputFile, ReadsARegularFileWithinItsLimit) {
-  testing::TempDir t("input_file");
+TEST(RegularFile, ReadsARegularFileWithinItsLimit) {
+  testing::TempDir t("regular_file");
   testing::write_file(t.path() / "a.json", "{\"x\": 1}");
   EXPECT_EQ(read_regular_file(t.path() / "a.json", 8, "test"), "{\"x\": 1}");
 }
 
-TEST(InputFile, RefusesAFileOverItsLimitByItsSizeAndSaysWhy) {
-  testing::TempDir t("input_file");
+TEST(RegularFile, RefusesAFileOverItsLimitByItsSizeAndSaysWhy) {
+  testing::TempDir t("regular_file");
   testing::write_file(t.path() / "big", std::string(100, 'a'));
   const std::string m = error_of([&] { read_regular_file(t.path() / "big", 99, "a reason"); });
   EXPECT_NE(
@@ -44,8 +44,8 @@ TEST(InputFile, RefusesAFileOverItsLimitByItsSizeAndSaysWhy) {
       << m;
 }
 
-TEST(InputFile, RefusesDevZeroAndAFifoAtOnce) {
-  testing::TempDir t("input_file");
+TEST(RegularFile, RefusesDevZeroAndAFifoAtOnce) {
+  testing::TempDir t("regular_file");
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_NE(error_of([&] {
               read_regular_file("/dev/zero", 1 << 20, "test");
@@ -61,7 +61,7 @@ TEST(InputFile, RefusesDevZeroAndAFifoAtOnce) {
 
 class Beneath : public ::testing::TestWithParam<bool> {
  public:
-  Beneath() : t_("input_file_beneath") {
+  Beneath() : t_("regular_file_beneath") {
     testing::write_file(t_.path() / "dir" / "sub" / "inside", "in");
     testing::write_file(t_.path() / "outside", "secret");
     fs::create_symlink(t_.path() / "outside", t_.path() / "dir" / "abs-link");
@@ -104,7 +104,7 @@ TEST_P(Beneath, FollowsASymlinkThatStaysInsideOnlyWithOpenat2) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(InputFile, Beneath, ::testing::Values(true, false),
+INSTANTIATE_TEST_SUITE_P(RegularFile, Beneath, ::testing::Values(true, false),
                          [](const auto& info) { return info.param ? "Openat2" : "ComponentWalk"; });
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "common/input_file.h"
+#include "common/regular_file.h"
 
 #include <fcntl.h>
 #include <linux/openat2.h>  // struct open_how, RESOLVE_* (the kernel's uapi header)
