@@ -199,8 +199,10 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
   // 4. Monitoring and control (run_monitor.h), and the one way to save: the monitor says so first.
   RunMonitor monitor(o.output_dir, o.no_control, world.rank(), in.local_rank,
                      Environment::from_process(), log);
+  // The model directory is recorded absolute: export copies its tokenizer files from another
+  // working directory, and never resolves a recorded path against its own.
   const SaveRequest save_base{
-      o.output_dir,        state,        in.model_config, o.model_dir, o.save_total_limit,
+      o.output_dir,        state,        in.model_config, fs::absolute(o.model_dir).string(), o.save_total_limit,
       o.save_on_each_node, in.local_rank};
   int64_t saved_at = -1;
   auto save_now = [&] {

@@ -3,15 +3,18 @@
 #include <fcntl.h>  // AT_FDCWD
 #include <openssl/evp.h>
 #include <stdio.h>  // renameat2, RENAME_EXCHANGE (glibc >= 2.28)
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <cstring>
+#include <set>
 
-#include "common/errors.h"
 #include "common/atomic_file.h"
+#include "common/errors.h"
+#include "common/regular_file.h"
 #include "common/json_read.h"
 #include "trainer/checkpoint/shard_file.h"
 
@@ -48,11 +51,54 @@ struct ShardDigest {
   uint64_t bytes;
 };
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A manifest holds the model's config.json and one line per parameter: kilobytes, a few MB for
+// the largest models. The limit keeps a hostile one (or /dev/zero in its place) from filling
+// memory.
+constexpr uint64_t kMaxManifestBytes = 64ull << 20;
+
+Json read_manifest(int dir_fd, const fs::path& dir) {
+  const std::string shown = (dir / "manifest.json").string();
+  const UniqueFd fd = open_regular_beneath(dir_fd, "manifest.json", shown);
+  const std::string text = read_all_capped(
+      fd.get(), kMaxManifestBytes, shown, "a manifest lists the model's config and its parameters");
+  try {
+    return parse_json(text, shown);
+  } catch (const JsonReadError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// shards[index] of a manifest, opened. A manifest is as trustworthy as whoever could write its
+// directory, and `fabtrain export` runs as root: its "file" must name a regular file inside the
+// checkpoint directory (no absolute path, no "..", no symlink leading out), never elsewhere.
+struct ListedShard {
+  UniqueFd fd;
+  std::string shown;  // DIR/FILE, for messages
+  uint64_t bytes = 0;
+  std::string sha256;
+};
+
+ListedShard open_listed_shard(int dir_fd, const fs::path& dir, const Json& shards, size_t index) {
+  const std::string field =
+      (dir / "manifest.json").string() + ": shards[" + std::to_string(index) + "]";
+  if (!shards.is_array() || index >= shards.size())
+    throw UsageError(field + " is missing (field \"shards\" must list one entry per rank)");
+  const Json& e = shards.at(index);
+  if (!e.is_object() || !e.contains("file") || !e.at("file").is_string() || !e.contains("bytes") ||
+      !e.at("bytes").is_number_unsigned() || !e.contains("sha256") || !e.at("sha256").is_string())
+    throw UsageError(field + " must be {\"file\": name, \"bytes\": size, \"sha256\": hex}, found " +
+                     e.dump().substr(0, 200));
+  const std::string file = e.at("file").get<std::string>();
+  if (auto why = why_not_beneath(file))
+    throw UsageError(field + ".file \"" + file + "\" " + *why +
+                     "; a shard is a file inside the checkpoint " + "directory " + dir.string());
+  ListedShard s;
+  s.shown = (dir / file).string();
+  s.fd =
+      open_regular_beneath(dir_fd, file, "checkpoint shard " + s.shown + " (" + field + ".file)");
+  s.bytes = e.at("bytes").get<uint64_t>();
+  s.sha256 = e.at("sha256").get<std::string>();
+  return s;
 }
 
 Json layout_json(const std::vector<FlatShard>& shards) {
@@ -89,18 +135,28 @@ Json layout_for_resharding(Json units) {
   return units;
 }
 
-// "" when the shard file has the size and SHA-256 its manifest entry records.
-std::string check_shard_file(const fs::path& dir, const Json& entry) {
-  const fs::path file = dir / entry.at("file").get<std::string>();
-  std::error_code ec;
-  const auto size = fs::file_size(file, ec);
-  if (ec) return "shard " + file.string() + " is missing";
-  if (size != entry.at("bytes").get<uint64_t>()) {
-    return "shard " + file.string() + " has " + std::to_string(size) + " bytes, the manifest says " +
-           entry.at("bytes").dump();
+// "" when shards[index] has the size and SHA-256 its manifest entry records.
+std::string check_shard_file(const fs::path& dir, const Json& shards, size_t index) {
+  try {
+    const UniqueFd dir_fd = open_directory(dir, "checkpoint " + dir.string());
+    const ListedShard s = open_listed_shard(dir_fd.get(), dir, shards, index);
+    const uint64_t size = open_file_size(s.fd.get(), s.shown);
+    if (size != s.bytes) {
+      return "shard " + s.shown + " has " + std::to_string(size) + " bytes, the manifest says " +
+             std::to_string(s.bytes);
+    }
+    if (sha256_fd(s.fd.get(), s.shown) != s.sha256)
+      return "shard " + s.shown + " fails its SHA-256";
+  } catch (const UsageError& e) {
+    return e.what();
   }
-  if (sha256_file(file) != entry.at("sha256").get<std::string>()) return "shard " + file.string() + " fails its SHA-256";
   return "";
+}
+
+ShardFileContents read_listed_shard(const fs::path& dir, const Json& shards, size_t index) {
+  const UniqueFd dir_fd = open_directory(dir, "checkpoint " + dir.string());
+  const ListedShard s = open_listed_shard(dir_fd.get(), dir, shards, index);
+  return read_shard_file(s.fd.get(), s.shown);
 }
 
 // Why this checkpoint cannot be used by this rank, or "" when it can. Written by another world
@@ -116,7 +172,7 @@ std::string check_for_rank(const fs::path& dir, const Json& manifest, const std:
     const Json layout = layout_json(shards);
     if (manifest.at("world_size").get<int>() == world) {
       if (manifest.at("units") != layout) return "parameter layout differs from this model";
-      return check_shard_file(dir, manifest.at("shards").at(rank));
+      return check_shard_file(dir, manifest.at("shards"), static_cast<size_t>(rank));
     }
     if (layout_for_resharding(manifest.at("units")) != layout_for_resharding(layout)) {
       return "parameter layout differs from this model";
@@ -126,8 +182,10 @@ std::string check_for_rank(const fs::path& dir, const Json& manifest, const std:
              std::to_string(world) + " ranks reshards it, which needs every shard on every node: copy all " +
              "rank-*.bin files of " + dir.string() + " to each node first";
     }
-    for (const auto& entry : manifest.at("shards")) {
-      if (auto why = check_shard_file(dir, entry); !why.empty()) return why;
+    const Json& listed = manifest.at("shards");
+    if (!listed.is_array()) return "manifest field \"shards\" is not an array";
+    for (size_t i = 0; i < listed.size(); ++i) {
+      if (auto why = check_shard_file(dir, listed, i); !why.empty()) return why;
     }
   } catch (const Json::exception& e) {
     return std::string("manifest field missing or mistyped: ") + e.what();
@@ -140,7 +198,8 @@ std::string check_for_rank(const fs::path& dir, const Json& manifest, const std:
 void load_resharded(const fs::path& dir, const Json& manifest, std::vector<FlatShard>& shards,
                     ShardOptimizer& optimizer) {
   std::vector<ShardFileContents> old;
-  for (const auto& entry : manifest.at("shards")) old.push_back(read_shard_file(dir / entry.at("file").get<std::string>()));
+  for (size_t i = 0; i < manifest.at("shards").size(); ++i)
+    old.push_back(read_listed_shard(dir, manifest.at("shards"), i));
   for (size_t u = 0; u < shards.size(); ++u) {
     std::vector<const std::vector<float>*> params;
     std::vector<std::vector<NamedArray>> states;
@@ -225,15 +284,22 @@ void broadcast_steps(Comm& comm, std::vector<int64_t>& steps, int root) {
   if (count > 0) comm.broadcast_bytes(steps.data(), steps.size() * sizeof(int64_t), root);
 }
 
-std::string sha256_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("cannot open " + path.string() + " to hash it");
+std::string sha256_fd(int fd, const std::string& shown) {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
   std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
+  uint64_t at = 0;
+  for (;;) {
+    const ssize_t n = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      EVP_MD_CTX_free(ctx);
+      throw UsageError("cannot read " + shown + " to hash it (" + std::strerror(e) + ")");
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(n));
+    at += static_cast<uint64_t>(n);
   }
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
@@ -246,6 +312,11 @@ std::string sha256_file(const fs::path& path) {
     hex += b;
   }
   return hex;
+}
+
+std::string sha256_file(const fs::path& path) {
+  const UniqueFd fd = open_regular_file(path, path.string());
+  return sha256_fd(fd.get(), path.string());
 }
 
 fs::path save_checkpoint(Comm& comm, const SaveRequest& req, const std::vector<FlatShard>& shards,
@@ -384,7 +455,8 @@ std::optional<TrainState> resume_latest(Comm& comm, const fs::path& output_dir, 
     std::string why;
     Json manifest;
     try {
-      manifest = parse_json(read_text(dir / "manifest.json"), "manifest.json");
+      const UniqueFd dir_fd = open_directory(dir, "checkpoint " + dir.string());
+      manifest = read_manifest(dir_fd.get(), dir);
       why = check_for_rank(dir, manifest, shards, optimizer.name(), comm.rank(), comm.world_size());
     } catch (const std::exception& e) {
       why = std::string("manifest unreadable: ") + e.what();
@@ -408,7 +480,8 @@ std::optional<TrainState> resume_latest(Comm& comm, const fs::path& output_dir, 
       optimizer.set_steps(manifest.at("optimizer_steps").get<int64_t>());
       return state_from_json(manifest.at("train_state"));
     }
-    const auto contents = read_shard_file(dir / manifest.at("shards").at(static_cast<size_t>(comm.rank())).at("file").get<std::string>());
+    const auto contents =
+        read_listed_shard(dir, manifest.at("shards"), static_cast<size_t>(comm.rank()));
     for (size_t u = 0; u < shards.size(); ++u) {
       const auto& arrays = contents.units.at(u).arrays;
       if (arrays.at(0).name != "param" || arrays[0].values.size() != shards[u].param.size()) {
@@ -423,42 +496,133 @@ std::optional<TrainState> resume_latest(Comm& comm, const fs::path& output_dir, 
   return std::nullopt;
 }
 
-GatheredCheckpoint gather_checkpoint(const fs::path& dir) {
-  GatheredCheckpoint g;
-  const fs::path mpath = dir / "manifest.json";
-  if (!fs::exists(mpath)) throw UsageError("checkpoint " + dir.string() + " has no manifest.json: it is incomplete");
-  try {
-    g.manifest = parse_json(read_text(mpath), mpath.string());
-  } catch (const JsonReadError& e) {
-    throw UsageError(e.what());
+namespace {
+
+// Element count of a manifest shape, refused when negative, not an integer, or more than `limit`
+// (the elements the shards hold for its unit), so no product can wrap.
+uint64_t checked_numel(const Json& shape, uint64_t limit, const std::string& field) {
+  if (!shape.is_array())
+    throw UsageError(field + ".shape must be an array of sizes, found " + shape.dump());
+  uint64_t n = 1;
+  for (const Json& d : shape) {
+    if (!d.is_number_unsigned())
+      throw UsageError(field + ".shape " + shape.dump() + ": " + d.dump() +
+                       " is not a non-negative integer");
+    const uint64_t x = d.get<uint64_t>();
+    if (x != 0 && n > limit / x)
+      throw UsageError(field + ".shape " + shape.dump() + " holds more elements than the shards' " +
+                       std::to_string(limit) + " for its unit");
+    n *= x;
   }
+  return n;
+}
+
+// Appends each listed shard's param arrays to full[u], every shard opened beneath `dir` and
+// checked against its recorded size and SHA-256 first.
+void gather_params(int dir_fd, const fs::path& dir, const Json& manifest,
+                   std::vector<std::vector<float>>& full) {
+  const std::string mpath = (dir / "manifest.json").string();
+  const Json& units = manifest.at("units");
+  const Json& shards = manifest.at("shards");
+  if (!shards.is_array() || shards.empty())
+    throw UsageError(mpath + ": field \"shards\" must be a non-empty array");
+  // The same file listed twice (under two spellings) would be read twice: a manifest could then
+  // make one shard fill memory many times over.
+  std::set<std::pair<dev_t, ino_t>> seen;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const ListedShard s = open_listed_shard(dir_fd, dir, shards, i);
+    struct stat st {};
+    if (::fstat(s.fd.get(), &st) != 0)
+      throw UsageError(s.shown + ": cannot stat (" + std::strerror(errno) + ")");
+    if (!seen.insert({st.st_dev, st.st_ino}).second)
+      throw UsageError(mpath + ": shards[" + std::to_string(i) +
+                       "].file names a shard listed before it");
+    if (static_cast<uint64_t>(st.st_size) != s.bytes)
+      throw UsageError("checkpoint shard " + s.shown + " has " + std::to_string(st.st_size) +
+                       " bytes, " + mpath + " shards[" + std::to_string(i) + "].bytes says " +
+                       std::to_string(s.bytes));
+    if (sha256_fd(s.fd.get(), s.shown) != s.sha256)
+      throw UsageError("checkpoint shard " + s.shown + " fails its SHA-256 (corrupt or rewritten)");
+    const ShardFileContents c = read_shard_file(s.fd.get(), s.shown);
+    if (c.units.size() != units.size())
+      throw UsageError("checkpoint shard " + s.shown + " holds " + std::to_string(c.units.size()) +
+                       " units, " + mpath + " lists " + std::to_string(units.size()));
+    for (size_t u = 0; u < units.size(); ++u) {
+      const auto& arrays = c.units[u].arrays;
+      if (c.units[u].unit != units[u].at("unit").get<std::string>() || arrays.empty() ||
+          arrays[0].name != "param")
+        throw UsageError("checkpoint shard " + s.shown + ": unit " + std::to_string(u) + " is \"" +
+                         c.units[u].unit + "\" without a \"param\" array first; " + mpath +
+                         " lists units[" + std::to_string(u) + "] as " +
+                         units[u].at("unit").dump());
+      full[u].insert(full[u].end(), arrays[0].values.begin(), arrays[0].values.end());
+    }
+  }
+}
+
+}  // namespace
+
+GatheredCheckpoint gather_checkpoint(const fs::path& dir) {
+  const UniqueFd dir_fd = open_directory(dir, "checkpoint " + dir.string());
+  return gather_checkpoint(dir_fd.get(), dir);
+}
+
+GatheredCheckpoint gather_checkpoint(int dir_fd, const fs::path& dir) {
+  GatheredCheckpoint g;
+  const std::string mpath = (dir / "manifest.json").string();
+  struct stat st {};
+  if (::fstatat(dir_fd, "manifest.json", &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+    throw UsageError("checkpoint " + dir.string() + " has no manifest.json: it is incomplete");
+  g.manifest = read_manifest(dir_fd, dir);
   try {
+    if (!g.manifest.is_object() || !g.manifest.contains("units") ||
+        !g.manifest.at("units").is_array())
+      throw UsageError(mpath + ": field \"units\" (an array) is missing");
     const Json& units = g.manifest.at("units");
     std::vector<std::vector<float>> full(units.size());
-    for (const auto& entry : g.manifest.at("shards")) {
-      const fs::path f = dir / entry.at("file").get<std::string>();
-      if (sha256_file(f) != entry.at("sha256").get<std::string>()) {
-        throw UsageError("checkpoint shard " + f.string() + " fails its SHA-256 (corrupt or rewritten)");
-      }
-      auto c = read_shard_file(f);
-      for (size_t u = 0; u < units.size(); ++u) {
-        const auto& vals = c.units.at(u).arrays.at(0).values;
-        full[u].insert(full[u].end(), vals.begin(), vals.end());
-      }
-    }
+    gather_params(dir_fd, dir, g.manifest, full);
+    // Every parameter is a span of its unit's gathered vector; the spans may not overlap, so
+    // the tensors made here never hold more than the shards did.
+    std::set<std::string> names;
     for (size_t u = 0; u < units.size(); ++u) {
-      for (const auto& p : units[u].at("params")) {
+      const Json& params = units[u].at("params");
+      if (!params.is_array())
+        throw UsageError(mpath + ": units[" + std::to_string(u) + "].params must be an array");
+      const uint64_t have = full[u].size();
+      std::vector<std::pair<uint64_t, uint64_t>> spans;  // [begin, end) in elements, as listed
+      for (size_t k = 0; k < params.size(); ++k) {
+        const Json& p = params[k];
+        const std::string field =
+            mpath + ": units[" + std::to_string(u) + "].params[" + std::to_string(k) + "]";
+        const std::string name = p.at("name").get<std::string>();
+        if (!names.insert(name).second)
+          throw UsageError(field + ": parameter \"" + name + "\" is listed twice");
+        const uint64_t n = checked_numel(p.at("shape"), have, field);
+        const Json& off = p.at("offset");
+        if (!off.is_number_unsigned() || off.get<uint64_t>() > have - n)
+          throw UsageError(field + " (\"" + name + "\"): offset " + off.dump() + " + " +
+                           std::to_string(n) + " elements lies outside the unit's " +
+                           std::to_string(have) + " elements in the shards");
+        spans.emplace_back(off.get<uint64_t>(), off.get<uint64_t>() + n);
+      }
+      // Checked before anything is copied: overlapping spans could copy one unit many times over.
+      std::vector<std::pair<uint64_t, uint64_t>> sorted = spans;
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t k = 1; k < sorted.size(); ++k)
+        if (sorted[k].first < sorted[k - 1].second)
+          throw UsageError(
+              mpath + ": units[" + std::to_string(u) + "] has parameters overlapping at element " +
+              std::to_string(sorted[k].first) + ": each parameter is its own span of the unit");
+      for (size_t k = 0; k < params.size(); ++k) {
         FullTensor t;
-        t.shape = p.at("shape").get<std::vector<int64_t>>();
-        int64_t n = 1;
-        for (auto d : t.shape) n *= d;
-        const int64_t off = p.at("offset").get<int64_t>();
-        t.values.assign(full[u].begin() + off, full[u].begin() + off + n);
-        g.params.emplace_back(p.at("name").get<std::string>(), std::move(t));
+        t.shape = params[k].at("shape").get<std::vector<int64_t>>();
+        t.values.assign(full[u].begin() + static_cast<std::ptrdiff_t>(spans[k].first),
+                        full[u].begin() + static_cast<std::ptrdiff_t>(spans[k].second));
+        g.params.emplace_back(params[k].at("name").get<std::string>(), std::move(t));
       }
     }
   } catch (const Json::exception& e) {
-    throw UsageError(mpath.string() + ": field missing or mistyped: " + e.what());
+    throw UsageError(mpath + ": field missing or mistyped: " + e.what());
   }
   return g;
 }

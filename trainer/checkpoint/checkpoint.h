@@ -82,8 +82,15 @@ struct GatheredCheckpoint {
   Json manifest;
   std::vector<std::pair<std::string, FullTensor>> params;  // in manifest order
 };
+// Every shard is opened beneath checkpoint_dir (the manifest's file names may not lead out of it),
+// checked against its recorded size and SHA-256, and every parameter's offset and shape against
+// the elements the shards hold: a manifest or shard that says otherwise is a UsageError naming
+// the file and field.
 GatheredCheckpoint gather_checkpoint(const std::filesystem::path& checkpoint_dir);
+// The same for a directory already open (dir_fd); checkpoint_dir names it in messages.
+GatheredCheckpoint gather_checkpoint(int dir_fd, const std::filesystem::path& checkpoint_dir);
 
 std::string sha256_file(const std::filesystem::path& path);  // lowercase hex
+std::string sha256_fd(int fd, const std::string& shown);      // of an open file, from offset 0
 
 }  // namespace fabkit::trainer

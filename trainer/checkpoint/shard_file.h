@@ -2,6 +2,7 @@
 // array (unit, name, element count), then the arrays' fp32 values in header order.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -24,7 +25,14 @@ struct ShardFileContents {
 // Temp file + rename; throws SysErrorException naming the path.
 void write_shard_file(const std::filesystem::path& path, const Json& header,
                       const std::vector<ShardFileUnit>& units);
-// Throws UsageError naming the file and the byte offset of what is wrong.
+// Throws UsageError naming the file and the byte offset of what is wrong. Every count in the
+// header is checked against the bytes the file really holds (no arithmetic that can wrap), so a
+// hostile header can neither read past the file nor allocate more than the file's size.
 ShardFileContents read_shard_file(const std::filesystem::path& path);
+// The same through an open regular file; `shown` names it in messages.
+ShardFileContents read_shard_file(int fd, const std::string& shown);
+
+// A shard header lists one entry per array (a few per unit, a few hundred units): kilobytes.
+inline constexpr uint64_t kMaxShardHeaderBytes = 64ull << 20;
 
 }  // namespace fabkit::trainer

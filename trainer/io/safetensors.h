@@ -17,6 +17,9 @@
 
 namespace fabkit::trainer {
 
+// model.safetensors.index.json is read whole; far above any real index (one line per tensor).
+constexpr uint64_t kMaxSafetensorsIndexBytes = 64ull << 20;
+
 // torch dtype of a safetensors dtype string (UsageError when torch has no equivalent).
 at::ScalarType torch_dtype_of(const std::string& safetensors_dtype, const std::string& context);
 std::string safetensors_dtype_of(at::ScalarType t);

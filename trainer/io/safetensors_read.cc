@@ -5,11 +5,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "common/errors.h"
+#include "common/regular_file.h"
 #include "common/json.h"
 #include "common/json_read.h"
 #include "trainer/io/safetensors.h"
@@ -49,24 +48,16 @@ std::string safetensors_dtype_of(at::ScalarType t) {
 
 SafetensorsFile::SafetensorsFile(const fs::path& path) : path_(path) {
   const std::string file = path.string();
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw SysErrorException(SysError{"open", errno, file});
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    throw SysErrorException(SysError{"fstat", e, file});
-  }
-  uint64_t size = static_cast<uint64_t>(st.st_size);
+  // A regular file only: a FIFO would block the open, and a device's size (0 for /dev/zero) says
+  // nothing about what reading it yields.
+  const UniqueFd fd = open_regular_file(path, file);
+  const uint64_t size = open_file_size(fd.get(), file);
   if (size < 8) {
-    ::close(fd);
     throw UsageError(file + ": " + std::to_string(size) +
                      " bytes is shorter than the 8-byte safetensors header length — truncated");
   }
-  void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int e = errno;
-  ::close(fd);
-  if (m == MAP_FAILED) throw SysErrorException(SysError{"mmap", e, file});
+  void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (m == MAP_FAILED) throw SysErrorException(SysError{"mmap", errno, file});
   map_ = static_cast<const unsigned char*>(m);
   map_bytes_ = size;
   try {
@@ -121,12 +112,12 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const fs::path& p) {
     throw UsageError(p.string() + ": neither model.safetensors nor model.safetensors.index.json "
                                   "found (only safetensors weights are read; convert .bin files first)");
   source_ = index.string();
-  std::ifstream in(index);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_regular_file(index, kMaxSafetensorsIndexBytes,
+                                             "an index lists one line per tensor: a few hundred KB "
+                                             "for the largest models");
   Json doc;
   try {
-    doc = parse_json(ss.str(), source_);
+    doc = parse_json(text, source_);
   } catch (const JsonReadError& e) {
     throw UsageError(e.what());
   }

@@ -3,11 +3,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "common/errors.h"
+#include "common/regular_file.h"
 #include "common/json_read.h"
 
 namespace fabkit::trainer {
@@ -199,15 +198,17 @@ uint64_t physical_memory_bytes() {
 }
 
 LlamaConfig load_llama_config(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in)
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
     throw UsageError(path.string() + ": cannot open the model config; --model must be a directory "
                                      "holding an HF config.json");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // An HF config.json is a few KB; the limit keeps /dev/zero or a FIFO in its place from filling
+  // memory or hanging the job.
+  const std::string text =
+      read_regular_file(path, 16ull << 20, "an HF config.json is a few KB");
   Json doc;
   try {
-    doc = parse_json(ss.str(), path.string());
+    doc = parse_json(text, path.string());
   } catch (const JsonReadError& e) {
     throw UsageError(e.what());
   }

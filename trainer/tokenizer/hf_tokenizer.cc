@@ -1,10 +1,8 @@
 #include "trainer/tokenizer/hf_tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
-
 #include "common/errors.h"
+#include "common/regular_file.h"
 #include "common/json_read.h"
 #include "trainer/tokenizer/byte_level.h"
 
@@ -209,13 +207,10 @@ std::string HfTokenizer::decode(const std::vector<int64_t>& ids) const {
 }
 
 std::unique_ptr<HfTokenizer> load_hf_tokenizer(const std::filesystem::path& file, const SpecialTokenHints& hints) {
-  std::ifstream in(file);
-  if (!in) throw UsageError(file.string() + ": cannot read the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_regular_file(file, kMaxTokenizerFileBytes, kTokenizerFileLimitWhy);
   nlohmann::json doc;
   try {
-    doc = parse_json_sorted(ss.str(), file.string());
+    doc = parse_json_sorted(text, file.string());
   } catch (const JsonReadError& e) {
     throw UsageError(e.what());
   }

@@ -25,9 +25,9 @@ sentencepiece::SentencePieceProcessor* proc(void* sp) {
 
 extern "C" {
 
-void* fabkit_sp_load(const char* model_file, char* err, size_t err_len) {
+void* fabkit_sp_load_proto(const char* model_bytes, size_t model_len, char* err, size_t err_len) {
   auto* sp = new sentencepiece::SentencePieceProcessor();
-  auto st = sp->Load(model_file);
+  auto st = sp->LoadFromSerializedProto(absl::string_view(model_bytes, model_len));
   if (!st.ok()) {
     fail(st.ToString(), err, err_len);
     delete sp;

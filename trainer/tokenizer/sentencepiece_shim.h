@@ -14,7 +14,9 @@
 extern "C" {
 
 // Every function returns 0 on success; on failure non-zero with a message in err[0..err_len).
-void* fabkit_sp_load(const char* model_file, char* err, size_t err_len);
+// The model from its serialized bytes (the contents of tokenizer.model): the caller reads the file,
+// so its size is checked and a FIFO or /dev/zero is refused before SentencePiece sees it.
+void* fabkit_sp_load_proto(const char* model_bytes, size_t model_len, char* err, size_t err_len);
 void fabkit_sp_free(void* sp);
 // ids: malloc'ed, released with fabkit_sp_release.
 int fabkit_sp_encode(void* sp, const char* text, size_t text_len, int** ids, size_t* n, char* err,

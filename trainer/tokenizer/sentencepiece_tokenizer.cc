@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "common/errors.h"
+#include "common/regular_file.h"
 #include "common/trusted_path.h"
 #include "trainer/tokenizer/sentencepiece_shim.h"
 #include "trainer/tokenizer/tokenizer.h"
@@ -14,7 +15,7 @@ namespace {
 
 // The shim's entry points, resolved once (see sentencepiece_shim.h for why it is dlopen'ed).
 struct Shim {
-  decltype(&fabkit_sp_load) load;
+  decltype(&fabkit_sp_load_proto) load;
   decltype(&fabkit_sp_free) free;
   decltype(&fabkit_sp_encode) encode;
   decltype(&fabkit_sp_decode) decode;
@@ -87,7 +88,7 @@ const Shim& shim() {
       if (!p) error = std::string("libfabkit_sentencepiece_shim.so lacks ") + name;
       return p;
     };
-    s.load = reinterpret_cast<decltype(s.load)>(sym("fabkit_sp_load"));
+    s.load = reinterpret_cast<decltype(s.load)>(sym("fabkit_sp_load_proto"));
     s.free = reinterpret_cast<decltype(s.free)>(sym("fabkit_sp_free"));
     s.encode = reinterpret_cast<decltype(s.encode)>(sym("fabkit_sp_encode"));
     s.decode = reinterpret_cast<decltype(s.decode)>(sym("fabkit_sp_decode"));
@@ -106,7 +107,8 @@ class SentencePieceTokenizer : public Tokenizer {
                          std::optional<int64_t> pad)
       : file_(file.string()) {
     char err[512] = {0};
-    sp_ = shim().load(file_.c_str(), err, sizeof err);
+    const std::string bytes = read_regular_file(file, kMaxTokenizerFileBytes, kTokenizerFileLimitWhy);
+    sp_ = shim().load(bytes.data(), bytes.size(), err, sizeof err);
     if (!sp_)
       throw UsageError(file_ + ": not a SentencePiece model (" + err +
                        "); Llama-2/Mistral ship tokenizer.model in this format");

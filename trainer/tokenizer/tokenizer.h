@@ -12,6 +12,14 @@
 
 namespace fabkit::trainer {
 
+// Every tokenizer file fabtrain reads (tokenizer.model, tokenizer.json, tokenizer_config.json,
+// config.json) is a regular file of at most this size: the largest published tokenizer.json files
+// (vocabularies of ~256k tokens) are a few tens of MB, and the limit keeps /dev/zero or a FIFO in a
+// model directory from filling memory or hanging the job.
+inline constexpr uint64_t kMaxTokenizerFileBytes = 256ull << 20;
+inline constexpr const char* kTokenizerFileLimitWhy =
+    "tokenizer files are at most a few tens of MB; a larger one is not a tokenizer";
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;

@@ -1,8 +1,6 @@
 // load_tokenizer: which tokenizer a model directory holds, decided by its files as HF does.
-#include <fstream>
-#include <sstream>
-
 #include "common/errors.h"
+#include "common/regular_file.h"
 #include "common/json.h"
 #include "common/json_read.h"
 #include "trainer/tokenizer/hf_tokenizer.h"
@@ -13,13 +11,10 @@ namespace fs = std::filesystem;
 namespace {
 
 Json read_json_object(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw UsageError(file.string() + ": cannot read the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_regular_file(file, kMaxTokenizerFileBytes, kTokenizerFileLimitWhy);
   Json j;
   try {
-    j = parse_json(ss.str(), file.string());
+    j = parse_json(text, file.string());
   } catch (const JsonReadError& e) {
     throw UsageError(e.what());
   }

@@ -1,6 +1,7 @@
 #include "tests/integration/trainer/run_support.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,7 +40,8 @@ void write_token_data(const std::filesystem::path& file, int records, int len, i
   write_file(file, out.str());
 }
 
-Started start_fabtrain(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+Started start_fabtrain(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                       uint64_t data_limit_bytes) {
   Started s;
   char tmpl[] = "/tmp/fabtrain-test-out-XXXXXX";
   int fd = mkstemp(tmpl);
@@ -50,6 +52,12 @@ Started start_fabtrain(const std::vector<std::string>& args, const std::vector<s
     dup2(fd, 1);
     dup2(fd, 2);
     setpgid(0, 0);  // the deadline kill reaches the spawned ranks too
+    if (data_limit_bytes > 0) {
+      struct rlimit lim {
+        data_limit_bytes, data_limit_bytes
+      };
+      setrlimit(RLIMIT_DATA, &lim);
+    }
     for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> argv{const_cast<char*>(FABTRAIN_BIN)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -85,8 +93,9 @@ RunResult finish_fabtrain(const Started& s, int timeout_s) {
   return r;
 }
 
-RunResult run_fabtrain(const std::vector<std::string>& args, int timeout_s) {
-  return finish_fabtrain(start_fabtrain(args), timeout_s);
+RunResult run_fabtrain(const std::vector<std::string>& args, int timeout_s,
+                       uint64_t data_limit_bytes) {
+  return finish_fabtrain(start_fabtrain(args, {}, data_limit_bytes), timeout_s);
 }
 
 std::vector<Json> read_jsonl(const std::filesystem::path& file) {

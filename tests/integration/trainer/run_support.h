@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -21,8 +22,10 @@ struct RunResult {
   std::string output;     // stdout + stderr
   double seconds = 0;
 };
-// Runs FABTRAIN_BIN with args; kills it (SIGKILL) at the deadline.
-RunResult run_fabtrain(const std::vector<std::string>& args, int timeout_s = 240);
+// Runs FABTRAIN_BIN with args; kills it (SIGKILL) at the deadline. data_limit_bytes > 0 caps its
+// heap (RLIMIT_DATA), so a test of input without end fails instead of exhausting the machine.
+RunResult run_fabtrain(const std::vector<std::string>& args, int timeout_s = 240,
+                       uint64_t data_limit_bytes = 0);
 
 // The same in two steps, so several fabtrain processes (ranks launched by hand, as srun would)
 // run at once; `env` entries (NAME=VALUE) are added to the inherited environment.
@@ -31,7 +34,8 @@ struct Started {
   std::string output_file;
   std::chrono::steady_clock::time_point t0;
 };
-Started start_fabtrain(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+Started start_fabtrain(const std::vector<std::string>& args,
+                       const std::vector<std::string>& env = {}, uint64_t data_limit_bytes = 0);
 RunResult finish_fabtrain(const Started& s, int timeout_s = 240);
 
 std::vector<Json> read_jsonl(const std::filesystem::path& file);
