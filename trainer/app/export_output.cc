@@ -90,6 +90,14 @@ fs::path make_export_staging(const fs::path& out_arg) {
   if (fs::exists(out, ec) && !fs::is_directory(out, ec))
     throw UsageError("--out " + out_arg.string() + " exists and is not a directory");
   fs::create_directories(out.parent_path());
+  // Root exporting into a directory another user controls would let that user swap what is
+  // published there (common/trusted_path.h); an existing --out receives the files by rename too.
+  try {
+    require_trusted_output_dir(out.parent_path());
+    if (fs::is_directory(out, ec)) require_trusted_output_dir(out);
+  } catch (const UsageError& e) {
+    throw UsageError("--out " + out_arg.string() + ": " + e.what());
+  }
   std::string name =
       (out.parent_path() / ("." + out.filename().string() + ".exporting-XXXXXX")).string();
   if (::mkdtemp(name.data()) == nullptr) throw SysErrorException({"mkdtemp", errno, name});
