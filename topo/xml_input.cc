@@ -130,6 +130,7 @@ std::string read_topo_file(const std::filesystem::path& path) {
   if (!ok(r)) throw TopoParseError(path.string(), 0, "", "cannot read: " + error(r).to_string());
   if (value(r).size() > kMaxTopoFileBytes) {
     // The read stopped one byte past the cap; the size itself, when the file has one (not a pipe).
+    std::error_code ec;
     auto size = std::filesystem::file_size(path, ec);
     throw TopoParseError(path.string(), 0, "", too_large(ec ? 0 : size));
   }
