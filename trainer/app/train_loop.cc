@@ -201,9 +201,11 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
                      Environment::from_process(), log);
   // The model directory is recorded absolute: export copies its tokenizer files from another
   // working directory, and never resolves a recorded path against its own.
-  const SaveRequest save_base{
-      o.output_dir,        state,        in.model_config, fs::absolute(o.model_dir).string(), o.save_total_limit,
-      o.save_on_each_node, in.local_rank};
+  // A run without --model has none to record (fs::absolute("") throws).
+  const std::string model_dir =
+      o.model_dir.empty() ? std::string() : fs::absolute(o.model_dir).string();
+  const SaveRequest save_base{o.output_dir,        state,        in.model_config, model_dir,
+                              o.save_total_limit,  o.save_on_each_node, in.local_rank};
   int64_t saved_at = -1;
   auto save_now = [&] {
     if (saved_at == state.step) return;
