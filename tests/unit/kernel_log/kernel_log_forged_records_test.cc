@@ -164,7 +164,7 @@ TEST(KernelLogForgedRecords, RecordsUserSpaceWroteToDevKmsgCountForNothing) {
   EXPECT_EQ(parse_kmsg_record("6,8,1,-,caller=T291;hello\n")->facility, 0);
 }
 
-TEST(KernelLogForgedRecords, AnXidOnABusWithoutAGpuHereSaysSoAndDoesNotDrain) {
+TEST(KernelLogForgedRecords, AnXidOnABusWithNoNvidiaDeviceHereSaysSoAndDoesNotDrain) {
   const std::string log =
       "4,1,1000000,-;NVRM: Xid (PCI:0000:03:00): 79, pid=1, name=a, GPU has fallen off the bus.\n"
       "4,2,2000000,-;NVRM: GPU at PCI:0000:04:00 has fallen off the bus.\n"
