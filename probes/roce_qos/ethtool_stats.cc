@@ -70,7 +70,10 @@ EthtoolStatsRead read_ethtool_stats(QosKernel& kernel, const std::string& ifname
   uint32_t n = std::min(count, std::min(strings->len, stats->n_stats));
   r.names = parse_gstrings(str_buf.data() + sizeof(ethtool_gstrings), n);
   r.values.resize(n);
-  std::memcpy(r.values.data(), stat_buf.data() + sizeof(ethtool_stats), n * sizeof(uint64_t));
+  // n may be 0 (a driver that now reports no statistics): memcpy from or to a vector's null data()
+  // is undefined even for 0 bytes, and the fuzz build aborts on it.
+  if (n > 0)
+    std::memcpy(r.values.data(), stat_buf.data() + sizeof(ethtool_stats), n * sizeof(uint64_t));
   return r;
 }
 
