@@ -126,7 +126,7 @@ class WholeCommand(unittest.TestCase):
 
     def test_the_pair_and_the_node_figures(self):
         p = self.steps["nccl-pair"]
-        runner = os.path.join(ARGS.build, "fabric", "nccl_runner", "fabcheck-nccl-runner")
+        runner = os.path.join(ARGS.build, "cli", "fabcheck-nccl-runner")
         if os.geteuid() != 0 or not os.access(runner, os.X_OK):
             # netns needs root; the runner is built only where CUDA and NCCL were found.
             self.assertEqual(p["status"], "skipped", p)
@@ -341,7 +341,7 @@ class Rules(unittest.TestCase):
         and each of `tools` (name: file text) put first on PATH too."""
         if os.geteuid() != 0:
             self.skipTest("needs root: the check asks for root before it tries ip")
-        runner = os.path.join(ARGS.build, "fabric", "nccl_runner", "fabcheck-nccl-runner")
+        runner = os.path.join(ARGS.build, "cli", "fabcheck-nccl-runner")
         if not os.access(runner, os.X_OK):
             self.skipTest(f"{runner} is not built (no NCCL in this build): the pair says so before trying ip")
         with tempfile.TemporaryDirectory() as d:

@@ -68,7 +68,7 @@ class InstallFromPrefix(unittest.TestCase):
         binaries = [self.fabcheck]
         for helper in ("fabcheck-nccl-runner", "fabcheck-gpu-bench"):  # built when NCCL / cuBLAS were found
             path = os.path.join(self.stage, "libexec", "fabkit", helper)
-            built = os.path.join(ARGS.build, "fabric", "nccl_runner" if "nccl" in helper else "gpu_active", helper)
+            built = os.path.join(ARGS.build, "cli", helper)  # built beside fabcheck (common/helper_program.h)
             self.assertEqual(os.path.exists(built), os.path.exists(path), f"{helper}: built but not installed")
             if os.path.exists(path):
                 binaries.append(path)
