@@ -14,9 +14,10 @@
 
 namespace fabkit {
 
-// The directory must pass common/trusted_path's rule (a sticky one such as /tmp may be writable
-// by others): root writing into a directory another user owns or may write would let that user
-// swap the file or what it is renamed over. Throws UsageError naming the directory when it fails.
+// When root writes, the directory must pass common/trusted_path's rule (a sticky one such as /tmp
+// may be writable by others): root writing into a directory another user owns or may write would
+// let that user swap the file or what it is renamed over. Throws UsageError naming the directory
+// when it fails. Other users are not held to it (their group-writable project directories).
 void require_trusted_output_dir(const std::filesystem::path& dir);
 
 // require_trusted_output_dir, then the write through the temp file's own descriptor.
