@@ -1,5 +1,6 @@
 // The fake's wire: delivery between two connected QPs in one process.
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -44,8 +45,20 @@ FakeVerbsApi::Qp* FakeVerbsApi::peer_of(const Qp& qp) {
   return nullptr;
 }
 
+void FakeVerbsApi::stall_completions(bool on) {
+  std::lock_guard<std::mutex> l(mu_);
+  stalled_ = on;
+  cv_.notify_all();
+}
+
+void FakeVerbsApi::set_completion_delay_ms(int ms) {
+  std::lock_guard<std::mutex> l(mu_);
+  completion_delay_ms_ = ms;
+}
+
 void FakeVerbsApi::complete(Handle cq, WorkCompletion wc) {
-  cqs_[cq].done.push_back(wc);
+  cqs_[cq].done.emplace_back(
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(completion_delay_ms_), wc);
   cv_.notify_all();
 }
 
@@ -120,14 +133,26 @@ Expected<bool> FakeVerbsApi::post_recv(Handle h, const RecvWr& w) {
 }
 
 Expected<std::vector<WorkCompletion>> FakeVerbsApi::poll_cq(Handle cq, int max, int timeout_ms) {
+  using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> l(mu_);
   auto it = cqs_.find(cq);
   if (it == cqs_.end()) return SysError{"ibv_poll_cq", EINVAL, "CQ"};
-  cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return !cqs_[cq].done.empty(); });
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto ready = [&] {
+    const auto& done = cqs_[cq].done;
+    return !stalled_ && !done.empty() && done.front().first <= Clock::now();
+  };
+  while (!ready() && Clock::now() < deadline) {
+    // A delayed completion becomes ready with no notify: wake for it, or for the deadline.
+    auto until = deadline;
+    const auto& done = cqs_[cq].done;
+    if (!stalled_ && !done.empty()) until = std::min(until, done.front().first);
+    cv_.wait_until(l, until);
+  }
   std::vector<WorkCompletion> out;
   auto& done = cqs_[cq].done;
-  while (!done.empty() && static_cast<int>(out.size()) < max) {
-    out.push_back(done.front());
+  while (ready() && static_cast<int>(out.size()) < max) {
+    out.push_back(done.front().second);
     done.pop_front();
   }
   return out;
