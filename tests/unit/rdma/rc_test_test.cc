@@ -205,8 +205,10 @@ TEST(RcTest, NullGidAtTheChosenIndex) {
   auto c = spec("mlx5_1", RcMode::kSendLat);
   c.gid_index = 7;  // empty slot
   auto r = run_pair(*api, spec("mlx5_0", RcMode::kSendLat), c);
+  // The client's own GID is null; the server sees it as its peer's.
   EXPECT_TRUE(find(r.client.diagnoses, "rdma.rc.null_gid"));
-  EXPECT_TRUE(find(r.server.diagnoses, "rdma.rc.null_gid"));
+  EXPECT_TRUE(find(r.server.diagnoses, "rdma.rc.peer_null_gid"));
+  EXPECT_FALSE(find(r.server.diagnoses, "rdma.rc.null_gid"));
 }
 
 TEST(RcTest, RegMrFailureGivesTheMemlockFix) {
