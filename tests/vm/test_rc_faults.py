@@ -61,23 +61,20 @@ class RcFaults(unittest.TestCase):
     def codes(self, doc):
         return {f["code"]: f for f in doc["findings"]}
 
+    # Each mid-test fault undoes itself on vm1 (its ssh session outlives a short link outage): the
+    # host cannot reach vm1 to repair it while eth0 is down.
     def test_netdev_down_mid_test_is_named_not_a_hang(self):
-        try:
-            r, doc, elapsed = self.pair(0, 1, LONG_RC, during="/usr/sbin/ip link set eth0 down")
-        finally:
-            self.c.ssh(1, "/usr/sbin/ip link set eth0 up")
+        r, doc, elapsed = self.pair(0, 1, LONG_RC, during="/usr/sbin/ip link set eth0 down; "
+                                                         "sleep 10; /usr/sbin/ip link set eth0 up")
         self.assertEqual(1, r.returncode)
         pr = self.rc_pair(doc)
         self.assertEqual("failed", pr["status"], pr)
-        self.assertRegex(pr["reason"], "timed out|no progress|completion|error", pr["reason"])
+        self.assertRegex(pr["reason"], "no progress|RDMA writes completed|completed with", pr["reason"])
         self.assertLess(elapsed, 120)
 
     def test_peer_rxe_removed_mid_test_is_named_not_a_hang(self):
-        try:
-            r, doc, elapsed = self.pair(0, 1, LONG_RC, during="/usr/bin/rdma link delete rxe0")
-        finally:
-            self.c.ssh(1, "/usr/bin/rdma link show rxe0/1 >/dev/null 2>&1 || "
-                          "/usr/bin/rdma link add rxe0 type rxe netdev eth0")
+        r, doc, elapsed = self.pair(0, 1, LONG_RC, during="/usr/bin/rdma link delete rxe0; sleep 3; "
+                                                         "/usr/bin/rdma link add rxe0 type rxe netdev eth0")
         self.assertEqual(1, r.returncode)
         pr = self.rc_pair(doc)
         self.assertEqual("failed", pr["status"], pr)
@@ -89,8 +86,8 @@ class RcFaults(unittest.TestCase):
         # an ACL that forgot RoCE.
         c = self.c
         nft = ["nft", "add", "table", "bridge", "fabvm"], \
-              ["nft", "add", "chain", "bridge", "fabvm", "fwd", "{ type filter hook forward priority 0; }"], \
-              ["nft", "add", "rule", "bridge", "fabvm", "fwd", "udp", "dport", "4791", "drop"]
+              ["nft", "add", "chain", "bridge", "fabvm", "forward_roce", "{ type filter hook forward priority 0; }"], \
+              ["nft", "add", "rule", "bridge", "fabvm", "forward_roce", "udp", "dport", "4791", "drop"]
         for argv in nft:
             out = c.in_ns(argv)
             self.assertEqual(0, out.returncode, out.stderr)

@@ -14,9 +14,9 @@ and starts agents with its ssh launcher against sshd in each VM (tests/vm/init).
 slows the link between nodes i and j both ways (htb on their taps). Everything is torn down on exit,
 at interpreter exit and on SIGTERM.
 
-The VM's accelerator: KVM when a probe VM boots under it within its budget, TCG otherwise
-(measured here: nested KVM hangs after "Probing EDD"; TCG boots in ~4 s). FABKIT_VM_ACCEL=tcg|kvm
-forces one.
+The VM's accelerator: KVM when a probe VM booted under it within its budget (tests/vm/prepare
+records the answer in the image directory), TCG otherwise (measured here: nested KVM hangs after
+"Probing EDD"; TCG boots in ~4 s). FABKIT_VM_ACCEL=tcg|kvm forces one.
 """
 import atexit
 import os
@@ -63,6 +63,22 @@ def build_image(source_dir, image_dir, fabcheck):
         raise VmError("tests/vm/build-image failed (exit %d): %s" % (r.returncode, r.stderr[-2000:]))
 
 
+def recorded_accel(image_dir):
+    """The accelerator tests/vm/prepare's probe chose for this image: "kvm" or "tcg"."""
+    try:
+        with open(os.path.join(image_dir, "accel")) as f:
+            word = f.read().split()[0]
+        return word if word in ("kvm", "tcg") else "tcg"
+    except (OSError, IndexError):
+        return "tcg"
+
+
+def qemu_argv(image_dir, accel, cmdline, extra):
+    return ["qemu-system-x86_64", "-accel", accel, "-cpu", "max",
+            "-nographic", "-no-reboot", "-kernel", os.path.join(image_dir, "vmlinuz"),
+            "-initrd", os.path.join(image_dir, "initrd.gz"), "-append", " ".join(cmdline)] + extra
+
+
 def _run(argv, check=True, **kw):
     r = subprocess.run(argv, capture_output=True, text=True, **kw)
     if check and r.returncode != 0:
@@ -82,7 +98,7 @@ class VmCluster:
         self.n = n
         self.memory_mb = memory_mb
         self.node_options = node_options or {}
-        self.accel = accel or os.environ.get("FABKIT_VM_ACCEL", "tcg")
+        self.accel = accel or os.environ.get("FABKIT_VM_ACCEL") or recorded_accel(image_dir)
         tag = "%d%s" % (os.getpid() % 100000, "".join(random.choice(string.ascii_lowercase) for _ in range(3)))
         self.ns = "fabvm" + tag
         self.dir = tempfile.mkdtemp(prefix="fabkit-vm-")
@@ -156,15 +172,11 @@ class VmCluster:
         if "mtu" in opts:
             cmdline.append("fabvm.mtu=%d" % opts["mtu"])
         mac = "52:54:00:60:00:%02x" % (11 + i)
-        argv = ["ip", "netns", "exec", self.ns, "qemu-system-x86_64",
-                "-accel", self.accel, "-cpu", "max" if self.accel == "tcg" else "host",
-                "-m", str(self.memory_mb), "-smp", "1", "-nographic", "-no-reboot",
-                "-kernel", os.path.join(self.image, "vmlinuz"),
-                "-initrd", os.path.join(self.image, "initrd.gz"),
-                "-append", " ".join(cmdline),
-                "-netdev", "tap,id=n0,ifname=tap%d,script=no,downscript=no" % i,
-                "-device", "virtio-net-pci,netdev=n0,mac=%s" % mac,
-                "-nic", "none"]
+        argv = ["ip", "netns", "exec", self.ns] + qemu_argv(
+            self.image, self.accel, cmdline,
+            ["-m", str(self.memory_mb), "-smp", "1",
+             "-netdev", "tap,id=n0,ifname=tap%d,script=no,downscript=no" % i,
+             "-device", "virtio-net-pci,netdev=n0,mac=%s" % mac, "-nic", "none"])
         console = os.path.join(self.dir, "console-%d.log" % i)
         self.consoles.append(console)
         with open(console, "w") as out:
