@@ -47,7 +47,7 @@ class RcFaults(unittest.TestCase):
         r = c.controller(argv, timeout=180)
         elapsed = time.monotonic() - t0
         if during:
-            fault.wait(timeout=60)
+            fault.communicate(timeout=60)
         self.assertTrue(r.stdout.strip(), "no report; exit %d: %s" % (r.returncode, r.stderr[-2000:]))
         doc = json.loads(r.stdout)
         return r, doc, elapsed
