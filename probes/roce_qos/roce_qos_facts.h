@@ -72,6 +72,8 @@ struct RoceQosPort {
   int port = 0;
   std::string netdev;  // "eth2"
   bool active = false;
+  // A software RoCE device (rxe, sysfs `parent`): no NIC under it, so no DCB, PFC or trust.
+  bool soft_roce = false;
   std::optional<int> netdev_mtu;  // /sys/class/net/IF/mtu
   std::optional<int> active_mtu;  // the RDMA port's active MTU (verbs; sysfs has none)
   std::optional<int> roce_v2_gid_index;

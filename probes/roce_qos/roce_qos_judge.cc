@@ -273,8 +273,12 @@ std::vector<Finding> judge_roce_qos(const RoceQosFacts& f) {
     if (p.dcb.status == "not_supported" || p.dcb.status == "no_device" || p.dcb.status == "error")
       out.push_back(info("roce_qos.dcb_unavailable", s,
                          s + ": DCB state not readable (" + p.dcb.status + ": " + p.dcb.detail +
-                             "); PFC and trust cannot be checked from this host (a VF or container "
-                             "sees no DCB: check on the host or hypervisor that owns the port)"));
+                             (p.soft_roce
+                                  ? "); a soft-RoCE device (rxe) sends through its netdev's "
+                                    "ordinary queues: it has no PFC, ETS or trust mode to check"
+                                  : "); PFC and trust cannot be checked from this host (a VF or "
+                                    "container sees no DCB: check on the host or hypervisor that "
+                                    "owns the port)")));
     judge_pfc(p, t, out);
     judge_ecn(p, t, out);
     judge_trust(f, p, t, out);
