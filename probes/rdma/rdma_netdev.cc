@@ -108,7 +108,9 @@ void locate_port(const fs::path& dev_dir, const RdmaDevice& d, RdmaPort& p, cons
     if (d.parent && valid_ifname(*d.parent))
       note(*d.parent, ns.has(*d.parent, 0), false);
     else if (auto n = device_net(dev_dir, p.port); n && valid_ifname(*n))
-      note(*n, ns.has(*n, 0), false);
+      // sysfs lists under device/net only the netdevs of the namespace it was mounted in, so a
+      // capture's entry was in the capturing namespace; live, this process's namespace decides.
+      note(*n, live ? ns.has(*n, 0) : std::optional<bool>(true), false);
   }
   if (here) {
     p.netdev = here;

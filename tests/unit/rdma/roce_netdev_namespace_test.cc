@@ -32,10 +32,11 @@ RdmaFacts unpack(const std::string& ttar, TempDir& dir, bool live = false) {
   return gather_rdma_sysfs(dir.path() / "sys", live);
 }
 
-// rxe0 (eth0), rxe1 (va) and rxe2 (vb) of one kernel, seen from namespace B, which has vb only.
+// A real capture (tests/vm/capture_rxe_sysfs.py): rxe0 (eth0), rxe1 (va) and rxe2 (vb) of one
+// kernel, seen from namespace B, which has vb only.
 TEST(RoceNetdevNamespace, NetdevInAnotherNamespaceIsInfoNamingTheUsablePorts) {
   TempDir dir("rxe_netns");
-  RdmaFacts f = unpack("sysfs_rxe_shared_netns.ttar", dir);
+  RdmaFacts f = unpack("sysfs_rxe_netns_b.ttar", dir);
   ASSERT_TRUE(f.errors.empty()) << f.errors.front().to_string();
   ASSERT_EQ(f.devices.size(), 3u);
   EXPECT_EQ(f.devices[0].parent, "eth0");
@@ -45,8 +46,10 @@ TEST(RoceNetdevNamespace, NetdevInAnotherNamespaceIsInfoNamingTheUsablePorts) {
   const RdmaPort& mine = port_of(f, "rxe2");
   EXPECT_EQ(mine.netdev_place, NetdevPlace::kHere);
   EXPECT_EQ(mine.netdev, "vb");
+  EXPECT_EQ(mine.link_layer, verbs::LinkLayer::kEthernet);
   EXPECT_EQ(mine.roce_v2_gid_index, 1);  // ::ffff:192.168.77.2, RoCE v2
   EXPECT_EQ(mine.gids.at(1).gid, "0000:0000:0000:0000:0000:ffff:c0a8:4d02");
+  EXPECT_EQ(mine.gids.at(1).type, verbs::GidType::kRoceV2);
 
   auto out = judge_rdma(f);
   EXPECT_EQ(find(out, "rdma.roce_no_netdev"), nullptr);
@@ -65,9 +68,35 @@ TEST(RoceNetdevNamespace, NetdevInAnotherNamespaceIsInfoNamingTheUsablePorts) {
   EXPECT_EQ(j[2]["parent"], "vb");
 }
 
+// The same boot from the initial namespace: rxe0 is here, with the driver's hw_counters (a
+// non-initial namespace's view has none).
+TEST(RoceNetdevNamespace, InitialNamespaceCaptureReadsRxeCounters) {
+  TempDir dir("rxe_initial");
+  RdmaFacts f = unpack("sysfs_rxe_initial_netns.ttar", dir);
+  ASSERT_TRUE(f.errors.empty()) << f.errors.front().to_string();
+  read_port_counters(dir.path() / "sys", f, 0);
+  const RdmaPort& rxe0 = port_of(f, "rxe0");
+  EXPECT_EQ(rxe0.netdev_place, NetdevPlace::kHere);
+  EXPECT_EQ(rxe0.netdev, "eth0");
+  EXPECT_EQ(rxe0.rate_gbps, 2.5);
+  EXPECT_EQ(rxe0.gids.at(1).gid, "0000:0000:0000:0000:0000:ffff:c612:3c0b");
+  EXPECT_EQ(rxe0.counter_dirs, std::vector<std::string>{"hw_counters"});
+  EXPECT_TRUE(rxe0.counters.count("sent_pkts"));
+  EXPECT_TRUE(rxe0.counters.count("retry_exceeded_err"));
+  EXPECT_TRUE(port_of(f, "rxe2").counter_dirs.size() == 1u);  // the full device, seen from here
+  EXPECT_EQ(port_of(f, "rxe1").netdev_place, NetdevPlace::kOtherNamespace);
+  EXPECT_EQ(port_of(f, "rxe2").netdev_place, NetdevPlace::kOtherNamespace);
+  auto out = judge_rdma(f);
+  EXPECT_EQ(worst_severity(out), Severity::kInfo);
+  const Finding* elsewhere = find(out, "rdma.roce_netdev_elsewhere");
+  ASSERT_NE(elsewhere, nullptr);
+  EXPECT_NE(elsewhere->message.find("can use only rxe0:1 (eth0)"), std::string::npos)
+      << elsewhere->message;
+}
+
 TEST(RoceNetdevNamespace, NoPortUsableFromThisNamespaceFails) {
   TempDir dir("rxe_netns_none");
-  testing::unpack_ttar(testing::project_fixtures() / "rdma/sysfs_rxe_shared_netns.ttar",
+  testing::unpack_ttar(testing::project_fixtures() / "rdma/sysfs_rxe_netns_b.ttar",
                        dir.path(), "");
   std::filesystem::remove_all(dir.path() / "sys/class/net/vb");
   RdmaFacts f = gather_rdma_sysfs(dir.path() / "sys");
