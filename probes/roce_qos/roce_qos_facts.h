@@ -149,7 +149,8 @@ Json to_json(const RoceQosFacts& facts);
 
 // The RoCE MTU a netdev MTU allows: the largest IB MTU (256..4096) that fits after the RoCE v2
 // headers (drivers/infiniband/core: iboe_get_mtu subtracts GRH+UDP+BTH+ext+ICRC = 96 bytes).
-int roce_mtu_for_netdev_mtu(int netdev_mtu);
+// A soft-RoCE device (rxe) computes it with its own header allowance.
+int roce_mtu_for_netdev_mtu(int netdev_mtu, bool soft_roce = false);
 // "Global tclass=106" (MLNX_OFED) or "106" -> 106; nullopt otherwise.
 std::optional<int> parse_traffic_class(const std::string& text);
 

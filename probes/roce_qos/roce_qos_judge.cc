@@ -169,7 +169,7 @@ void judge_trust(const RoceQosFacts& f, const RoceQosPort& p, const NcclTrafficP
 
 void judge_mtu(const RoceQosPort& p, std::vector<Finding>& out) {
   if (!p.netdev_mtu) return;
-  const int allowed = roce_mtu_for_netdev_mtu(*p.netdev_mtu);
+  const int allowed = roce_mtu_for_netdev_mtu(*p.netdev_mtu, p.soft_roce);
   const std::string s = subject(p);
   if (p.active_mtu && *p.active_mtu != allowed) {
     out.push_back(

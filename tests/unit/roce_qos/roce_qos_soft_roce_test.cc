@@ -51,5 +51,25 @@ TEST(RoceQosSoftRoce, NoDcbOnRxeIsInfoSayingWhy) {
   EXPECT_NE(dcb->message.find("no PFC, ETS or trust mode"), std::string::npos);
 }
 
+// rxe leaves 80 bytes for its headers where a NIC's RoCE leaves 96: a netdev MTU of 4180 gives
+// rxe an active MTU of 4096, which is no mismatch.
+TEST(RoceQosSoftRoce, RxeMtuFromItsOwnHeaderAllowance) {
+  EXPECT_EQ(roce_mtu_for_netdev_mtu(4180, /*soft_roce=*/true), 4096);
+  EXPECT_EQ(roce_mtu_for_netdev_mtu(4180), 2048);
+  EXPECT_EQ(roce_mtu_for_netdev_mtu(1500, true), 1024);
+  EXPECT_EQ(roce_mtu_for_netdev_mtu(4175, true), 2048);
+  RoceQosFacts f;
+  RoceQosPort p;
+  p.device = "rxe0";
+  p.port = 1;
+  p.netdev = "eth0";
+  p.netdev_mtu = 4180;
+  p.active_mtu = 4096;
+  p.soft_roce = true;
+  f.ports.push_back(p);
+  for (const auto& x : judge_roce_qos(f)) EXPECT_NE(x.code, "roce_qos.mtu_mismatch") << x.message;
+  EXPECT_EQ(to_json(f)["ports"][0]["roce_mtu_allowed"], 4096);
+}
+
 }  // namespace
 }  // namespace fabkit::probes
