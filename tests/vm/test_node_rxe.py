@@ -64,6 +64,11 @@ class NodeOnSoftRoce(unittest.TestCase):
             r = cls.c.ssh(0, prefix + "fabcheck node --json", timeout=120)
             cls.runs[where] = (r, json.loads(r.stdout) if r.stdout.strip() else None)
         cls.dmesg = cls.c.ssh(0, "dmesg").stdout
+        # rxe sizes its MTU with an 80-byte header allowance (rxe_param.h), a NIC's RoCE with 96:
+        # at 4180 rxe runs 4096 where a NIC would run 2048.
+        cls.c.ssh(0, "/usr/sbin/ip link set eth0 mtu 4180", check=True)
+        r = cls.c.ssh(0, "fabcheck node --json", timeout=120)
+        cls.runs["mtu4180"] = (r, json.loads(r.stdout) if r.stdout.strip() else None)
 
     @classmethod
     def tearDownClass(cls):
@@ -150,6 +155,15 @@ class NodeOnSoftRoce(unittest.TestCase):
         self.assertEqual({"rxe2"}, set(qos), doc["roce_qos"]["ports"])
         self.assertEqual(9000, qos["rxe2"]["netdev_mtu"])
         self.assert_healthy_exit("B")
+
+    def test_rxe_mtu_follows_the_netdev_with_its_own_headroom(self):
+        _, doc = self.doc("mtu4180")
+        _, port = port_of(doc, "rxe0")
+        self.assertEqual(4096, port["active_mtu"], port)
+        qos = {p["device"]: p for p in doc["roce_qos"]["ports"]}
+        self.assertEqual((4180, 4096), (qos["rxe0"]["netdev_mtu"], qos["rxe0"]["roce_mtu_allowed"]))
+        self.assertNotIn("roce_qos.mtu_mismatch", codes(doc))
+        self.assertNotIn("roce_qos.mtu_small", codes(doc))
 
     def test_kernel_log_rxe_lines_are_no_fault(self):
         lines = [l for l in self.dmesg.splitlines() if "rxe" in l or "ib_core" in l or
