@@ -77,7 +77,8 @@ void judge_counters(const RdmaDevice& d, const RdmaPort& p, int interval_ms, std
     // Only the PMA's counters/ have a width; a driver's hw_counters/ of the same name (rxe's
     // link_downed) is 64-bit.
     const bool pma = !p.hw_counter_names.count(c.name);
-    if (pma && c.max != UINT64_MAX && it->second >= c.max) saturated.emplace_back(c.name, it->second);
+    if (pma && c.max != UINT64_MAX && it->second >= c.max)
+      saturated.emplace_back(c.name, it->second);
     auto dt = p.counter_deltas.find(c.name);
     if (c.error && dt != p.counter_deltas.end() && dt->second > 0)
       (c.link ? link_rise : transport_rise).emplace_back(c.name, dt->second);
@@ -223,8 +224,8 @@ void judge_roce_netdevs(const RdmaFacts& f, std::vector<Finding>& out) {
     }
   if (!not_captured.empty())
     out.push_back(info("rdma.roce_netdev_not_captured", "node",
-                       "the capture does not show which network namespace holds the net device of " +
-                           listing(not_captured) +
+                       "the capture does not show which network namespace holds the net device "
+                       "of " + listing(not_captured) +
                            " (no device/net, no gid_attrs/ndevs, or no class/net beside them): not "
                            "judged, and not a fault of the node",
                        "capture /sys/class/net and the ports' gid_attrs too, or run 'fabcheck "

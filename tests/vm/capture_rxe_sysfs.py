@@ -109,10 +109,12 @@ def main():
     with VmCluster(os.path.abspath(a.image), n=1) as c:
         c.ssh(0, SETUP, timeout=60, check=True)
         kernel = c.ssh(0, "uname -r", check=True).stdout.strip()
-        for name, prefix, what in (
-                ("sysfs_rxe_initial_netns.ttar", "", "the initial network namespace (eth0)"),
-                ("sysfs_rxe_netns_b.ttar", "/usr/sbin/ip netns exec B ", "network namespace B (vb)")):
-            r = c.ssh(0, prefix + "sh -c '%s'" % WALK.replace("'", "'\\''"), timeout=120, check=True)
+        views = (("sysfs_rxe_initial_netns.ttar", "", "the initial network namespace (eth0)"),
+                 ("sysfs_rxe_netns_b.ttar", "/usr/sbin/ip netns exec B ",
+                  "network namespace B (vb)"))
+        for name, prefix, what in views:
+            walk = "sh -c '%s'" % WALK.replace("'", "'\\''")
+            r = c.ssh(0, prefix + walk, timeout=120, check=True)
             header = ("# captured by tests/vm/capture_rxe_sysfs.py: Debian kernel %s, rxe0 over "
                       "eth0, rxe1 over va (namespace A), rxe2 over vb (namespace B), seen from %s; "
                       "GID slots past the last used one but two and pkeys past 0 left out"

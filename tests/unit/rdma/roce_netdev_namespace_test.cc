@@ -96,8 +96,7 @@ TEST(RoceNetdevNamespace, InitialNamespaceCaptureReadsRxeCounters) {
 
 TEST(RoceNetdevNamespace, NoPortUsableFromThisNamespaceFails) {
   TempDir dir("rxe_netns_none");
-  testing::unpack_ttar(testing::project_fixtures() / "rdma/sysfs_rxe_netns_b.ttar",
-                       dir.path(), "");
+  testing::unpack_ttar(testing::project_fixtures() / "rdma/sysfs_rxe_netns_b.ttar", dir.path(), "");
   std::filesystem::remove_all(dir.path() / "sys/class/net/vb");
   RdmaFacts f = gather_rdma_sysfs(dir.path() / "sys");
   auto out = judge_rdma(f);
@@ -225,9 +224,9 @@ TEST(RoceNetdevNamespace, VerbsIfindexOfAnotherNamespace) {
   }
   verbs::FakeVerbsApi api2(devs);
   for (int i = 0; i < 4; ++i)
-    write_file(dir.path() / "sys/class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs" /
-                   std::to_string(i),
-               "fabkitnx8\n");
+    write_file(
+        dir.path() / "sys/class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs" / std::to_string(i),
+        "fabkitnx8\n");
   ctx.verbs = &api2;
   ctx.roots.live = true;
   f = gather_rdma(ctx);

@@ -14,8 +14,7 @@ namespace {
 // rxe0 (eth0), rxe1 (va) and rxe2 (vb) of one kernel, seen from the namespace that holds vb.
 TEST(RoceQosSoftRoce, PortsWhoseNetdevIsElsewhereAreLeftOut) {
   testing::TempDir dir("roce_qos_rxe_netns");
-  testing::unpack_ttar(testing::project_fixtures() / "rdma/sysfs_rxe_netns_b.ttar",
-                       dir.path(), "");
+  testing::unpack_ttar(testing::project_fixtures() / "rdma/sysfs_rxe_netns_b.ttar", dir.path(), "");
   ProbeContext ctx;
   ctx.roots = SystemRoots::under(dir.path());
   RdmaFacts rdma = gather_rdma_sysfs(ctx.roots.sys);
