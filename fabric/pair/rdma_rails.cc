@@ -77,6 +77,9 @@ std::vector<Port> active_ports(const Json& report) {
     if (!d.is_object() || !d.value("name", Json()).is_string()) continue;
     for (const auto& p : d.value("ports", Json::array())) {
       if (!p.is_object() || p.value("state", Json()) != "ACTIVE") continue;
+      // A RoCE port whose netdev lives in another network namespace (a container on a shared-RDMA
+      // host sees every RDMA device) carries no traffic of this host's: not a port to test.
+      if (text_of(p, "netdev_place") == "other_namespace") continue;
       Port a;
       a.half.hca_a = d["name"].get<std::string>();
       a.half.port_a = p.value("port", Json(1)).is_number_integer() ? p["port"].get<int>() : 1;

@@ -457,6 +457,18 @@ TEST(RdmaRcPlan, NcclIbGidIndexOnAHostIsTheIndexItsSideUses) {
   EXPECT_EQ(rc_port_pairs(a, b)[0].gid_index_b, 3);
 }
 
+// A container on a shared-RDMA host sees every RDMA device; a port whose netdev is in another
+// namespace is not this host's to test (docs/json/rdma.md netdev_place).
+TEST(RdmaRcPlan, PortsWhoseNetdevIsInAnotherNamespaceAreNotPaired) {
+  Json elsewhere = roce_port("10.0.3.9");
+  elsewhere["netdev_place"] = "other_namespace";
+  Json a = report({hca(0, elsewhere), hca(1, roce_port("10.0.3.1"))});
+  Json b = report({hca(0, roce_port("10.0.3.2"))});
+  auto pairs = rc_port_pairs(a, b);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].hca_a, "mlx5_1");
+}
+
 // Both agents diagnose a null GID; the finding names the host whose GID it is, once.
 TEST(RdmaRcPlan, ANullGidIsNamedOnTheHostThatHasIt) {
   PairFacts f;
