@@ -6,6 +6,7 @@
 // vector reaching the peer port). Thread-safe, so the two sides of a test can run as threads.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -41,6 +42,11 @@ class FakeVerbsApi final : public VerbsApi {
 
   // Makes the next call named `call` ("ibv_reg_mr", "ibv_create_qp", ...) fail with err.
   void fail_next(const std::string& call, int err);
+  // After `sends` more successful ibv_post_send calls, the link stops: later work requests are
+  // accepted but never delivered or completed (a cable pulled, a netdev down, RoCE dropped).
+  void stall_after_sends(int sends);
+  // Every ibv_post_send takes `ms` before it returns (a slow link that keeps moving).
+  void delay_sends(int ms) { send_delay_ms_ = ms; }
   // Every call made, in order ("ibv_modify_qp RTR mask=0x...", "ibv_destroy_cq rc=16").
   std::vector<std::string> calls() const;
   // Lets a test change a port, e.g. to take LID 0 (no subnet manager).
@@ -102,6 +108,8 @@ class FakeVerbsApi final : public VerbsApi {
   std::condition_variable cv_;
   std::vector<FakeDevice> devices_;
   std::map<std::string, int> failures_;
+  int sends_before_stall_ = -1;  // -1: never stalls
+  std::atomic<int> send_delay_ms_{0};
   std::vector<std::string> calls_;
   Handle next_handle_ = 1;
   uint32_t next_key_ = 0x1000;

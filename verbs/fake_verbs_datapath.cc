@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "verbs/fake_verbs_api.h"
 
@@ -79,7 +80,13 @@ void FakeVerbsApi::deliver(Qp& to, const uint8_t* data, size_t len) {
   complete(to.cq, {r.wr_id, kWcSuccess, true, static_cast<uint32_t>(len)});
 }
 
+void FakeVerbsApi::stall_after_sends(int sends) {
+  std::lock_guard<std::mutex> l(mu_);
+  sends_before_stall_ = sends;
+}
+
 Expected<bool> FakeVerbsApi::post_send(Handle h, const SendWr& w) {
+  if (int ms = send_delay_ms_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   std::lock_guard<std::mutex> l(mu_);
   if (int err = take_failure("ibv_post_send")) return SysError{"ibv_post_send", err, "QP"};
   auto it = qps_.find(h);
@@ -90,6 +97,8 @@ Expected<bool> FakeVerbsApi::post_send(Handle h, const SendWr& w) {
     complete(qp.cq, {w.wr_id, kWcLocProtErr, false, 0});
     return true;
   }
+  if (sends_before_stall_ == 0) return true;  // accepted, and lost on a link that stopped
+  if (sends_before_stall_ > 0) --sends_before_stall_;
   Qp* peer = peer_of(qp);
   if (!peer) {
     complete(qp.cq, {w.wr_id, kWcRetryExcErr, false, 0});

@@ -167,9 +167,17 @@ std::vector<Finding> judge_rdma_rc(const PairFacts& f) {
           } catch (const std::invalid_argument&) {
             continue;
           }
+          // A side's finding about its peer's GID is the peer's fault: it is named on the peer,
+          // and counted once with the peer's own finding of it.
+          const bool about_peer = fd.code == "rdma.rc.peer_null_gid";
+          if (about_peer) fd.code = "rdma.rc.null_gid";
           if (fd.code.rfind("rdma.rc.", 0) != 0 || !seen.insert(fd.code).second) continue;
           diagnosed_fail = diagnosed_fail || fd.severity == Severity::kFail;
-          fd.subject = (i == 0 ? f.host_a : f.host_b) + ":" + fd.subject;
+          const bool on_a = (i == 0) != about_peer;
+          if (about_peer)
+            fd.subject = on_a ? r.ports.hca_a + ":" + std::to_string(r.ports.port_a)
+                              : r.ports.hca_b + ":" + std::to_string(r.ports.port_b);
+          fd.subject = (on_a ? f.host_a : f.host_b) + ":" + fd.subject;
           fd.message = pair_name + ": " + fd.message;
           out.push_back(fd);
         }

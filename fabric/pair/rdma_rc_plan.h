@@ -21,7 +21,8 @@ std::vector<RcPortPair> rc_port_pairs(const Json& report_a, const Json& report_b
 Json rc_request_args(const RcPortPair& p, bool on_a, const std::string& mode, const std::string& local_addr,
                      const std::string& peer_addr, uint16_t port, int timeout_ms, const RcPlan& plan = {});
 // How long the controller waits for one side's answer: the agent's own waits (channel, two
-// exchanges, completions) plus the transfer at a pessimistic 1 Gbit/s, plus a margin.
+// exchanges, completions) plus the transfer at a pessimistic 100 Mbit/s (fabric/rdma
+// rc_default_budget_ms), plus a margin.
 int rc_answer_bound_ms(const std::string& mode, int timeout_ms, const RcPlan& plan = {});
 // The agent's bound on its whole test: the controller's wait less a margin, so a QP whose
 // completions trickle in fails by name (rdma.rc.too_slow) before the controller gives up on it.

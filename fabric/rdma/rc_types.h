@@ -75,8 +75,9 @@ struct RcTestSpec {
 inline constexpr int kPeerCheckMs = 100;
 
 // The budget for a whole test when the caller gives none: set-up and the last completion at
-// timeout_ms each, the transfer at a pessimistic 1 Gbit/s (write_bw) or 50 ms per round trip
-// (send_lat: soft-RoCE under qemu's emulation measured 44 ms), capped at an hour.
+// timeout_ms each, the transfer at a pessimistic 100 Mbit/s (write_bw: soft-RoCE under qemu's
+// emulation measured 0.12-0.2 Gbit/s) or 50 ms per round trip (send_lat: 44 ms measured there),
+// capped at an hour.
 int rc_default_budget_ms(RcMode mode, uint32_t size_bytes, int iters, int timeout_ms);
 
 // NCCL's own GRH hop limit (src/transport/net_ib: ah_attr.grh.hop_limit = 255): RoCE v2 across

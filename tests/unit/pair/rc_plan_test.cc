@@ -54,8 +54,8 @@ TEST(RcPlanFlags, CarriedToTheAgentsWithABudgetTheControllerOutwaits) {
   EXPECT_EQ(lat["size_bytes"], 2);
   EXPECT_EQ(lat["iters"], 40);
   // The agent's budget: set-up and the last completion at the timeout each, the transfer at
-  // 1 Gbit/s (write_bw) or 50 ms a round trip (send_lat); the controller waits 5 s longer.
-  EXPECT_EQ(bw["budget_ms"], 40000 + 32768 * 310 * 8 / 1000000);
+  // 100 Mbit/s (write_bw) or 50 ms a round trip (send_lat); the controller waits 5 s longer.
+  EXPECT_EQ(bw["budget_ms"], 40000 + 32768 * 310 * 8 / 100000);
   EXPECT_EQ(lat["budget_ms"], 40000 + 50 * 50);
   EXPECT_EQ(rc_answer_bound_ms("send_lat", 10000, plan), 40000 + 50 * 50 + 5000);
   // Fewer iterations than perftest's: the histogram holds exactly those.
