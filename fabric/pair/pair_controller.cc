@@ -139,6 +139,7 @@ PairFacts run_pair(const PairOptions& o) {
   f.timeout_ms = o.timeout_ms;
   f.rendezvous_port = o.port;
   f.transports_skipped = o.transports == std::vector<std::string>{"none"};
+  f.rdma_rc.plan = o.rc;  // what was asked, whether or not the test gets to run
   launch::install_stop_handler();
   std::string token = wire::generate_token();
   AgentClient A(o.host_a, token), B(o.host_b, token);
