@@ -5,18 +5,19 @@
 #include <gloo/transport/device.h>
 #include <gloo/transport/pair.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "fabric/allreduce/allreduce_types.h"
 
 namespace fabkit::fabric {
 
 GlooIbverbsRing::GlooIbverbsRing(const std::shared_ptr<gloo::Context>& context,
-                                 gloo::rendezvous::Store& store, uint64_t max_bytes,
-                                 int timeout_ms)
+                                 gloo::rendezvous::Store& store, uint64_t max_bytes, int timeout_ms)
     : context_(context), rank_(context->rank), size_(context->size) {
   region_layout_.stride = std::max<uint64_t>(4096, (max_bytes + 4095) / 4096 * 4096);
   region_.reset(static_cast<char*>(std::aligned_alloc(4096, 3 * region_layout_.stride)));
@@ -43,8 +44,7 @@ GlooIbverbsRing::GlooIbverbsRing(const std::shared_ptr<gloo::Context>& context,
 
 void GlooIbverbsRing::land(const RdmaRecv& r) {
   recv_->waitRecv();
-  if (r.reduce)
-    gloo::sum<float>(at(r.out), at(r.landed), at(r.in), r.bytes / sizeof(float));
+  if (r.reduce) gloo::sum<float>(at(r.out), at(r.landed), at(r.in), r.bytes / sizeof(float));
 }
 
 void GlooIbverbsRing::allreduce(uint64_t count) {

@@ -80,8 +80,8 @@ class GlooIbverbsRing {
   uint64_t plan_count_ = 0;
   RdmaRingPlan plan_;
   std::vector<RdmaAction> actions_;
-  int pending_ = 0;             // writes posted (or attempted: Gloo counts those too) not awaited
-  bool pair_failed_ = false;    // a pair raised gloo::IoException: it rethrows on every call now
+  int pending_ = 0;           // writes posted (or attempted: Gloo counts those too) not awaited
+  bool pair_failed_ = false;  // a pair raised gloo::IoException: it rethrows on every call now
 };
 
 // Keeps the ring, the context and the device allocated for the rest of the process: with a write

@@ -98,7 +98,8 @@ TransportRun run_guarded(const std::string& transport, Body body) {
   } catch (const gloo::Exception& e) {
     return failed_run(transport, "failed", gloo_error_kind(e.what()), std::string("gloo: ") + e.what());
   } catch (const std::bad_alloc&) {
-    return failed_run(transport, "failed", "out_of_memory", "could not allocate the buffers for the largest size");
+    return failed_run(transport, "failed", "out_of_memory",
+                      "could not allocate the buffers for the largest size");
   }
 }
 

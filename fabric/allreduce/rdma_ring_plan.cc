@@ -63,7 +63,8 @@ std::vector<RdmaAction> rdma_ring_actions(const RdmaRingPlan& plan, int writes_a
   for (size_t k = 0; k < plan.writes.size(); ++k) {
     const int64_t need =
         std::max<int64_t>(plan.writes[k].after_recv, static_cast<int64_t>(k) - writes_ahead);
-    for (; static_cast<int64_t>(landed) <= need; ++landed) out.push_back({RdmaActionKind::kLand, landed});
+    for (; static_cast<int64_t>(landed) <= need; ++landed)
+      out.push_back({RdmaActionKind::kLand, landed});
     if (pending == max_pending) {
       out.push_back({RdmaActionKind::kAwaitSend, 0});
       --pending;

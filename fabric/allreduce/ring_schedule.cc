@@ -21,10 +21,12 @@ std::vector<RingStep> ring_steps(uint64_t count, int rank, int world_size) {
   auto seg_at = [&](int k) { return segs[static_cast<size_t>(((k % n) + n) % n)]; };
   // Reduce-scatter: at step s send segment (rank - s), receive (rank - s - 1) and add our input.
   // Step 0 sends our raw input; later steps forward the partial sum received one step earlier.
-  for (int s = 0; s < n - 1; ++s) steps.push_back({seg_at(rank - s), s == 0, seg_at(rank - s - 1), true});
+  for (int s = 0; s < n - 1; ++s)
+    steps.push_back({seg_at(rank - s), s == 0, seg_at(rank - s - 1), true});
   // All-gather: forward the fully reduced segment (rank + 1 - s), receive (rank - s) straight into
   // the output: no bounce, no arithmetic, the kernel's copy is the only touch.
-  for (int s = 0; s < n - 1; ++s) steps.push_back({seg_at(rank + 1 - s), false, seg_at(rank - s), false});
+  for (int s = 0; s < n - 1; ++s)
+    steps.push_back({seg_at(rank + 1 - s), false, seg_at(rank - s), false});
   return steps;
 }
 

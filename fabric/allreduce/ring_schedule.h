@@ -35,7 +35,7 @@ struct RingStep {
   Segment send;             // to the right neighbour
   bool send_input = false;  // step 0 sends the raw input, later steps the output (partial/full sum)
   Segment recv;             // from the left neighbour
-  bool recv_reduce = false; // reduce-scatter: output = received + input; all-gather: copied as is
+  bool recv_reduce = false;  // reduce-scatter: output = received + input; all-gather: copied as is
 };
 
 // Reduce-scatter then all-gather: 2(n-1) steps.

@@ -23,10 +23,10 @@ struct Rank {
   std::vector<char> region;
   RdmaRingPlan plan;
   std::vector<RdmaAction> actions;
-  size_t next = 0;                 // next action
-  std::deque<size_t> in_flight;    // writes posted to the right neighbour, oldest first
-  size_t landed_from_left = 0;     // the left neighbour's writes landed here
-  size_t processed = 0;            // recvs processed
+  size_t next = 0;                    // next action
+  std::deque<size_t> in_flight;       // writes posted to the right neighbour, oldest first
+  size_t landed_from_left = 0;        // the left neighbour's writes landed here
+  size_t processed = 0;               // recvs processed
   size_t awaited = 0, completed = 0;  // own writes awaited / landed at the right neighbour
 };
 
@@ -49,9 +49,8 @@ bool play(std::vector<Rank>& ranks, std::mt19937& rng) {
       Rank& right = ranks[static_cast<size_t>((i + 1) % n)];
       // The network: land the oldest write in flight when the receiver has a receive posted
       // (sometimes not yet, to vary the interleaving).
-      const bool can_land =
-          !me.in_flight.empty() &&
-          right.landed_from_left - right.processed < static_cast<size_t>(kGlooPostedReceives);
+      const bool can_land = !me.in_flight.empty() && right.landed_from_left - right.processed <
+                                                         static_cast<size_t>(kGlooPostedReceives);
       const bool hold = can_land && rng() % 3 == 0;
       held = held || hold;
       if (can_land && !hold) {
