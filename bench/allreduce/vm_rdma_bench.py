@@ -84,6 +84,37 @@ def run_pair(c, a, transport, size, port):
     return min(r["sizes"][0]["busbw_gbps"] for r in runs)
 
 
+def run_ib_write_bw(c, a, port):
+    """perftest's bidirectional RDMA write bandwidth on the same rxe link, per direction in GB/s
+    (the unit of an all-reduce's busbw: for 2 ranks, the bytes each direction carries per second),
+    or None after printing why it failed. The RDMA wire ceiling the all-reduce is bounded by."""
+    common = "ib_write_bw -d rxe0 -i 1 -x 1 -s %d -n %d -b -F --report_gbits -p %d" % (
+        a.perftest_bytes, a.perftest_iters, port)
+    server = c.ssh_background(1, common)
+    try:
+        client = None
+        for _ in range(20):  # the server needs a moment to listen (TCG)
+            client = c.ssh(0, "sleep 1; " + common + " " + c.addr(1), timeout=300)
+            if client.returncode == 0:
+                break
+        out, err = server.communicate(timeout=300)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    if client is None or client.returncode != 0:
+        print("ib_write_bw: client exit %s: %s" % (client and client.returncode, (client.stderr if client else "")[-500:]),
+              file=sys.stderr)
+        return None
+    for line in client.stdout.splitlines():
+        f = line.split()
+        # " 65536  200  0.25  0.24  0.000463": bytes, iterations, BW peak, BW average (Gb/s), rate.
+        if len(f) >= 4 and f[0] == str(a.perftest_bytes) and f[1] == str(a.perftest_iters):
+            # With -b perftest reports the sum of both directions.
+            return float(f[3]) / 2 / 8
+    print("ib_write_bw: no result line in: %s" % client.stdout[-800:], file=sys.stderr)
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", required=True, help="build directory (release/fabcheck, bench/allreduce/fabkit-allreduce-rank)")
@@ -92,6 +123,10 @@ def main():
     ap.add_argument("--sizes", default="65536,1048576,4194304", help="bytes, comma separated")
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--contenders", default=",".join(CONTENDERS),
+                    help="a comma list from %s; gloo-ibverbs first (the ratios are against it)" % ",".join(CONTENDERS))
+    ap.add_argument("--perftest-bytes", type=int, default=65536, help="ib_write_bw -s (its row; 0 = leave it out)")
+    ap.add_argument("--perftest-iters", type=int, default=200, help="ib_write_bw -n")
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
     fabcheck = os.path.join(a.build, "release", "fabcheck")
@@ -105,6 +140,9 @@ def main():
         sizes = [int(s) for s in a.sizes.split(",")]
     except ValueError:
         sys.exit("vm_rdma_bench.py: --sizes %r is not a comma-separated list of byte counts" % a.sizes)
+    contenders = a.contenders.split(",")
+    if contenders[0] != "gloo-ibverbs" or any(t not in CONTENDERS for t in contenders):
+        sys.exit("vm_rdma_bench.py: --contenders %r: gloo-ibverbs first, then any of %s" % (a.contenders, CONTENDERS[1:]))
     if any(s < 4 for s in sizes):
         sys.exit("vm_rdma_bench.py: every size must be at least 4 bytes (one float32)")
     image = a.image or os.path.join(a.build, "vm")
@@ -112,7 +150,8 @@ def main():
         build_image(SRC, image, fabcheck)
     except Skip as e:
         sys.exit("vm_rdma_bench.py: cannot build the VM image: %s" % e)
-    bw = {(t, s): [] for t in CONTENDERS for s in sizes}
+    bw = {(t, s): [] for t in contenders for s in sizes}
+    wire = []  # ib_write_bw per round
     with tempfile.TemporaryDirectory() as d, VmCluster(image, n=2) as c:
         stripped = os.path.join(d, "fabkit-allreduce-rank")
         shutil.copy(tool, stripped)
@@ -122,10 +161,15 @@ def main():
         port = 29500
         for rnd in range(a.rounds):
             for s in sizes:
-                k = rnd % len(CONTENDERS)
-                for t in CONTENDERS[k:] + CONTENDERS[:k]:
+                k = rnd % len(contenders)
+                for t in contenders[k:] + contenders[:k]:
                     bw[(t, s)].append(run_pair(c, a, t, s, port))
+                    print("  %s %s: %s GB/s" % (LABEL[t], fmt_size(s), bw[(t, s)][-1]), file=sys.stderr)
                     port = port + 1 if port < 60000 else 20000
+            if a.perftest_bytes:
+                wire.append(run_ib_write_bw(c, a, 18515 + rnd))
+                print("  ib_write_bw -b %s: %s GB/s per direction" % (fmt_size(a.perftest_bytes), wire[-1]),
+                      file=sys.stderr)
             print("round %d/%d done, load average %.2f" % (rnd + 1, a.rounds, os.getloadavg()[0]), file=sys.stderr)
         accel = c.accel
 
@@ -136,10 +180,11 @@ def main():
     def ratios(num, den, s):
         return [x / y for x, y in zip(bw[(num, s)], bw[(den, s)]) if x and y]
 
-    head = ["size"] + ["%s GB/s" % LABEL[t] for t in CONTENDERS] + ["ibverbs/fabkit-socket", "ibverbs/gloo-tcp"]
-    rows = [[fmt_size(s)] + ["%.4f" % med(bw[(t, s)]) for t in CONTENDERS] +
-            ["%.3f" % med(ratios("gloo-ibverbs", "fabkit", s)), "%.3f" % med(ratios("gloo-ibverbs", "gloo-tcp", s))]
-            for s in sizes]
+    others = contenders[1:]
+    head = (["size"] + ["%s GB/s" % LABEL[t] for t in contenders] +
+            ["ibverbs/%s" % LABEL[t] for t in others])
+    rows = [[fmt_size(s)] + ["%.4f" % med(bw[(t, s)]) for t in contenders] +
+            ["%.3f" % med(ratios("gloo-ibverbs", t, s)) for t in others] for s in sizes]
     print("two soft-RoCE VMs (accelerator %s), %d rounds, %d timed iterations per run; per size the median "
           "busbw (GB/s, slower rank) and the median of per-round ratios" % (accel.upper(), a.rounds, a.iters))
     if a.markdown:
@@ -152,7 +197,11 @@ def main():
         print("".join(h.rjust(w) for h in head))
         for r in rows:
             print("".join(x.rjust(w) for x in r))
-    failed = sum(1 for v in bw.values() for x in v if x is None)
+    if a.perftest_bytes:
+        print("RDMA wire ceiling on the same link: ib_write_bw -b -s %d -n %d, per direction %.4f GB/s "
+              "(median of %d rounds); the all-reduce's busbw is the same quantity"
+              % (a.perftest_bytes, a.perftest_iters, med(wire), len(wire)))
+    failed = sum(1 for v in bw.values() for x in v if x is None) + sum(1 for x in wire if x is None)
     if failed:
         print("%d run(s) failed (see above)" % failed, file=sys.stderr)
         sys.exit(1)
