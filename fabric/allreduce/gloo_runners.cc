@@ -1,9 +1,9 @@
-// Gloo's own all-reduce (Debian libgloo) over its TCP and ibverbs transports: the figure PyTorch's
-// CPU path (ProcessGroupGloo) gets, measured with the same sweep and check as fabkit's.
+// Gloo over its TCP and ibverbs transports, measured with the same sweep and check as fabkit's:
+// over TCP Gloo's own all-reduce (the figure PyTorch's CPU path, ProcessGroupGloo, gets); over
+// ibverbs fabkit's ring on Gloo's device, pairs and registered buffers (gloo_ibverbs_ring.h).
 #include <infiniband/verbs.h>
 
 #include <gloo/allreduce.h>
-#include <gloo/allreduce_ring.h>
 #include <gloo/common/error.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "common/errors.h"
+#include "fabric/allreduce/gloo_ibverbs_ring.h"
 #include "fabric/allreduce/gloo_store.h"
 #include "fabric/allreduce/runners.h"
 #include "fabric/allreduce/sweep.h"
@@ -34,6 +36,9 @@ TransportRun failed_run(const std::string& transport, const std::string& status,
 // Gloo reports everything as gloo::IoException / EnforceNotMet with prose; map the prose to the
 // same named kinds our own runners use so the controller handles all transports alike.
 std::string gloo_error_kind(const std::string& what) {
+  // Gloo's ibv_reg_mr failure: "ibv_reg_mr: Cannot allocate memory (did you run into the locked
+  // memory limit?)".
+  if (what.find("locked memory limit") != std::string::npos) return "memlock";
   if (what.find("Timed out") != std::string::npos || what.find("timed out") != std::string::npos) return "peer_timeout";
   if (what.find("closed") != std::string::npos || what.find("reset") != std::string::npos ||
       what.find("refused") != std::string::npos || what.find("Broken pipe") != std::string::npos)
@@ -92,6 +97,9 @@ TransportRun run_guarded(const std::string& transport, Body body) {
     return failed_run(transport, "failed", "invalid_spec", e.what());
   } catch (const gloo::Exception& e) {
     return failed_run(transport, "failed", gloo_error_kind(e.what()), std::string("gloo: ") + e.what());
+  } catch (const std::bad_alloc&) {
+    return failed_run(transport, "failed", "out_of_memory",
+                      "could not allocate the buffers for the largest size");
   }
 }
 
@@ -149,38 +157,53 @@ TransportRun run_gloo_ibverbs_allreduce(const AllreduceSpec& spec, const std::st
     for (const auto& n : names) present += (present.empty() ? "" : ", ") + n;
     return failed_run(transport, "unavailable", "no_such_hca", "HCA '" + hca + "' not found (present: " + present + ")");
   }
-  return run_guarded(transport, [&] {
+  std::string left_allocated;
+  TransportRun run = run_guarded(transport, [&] {
     validate_spec(spec);
     TokenStore store(store_options(spec, transport));
     // Gloo indexes the GID table directly; on an InfiniBand link layer GID 0 (the port GID) is the
     // right one, so "auto" (-1) means 0 here. RoCE callers pass the node probe's RoCE v2 index.
     gloo::transport::ibverbs::attr attr{hca, port, gid_index < 0 ? 0 : gid_index};
-    auto device = gloo::transport::ibverbs::CreateDevice(attr);
+    std::shared_ptr<gloo::transport::Device> device = gloo::transport::ibverbs::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(spec.rank, spec.world_size);
     context->setTimeout(std::chrono::milliseconds(spec.timeout_ms));
     context->connectFullMesh(store, device);
-    // The ibverbs transport has no unbound buffers, so gloo::allreduce(opts) is not available on
-    // it; AllreduceRing (registered, in-place) is the algorithm Gloo offers there. In-place means
-    // each call first copies the input to the output: included in the time, as in a real caller.
-    std::unique_ptr<gloo::AllreduceRing<float>> algo;
-    float* algo_out = nullptr;
-    uint64_t algo_count = 0;
-    CollectiveFn fn = [&](const float* in, float* out, uint64_t count) {
-      if (out != algo_out || count != algo_count) {
-        algo = std::make_unique<gloo::AllreduceRing<float>>(context, std::vector<float*>{out}, static_cast<int>(count));
-        algo_out = out;
-        algo_count = count;
+    // Not gloo::AllreduceRing: gloo_ibverbs_ring.h says why.
+    const auto sizes = effective_sizes(spec);
+    auto ring = std::make_unique<GlooIbverbsRing>(
+        context, store, *std::max_element(sizes.begin(), sizes.end()), spec.timeout_ms);
+    SweepOptions opt = sweep_options(spec);
+    opt.in_buffer = ring->input();
+    opt.out_buffer = ring->output();
+    std::vector<SizeResult> results;
+    try {
+      // In place on the ring's registered memory: `in` and `out` are its input and output.
+      results = run_sweep(sizes, spec.rank, opt,
+                          [&](const float*, float*, uint64_t count) { ring->allreduce(count); });
+    } catch (...) {
+      if (!ring->settle()) {
+        left_allocated = std::to_string(ring->writes_pending()) +
+                         " RDMA write(s) still pending when the run failed: Gloo's buffers, "
+                         "queue pairs and device were left allocated (destroying a buffer with a "
+                         "send pending throws from its destructor)";
+        leave_allocated(std::move(ring), std::move(context), std::move(device));
       }
-      std::memcpy(out, in, count * sizeof(float));
-      algo->run();
-    };
-    TransportRun run = finish(transport, run_sweep(effective_sizes(spec), spec.rank, sweep_options(spec), fn));
-    run.extra["algorithm"] = "gloo::AllreduceRing (in place)";
+      throw;
+    }
+    TransportRun run = finish(transport, std::move(results));
+    run.extra["algorithm"] =
+        "fabkit ring on Gloo's ibverbs transport: reduce-scatter + all-gather as RDMA writes "
+        "with immediate into registered memory, in chunks, completions polled by the caller";
+    run.extra["chunk_bytes"] = GlooIbverbsRing::kChunkBytes;
+    run.extra["world_size"] = spec.world_size;
+    run.extra["device"] = device->str();
     run.extra["hca"] = hca;
     run.extra["port"] = port;
     run.extra["gid_index"] = gid_index;
     return run;
   });
+  if (!left_allocated.empty()) run.extra["left_allocated"] = left_allocated;
+  return run;
 }
 
 }  // namespace fabkit::fabric

@@ -14,28 +14,32 @@ std::vector<Segment> ring_segments(uint64_t count, int world_size) {
   return segs;
 }
 
-RingOps ring_allreduce_ops(const float* in, float* out, uint64_t count, int rank, int world_size) {
-  RingOps ops;
+std::vector<RingStep> ring_steps(uint64_t count, int rank, int world_size) {
+  std::vector<RingStep> steps;
   const int n = world_size;
   auto segs = ring_segments(count, n);
   auto seg_at = [&](int k) { return segs[static_cast<size_t>(((k % n) + n) % n)]; };
-  auto bytes = [](const Segment& s) { return static_cast<size_t>(s.count * sizeof(float)); };
   // Reduce-scatter: at step s send segment (rank - s), receive (rank - s - 1) and add our input.
-  // Step 0 sends our raw input; later steps forward the partial sum received one step earlier,
-  // which is why send op s depends on recv op s-1 (the same segment).
-  for (int s = 0; s < n - 1; ++s) {
-    Segment snd = seg_at(rank - s), rcv = seg_at(rank - s - 1);
-    const float* src = s == 0 ? in + snd.first : out + snd.first;
-    ops.sends.push_back({reinterpret_cast<const char*>(src), bytes(snd), s == 0 ? -1 : s - 1});
-    ops.recvs.push_back({reinterpret_cast<char*>(out + rcv.first), bytes(rcv), in + rcv.first});
-  }
+  // Step 0 sends our raw input; later steps forward the partial sum received one step earlier.
+  for (int s = 0; s < n - 1; ++s)
+    steps.push_back({seg_at(rank - s), s == 0, seg_at(rank - s - 1), true});
   // All-gather: forward the fully reduced segment (rank + 1 - s), receive (rank - s) straight into
   // the output: no bounce, no arithmetic, the kernel's copy is the only touch.
-  for (int s = 0; s < n - 1; ++s) {
-    Segment snd = seg_at(rank + 1 - s), rcv = seg_at(rank - s);
-    int step = n - 1 + s;
-    ops.sends.push_back({reinterpret_cast<const char*>(out + snd.first), bytes(snd), step - 1});
-    ops.recvs.push_back({reinterpret_cast<char*>(out + rcv.first), bytes(rcv), nullptr});
+  for (int s = 0; s < n - 1; ++s)
+    steps.push_back({seg_at(rank + 1 - s), false, seg_at(rank - s), false});
+  return steps;
+}
+
+RingOps ring_allreduce_ops(const float* in, float* out, uint64_t count, int rank, int world_size) {
+  RingOps ops;
+  auto bytes = [](const Segment& s) { return static_cast<size_t>(s.count * sizeof(float)); };
+  int step = 0;
+  for (const RingStep& st : ring_steps(count, rank, world_size)) {
+    const float* src = st.send_input ? in + st.send.first : out + st.send.first;
+    ops.sends.push_back({reinterpret_cast<const char*>(src), bytes(st.send), step - 1});
+    ops.recvs.push_back({reinterpret_cast<char*>(out + st.recv.first), bytes(st.recv),
+                         st.recv_reduce ? in + st.recv.first : nullptr});
+    ++step;
   }
   return ops;
 }

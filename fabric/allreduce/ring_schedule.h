@@ -27,6 +27,20 @@ struct Segment {
 // n segments as even as possible (the first count % n get one more element).
 std::vector<Segment> ring_segments(uint64_t count, int world_size);
 
+// One step of the ring, without pointers (the socket engine and the RDMA ring, rdma_ring_plan.h,
+// both build on it). The send of step s >= 1 forwards what the receive of step s-1 produced (the
+// same segment), so it waits for it; a rank's send of step s is its right neighbour's receive of
+// step s (the same segment: ring_segments is the same on every rank).
+struct RingStep {
+  Segment send;             // to the right neighbour
+  bool send_input = false;  // step 0 sends the raw input, later steps the output (partial/full sum)
+  Segment recv;             // from the left neighbour
+  bool recv_reduce = false;  // reduce-scatter: output = received + input; all-gather: copied as is
+};
+
+// Reduce-scatter then all-gather: 2(n-1) steps.
+std::vector<RingStep> ring_steps(uint64_t count, int rank, int world_size);
+
 struct RingOps {
   std::vector<SendOp> sends;
   std::vector<RecvOp> recvs;

@@ -64,24 +64,27 @@ std::vector<SizeResult> run_sweep(const std::vector<uint64_t>& sizes, int rank,
   std::vector<SizeResult> results;
   uint64_t max_count = 0;
   for (uint64_t b : sizes) max_count = std::max<uint64_t>(max_count, b / sizeof(float));
-  FloatBuf in = alloc_floats(max_count);
-  FloatBuf out = alloc_floats(max_count);
+  const bool own = opt.in_buffer == nullptr || opt.out_buffer == nullptr;
+  FloatBuf in_owned = own ? alloc_floats(max_count) : nullptr;
+  FloatBuf out_owned = own ? alloc_floats(max_count) : nullptr;
+  float* in = own ? in_owned.get() : opt.in_buffer;
+  float* out = own ? out_owned.get() : opt.out_buffer;
   for (size_t si = 0; si < sizes.size(); ++si) {
     uint64_t count = sizes[si] / sizeof(float);
-    fill_input(in.get(), count, rank, si);
+    fill_input(in, count, rank, si);
     // NaN sentinel: an element the collective never wrote cannot pass the check by accident. Set
     // again after the warmup, so what is checked is what the timed calls wrote (a warmup call's
     // correct result must not cover for a timed call that skipped part of the output).
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    std::fill(out.get(), out.get() + count, nan);
-    for (int i = 0; i < opt.warmup_iters; ++i) fn(in.get(), out.get(), count);
-    if (opt.warmup_iters > 0) std::fill(out.get(), out.get() + count, nan);
+    std::fill(out, out + count, nan);
+    for (int i = 0; i < opt.warmup_iters; ++i) fn(in, out, count);
+    if (opt.warmup_iters > 0) std::fill(out, out + count, nan);
     // Each call timed on its own as well (a clock read per call: nothing next to an all-reduce).
     double best_us = 0;
     auto t0 = std::chrono::steady_clock::now();
     auto prev = t0;
     for (int i = 0; i < opt.iters; ++i) {
-      fn(in.get(), out.get(), count);
+      fn(in, out, count);
       auto now = std::chrono::steady_clock::now();
       double us = std::chrono::duration<double, std::micro>(now - prev).count();
       if (i == 0 || us < best_us) best_us = us;
@@ -94,8 +97,8 @@ std::vector<SizeResult> run_sweep(const std::vector<uint64_t>& sizes, int rank,
     r.best_time_us = best_us;
     r.algbw_gbps = algbw_gbps(r.bytes, r.time_us);
     r.busbw_gbps = allreduce_busbw_gbps(r.algbw_gbps, opt.world_size);
-    r.correct = (opt.copy_check ? first_mismatch_copy(out.get(), count, opt.peer_rank, si)
-                                : first_mismatch(out.get(), count, opt.world_size, si)) < 0;
+    r.correct = (opt.copy_check ? first_mismatch_copy(out, count, opt.peer_rank, si)
+                                : first_mismatch(out, count, opt.world_size, si)) < 0;
     results.push_back(r);
     if (opt.on_size_done) opt.on_size_done(si + 1, sizes.size());
   }

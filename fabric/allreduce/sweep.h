@@ -33,6 +33,11 @@ struct SweepOptions {
   int iters = 20;
   int warmup_iters = 5;
   std::function<void(size_t done, size_t total)> on_size_done;  // AllreduceSpec::on_size_done
+  // Set both to run in the caller's memory (at least the largest size each, float aligned): a
+  // transport that registers its memory once (the ibverbs ring) hands its registered input and
+  // output here. Null: the sweep allocates its own.
+  float* in_buffer = nullptr;
+  float* out_buffer = nullptr;
 };
 
 // Runs warmup + timed iterations per size and checks the last result. Throws what `fn` throws.

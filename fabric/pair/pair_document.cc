@@ -94,6 +94,7 @@ Json to_json(const TransportResult& t, const RankedTransport* r) {
     j["link_rate_gbit_s"] = opt(r->link_rate_gbit_s);
     j["link_fraction"] = opt(r->link_fraction);
     j["vs_raw_exchange"] = opt(r->vs_raw_exchange);
+    j["via"] = r->via.empty() ? Json() : Json(r->via);
   }
   j["sizes"] = sizes;
   j["ranks"] = t.ranks;
@@ -152,6 +153,9 @@ Report build_pair_report(const PairFacts& f) {
                   {"rendezvous", to_json(f.rendezvous)},
                   {"transports", transports},
                   {"ranking", ranking},
+                  {"rdma_allreduce",
+                   {{"transport", v.rdma.transport ? Json(*v.rdma.transport) : Json()},
+                    {"reason", v.rdma.reason}}},
                   {"rdma_rc", to_json(f.rdma_rc)},
                   {"recommended", rec}};
   r.sections.push_back({"pair", section});

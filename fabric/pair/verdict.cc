@@ -130,6 +130,7 @@ Verdict compute_verdict(const PairFacts& f) {
     auto raw = raw_busbw.find(r.peak_bytes);
     if (t.transport != kRawExchange && raw != raw_busbw.end() && raw->second > 0)
       r.vs_raw_exchange = r.peak_busbw_gbps / raw->second;
+    r.via = transport_via(f, t.transport, v.link);
     v.ranking.push_back(r);
   }
   // Usable first (ok and every size correct), by peak busbw; the rest keep their order.
@@ -150,6 +151,7 @@ Verdict compute_verdict(const PairFacts& f) {
     v.reason = f.transports.empty() ? "no all-reduce transport was measured"
                                     : "no all-reduce transport completed with correct results";
   if (v.link) v.reason = "interface pair " + link_name(f.links[*v.link]) + "; " + v.reason;
+  v.rdma = choose_rdma_row(f, v.link);
   return v;
 }
 

@@ -8,6 +8,7 @@
 
 #include "common/finding.h"
 #include "fabric/pair/pair_facts.h"
+#include "fabric/pair/rdma_row.h"
 
 namespace fabkit::pair {
 
@@ -37,6 +38,7 @@ struct RankedTransport {
   std::optional<double> link_rate_gbit_s;
   std::optional<double> link_fraction;
   std::optional<double> vs_raw_exchange;  // peak busbw / raw exchange's busbw at the same size
+  std::string via;  // where it ran (rdma_row.h transport_via); "" unknown
 };
 
 struct Verdict {
@@ -44,6 +46,7 @@ struct Verdict {
   std::optional<size_t> link;            // chosen link index
   std::optional<std::string> transport;  // recommended (never the raw exchange: it is a ceiling)
   std::string reason;
+  RdmaRow rdma;  // the RDMA row of the comparison and why that one (rdma_row.h)
 };
 
 Verdict compute_verdict(const PairFacts& f);

@@ -96,6 +96,7 @@ void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
   if (!member(s, "transports").empty()) {
     out << "\nall-reduce transports (ranked by peak busbw; GB/s = 1e9 B/s)\n";
     Table t({{"transport"},
+             {"via"},
              {"status"},
              {"peak_busbw_GB/s", Align::kRight},
              {"at_bytes", Align::kRight},
@@ -107,7 +108,7 @@ void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
       // no peak: "-", not the 0 its ranking entry carries.
       const bool measured =
           tr.contains("sizes") && member(tr, "sizes").is_array() && !member(tr, "sizes").empty();
-      t.add_row({str(member(tr, "transport")),
+      t.add_row({str(member(tr, "transport")), str(member(tr, "via"), "-"),
                  status == "ok"            ? status
                  : status == "unavailable" ? style.note(status)
                                            : style.warn(status),
@@ -119,6 +120,11 @@ void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
                  fixed(tr.value("vs_raw_exchange", Json()), 2)});
     }
     t.render(out);
+    // Which row is the RDMA one and why (reports made before it was recorded have none).
+    const Json& rdma = member(s, "rdma_allreduce");
+    if (rdma.is_object())
+      out << "RDMA row: " << (member(rdma, "transport").is_string() ? "" : "none: ")
+          << str(member(rdma, "reason"), "") << "\n";
   }
   render_rdma_rc(s.value("rdma_rc", Json()), out, style);
   render_incomplete_steps(member(s, "steps"), out, style);

@@ -494,7 +494,10 @@ class ReportTest(unittest.TestCase):
             self.assertEqual(r[end], " ", r)
         self.assertIn("all-reduce transports", p.stdout)
         # A transport that measured nothing has no figures, not zeros.
-        self.assertRegex(p.stdout, r"\n  gloo-ibverbs +unavailable +- +- +- +-\n")
+        # Its "via" is unknown too (and this report predates the column): "-".
+        self.assertRegex(p.stdout, r"\n  gloo-ibverbs +- +unavailable +- +- +- +-\n")
+        # A report made before the RDMA row was recorded prints none rather than a guess.
+        self.assertNotIn("RDMA row", p.stdout)
         # The cluster's nodes and matrix, and one line per finding with its fix.
         self.assertRegex(p.stdout, r"\n  host +check +score_Gb/s +low/pairs +state\n")
         for h in cluster_doc["cluster"]["hosts"]:
@@ -536,6 +539,24 @@ class ReportTest(unittest.TestCase):
                 self.assertEqual(p.stdout, "")
 
     # --- bad input ------------------------------------------------------------------------
+    def test_pair_without_gpus_shows_the_rdma_row_beside_the_socket_rows(self):
+        # A real run between two soft-RoCE VMs (tests/vm; regen_pair_rxe.py): no GPU, so no NCCL;
+        # gloo-ibverbs is the RDMA row, on the rxe port over the interface the socket rows used.
+        p = run("report", fixture("reports/pair-rxe-vms.json"))
+        self.assertRegex(p.stdout, r"\n  transport +via +status +peak_busbw_GB/s ")
+        self.assertRegex(p.stdout, r"\n  gloo-ibverbs +rxe0:1 \(eth0\) <-> rxe0:1 \(eth0\), RoCE +ok +0\.[0-9]+ +65536 ")
+        for name in ("fabkit-socket", "gloo-tcp"):
+            self.assertRegex(p.stdout, r"\n  %s +eth0 <-> eth0 +ok +0\.[0-9]+ +65536 " % name)
+        line = next(l for l in p.stdout.splitlines() if l.startswith("RDMA row: "))
+        self.assertIn("gloo-ibverbs on rxe0:1 (eth0) <-> rxe0:1 (eth0), RoCE", line)
+        self.assertIn("the RDMA all-reduce that needs no GPU", line)
+        self.assertIn("NCCL's RDMA transports are not in the agents' fabcheck build", line)
+        self.assertIn("so the rows compare transports on one link", line)
+        # The same document's JSON says it too, for scripts.
+        with open(fixture("reports/pair-rxe-vms.json")) as f:
+            doc = json.load(f)
+        self.assertEqual("gloo-ibverbs", doc["pair"]["rdma_allreduce"]["transport"])
+
     def test_bad_inputs_exit_2_naming_the_file_and_leave_no_output(self):
         junk = self.path("junk.txt")
         with open(junk, "w") as f:
