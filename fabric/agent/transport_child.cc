@@ -37,7 +37,7 @@ constexpr int kExitAfterAnswerMs = 5000;
 struct Answer {
   std::optional<Json> result;
   std::optional<std::pair<std::string, std::string>> op_error;  // ERROR code message
-  std::string protocol_problem;                                  // a line we cannot read
+  std::string protocol_problem;                                 // a line we cannot read
   bool timed_out = false;
   size_t done = 0, total = 0;
 };
@@ -162,14 +162,13 @@ Json run_transport_in_child(const RunnerChildSpec& spec,
     child->stop(0);
   else
     child->wait_exit(std::min(deadline, wire::deadline_in_ms(kExitAfterAnswerMs)));
-  const bool exited_cleanly = !a.timed_out && child->exited() &&
-                              WIFEXITED(child->exit_status()) &&
+  const bool exited_cleanly = !a.timed_out && child->exited() && WIFEXITED(child->exit_status()) &&
                               WEXITSTATUS(child->exit_status()) == 0;
   const std::string how = describe_wait_status(child->exit_status());
   const std::string words = last_words(child->stderr_tail(4096));
-  const std::string progress = a.total > 0 ? " after " + std::to_string(a.done) + " of " +
-                                                 std::to_string(a.total) + " sizes"
-                                           : " before its first size";
+  const std::string progress =
+      a.total > 0 ? " after " + std::to_string(a.done) + " of " + std::to_string(a.total) + " sizes"
+                  : " before its first size";
   const std::string quoted = words.empty() ? "; it wrote nothing on stderr"
                                            : "; its last stderr lines: " + one_line(words);
   const std::string runner =
@@ -180,12 +179,12 @@ Json run_transport_in_child(const RunnerChildSpec& spec,
   if (a.timed_out) {
     out = failed_run(spec.transport, "runner_timeout",
                      runner + " did not answer within the sweep's bound of " +
-                         std::to_string(spec.deadline_ms) + " ms" + progress +
-                         " and was killed" + quoted);
+                         std::to_string(spec.deadline_ms) + " ms" + progress + " and was killed" +
+                         quoted);
   } else if (!a.protocol_problem.empty()) {
-    out = failed_run(spec.transport, "runner_protocol",
-                     runner + " broke the runner protocol (" + a.protocol_problem + "); it " +
-                         how + quoted);
+    out = failed_run(
+        spec.transport, "runner_protocol",
+        runner + " broke the runner protocol (" + a.protocol_problem + "); it " + how + quoted);
   } else if (!exited_cleanly) {
     // Killed by a signal (an abort, std::terminate, a segfault), or an exit status other than 0.
     // An answer it gave before dying is kept (its figures are real), but the run failed: a

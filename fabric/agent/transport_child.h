@@ -61,6 +61,7 @@ int transport_child_main();
 
 // The last lines of a child's stderr, at most max_lines lines and max_bytes bytes, without a
 // line cut in half (pure: tested on its own).
-std::string last_words(const std::string& stderr_tail, size_t max_lines = 8, size_t max_bytes = 1200);
+std::string last_words(const std::string& stderr_tail, size_t max_lines = 8,
+                       size_t max_bytes = 1200);
 
 }  // namespace fabkit::agent

@@ -77,7 +77,9 @@ struct FaultHook {
     if (fault == "terminate") {
       // What Gloo's ibverbs buffer did: an exception where none may pass (here: out of a
       // thread's function), so the runtime calls std::terminate.
-      std::thread([] { throw std::runtime_error("test hook: an exception nobody catches"); }).join();
+      std::thread([] {
+        throw std::runtime_error("test hook: an exception nobody catches");
+      }).join();
     }
     std::cerr << "fabcheck agent-runner: " << kRunnerFaultEnv << " names an unknown fault '"
               << fault << "' (abort, segv, terminate, hang, exit)" << std::endl;

@@ -39,7 +39,8 @@ TEST(RcPlanFlags, BadValuesNameTheFlagTheValueAndTheFix) {
   EXPECT_NE(e.find("--rc-lat-iters 2000000"), std::string::npos) << e;
   for (const char* bad : {"0", "17M", "64Q", "", "-1", "1G", "99999999999"}) {
     e = usage_error(5000, bad, 1000);
-    EXPECT_NE(e.find("--rc-size '" + std::string(bad) + "'"), std::string::npos) << bad << ": " << e;
+    EXPECT_NE(e.find("--rc-size '" + std::string(bad) + "'"), std::string::npos)
+        << bad << ": " << e;
     EXPECT_NE(e.find("e.g. --rc-size 64K"), std::string::npos) << e;
   }
 }
@@ -61,14 +62,16 @@ TEST(RcPlanFlags, CarriedToTheAgentsWithABudgetTheControllerOutwaits) {
   // Fewer iterations than perftest's: the histogram holds exactly those.
   RdmaRcFacts rc;
   rc.plan = plan;
-  EXPECT_EQ(to_json(rc)["plan"],
-            Json({{"write_bw", {{"size_bytes", 32768}, {"iters", 300}}},
-                  {"send_lat", {{"size_bytes", 2}, {"iters", 40}}}}));
+  EXPECT_EQ(to_json(rc)["plan"], Json({{"write_bw", {{"size_bytes", 32768}, {"iters", 300}}},
+                                       {"send_lat", {{"size_bytes", 2}, {"iters", 40}}}}));
   LatencyHistogram h;
   for (int i = 0; i < 40; ++i) h.add(22000.0);
   Json ok = {{"status", "ok"}, {"bw_gbps", 0.12}, {"diagnoses", Json::array()}};
-  Json lat_client = {{"status", "ok"}, {"lat_us_median", 22000.0}, {"lat_us_p99", 22000.0},
-                     {"lat_histogram", fabkit::to_json(h)}, {"diagnoses", Json::array()}};
+  Json lat_client = {{"status", "ok"},
+                     {"lat_us_median", 22000.0},
+                     {"lat_us_p99", 22000.0},
+                     {"lat_histogram", fabkit::to_json(h)},
+                     {"diagnoses", Json::array()}};
   RcPairResult row = combine_rc(p, {ok, ok}, {lat_client, ok}, plan);
   EXPECT_EQ(row.status, "ok") << row.reason;
   EXPECT_EQ(combine_rc(p, {ok, ok}, {lat_client, ok}).status, "failed");  // 40 is not 1000
@@ -91,8 +94,9 @@ TEST(RunnerCrashFindings, ACrashedRunnerIsAFailNamingHostSignalAndWords) {
   t.transport = "gloo-ibverbs";
   t.status = "failed";
   t.reason = "rank 1: ...";
-  t.ranks = Json::array({{{"status", "failed"}, {"reason", "peer closed"}, {"extra", {{"error", "peer_closed"}}}},
-                         crashed_rank("killed by SIGABRT (signal 6: Aborted)")});
+  t.ranks = Json::array(
+      {{{"status", "failed"}, {"reason", "peer closed"}, {"extra", {{"error", "peer_closed"}}}},
+       crashed_rank("killed by SIGABRT (signal 6: Aborted)")});
   f.transports = {t};
   auto fs = judge_pair(f, compute_verdict(f));
   const Finding* crash = nullptr;
@@ -101,8 +105,9 @@ TEST(RunnerCrashFindings, ACrashedRunnerIsAFailNamingHostSignalAndWords) {
   ASSERT_TRUE(crash);
   EXPECT_EQ(crash->severity, Severity::kFail);
   EXPECT_EQ(crash->subject, "gloo-ibverbs on vm1");
-  EXPECT_NE(crash->message.find("vm1: the gloo-ibverbs runner (child pid 42) was killed by SIGABRT"),
-            std::string::npos)
+  EXPECT_NE(
+      crash->message.find("vm1: the gloo-ibverbs runner (child pid 42) was killed by SIGABRT"),
+      std::string::npos)
       << crash->message;
   EXPECT_NE(crash->message.find("terminate called"), std::string::npos);
   EXPECT_FALSE(crash->fix.empty());
@@ -110,13 +115,19 @@ TEST(RunnerCrashFindings, ACrashedRunnerIsAFailNamingHostSignalAndWords) {
 }
 
 TEST(RunnerCrashFindings, StepsSkippedAfterALostAgentSayWhy) {
-  StepRecord lost{"allreduce:gloo-ibverbs", "vm1", "failed", "pair.agent_lost",
-                  "control connection: closed (agent process: killed by SIGABRT (signal 6: Aborted))", 10};
+  StepRecord lost{
+      "allreduce:gloo-ibverbs",
+      "vm1",
+      "failed",
+      "pair.agent_lost",
+      "control connection: closed (agent process: killed by SIGABRT (signal 6: Aborted))",
+      10};
   EXPECT_TRUE(ends_session(lost));
   EXPECT_EQ(lost_agent_note(lost),
             "not run: the agent on vm1 was lost in step 'allreduce:gloo-ibverbs' (pair.agent_lost: "
             "control connection: closed (agent process: killed by SIGABRT (signal 6: Aborted)))");
-  StepRecord answered{"allreduce:gloo-tcp", "vm1", "failed", "pair.agent_error", "agent.bind_failed", 1};
+  StepRecord answered{"allreduce:gloo-tcp", "vm1", "failed", "pair.agent_error",
+                      "agent.bind_failed",  1};
   EXPECT_FALSE(ends_session(answered));
   EXPECT_FALSE(ends_session({"rdma_rc", "", "skipped", "", "not run: ...", 0}));
   EXPECT_EQ(first_failure({{"launch", "vm0", "ok", "", "", 1}, lost}),
@@ -129,13 +140,18 @@ TEST(RunnerCrashFindings, SkippedRcTestWithRdmaPortsIsAWarning) {
   f.host_a = "vm0";
   f.host_b = "vm1";
   auto port = [](const std::string& gid) {
-    return Json{{"port", 1}, {"state", "ACTIVE"}, {"link_layer", "Ethernet"}, {"rate_gbps", 10.0},
+    return Json{{"port", 1},
+                {"state", "ACTIVE"},
+                {"link_layer", "Ethernet"},
+                {"rate_gbps", 10.0},
                 {"roce_v2_gid_index", 1},
                 {"gids", Json::array({{{"index", 1}, {"type", "RoCE v2"}, {"gid", gid}}})}};
   };
   auto report = [&](const std::string& addr) {
-    return Json{{"kind", "node"},
-                {"rdma", {{"devices", Json::array({{{"name", "rxe0"}, {"ports", Json::array({port(addr)})}}})}}}};
+    return Json{
+        {"kind", "node"},
+        {"rdma",
+         {{"devices", Json::array({{{"name", "rxe0"}, {"ports", Json::array({port(addr)})}}})}}}};
   };
   f.a.report = report("0000:0000:0000:0000:0000:ffff:0a00:020f");  // 10.0.2.15
   f.b.report = report("0000:0000:0000:0000:0000:ffff:0a00:0210");  // 10.0.2.16
@@ -146,7 +162,8 @@ TEST(RunnerCrashFindings, SkippedRcTestWithRdmaPortsIsAWarning) {
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].code, "pair.rdma_rc_skipped");
   EXPECT_EQ(fs[0].severity, Severity::kWarn);
-  EXPECT_NE(fs[0].message.find("the agent on vm1 was lost in step 'port_check'"), std::string::npos);
+  EXPECT_NE(fs[0].message.find("the agent on vm1 was lost in step 'port_check'"),
+            std::string::npos);
   // Nothing to measure: no warning.
   f.a.report = Json{{"kind", "node"}};
   EXPECT_TRUE(judge_rdma_rc(f).empty());

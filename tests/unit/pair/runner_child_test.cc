@@ -37,7 +37,8 @@ class RunnerChildTest : public ::testing::Test {
     return path;
   }
 
-  Json run(const std::string& program, int deadline_ms, std::vector<std::pair<size_t, size_t>>* progress = nullptr) {
+  Json run(const std::string& program, int deadline_ms,
+           std::vector<std::pair<size_t, size_t>>* progress = nullptr) {
     RunnerChildSpec s;
     s.program = program;
     s.transport = "gloo-ibverbs";
@@ -59,13 +60,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 TEST_F(RunnerChildTest, AbortInTheChildIsNamedWithItsSignalAndLastWords) {
   std::vector<std::pair<size_t, size_t>> progress;
-  const Json r = run(script("echo 'PROGRESS 1 2' >&3\n"
-                            "echo 'an early line nobody needs' >&2\n"
-                            "echo \"terminate called after throwing an instance of 'gloo::EnforceNotMet'\" >&2\n"
-                            "echo '  what():  [enforce fail at gloo/transport/ibverbs/buffer.cc:63] "
-                            "sendPending_ == 0. 1 vs 0. Destructing buffer expecting completions' >&2\n"
-                            "kill -ABRT $$"),
-                     10000, &progress);
+  const Json r = run(
+      script("echo 'PROGRESS 1 2' >&3\n"
+             "echo 'an early line nobody needs' >&2\n"
+             "echo \"terminate called after throwing an instance of 'gloo::EnforceNotMet'\" >&2\n"
+             "echo '  what():  [enforce fail at gloo/transport/ibverbs/buffer.cc:63] "
+             "sendPending_ == 0. 1 vs 0. Destructing buffer expecting completions' >&2\n"
+             "kill -ABRT $$"),
+      10000, &progress);
   EXPECT_EQ(r["status"], "failed");
   EXPECT_EQ(r["transport"], "gloo-ibverbs");
   EXPECT_EQ(r["extra"]["error"], "runner_crashed");
@@ -76,7 +78,9 @@ TEST_F(RunnerChildTest, AbortInTheChildIsNamedWithItsSignalAndLastWords) {
   EXPECT_NE(reason.find("gloo::EnforceNotMet"), std::string::npos) << reason;
   const std::string words = r["extra"]["last_words"];
   EXPECT_NE(words.find("terminate called after throwing"), std::string::npos) << words;
-  EXPECT_EQ(r["extra"]["child_exit"].get<std::string>().rfind("killed by SIGABRT (signal 6: Aborted)", 0), 0u);
+  EXPECT_EQ(
+      r["extra"]["child_exit"].get<std::string>().rfind("killed by SIGABRT (signal 6: Aborted)", 0),
+      0u);
   EXPECT_EQ(r["extra"]["sizes_done"], 1);
   EXPECT_EQ(r["extra"]["sizes_total"], 2);
   // The per-size progress was relayed before the crash.
@@ -111,10 +115,11 @@ TEST_F(RunnerChildTest, HangingChildIsKilledAtTheDeadline) {
 }
 
 TEST_F(RunnerChildTest, AnswerPassesThroughWithHowTheChildEnded) {
-  const Json r = run(script("echo 'PROGRESS 1 1' >&3\n"
-                            "echo 'RESULT {\"transport\":\"gloo-ibverbs\",\"status\":\"ok\",\"reason\":\"\","
-                            "\"sizes\":[{\"bytes\":4096,\"correct\":true}],\"extra\":{}}' >&3"),
-                     10000);
+  const Json r =
+      run(script("echo 'PROGRESS 1 1' >&3\n"
+                 "echo 'RESULT {\"transport\":\"gloo-ibverbs\",\"status\":\"ok\",\"reason\":\"\","
+                 "\"sizes\":[{\"bytes\":4096,\"correct\":true}],\"extra\":{}}' >&3"),
+          10000);
   EXPECT_EQ(r["status"], "ok");
   EXPECT_EQ(r["sizes"].size(), 1u);
   EXPECT_EQ(r["extra"]["child_exit"], "exit status 0");
@@ -124,10 +129,11 @@ TEST_F(RunnerChildTest, AnswerPassesThroughWithHowTheChildEnded) {
 // A library that finishes the sweep and then dies in its teardown (where Gloo's buffer threw):
 // the figures are kept, the run is failed (a job would die the same way).
 TEST_F(RunnerChildTest, CrashAfterTheAnswerKeepsTheFiguresAndFailsTheRun) {
-  const Json r = run(script("echo 'RESULT {\"transport\":\"gloo-ibverbs\",\"status\":\"ok\",\"reason\":\"\","
-                            "\"sizes\":[{\"bytes\":4096,\"correct\":true}],\"extra\":{}}' >&3\n"
-                            "echo 'abort in a destructor' >&2\nkill -ABRT $$"),
-                     10000);
+  const Json r =
+      run(script("echo 'RESULT {\"transport\":\"gloo-ibverbs\",\"status\":\"ok\",\"reason\":\"\","
+                 "\"sizes\":[{\"bytes\":4096,\"correct\":true}],\"extra\":{}}' >&3\n"
+                 "echo 'abort in a destructor' >&2\nkill -ABRT $$"),
+          10000);
   EXPECT_EQ(r["status"], "failed");
   EXPECT_EQ(r["extra"]["error"], "runner_crashed");
   EXPECT_EQ(r["sizes"].size(), 1u);
@@ -147,7 +153,8 @@ TEST_F(RunnerChildTest, ErrorLineIsTheAgentsOwnError) {
 TEST_F(RunnerChildTest, GarbageOnTheAnswerPipeIsAProtocolFailure) {
   const Json r = run(script("echo 'hello there' >&3"), 10000);
   EXPECT_EQ(r["extra"]["error"], "runner_protocol");
-  EXPECT_NE(r["reason"].get<std::string>().find("unexpected line on fd 3: 'hello there'"), std::string::npos);
+  EXPECT_NE(r["reason"].get<std::string>().find("unexpected line on fd 3: 'hello there'"),
+            std::string::npos);
 }
 
 TEST_F(RunnerChildTest, MissingProgramIsNamed) {
