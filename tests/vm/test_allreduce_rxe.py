@@ -27,15 +27,23 @@ FLAGS = ["--transports", ",".join(TRANSPORTS), "--sizes", "8,64K", "--iters", "5
 class AllreduceComparisonOnSoftRoce(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        with vm_test.cluster(2) as c:
-            cls.addrs = (c.addr(0), c.addr(1))
-            cls.pair_run = c.controller([vm_test.ARGS.fabcheck, "pair", c.addr(0), c.addr(1), "--launcher",
-                                    c.launcher, "--agent-path", "/usr/bin/fabcheck", "--json", *FLAGS],
-                                   timeout=240)
+        cls.c = vm_test.cluster(2)
+        cls.c.__enter__()
+        cls.pair_run = cls.pair(*FLAGS)
         if not cls.pair_run.stdout.strip():
             raise AssertionError("no report; exit %d, stderr: %s" % (cls.pair_run.returncode, cls.pair_run.stderr[-3000:]))
         cls.doc = json.loads(cls.pair_run.stdout)
         cls.by_name = {t["transport"]: t for t in cls.doc["pair"]["transports"]}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+
+    @classmethod
+    def pair(cls, *flags):
+        c = cls.c
+        return c.controller([vm_test.ARGS.fabcheck, "pair", c.addr(0), c.addr(1), "--launcher", c.launcher,
+                             "--agent-path", "/usr/bin/fabcheck", "--json", *flags], timeout=240)
 
     def test_no_agent_died(self):
         lost = [s for s in self.doc["pair"]["steps"] if s["status"] == "failed"]
@@ -77,6 +85,39 @@ class AllreduceComparisonOnSoftRoce(unittest.TestCase):
         self.assertRegex(text, r"\n  fabkit-socket +eth0 <-> eth0 +ok +[0-9.]+ ")
         self.assertRegex(text, r"\n  gloo-tcp +eth0 <-> eth0 +ok +[0-9.]+ ")
         self.assertIn("\nRDMA row: gloo-ibverbs on rxe0:1 (eth0) <-> rxe0:1 (eth0), RoCE: fabkit's ring", text)
+
+
+    def test_a_peer_killed_mid_run_is_a_failed_run_not_an_abort(self):
+        # vm1's agent is SIGKILLed while gloo-ibverbs moves data (its queue pair appears, then 3 s):
+        # vm0's rank sees its writes fail or its receives time out, in its own thread (sync mode),
+        # and reports a failed run; it must not abort (Gloo's device thread, or a buffer destroyed
+        # with a write pending, would: SIGABRT) nor hang past the bounds.
+        killer = self.c.ssh_background(
+            1, "for i in $(seq 300); do rdma resource show qp | grep -q RC && break; sleep 0.2; done; "
+               "sleep 3; kill -9 $(pidof fabcheck)")
+        r = self.pair("--transports", "gloo-ibverbs", "--sizes", "4M", "--iters", "100", "--warmup-iters", "0",
+                      "--pings", "5", "--bandwidth-ms", "200", "--timeout-ms", "15000",
+                      "--transport-timeout-ms", "60000")
+        killer.communicate(timeout=60)
+        self.assertTrue(r.stdout.strip(), "no report; exit %d, stderr: %s" % (r.returncode, r.stderr[-3000:]))
+        doc = json.loads(r.stdout)
+        text = json.dumps(doc)
+        self.assertNotIn("terminate called", text)
+        self.assertNotIn("SIGABRT", text)
+        ib = {t["transport"]: t for t in doc["pair"]["transports"]}["gloo-ibverbs"]
+        self.assertEqual("failed", ib["status"], ib)
+        # vm0's agent lived on: only vm1 is lost.
+        lost = [f for f in doc["findings"] if f["code"] == "pair.agent_lost"]
+        self.assertEqual({self.c.addr(1)}, {f["subject"] for f in lost}, lost)
+        # Where vm0's runner answered before the controller gave the transport up (its reason is
+        # run_guarded's "gloo: ..."), its document names the kind: its receives time out (Gloo: "Read timeout") or its writes fail.
+        for rk in ib["ranks"]:
+            if isinstance(rk, dict) and str(rk.get("reason", "")).startswith("gloo: "):
+                want = "peer_timeout" if "timeout" in rk["reason"].lower() else "io_error"
+                self.assertEqual(want, rk["extra"]["error"], rk)
+                print("vm0's gloo-ibverbs after the peer was killed: %s (%s)%s" % (
+                    rk["extra"]["error"], rk["reason"][:200],
+                    "; " + rk["extra"]["left_allocated"] if "left_allocated" in rk["extra"] else ""))
 
 
 if __name__ == "__main__":
