@@ -12,6 +12,7 @@
 #include "cli/ship_option.h"
 #include "common/errors.h"
 #include "fabric/agent/agent.h"
+#include "fabric/agent/transport_child.h"
 #include "fabric/wire/messages.h"
 #include "fabric/wire/session_key.h"
 #include "fabric/wire/socket_io.h"
@@ -105,6 +106,15 @@ void register_agent_command(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(1, 600000));
   sub->callback([args, exit_code] {
     *exit_code = run_command("agent", false, [&] { return run_agent_cmd(*args); });
+  });
+
+  // One all-reduce runner in a child of the agent (fabric/agent/transport_child.h): the agent
+  // starts it through /proc/self/exe; by hand it only says so and exits 2.
+  auto* runner = app.add_subcommand(agent::kRunnerSubcommand,
+                                    "One all-reduce run for `fabcheck agent` (internal)");
+  runner->group("");
+  runner->callback([exit_code] {
+    *exit_code = run_command(agent::kRunnerSubcommand, false, [] { return agent::transport_child_main(); });
   });
 }
 

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/progress_option.h"
+#include "cli/rc_option.h"
 #include "cli/ship_option.h"
 #include "common/environment.h"
 #include "common/errors.h"
@@ -52,6 +53,7 @@ struct ClusterArgs {
   bool json = false;
   bool no_progress = false;
   ShipArgs ship;
+  RcArgs rc;
 };
 
 // The --baseline file, read and checked before anything is launched.
@@ -105,6 +107,7 @@ int run_cluster_cmd(const ClusterArgs& a) {
   for (const auto& h : o.hosts) launch::launcher_argv(o.launcher, h, {o.agent_path});  // names
   o.plan = slurm::pair_plan_from_string(a.pairs);
   o.max_parallel = a.max_parallel;
+  o.pair.rc = rc_plan(a.rc);  // a bad --rc-* is a usage error before anything starts
   if (a.plan_only && !a.baseline.empty())
     throw UsageError(
         "--baseline compares a run with a saved one; --plan-only runs nothing: "
@@ -270,6 +273,7 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
       ->needs(baseline)
       ->check(CLI::Range(0.0, 100.0));
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/cluster.md)");
+  add_rc_options(sub, &a->rc);
   add_ship_options(sub, &a->ship);
   add_no_progress_flag(sub, &a->no_progress);
   sub->callback([a, exit_code] {

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/progress_option.h"
+#include "cli/rc_option.h"
 #include "cli/ship_option.h"
 #include "common/errors.h"
 #include "fabric/pair/group_controller.h"
@@ -35,6 +36,7 @@ struct PairArgs {
   bool no_progress = false;
   std::string html;  // also write the report as HTML (docs/reports.md)
   ShipArgs ship;
+  RcArgs rc;
 };
 
 pair::PairOptions pair_options(const PairArgs& a) {
@@ -55,6 +57,7 @@ pair::PairOptions pair_options(const PairArgs& a) {
   o.pings = a.pings;
   o.streams = a.streams;
   o.bandwidth_ms = a.bandwidth_ms;
+  o.rc = rc_plan(a.rc);
   return o;
 }
 
@@ -117,6 +120,7 @@ void register_pair_command(CLI::App& app, int* exit_code) {
   sub->add_option("--bandwidth-ms", a->bandwidth_ms, "Duration of each bandwidth test")->check(CLI::Range(10, 60000));
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/pair.md)");
   sub->add_option("--html", a->html, "Also write the report as one self-contained HTML file");
+  add_rc_options(sub, &a->rc);
   add_ship_options(sub, &a->ship);
   add_no_progress_flag(sub, &a->no_progress);
   sub->callback([a, exit_code] {

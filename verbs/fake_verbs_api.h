@@ -6,6 +6,8 @@
 // vector reaching the peer port). Thread-safe, so the two sides of a test can run as threads.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -40,10 +42,21 @@ class FakeVerbsApi final : public VerbsApi {
 
   // Makes the next call named `call` ("ibv_reg_mr", "ibv_create_qp", ...) fail with err.
   void fail_next(const std::string& call, int err);
+  // After `sends` more successful ibv_post_send calls, the link stops: later work requests are
+  // accepted but never delivered or completed (a cable pulled, a netdev down, RoCE dropped).
+  void stall_after_sends(int sends);
+  // Every ibv_post_send takes `ms` before it returns (a slow link that keeps moving).
+  void delay_sends(int ms) { send_delay_ms_ = ms; }
   // Every call made, in order ("ibv_modify_qp RTR mask=0x...", "ibv_destroy_cq rc=16").
   std::vector<std::string> calls() const;
   // Lets a test change a port, e.g. to take LID 0 (no subnet manager).
   FakePort* port(const std::string& dev, int port);
+  // The data path as a broken or slow link has it: with stall on, completions are made but never
+  // reported (a connected QP whose packets go nowhere, as two rxe ends in two network namespaces
+  // of one kernel behave); with a delay, each is reported that long after it was made (a link
+  // that moves data, slowly).
+  void stall_completions(bool on);
+  void set_completion_delay_ms(int ms);
 
   Expected<std::vector<std::string>> list_devices() override;
   Expected<DeviceAttr> query_device(const std::string& dev) override;
@@ -67,7 +80,9 @@ class FakeVerbsApi final : public VerbsApi {
 
  private:
   struct Mr { Handle pd; uint8_t* addr; size_t length; int access; uint32_t lkey, rkey; };
-  struct Cq { std::deque<WorkCompletion> done; };
+  struct Cq {
+    std::deque<std::pair<std::chrono::steady_clock::time_point, WorkCompletion>> done;  // ready at
+  };
   struct Qp {
     Handle pd, cq;
     std::string dev;
@@ -87,10 +102,14 @@ class FakeVerbsApi final : public VerbsApi {
   void deliver(Qp& to, const uint8_t* data, size_t len);
   void complete(Handle cq, WorkCompletion wc);
 
+  bool stalled_ = false;
+  int completion_delay_ms_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<FakeDevice> devices_;
   std::map<std::string, int> failures_;
+  int sends_before_stall_ = -1;  // -1: never stalls
+  std::atomic<int> send_delay_ms_{0};
   std::vector<std::string> calls_;
   Handle next_handle_ = 1;
   uint32_t next_key_ = 0x1000;

@@ -1,7 +1,9 @@
 // The fake's wire: delivery between two connected QPs in one process.
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "verbs/fake_verbs_api.h"
 
@@ -44,8 +46,20 @@ FakeVerbsApi::Qp* FakeVerbsApi::peer_of(const Qp& qp) {
   return nullptr;
 }
 
+void FakeVerbsApi::stall_completions(bool on) {
+  std::lock_guard<std::mutex> l(mu_);
+  stalled_ = on;
+  cv_.notify_all();
+}
+
+void FakeVerbsApi::set_completion_delay_ms(int ms) {
+  std::lock_guard<std::mutex> l(mu_);
+  completion_delay_ms_ = ms;
+}
+
 void FakeVerbsApi::complete(Handle cq, WorkCompletion wc) {
-  cqs_[cq].done.push_back(wc);
+  cqs_[cq].done.emplace_back(
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(completion_delay_ms_), wc);
   cv_.notify_all();
 }
 
@@ -66,7 +80,13 @@ void FakeVerbsApi::deliver(Qp& to, const uint8_t* data, size_t len) {
   complete(to.cq, {r.wr_id, kWcSuccess, true, static_cast<uint32_t>(len)});
 }
 
+void FakeVerbsApi::stall_after_sends(int sends) {
+  std::lock_guard<std::mutex> l(mu_);
+  sends_before_stall_ = sends;
+}
+
 Expected<bool> FakeVerbsApi::post_send(Handle h, const SendWr& w) {
+  if (int ms = send_delay_ms_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   std::lock_guard<std::mutex> l(mu_);
   if (int err = take_failure("ibv_post_send")) return SysError{"ibv_post_send", err, "QP"};
   auto it = qps_.find(h);
@@ -77,6 +97,8 @@ Expected<bool> FakeVerbsApi::post_send(Handle h, const SendWr& w) {
     complete(qp.cq, {w.wr_id, kWcLocProtErr, false, 0});
     return true;
   }
+  if (sends_before_stall_ == 0) return true;  // accepted, and lost on a link that stopped
+  if (sends_before_stall_ > 0) --sends_before_stall_;
   Qp* peer = peer_of(qp);
   if (!peer) {
     complete(qp.cq, {w.wr_id, kWcRetryExcErr, false, 0});
@@ -120,14 +142,26 @@ Expected<bool> FakeVerbsApi::post_recv(Handle h, const RecvWr& w) {
 }
 
 Expected<std::vector<WorkCompletion>> FakeVerbsApi::poll_cq(Handle cq, int max, int timeout_ms) {
+  using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> l(mu_);
   auto it = cqs_.find(cq);
   if (it == cqs_.end()) return SysError{"ibv_poll_cq", EINVAL, "CQ"};
-  cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return !cqs_[cq].done.empty(); });
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto ready = [&] {
+    const auto& done = cqs_[cq].done;
+    return !stalled_ && !done.empty() && done.front().first <= Clock::now();
+  };
+  while (!ready() && Clock::now() < deadline) {
+    // A delayed completion becomes ready with no notify: wake for it, or for the deadline.
+    auto until = deadline;
+    const auto& done = cqs_[cq].done;
+    if (!stalled_ && !done.empty()) until = std::min(until, done.front().first);
+    cv_.wait_until(l, until);
+  }
   std::vector<WorkCompletion> out;
   auto& done = cqs_[cq].done;
-  while (!done.empty() && static_cast<int>(out.size()) < max) {
-    out.push_back(done.front());
+  while (ready() && static_cast<int>(out.size()) < max) {
+    out.push_back(done.front().second);
     done.pop_front();
   }
   return out;

@@ -109,6 +109,9 @@ class IbverbsApi final : public VerbsApi {
     g.index = index;
     std::memcpy(g.gid.data(), e.gid.raw, 16);
     g.type = static_cast<GidType>(e.gid_type);
+    // The kernel gives the ifindex whichever namespace the netdev is in (shared-netns RDMA: a
+    // container sees every device); the name is looked up in ours, where it may be absent.
+    g.netdev_ifindex = e.ndev_ifindex;
     char name[IF_NAMESIZE] = {};
     if (e.ndev_ifindex && if_indextoname(e.ndev_ifindex, name)) g.netdev = name;
     return g;

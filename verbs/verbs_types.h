@@ -54,7 +54,11 @@ struct GidEntry {
   int index = 0;
   Gid gid{};
   GidType type = GidType::kIb;
-  std::string netdev;  // empty when the GID has no net device (IB GIDs)
+  std::string netdev;  // empty when the GID has no net device (IB GIDs) or it is not in this
+                       // network namespace
+  // The kernel's ifindex of the GID's net device, in the namespace that device lives in (0: none
+  // or unknown). Non-zero with `netdev` empty: the device exists, but not in this namespace.
+  uint32_t netdev_ifindex = 0;
 };
 
 // GID text: parse accepts any IPv6 text form (sysfs/ibv_devinfo's full hex

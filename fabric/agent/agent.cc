@@ -105,6 +105,7 @@ class ControlWriter {
 
 AgentExit serve_session(int fd, const AgentOptions& o, const std::function<void(const std::string&)>& log) {
   AgentSession session(o.token, o.idle_timeout_ms);
+  session.set_runner_program(o.runner_program);
   ControlWriter out(fd, o.idle_timeout_ms);
   // Progress notes go out on the control connection while a request runs. A failed write is left
   // to the response's write to notice: the controller is gone either way.

@@ -31,6 +31,9 @@ struct AgentOptions {
   int max_pending_handshakes = 1024;
   // This agent is a copy `fabcheck pair --ship` sent and checked (reported in the hello).
   bool shipped = false;
+  // The executable started for each all-reduce runner child (transport_child.h): this very
+  // binary. Tests running the agent inside a test executable name the built fabcheck.
+  std::string runner_program = "/proc/self/exe";
 };
 
 enum class AgentExit { kBye, kControllerDropped, kIdleTimeout, kNoController, kProtocolError };

@@ -1,10 +1,13 @@
 #include "fabric/agent/agent_commands.h"
 
+#include <algorithm>
+
 #include "common/report_json.h"
 #include "fabric/agent/agent_rdma.h"
 #include "fabric/agent/agent_requests.h"
 #include "fabric/agent/agent_transports.h"
 #include "fabric/agent/local_interfaces.h"
+#include "fabric/agent/transport_child.h"
 #include "fabric/wire/wire_error.h"
 #include "probes/node_probe.h"
 
@@ -57,7 +60,18 @@ Json AgentSession::handle(const wire::Request& req) {
     on_size_done = [this, id = req.id](size_t done, size_t total) {
       progress_writer_(wire::make_frame(wire::ProgressNote{id, done, total}));
     };
-  return run_agent_transport(wire::get_string(a, "transport", 64), t, token_, on_size_done);
+  const std::string name = wire::get_string(a, "transport", 64);
+  const auto known = agent_transport_names();
+  if (std::find(known.begin(), known.end(), name) == known.end())
+    return run_agent_transport_here(name, t, token_, on_size_done);  // throws unknown_transport
+  // In a child (transport_child.h): a runner's library that aborts ends that run, not the agent.
+  RunnerChildSpec spec;
+  spec.program = runner_program_;
+  spec.transport = name;
+  spec.args = a;
+  spec.token = token_;
+  spec.deadline_ms = t.sweep_timeout_ms;
+  return run_transport_in_child(spec, on_size_done);
 }
 
 Json AgentSession::set_peers(const Json& a) {

@@ -37,6 +37,9 @@ class AgentSession {
   static void validate(const wire::Request& req);
   // Where progress notes go while a request runs (the control connection); none: not sent.
   void set_progress_writer(std::function<void(const wire::Frame&)> w) { progress_writer_ = std::move(w); }
+  // The fabcheck executable whose `agent-runner` runs each all-reduce in a child
+  // (transport_child.h); /proc/self/exe unless a test names the built fabcheck.
+  void set_runner_program(std::string p) { runner_program_ = std::move(p); }
 
  private:
   Json facts();
@@ -54,6 +57,7 @@ class AgentSession {
   std::map<int, std::unique_ptr<tcp::TcpTestServer>> servers_;
   std::unique_ptr<PortListener> port_listener_;
   std::function<void(const wire::Frame&)> progress_writer_;
+  std::string runner_program_ = "/proc/self/exe";
 };
 
 }  // namespace fabkit::agent

@@ -197,6 +197,26 @@ Json run_rc_op(verbs::VerbsApi& api, const RcArgs& a, const std::string& token) 
   s.warmup_iters = a.warmup_iters;
   s.tx_depth = a.tx_depth;
   s.timeout_ms = a.timeout_ms;
+  s.budget_ms = a.budget_ms;  // 0: the test's own default (fabric/rdma)
+  // After the ready barrier nothing more travels on the channel unless a side gives up: its error
+  // frame ends our wait at once instead of at the budget. A plain close is not a stop (a peer
+  // that finished closes too, maybe before our last completion is polled).
+  bool channel_done = false;
+  s.peer_stopped = [&]() -> std::string {
+    if (channel_done) return "";
+    pollfd p{ch.get(), POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return "";
+    try {
+      wire::Frame f = wire::read_frame(ch.get(), wire::deadline_in_ms(1000), kMaxChannelFrameBytes);
+      if (f.type != wire::FrameType::kError) return "";
+      auto e = wire::parse_error(f);
+      channel_done = true;
+      return "peer: " + e.code + ": " + e.message;
+    } catch (const wire::WireError&) {
+      channel_done = true;
+      return "";
+    }
+  };
   uint64_t round = 0;
   Json local = nullptr, remote = nullptr;
   rdma::RcExchange exchange = [&](const rdma::RcEndpointInfo& mine) -> Expected<rdma::RcEndpointInfo> {
@@ -213,8 +233,9 @@ Json run_rc_op(verbs::VerbsApi& api, const RcArgs& a, const std::string& token) 
     }
   };
   rdma::RcTestResult r = rdma::run_rc_test(api, s, exchange);
-  // Let a peer still waiting for our endpoint learn we stopped, instead of waiting out its timeout.
-  if (r.status != "ok" && round == 0)
+  // Let a peer still waiting (for our endpoint, or for completions) learn we stopped, instead of
+  // waiting out its timeout or its budget.
+  if (r.status != "ok" && !channel_done)
     try {
       wire::write_frame(ch.get(), wire::make_frame(wire::ErrorMessage{"agent.rdma_rc_failed", r.reason}),
                         wire::deadline_in_ms(1000));

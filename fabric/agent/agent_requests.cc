@@ -1,5 +1,6 @@
 #include "fabric/agent/agent_requests.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "fabric/wire/wire_error.h"
@@ -75,6 +76,10 @@ TransportArgs parse_transport_args(const Json& a) {
   t.timeout_ms = static_cast<int>(get_int_or(a, "timeout_ms", 1, 600000, 30000));
   if (a.contains("extra")) t.rdma = parse_rdma_port_args(a["extra"]);
   t.progress = wire::get_bool_or(a, "progress", false);
+  const int64_t every_wait = int64_t{t.timeout_ms} *
+                             (static_cast<int64_t>(t.sizes_bytes.size()) * (t.iters + t.warmup_iters) + 4);
+  t.sweep_timeout_ms = static_cast<int>(
+      get_int_or(a, "sweep_timeout_ms", 1, kMaxSweepTimeoutMs, std::min(every_wait, kMaxSweepTimeoutMs)));
   return t;
 }
 
@@ -166,6 +171,7 @@ RcArgs parse_rc_args(const Json& a) {
   r.warmup_iters = static_cast<int>(get_int_or(a, "warmup_iters", 0, 100000, 10));
   r.tx_depth = static_cast<int>(get_int_or(a, "tx_depth", 1, 1024, 128));
   r.timeout_ms = static_cast<int>(get_int_or(a, "timeout_ms", 1, kMaxTimeoutMs, 10000));
+  r.budget_ms = static_cast<int>(get_int_or(a, "budget_ms", 1, kMaxSweepTimeoutMs, 0));
   return r;
 }
 

@@ -36,7 +36,12 @@ struct TransportArgs {
   int iters = 20, warmup_iters = 5, timeout_ms = 30000;
   RdmaPortArgs rdma;  // from "extra" (hca, ib_port, gid_index; link_layer, rate_gbps informational)
   bool progress = false;  // "progress": send a wire::ProgressNote after each size of the sweep
+  // The whole sweep, after which the agent kills the runner's child (transport_child.h); the
+  // controller sends a little less than it waits itself, so the answer still reaches it.
+  // Absent: every timed wait of the sweep at timeout_ms, plus connection set-up, capped.
+  int sweep_timeout_ms = 0;
 };
+inline constexpr int64_t kMaxSweepTimeoutMs = 60 * 60 * 1000;
 
 // The "rdma_rc" request: one side of the RC point-to-point test (fabric/rdma) on a local HCA port.
 // The server listens on local_addr:port for the client's endpoint channel (token-authenticated);
@@ -52,6 +57,10 @@ struct RcArgs {
   uint32_t size_bytes = 65536;
   int iters = 5000, warmup_iters = 10, tx_depth = 128;
   int timeout_ms = 10000;  // each wait on the peer (channel connect, each exchange, completions)
+  // The whole test, from the channel's connect to the last completion: a QP whose completions
+  // trickle in (each within timeout_ms, all of them never) still ends by then, named
+  // (rdma.rc.too_slow). Absent: the controller's own formula (pair::rc_answer_bound_ms).
+  int budget_ms = 0;
 };
 RcArgs parse_rc_args(const Json& args);
 

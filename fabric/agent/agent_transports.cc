@@ -46,8 +46,8 @@ std::vector<std::string> agent_transport_names() {
   return names;
 }
 
-Json run_agent_transport(const std::string& name, const TransportArgs& a, const std::string& token,
-                         const std::function<void(size_t, size_t)>& on_size_done) {
+Json run_agent_transport_here(const std::string& name, const TransportArgs& a, const std::string& token,
+                              const std::function<void(size_t, size_t)>& on_size_done) {
   fabric::AllreduceSpec spec = to_spec(a, token);
   spec.on_size_done = on_size_done;
   if (name == "raw-exchange") return fabric::to_json(fabric::run_raw_exchange(spec));
@@ -77,8 +77,8 @@ Json run_agent_transport(const std::string& name, const TransportArgs& a, const 
 
 std::vector<std::string> agent_transport_names() { return {}; }
 
-Json run_agent_transport(const std::string& name, const TransportArgs&, const std::string&,
-                         const std::function<void(size_t, size_t)>&) {
+Json run_agent_transport_here(const std::string& name, const TransportArgs&, const std::string&,
+                              const std::function<void(size_t, size_t)>&) {
   throw AgentOpError("agent.unknown_transport",
                      "this fabcheck was built without the all-reduce runners (fabric/allreduce); '" +
                          name + "' cannot run");

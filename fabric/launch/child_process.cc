@@ -104,6 +104,7 @@ ChildProcess::ChildProcess(const ChildOptions& options) : options_(options) {
   so.fds = {{in.read.get(), 0}, {out.write.get(), 1}, {options_.stderr_into_stdout ? out.write.get() : err.get(), 2}};
   if (options_.control_fd) so.fds.emplace_back(ctl.write.get(), 3);
   so.search_path = options_.search_path;
+  so.program = options_.program;
   so.own_process_group = options_.own_process_group;
   if (options_.env) so.env = &*options_.env;
   if (int rc = spawn_process(options_.argv, so, &pid_); rc != 0)

@@ -21,6 +21,9 @@ namespace fabkit::launch {
 struct ChildOptions {
   std::vector<std::string> argv;  // argv[0] = the program
   bool search_path = false;       // argv[0] is looked up in PATH
+  // The file to execute when it is not argv[0]: "/proc/self/exe" starts this same executable
+  // (the agent's runner children, fabric/agent/transport_child.h); empty: argv[0].
+  std::string program;
   std::optional<std::vector<std::string>> env;  // KEY=VALUE; unset: this process's environment
   // A process group of its own: stop() signals the child and everything it started, and
   // install_stop_handler's handler stops it with the controller.

@@ -7,6 +7,7 @@
 #include "common/build_info.h"
 #include "common/errors.h"
 #include "common/json_read.h"
+#include "common/wait_status.h"
 #include "fabric/launch/ship.h"
 #include "fabric/tcp/tcp_socket.h"
 #include "fabric/wire/handshake.h"
@@ -168,8 +169,11 @@ void AgentClient::connect(int timeout_ms) {
 void AgentClient::lost(const std::string& what) {
   ::usleep(50000);
   bool gone = child_ && child_->exited();
+  // The signal by name (SIGABRT: a library aborted; SIGKILL: the OOM killer or a person).
   throw StepError(host_, "pair.agent_lost",
-                  with_stderr(child_.get(), what + (gone ? " (agent process: " + child_->describe_exit() + ")" : "")));
+                  with_stderr(child_.get(), what + (gone ? " (agent process: " +
+                                                               describe_wait_status(child_->exit_status()) + ")"
+                                                         : "")));
 }
 
 void AgentClient::send(const std::string& op, const Json& args) {

@@ -106,6 +106,7 @@ TransportResult run_ring_transport(GroupFacts& f, Agents& ag, const PairOptions&
                  {"iters", o.iters},
                  {"warmup_iters", o.warmup_iters},
                  {"timeout_ms", o.timeout_ms},
+                 {"sweep_timeout_ms", sweep_timeout_ms(o)},
                  {"world_size", n},
                  {"ring_addrs", ring}};
     for (size_t r = 0; r < n; ++r) {
@@ -242,10 +243,17 @@ GroupFacts run_group(const GroupOptions& o) {
   // One unit per size of every ring run, from rank 0's progress notes: one bar and ETA for all.
   const auto& sizes = o.pair.sizes_bytes;
   ProgressScope rings(o.pair.progress, "", orders.size() * names.size() * sizes.size());
+  // A transport that fails (its runner crashed in the agent's child, or it failed by name) does
+  // not stop the others; a lost agent ends the session, and the runs left are recorded as
+  // skipped with the agent and how it was lost.
+  std::string lost;
   for (size_t k = 0; ok && k < orders.size(); ++k) {
     f.rings.push_back({orders[k], {}});
     for (const auto& name : names) {
-      if (!ok) break;
+      if (!lost.empty()) {
+        f.steps.push_back({"allreduce:" + name, "", "skipped", "", lost, 0});
+        continue;
+      }
       const std::string label = "group: ring " + std::to_string(k + 1) + "/" +
                                 std::to_string(orders.size()) + " allreduce " + name + " across " +
                                 std::to_string(n) + " hosts";
@@ -256,10 +264,12 @@ GroupFacts run_group(const GroupOptions& o) {
         rings.advance(done > shown ? done - shown : 0, label + next);
         shown = std::max(shown, done);
       };
-      ok = step(f.steps, "allreduce:" + name, "", [&] {
-        f.rings.back().transports.push_back(
-            run_ring_transport(f, ag, o.pair, name, orders[k], on_size));
-      });
+      if (!step(f.steps, "allreduce:" + name, "", [&] {
+            f.rings.back().transports.push_back(
+                run_ring_transport(f, ag, o.pair, name, orders[k], on_size));
+          }) &&
+          ends_session(f.steps.back()))
+        lost = lost_agent_note(f.steps.back());
       // A run that reported no sizes (failed early) still counts as done.
       rings.advance(sizes.size() - std::min<uint64_t>(shown, sizes.size()));
     }

@@ -33,8 +33,12 @@ std::vector<Finding> judge_group(const GroupFacts& f) {
     for (const auto& t : ring.transports) {
       bool correct = !t.sizes.empty();
       for (const auto& s : t.sizes) correct = correct && s.correct;
+      std::vector<std::string> ranks;
+      for (int h : ring.order) ranks.push_back(f.hosts[static_cast<size_t>(h)]);
       if (t.status == "unavailable")
         out.push_back(info("pair.transport_unavailable", t.transport, t.reason));
+      else if (auto crash = t.status != "ok" ? crashed_runner_finding(t, ranks) : std::nullopt)
+        out.push_back(*crash);
       else if (t.status != "ok")
         out.push_back(
             warn("pair.transport_failed", t.transport,

@@ -33,6 +33,10 @@ struct PairOptions {
   int transport_timeout_ms = 300000;  // bound on one transport's whole size sweep
   int pings = 1000, streams = 4, bandwidth_ms = 1000;
   std::vector<std::string> transports;  // empty: every transport both agents can run
+  // The RDMA RC test (rdma_rc_plan.h): write_bw messages of rc_size_bytes, rc_iters of them;
+  // send_lat rc_lat_iters ping-pongs of 2 B. perftest's defaults; a slow link (soft-RoCE under
+  // emulation moves ~0.1 Gbit/s) finishes with fewer (--rc-iters, --rc-size, --rc-lat-iters).
+  RcPlan rc;
   // What the run is measuring now, for the CLI's progress line; null shows nothing. Not shared
   // between parallel runs (the cluster runner gives its pair runs none).
   ProgressSink* progress = nullptr;

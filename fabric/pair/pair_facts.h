@@ -118,9 +118,24 @@ struct RcPairResult {
   Json write_bw = Json::array(), send_lat = Json::array();
 };
 
+// perftest's defaults: ib_write_bw 64 KiB x 5000, ib_send_lat 2 B x 1000.
+inline constexpr uint32_t kRcWriteBwBytes = 65536;
+inline constexpr int kRcWriteBwIters = 5000;
+inline constexpr uint32_t kRcSendLatBytes = 2;
+inline constexpr int kRcSendLatIters = 1000;
+
+// The sizes and counts the RC test runs with (fabcheck pair --rc-size, --rc-iters, --rc-lat-iters).
+struct RcPlan {
+  uint32_t write_bw_bytes = kRcWriteBwBytes;
+  int write_bw_iters = kRcWriteBwIters;
+  uint32_t send_lat_bytes = kRcSendLatBytes;
+  int send_lat_iters = kRcSendLatIters;
+};
+
 struct RdmaRcFacts {
   std::string status = "skipped";  // ran | unavailable | skipped (an earlier step failed)
   std::string reason;              // why unavailable / skipped
+  RcPlan plan;                     // what each port pair was asked to run
   std::vector<RcPairResult> pairs;
   std::string rail_method;             // "subnet" | "index" (fabric/pair/rdma_rails.h)
   int cross_rail_not_applicable = 0;   // combinations not tested: different rails, unreachable by design

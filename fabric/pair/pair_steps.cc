@@ -20,6 +20,35 @@ std::string size_text(uint64_t bytes) {
 
 bool fatal(const StepError& e) { return e.code() != "pair.agent_error"; }
 
+bool ends_session(const StepRecord& s) {
+  return s.status == "failed" && !s.code.empty() && s.code != "pair.agent_error";
+}
+
+namespace {
+std::string cut(const std::string& text, size_t max_bytes) {
+  return text.size() <= max_bytes ? text : text.substr(0, max_bytes) + "...";
+}
+}  // namespace
+
+std::string lost_agent_note(const StepRecord& s) {
+  const std::string who = s.host.empty() ? "the session" : "the agent on " + s.host;
+  return "not run: " + who + " was lost in step '" + s.step + "' (" + s.code + ": " +
+         cut(s.error, 400) + ")";
+}
+
+std::string first_failure(const std::vector<StepRecord>& steps) {
+  for (const auto& s : steps)
+    if (s.status == "failed")
+      return "step '" + s.step + "' failed" + (s.host.empty() ? "" : " on " + s.host) + " (" +
+             s.code + ": " + cut(s.error, 400) + ")";
+  return "";
+}
+
+int sweep_timeout_ms(const PairOptions& o) {
+  const int margin = std::clamp(o.transport_timeout_ms / 10, 50, 10000);
+  return std::max(1, o.transport_timeout_ms - margin);
+}
+
 launch::RemoteCommand agent_command(const PairOptions& o, const std::string& host) {
   int idle_ms = std::max(60000, o.transport_timeout_ms + 10000);
   try {

@@ -63,6 +63,17 @@ uint16_t answer_port(const std::string& host, const std::string& op, const Json&
 
 // pair.agent_error is an answer from a live agent; anything else means the session is gone.
 bool fatal(const StepError& e);
+// The same for a recorded step: failed with a code other than pair.agent_error.
+bool ends_session(const StepRecord& s);
+// What a step skipped after `s` ended the session says: "not run: the agent on B was lost in
+// step 'allreduce:gloo-ibverbs' (pair.agent_lost: ... killed by SIGABRT ...)", the error cut to
+// a few hundred bytes (the failed step itself carries all of it).
+std::string lost_agent_note(const StepRecord& s);
+// "step 'launch' failed on B: ..." for the first failed step; "" when none failed.
+std::string first_failure(const std::vector<StepRecord>& steps);
+// The bound the agents put on one transport's whole sweep (their runner child is killed after
+// it): the controller's own wait (transport_timeout_ms) less a margin for the answer's way back.
+int sweep_timeout_ms(const PairOptions& o);
 launch::RemoteCommand agent_command(const PairOptions& o, const std::string& host);
 AgentFacts agent_facts(const std::string& host, const Json& hello, const Json& facts);
 // The session's address book (session_peers.h): resolves the host names, vouches for each

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <tuple>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "verbs/verbs_types.h"
@@ -49,21 +50,46 @@ std::string gid_at(const Json& port, int index) {
   return "";
 }
 
+// NCCL_IB_GID_INDEX as the host's node report recorded it (nccl_env section), when it is a
+// whole number 0..255 (the node check reports any other value).
+std::optional<int> nccl_gid_index(const Json& report) {
+  const Json env = report.value("nccl_env", Json());
+  if (!env.is_object()) return std::nullopt;
+  for (const auto& v : env.value("variables", Json::array())) {
+    if (!v.is_object() || v.value("name", Json()) != "NCCL_IB_GID_INDEX") continue;
+    const Json value = v.value("value", Json());
+    if (!value.is_string()) return std::nullopt;
+    const std::string text = value.get<std::string>();
+    if (text.empty() || text.size() > 3 || text.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    const int n = std::stoi(text);
+    return n <= 255 ? std::optional<int>(n) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::vector<Port> active_ports(const Json& report) {
   std::vector<Port> out;
   if (!report.is_object() || !report.contains("rdma") || !report["rdma"].is_object()) return out;
   const auto numa = hca_numa(report);
+  const std::optional<int> env_gid = nccl_gid_index(report);
   for (const auto& d : report["rdma"].value("devices", Json::array())) {
     if (!d.is_object() || !d.value("name", Json()).is_string()) continue;
     for (const auto& p : d.value("ports", Json::array())) {
       if (!p.is_object() || p.value("state", Json()) != "ACTIVE") continue;
+      // A RoCE port whose netdev lives in another network namespace (a container on a shared-RDMA
+      // host sees every RDMA device) carries no traffic of this host's: not a port to test.
+      if (text_of(p, "netdev_place") == "other_namespace") continue;
       Port a;
       a.half.hca_a = d["name"].get<std::string>();
       a.half.port_a = p.value("port", Json(1)).is_number_integer() ? p["port"].get<int>() : 1;
       a.half.link_layer = text_of(p, "link_layer");
-      // RoCE uses the probe's RoCE v2 GID; InfiniBand addresses by LID (no GRH, -1).
+      // RoCE uses the GID index NCCL will: NCCL_IB_GID_INDEX where the host sets it (a wrong one
+      // is then caught here, before a job), else the probe's RoCE v2 GID. InfiniBand addresses by
+      // LID (no GRH, -1).
       const Json gid = p.value("roce_v2_gid_index", Json());
-      if (a.half.link_layer == "Ethernet" && gid.is_number_integer()) a.half.gid_index_a = gid.get<int>();
+      if (a.half.link_layer == "Ethernet" && env_gid) a.half.gid_index_a = *env_gid;
+      else if (a.half.link_layer == "Ethernet" && gid.is_number_integer()) a.half.gid_index_a = gid.get<int>();
       const Json rate = p.value("rate_gbps", Json());
       if (rate.is_number()) a.half.rate_gbps = rate.get<double>();
       a.subnet = rail_subnet(p);

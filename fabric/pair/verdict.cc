@@ -171,6 +171,31 @@ std::vector<Finding> refused_address_findings(const std::vector<RefusedAddress>&
   return out;
 }
 
+std::optional<Finding> crashed_runner_finding(const TransportResult& t,
+                                              const std::vector<std::string>& hosts) {
+  std::string hosts_hit, why;
+  for (size_t i = 0; i < t.ranks.size(); ++i) {
+    const Json& doc = t.ranks[i];
+    if (!doc.is_object() || !doc.contains("extra") || !doc["extra"].is_object() ||
+        doc["extra"].value("error", Json()) != "runner_crashed")
+      continue;
+    const std::string host = i < hosts.size() ? hosts[i] : "rank " + std::to_string(i);
+    hosts_hit += (hosts_hit.empty() ? "" : ", ") + host;
+    const Json reason = doc.value("reason", Json());
+    if (why.empty() && reason.is_string()) why = host + ": " + reason.get<std::string>();
+  }
+  if (hosts_hit.empty()) return std::nullopt;
+  return fail("pair.transport_crashed", t.transport + " on " + hosts_hit,
+              "the " + t.transport +
+                  " runner crashed in the agent's child process (the agent and the other "
+                  "measurements went on): " +
+                  why,
+              "do not train over " + t.transport +
+                  " as it is: a job would die the same way; its last stderr lines above name the "
+                  "library that failed (docs/findings/pair.md#pairtransport_crashed); use the "
+                  "transport the report recommends meanwhile");
+}
+
 std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v) {
   std::vector<Finding> out;
   bool aborted = false;
@@ -222,7 +247,8 @@ std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v) {
                        "step '" + s.step + "' failed: " + s.error, fix));
   }
   for (const auto& r : refused_address_findings(f.refused_addresses)) out.push_back(r);
-  if (aborted) return out;
+  // A lost agent ended the session: what was measured before it is still judged below, but "no
+  // transports" and the recommendation would speak of a comparison that never finished.
 
   const auto best = v.link;
   if (!f.links.empty() && !best)
@@ -285,9 +311,15 @@ std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v) {
       for (const auto& t : f.transports) if (t.transport == r.transport) reason = t.reason;
       out.push_back(info("pair.transport_unavailable", r.transport, reason));
     } else if (r.status != "ok") {
-      std::string reason;
-      for (const auto& t : f.transports) if (t.transport == r.transport) reason = t.reason;
-      out.push_back(warn("pair.transport_failed", r.transport, "the run failed: " + reason,
+      const TransportResult* t = nullptr;
+      for (const auto& x : f.transports)
+        if (x.transport == r.transport) t = &x;
+      if (t == nullptr) continue;
+      if (auto crash = crashed_runner_finding(*t, {f.host_a, f.host_b})) {
+        out.push_back(*crash);
+        continue;
+      }
+      out.push_back(warn("pair.transport_failed", r.transport, "the run failed: " + t->reason,
                          "see the transport's error kind in the JSON (ranks[].extra.error)"));
     } else if (!r.all_correct) {
       out.push_back(fail("pair.allreduce_incorrect", r.transport,
@@ -295,11 +327,11 @@ std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v) {
                          "do not train over this transport; re-run and report the sizes that failed"));
     }
   }
-  if (f.transports.empty() && best && !f.transports_skipped)
+  if (f.transports.empty() && best && !f.transports_skipped && !aborted)
     out.push_back(warn("pair.no_transports", f.host_a + "<->" + f.host_b,
                        "no all-reduce transport was run: the agents have none in common",
                        "use the same fabcheck build (with fabric/allreduce) on both hosts"));
-  if (v.transport && best) {
+  if (v.transport && best && !aborted) {
     const auto& l = f.links[*best];
     out.push_back(info("pair.recommended", f.host_a + "<->" + f.host_b,
                        "use " + *v.transport + " over " + l.a.ifname + " (" + f.host_a + ") / " +

@@ -50,6 +50,12 @@ struct Verdict {
 };
 
 Verdict compute_verdict(const PairFacts& f);
+// pair.transport_crashed when a rank's runner child died (its document's extra.error is
+// runner_crashed: fabric/agent/transport_child.h), naming the hosts (hosts[rank]) and the first
+// one's reason (the signal and the child's last stderr lines); nullopt otherwise. Shared with
+// the N-host judge.
+std::optional<Finding> crashed_runner_finding(const TransportResult& t,
+                                              const std::vector<std::string>& hosts);
 std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v);
 // pair.peer_address_refused (info), one per address a host claimed that a peer was not let
 // contact (session_peers.h); shared with the N-host judge.

@@ -46,13 +46,17 @@ std::vector<Finding> diagnose_rc_pair(const RcEndpointInfo& l, const RcEndpointI
                          "routing on both subnets"));
   } else {
     for (const auto* e : {&l, &r}) {
+      // Both sides see a null GID; the code says whose it is, so the pair report names the
+      // host that has it (fabric/pair/rdma_rc_plan.cc), not the one that noticed.
       if (e->gid_index < 0 || verbs::is_zero(e->gid))
-        out.push_back(fail("rdma.rc.null_gid", subj,
+        out.push_back(fail(e == &l ? "rdma.rc.null_gid" : "rdma.rc.peer_null_gid", subj,
                            where(*e, e == &l ? "local" : "peer") + " has no usable GID at index " +
                                std::to_string(e->gid_index) +
                                "; RoCE addresses every packet by GID",
-                           "assign an IP address to the port's netdev and pick a RoCE v2 index "
-                           "from 'show_gids' (or let fabkit choose: no --gid-index)"));
+                           "assign an IP address to the port's netdev and use a RoCE v2 index "
+                           "('fabcheck node' shows roce_v2_gid_index; 'show_gids'); where "
+                           "NCCL_IB_GID_INDEX is set on that host, NCCL and this test use it: "
+                           "correct it or unset it (NCCL >= 2.21 picks a RoCE v2 GID itself)"));
     }
     if (!out.empty()) return out;
     if (l.gid_type != r.gid_type)

@@ -59,11 +59,26 @@ struct RcTestSpec {
   int warmup_iters = 10;
   int tx_depth = 128;      // outstanding RDMA writes (perftest's default)
   int timeout_ms = 5000;   // for each wait on the peer
+  // The whole test, from the endpoint exchange to the last completion (0: rc_default_budget_ms).
+  // Each wait is bounded by timeout_ms, but a QP whose completions trickle in just inside it
+  // would take iters x timeout_ms; the budget ends that too, by name (rdma.rc.too_slow).
+  int budget_ms = 0;
+  // Asked at most every kPeerCheckMs while waiting for completions: a non-empty answer means the
+  // peer has given up (its reason), so this side stops now instead of waiting out its budget.
+  std::function<std::string()> peer_stopped;
   // The GRH's traffic class and the address vector's service level, as NCCL sets them from
   // NCCL_IB_TC / NCCL_IB_SL (ib_service_class_from_env): the test runs in the job's QoS class.
   int traffic_class = 0;
   int service_level = 0;
 };
+
+inline constexpr int kPeerCheckMs = 100;
+
+// The budget for a whole test when the caller gives none: set-up and the last completion at
+// timeout_ms each, the transfer at a pessimistic 100 Mbit/s (write_bw: soft-RoCE under qemu's
+// emulation measured 0.12-0.2 Gbit/s) or 50 ms per round trip (send_lat: 44 ms measured there),
+// capped at an hour.
+int rc_default_budget_ms(RcMode mode, uint32_t size_bytes, int iters, int timeout_ms);
 
 // NCCL's own GRH hop limit (src/transport/net_ib: ah_attr.grh.hop_limit = 255): RoCE v2 across
 // routers needs more than 1 hop, and 1 made routed RoCE fail here while NCCL worked.

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/file_reader.h"
+#include "common/root_open.h"
 #include "probes/rdma/rdma_facts.h"
 #include "verbs/verbs_api.h"
 #include "verbs/verbs_strings.h"
@@ -28,6 +29,7 @@ RdmaPort verbs_port(verbs::VerbsApi& api, const std::string& dev, int port, cons
   if (rate > 0) p.rate_gbps = rate;
   p.rate_text = verbs::rate_string(a.active_speed, a.active_width);
   if (int mtu = verbs::mtu_bytes(a.active_mtu)) p.active_mtu = mtu;
+  if (int mtu = verbs::mtu_bytes(a.max_mtu)) p.max_mtu = mtu;
   p.lid = a.lid;
   p.sm_lid = a.sm_lid;
   p.gids_known = true;
@@ -43,8 +45,15 @@ RdmaPort verbs_port(verbs::VerbsApi& api, const std::string& dev, int port, cons
     const verbs::GidEntry& e = value(g);
     if (verbs::is_zero(e.gid)) continue;
     entries.push_back(e);
-    p.gids.push_back({e.index, verbs::format_gid(e.gid), e.type, e.netdev});
-    if (!p.netdev && !e.netdev.empty()) p.netdev = e.netdev;
+    RdmaGid rg{e.index, verbs::format_gid(e.gid), e.type, e.netdev, e.netdev_ifindex, {}};
+    if (!e.netdev.empty()) rg.netdev_here = true;  // its ifindex named a netdev here
+    p.gids.push_back(rg);
+    if (!e.netdev.empty()) {
+      if (!p.netdev) p.netdev = e.netdev;
+      p.netdev_place = NetdevPlace::kHere;
+    } else if (e.netdev_ifindex && p.netdev_place != NetdevPlace::kHere) {
+      p.netdev_place = NetdevPlace::kOtherNamespace;
+    }
   }
   p.roce_v2_gid_index = verbs::preferred_roce_v2_gid(entries);
   return p;
@@ -92,12 +101,13 @@ RdmaFacts gather_rdma(const ProbeContext& ctx) {
   if (ctx.verbs) {
     RdmaFacts v = gather_rdma_verbs(*ctx.verbs);
     if (!v.devices.empty()) {
+      locate_netdevs(ctx.roots.sys, ctx.roots.live, v);
       read_port_counters(ctx.roots.sys, v, interval);
       return v;
     }
     verbs_errors = v.errors;
   }
-  RdmaFacts s = gather_rdma_sysfs(ctx.roots.sys);
+  RdmaFacts s = gather_rdma_sysfs(ctx.roots.sys, ctx.roots.live);
   s.errors.insert(s.errors.begin(), verbs_errors.begin(), verbs_errors.end());
   read_port_counters(ctx.roots.sys, s, interval);
   return s;
@@ -105,15 +115,33 @@ RdmaFacts gather_rdma(const ProbeContext& ctx) {
 
 namespace {
 
-std::map<std::string, uint64_t> read_counter_dirs(const std::filesystem::path& port_dir) {
+// The numeric files of one counter directory.
+std::map<std::string, uint64_t> read_counter_dir(const std::filesystem::path& dir) {
   std::map<std::string, uint64_t> out;
+  for (const auto& name : list_dir(dir)) {
+    auto v = read_line(dir / name);
+    if (!v || v->empty() || v->find_first_not_of("0123456789") != std::string::npos) continue;
+    errno = 0;
+    const unsigned long long n = std::strtoull(v->c_str(), nullptr, 10);
+    if (errno == 0) out[name] = n;  // "lifespan" and other settings are numbers too: harmless
+  }
+  return out;
+}
+
+// counters/ (the PMA's) and hw_counters/ (the driver's) of a port, by file name; `port` (when
+// given) learns which directories exist and which names are the driver's 64-bit ones.
+std::map<std::string, uint64_t> read_counter_dirs(const std::filesystem::path& port_dir,
+                                                  RdmaPort* port = nullptr) {
+  std::map<std::string, uint64_t> out;
+  if (port) {
+    port->counter_dirs.clear();
+    port->hw_counter_names.clear();
+  }
   for (const char* sub : {"counters", "hw_counters"}) {
-    for (const auto& name : list_dir(port_dir / sub)) {
-      auto v = read_line(port_dir / sub / name);
-      if (!v || v->empty() || v->find_first_not_of("0123456789") != std::string::npos) continue;
-      errno = 0;
-      const unsigned long long n = std::strtoull(v->c_str(), nullptr, 10);
-      if (errno == 0) out[name] = n;  // "lifespan" and other settings are numbers too: harmless
+    if (port && path_is_directory(port_dir / sub)) port->counter_dirs.push_back(sub);
+    for (auto& [name, v] : read_counter_dir(port_dir / sub)) {
+      out[name] = v;
+      if (port && std::string(sub) == "hw_counters") port->hw_counter_names.insert(name);
     }
   }
   return out;
@@ -126,11 +154,13 @@ void read_port_counters(const std::filesystem::path& sys_root, RdmaFacts& facts,
     return sys_root / "class/infiniband" / d.name / "ports" / std::to_string(p.port);
   };
   bool any = false;
-  for (auto& d : facts.devices)
+  for (auto& d : facts.devices) {
+    d.counters = read_counter_dir(sys_root / "class/infiniband" / d.name / "hw_counters");
     for (auto& p : d.ports) {
-      p.counters = read_counter_dirs(dir(d, p));
+      p.counters = read_counter_dirs(dir(d, p), &p);
       any = any || !p.counters.empty();
     }
+  }
   if (!any || interval_ms <= 0) return;
   std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
   facts.counter_interval_ms = interval_ms;

@@ -38,21 +38,6 @@ std::optional<int> read_lid(const fs::path& p, std::vector<SysError>& errors) {
   return static_cast<int>(*v);
 }
 
-// The net device of a port: the GID table's ndev when present (RoCE), else the entry of
-// device/net/ whose dev_port matches (mlx4 exposes both ports' netdevs on one PCI function).
-std::optional<std::string> port_netdev(const fs::path& dev_dir, int port,
-                                       const std::vector<RdmaGid>& gids) {
-  for (const auto& g : gids)
-    if (!g.netdev.empty()) return g.netdev;
-  auto nets = list_dir(dev_dir / "device" / "net");
-  if (nets.size() == 1) return nets[0];
-  for (const auto& n : nets) {
-    auto dp = read_int(dev_dir / "device" / "net" / n / "dev_port");
-    if (dp && *dp == port - 1) return n;
-  }
-  return std::nullopt;
-}
-
 void read_gids(const fs::path& port_dir, RdmaPort& p, std::vector<SysError>& errors) {
   if (!path_is_directory(port_dir / "gids")) return;
   p.gids_known = true;
@@ -83,8 +68,7 @@ void read_gids(const fs::path& port_dir, RdmaPort& p, std::vector<SysError>& err
         errors.push_back(parse_error(port_dir / "gid_attrs" / "types" / name, *t,
                                      "'IB/RoCE v1' or 'RoCE v2'"));
     }
-    g.netdev = read_line(port_dir / "gid_attrs" / "ndevs" / name).value_or("");
-    p.gids.push_back(g);
+    p.gids.push_back(g);  // its netdev: locate_netdevs
     if (g.type) entries.push_back({g.index, *gid, *g.type, g.netdev});
   }
   std::sort(p.gids.begin(), p.gids.end(), [](auto& a, auto& b) { return a.index < b.index; });
@@ -113,13 +97,12 @@ RdmaPort read_port(const fs::path& dev_dir, int port, std::vector<SysError>& err
   p.lid = read_lid(dir / "lid", errors);
   p.sm_lid = read_lid(dir / "sm_lid", errors);
   read_gids(dir, p, errors);
-  p.netdev = port_netdev(dev_dir, port, p.gids);
   return p;
 }
 
 }  // namespace
 
-RdmaFacts gather_rdma_sysfs(const fs::path& sys_root) {
+RdmaFacts gather_rdma_sysfs(const fs::path& sys_root, bool live) {
   RdmaFacts f;
   fs::path base = sys_root / "class" / "infiniband";
   if (!path_is_directory(base)) return f;  // no RDMA driver loaded: source stays "none"
@@ -130,6 +113,7 @@ RdmaFacts gather_rdma_sysfs(const fs::path& sys_root) {
     d.name = name;
     d.fw_ver = read_line(dir / "fw_ver");
     d.node_guid = read_line(dir / "node_guid");
+    d.parent = read_line(dir / "parent");
     std::vector<int> ports;
     for (const auto& p : list_dir(dir / "ports")) {
       char* end = nullptr;
@@ -141,6 +125,7 @@ RdmaFacts gather_rdma_sysfs(const fs::path& sys_root) {
     for (int port : ports) d.ports.push_back(read_port(dir, port, f.errors));
     f.devices.push_back(std::move(d));
   }
+  locate_netdevs(sys_root, live, f);
   return f;
 }
 

@@ -35,12 +35,15 @@ Json port_json(const RdmaPort& p) {
           {"rate_gbps", or_null(p.rate_gbps)},
           {"rate", p.rate_text.empty() ? Json(nullptr) : Json(p.rate_text)},
           {"active_mtu", or_null(p.active_mtu)},
+          {"max_mtu", or_null(p.max_mtu)},
           {"lid", or_null(p.lid)},
           {"sm_lid", or_null(p.sm_lid)},
           {"netdev", or_null(p.netdev)},
+          {"netdev_place", to_string(p.netdev_place)},
           {"gids_known", p.gids_known},
           {"gids", gids},
           {"roce_v2_gid_index", or_null(p.roce_v2_gid_index)},
+          {"counter_dirs", p.counter_dirs},
           {"counters", p.counters},
           {"counter_deltas", p.counter_deltas}};
 }
@@ -55,6 +58,8 @@ Json to_json(const RdmaFacts& f) {
     devices.push_back({{"name", d.name},
                        {"node_guid", or_null(d.node_guid)},
                        {"fw_ver", or_null(d.fw_ver)},
+                       {"parent", or_null(d.parent)},
+                       {"counters", d.counters},
                        {"ports", ports}});
   }
   Json errors = Json::array();

@@ -74,11 +74,15 @@ void judge_counters(const RdmaDevice& d, const RdmaPort& p, int interval_ms, std
   for (const auto& c : kCounters) {
     auto it = p.counters.find(c.name);
     if (it == p.counters.end()) continue;
-    if (c.max != UINT64_MAX && it->second >= c.max) saturated.emplace_back(c.name, it->second);
+    // Only the PMA's counters/ have a width; a driver's hw_counters/ of the same name (rxe's
+    // link_downed) is 64-bit.
+    const bool pma = !p.hw_counter_names.count(c.name);
+    if (pma && c.max != UINT64_MAX && it->second >= c.max)
+      saturated.emplace_back(c.name, it->second);
     auto dt = p.counter_deltas.find(c.name);
     if (c.error && dt != p.counter_deltas.end() && dt->second > 0)
       (c.link ? link_rise : transport_rise).emplace_back(c.name, dt->second);
-    else if (c.error && interval_ms == 0 && it->second > 0 && it->second < c.max)
+    else if (c.error && interval_ms == 0 && it->second > 0 && (!pma || it->second < c.max))
       nonzero.emplace_back(c.name, it->second);
   }
   const std::string s = subject(d, p);
@@ -141,6 +145,8 @@ Finding port_not_active(const RdmaDevice& d, const RdmaPort& p) {
 
 void judge_port(const RdmaDevice& d, const RdmaPort& p, int active_port,
                 std::vector<Finding>& out) {
+  // Not this namespace's to use, so not its fault: judge_roce_netdevs names it.
+  if (is_eth(p) && p.netdev_place == NetdevPlace::kOtherNamespace) return;
   if (!is_active(p)) {
     if (active_port > 0)
       out.push_back(info("rdma.port_unused", subject(d, p),
@@ -166,10 +172,13 @@ void judge_port(const RdmaDevice& d, const RdmaPort& p, int active_port,
                        "check the subnet manager: 'sminfo'; restart it with 'systemctl restart "
                        "opensm' or on the switch"));
   if (!is_eth(p) || !is_active(p)) return;
-  if (!p.netdev)
+  // A netdev in another namespace or one a capture does not show is judged for the node
+  // (judge_roce_netdevs), not as this port's fault.
+  if (p.netdev_place == NetdevPlace::kNone)
     out.push_back(fail("rdma.roce_no_netdev", subject(d, p),
-                       subject(d, p) + " is RoCE but has no net device: RoCE addresses (GIDs) "
-                                       "come from the netdev's IP addresses",
+                       subject(d, p) + " is RoCE but the kernel knows no net device for it (no "
+                                       "GID names one, no device/net): RoCE addresses (GIDs) come "
+                                       "from the netdev's IP addresses",
                        "load the Ethernet driver for the port ('modprobe mlx5_core') and check "
                        "'rdma link show " + d.name + "/" + std::to_string(p.port) + "'"));
   if (p.gids_known && !p.roce_v2_gid_index)
@@ -182,6 +191,64 @@ void judge_port(const RdmaDevice& d, const RdmaPort& p, int active_port,
                            (p.netdev ? *p.netdev : std::string("<netdev>")) +
                            "'); check the default mode with 'cma_roce_mode -d " + d.name + " -p " +
                            std::to_string(p.port) + "' (set '-m 2' for RoCE v2)"));
+}
+
+std::string port_with_netdev(const RdmaDevice& d, const RdmaPort& p) {
+  return subject(d, p) + " (" + (p.netdev ? *p.netdev : std::string("netdev unnamed")) + ")";
+}
+
+std::string listing(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// RoCE ports whose netdev this namespace does not have (a container on a shared-RDMA host, a
+// network namespace beside another one's rxe): the node can use only the others. Fails only when
+// no RDMA port at all is usable from here.
+void judge_roce_netdevs(const RdmaFacts& f, std::vector<Finding>& out) {
+  std::vector<std::string> elsewhere, usable, usable_hcas, not_captured;
+  for (const auto& d : f.devices)
+    for (const auto& p : d.ports) {
+      if (is_eth(p) && p.netdev_place == NetdevPlace::kOtherNamespace) {
+        elsewhere.push_back(port_with_netdev(d, p) + (is_active(p) ? "" : " " + show(p.state)));
+        continue;
+      }
+      if (!is_active(p)) continue;
+      if (is_eth(p) && p.netdev_place == NetdevPlace::kNotCaptured)
+        not_captured.push_back(subject(d, p));
+      if (is_ib(p) || (is_eth(p) && p.netdev_place != NetdevPlace::kNone)) {
+        usable.push_back(is_eth(p) ? port_with_netdev(d, p) : subject(d, p));
+        usable_hcas.push_back(subject(d, p));
+      }
+    }
+  if (!not_captured.empty())
+    out.push_back(info("rdma.roce_netdev_not_captured", "node",
+                       "the capture does not show which network namespace holds the net device "
+                       "of " + listing(not_captured) +
+                           " (no device/net, no gid_attrs/ndevs, or no class/net beside them): not "
+                           "judged, and not a fault of the node",
+                       "capture /sys/class/net and the ports' gid_attrs too, or run 'fabcheck "
+                       "node' on the node itself"));
+  if (elsewhere.empty()) return;
+  const std::string seen =
+      "RoCE port" + std::string(elsewhere.size() > 1 ? "s " : " ") + listing(elsewhere) +
+      (elsewhere.size() > 1 ? " have their" : " has its") +
+      " net device in another network namespace: RDMA devices are shared by every namespace, "
+      "netdevs are not, and RoCE needs the netdev for its addresses (GIDs) and routes";
+  if (usable.empty()) {
+    out.push_back(fail("rdma.roce_no_usable_netdev", "node",
+                       seen + "; no RDMA port is usable from this namespace",
+                       "run in the namespace that holds the netdevs (docker --network host, "
+                       "Kubernetes hostNetwork: true), or give this namespace a netdev on the RoCE "
+                       "port (a macvlan or SR-IOV VF of it, e.g. the RDMA shared device plugin "
+                       "with macvlan)"));
+    return;
+  }
+  out.push_back(info("rdma.roce_netdev_elsewhere", "node",
+                     seen + "; this namespace can use only " + listing(usable) +
+                         " (not a fault of this node)",
+                     "keep jobs on the usable ports: NCCL_IB_HCA==" + listing(usable_hcas)));
 }
 
 }  // namespace
@@ -210,7 +277,7 @@ std::vector<Finding> judge_rdma(const RdmaFacts& f) {
     for (const auto& p : d.ports) {
       judge_port(d, p, active_port, out);
       judge_counters(d, p, f.counter_interval_ms, out);
-      if (!is_active(p)) continue;
+      if (!is_active(p) || (is_eth(p) && p.netdev_place == NetdevPlace::kOtherNamespace)) continue;
       if (p.link_layer) layers.insert(*p.link_layer);
       if (is_ib(p)) ib_hcas.insert(d.name);
       if (p.rate_gbps) rates[*p.rate_gbps].push_back(subject(d, p));
@@ -234,6 +301,7 @@ std::vector<Finding> judge_rdma(const RdmaFacts& f) {
                        "check the slower ports' cables and switch ports ('ibstat', 'mlxlink -d "
                        "<dev>'); a 4X port at 1X width or a lower speed points at a bad cable"));
   }
+  judge_roce_netdevs(f, out);
   return out;
 }
 

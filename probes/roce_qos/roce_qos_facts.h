@@ -72,6 +72,8 @@ struct RoceQosPort {
   int port = 0;
   std::string netdev;  // "eth2"
   bool active = false;
+  // A software RoCE device (rxe, sysfs `parent`): no NIC under it, so no DCB, PFC or trust.
+  bool soft_roce = false;
   std::optional<int> netdev_mtu;  // /sys/class/net/IF/mtu
   std::optional<int> active_mtu;  // the RDMA port's active MTU (verbs; sysfs has none)
   std::optional<int> roce_v2_gid_index;
@@ -147,7 +149,8 @@ Json to_json(const RoceQosFacts& facts);
 
 // The RoCE MTU a netdev MTU allows: the largest IB MTU (256..4096) that fits after the RoCE v2
 // headers (drivers/infiniband/core: iboe_get_mtu subtracts GRH+UDP+BTH+ext+ICRC = 96 bytes).
-int roce_mtu_for_netdev_mtu(int netdev_mtu);
+// A soft-RoCE device (rxe) computes it with its own header allowance.
+int roce_mtu_for_netdev_mtu(int netdev_mtu, bool soft_roce = false);
 // "Global tclass=106" (MLNX_OFED) or "106" -> 106; nullopt otherwise.
 std::optional<int> parse_traffic_class(const std::string& text);
 

@@ -191,9 +191,13 @@ RoceQosFacts gather_roce_qos(const ProbeContext& ctx, const RdmaFacts& rdma,
   }
   for (const auto& d : rdma.devices)
     for (const auto& p : d.ports) {
-      if (p.link_layer != verbs::LinkLayer::kEthernet || !p.netdev) continue;
+      // A netdev in another namespace has no DCB, ethtool or sysfs here to read.
+      if (p.link_layer != verbs::LinkLayer::kEthernet || !p.netdev ||
+          p.netdev_place == NetdevPlace::kOtherNamespace)
+        continue;
       RoceQosPort q;
       q.device = d.name;
+      q.soft_roce = d.parent.has_value();
       q.port = p.port;
       q.netdev = *p.netdev;
       q.active = p.state == verbs::PortState::kActive;

@@ -53,7 +53,7 @@ Json to_json(const RoceQosFacts& f) {
          {"netdev_mtu", or_null(p.netdev_mtu)},
          {"active_mtu", or_null(p.active_mtu)},
          {"roce_mtu_allowed",
-          p.netdev_mtu ? Json(roce_mtu_for_netdev_mtu(*p.netdev_mtu)) : Json(nullptr)},
+          p.netdev_mtu ? Json(roce_mtu_for_netdev_mtu(*p.netdev_mtu, p.soft_roce)) : Json(nullptr)},
          {"trust_file", or_null(p.trust_file)},
          {"traffic_class_file", or_null(p.traffic_class_text)},
          {"traffic_class", or_null(p.traffic_class)},

@@ -169,7 +169,7 @@ void judge_trust(const RoceQosFacts& f, const RoceQosPort& p, const NcclTrafficP
 
 void judge_mtu(const RoceQosPort& p, std::vector<Finding>& out) {
   if (!p.netdev_mtu) return;
-  const int allowed = roce_mtu_for_netdev_mtu(*p.netdev_mtu);
+  const int allowed = roce_mtu_for_netdev_mtu(*p.netdev_mtu, p.soft_roce);
   const std::string s = subject(p);
   if (p.active_mtu && *p.active_mtu != allowed) {
     out.push_back(
@@ -273,8 +273,12 @@ std::vector<Finding> judge_roce_qos(const RoceQosFacts& f) {
     if (p.dcb.status == "not_supported" || p.dcb.status == "no_device" || p.dcb.status == "error")
       out.push_back(info("roce_qos.dcb_unavailable", s,
                          s + ": DCB state not readable (" + p.dcb.status + ": " + p.dcb.detail +
-                             "); PFC and trust cannot be checked from this host (a VF or container "
-                             "sees no DCB: check on the host or hypervisor that owns the port)"));
+                             (p.soft_roce
+                                  ? "); a soft-RoCE device (rxe) sends through its netdev's "
+                                    "ordinary queues: it has no PFC, ETS or trust mode to check"
+                                  : "); PFC and trust cannot be checked from this host (a VF or "
+                                    "container sees no DCB: check on the host or hypervisor that "
+                                    "owns the port)")));
     judge_pfc(p, t, out);
     judge_ecn(p, t, out);
     judge_trust(f, p, t, out);

@@ -78,9 +78,12 @@ NcclTrafficPath nccl_traffic_path(const RoceQosFacts& f, const RoceQosPort& p) {
   return t;
 }
 
-int roce_mtu_for_netdev_mtu(int netdev_mtu) {
+int roce_mtu_for_netdev_mtu(int netdev_mtu, bool soft_roce) {
   constexpr int kRoceV2Overhead = 96;  // GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 + ICRC 4
-  int room = netdev_mtu - kRoceV2Overhead;
+  // rxe sizes its own: drivers/infiniband/sw/rxe/rxe_param.h eth_mtu_int_to_enum subtracts
+  // RXE_MAX_HDR_LENGTH (80), so a netdev MTU of 4176..4191 gives rxe 4096 where a NIC has 2048.
+  constexpr int kRxeOverhead = 80;
+  int room = netdev_mtu - (soft_roce ? kRxeOverhead : kRoceV2Overhead);
   for (int m : {4096, 2048, 1024, 512, 256})
     if (room >= m) return m;
   return 0;  // too small for any RoCE MTU

@@ -23,6 +23,16 @@ std::string flag(const Json& v) { return v.is_boolean() ? (v.get<bool>() ? "yes"
 
 std::string number_or_dash(const Json& v) { return v.is_number() ? v.dump() : "-"; }
 
+// The netdev as this namespace sees it: one in another network namespace (a container on a
+// shared-RDMA host) is not usable here, and a capture may not say.
+std::string netdev_cell(const Json& port) {
+  const std::string place = str(member(port, "netdev_place"), "");
+  const std::string name = str(member(port, "netdev"));
+  if (place == "other_namespace") return name + " (other netns)";
+  if (place == "not_captured" && !member(port, "netdev").is_string()) return "not captured";
+  return name;
+}
+
 void render_rdma(const Json& rdma, std::ostream& out, const Style& style) {
   const Json& devices = member(rdma, "devices");
   if (!devices.is_array() || devices.empty()) {
@@ -43,7 +53,7 @@ void render_rdma(const Json& rdma, std::ostream& out, const Style& style) {
       t.add_row({str(member(d, "name")) + ":" + number_or_dash(member(p, "port")),
                  state == "ACTIVE" ? state : style.bad(state), str(member(p, "phys_state")),
                  str(member(p, "link_layer")), fixed(member(p, "rate_gbps"), 0),
-                 str(member(p, "netdev")), number_or_dash(member(p, "roce_v2_gid_index"))});
+                 netdev_cell(p), number_or_dash(member(p, "roce_v2_gid_index"))});
     }
   t.render(out);
 }

@@ -25,7 +25,12 @@ void render_rdma_rc(const Json& rc, std::ostream& out, const Style& style) {
         << str(member(rc, "reason"), "") << "\n";
     return;
   }
-  out << "\nRDMA RC point-to-point (write_bw 64 KiB, send_lat 2 B; Gbit/s = 1e9 bit/s)\n";
+  const Json& plan = member(rc, "plan");
+  const Json& bw = member(plan, "write_bw");
+  const Json& lat = member(plan, "send_lat");
+  out << "\nRDMA RC point-to-point (write_bw " << member(bw, "iters").dump() << " x "
+      << member(bw, "size_bytes").dump() << " B, send_lat " << member(lat, "iters").dump() << " x "
+      << member(lat, "size_bytes").dump() << " B; Gbit/s = 1e9 bit/s)\n";
   Table t({{"ports (A <-> B)"},
            {"status"},
            {"bw_Gb/s", Align::kRight},
@@ -39,6 +44,23 @@ void render_rdma_rc(const Json& rc, std::ostream& out, const Style& style) {
                fixed(member(p, "lat_us_p99"), 2),
                member(p, "path_mtu").is_null() ? "-" : member(p, "path_mtu").dump()});
   }
+  t.render(out);
+}
+
+// The steps that did not complete: a failed one is also a finding; a skipped one says which
+// failure kept it from running, so an operator sees what the report lacks and why.
+void render_incomplete_steps(const Json& steps, std::ostream& out, const Style& style) {
+  Table t({{"step"}, {"host"}, {"status"}, {"why"}});
+  for (const auto& s : steps) {
+    const std::string status = str(member(s, "status"));
+    if (status == "ok" || str(member(s, "step")) == "bye") continue;
+    t.add_row({str(member(s, "step")), str(member(s, "host")),
+               status == "failed" ? style.bad(status) : style.warn(status),
+               status == "failed" ? "finding " + str(member(s, "code")) + " below"
+                                  : str(member(s, "error"), "")});
+  }
+  if (t.empty()) return;
+  out << "\nsteps that did not complete\n";
   t.render(out);
 }
 
@@ -105,6 +127,7 @@ void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
           << str(member(rdma, "reason"), "") << "\n";
   }
   render_rdma_rc(s.value("rdma_rc", Json()), out, style);
+  render_incomplete_steps(member(s, "steps"), out, style);
 
   const Json& rec = member(s, "recommended");
   out << "\nrecommended: transport " << str(member(rec, "transport"), "none") << ", interface "
@@ -145,6 +168,7 @@ void render_pair_group_section(const Json& s, std::ostream& out, const Style& st
     }
     t.render(out);
   }
+  render_incomplete_steps(member(s, "steps"), out, style);
 }
 
 }  // namespace fabkit::reports::text

@@ -10,13 +10,13 @@ namespaces moves no RDMA data (rxe's UDP socket lives in the initial namespace).
 Layout: a namespace this object creates holds bridge br0, the controller's address 198.18.60.1/24
 and one tap per VM; qemu runs in that namespace with its virtio-net on the tap, so nothing of
 the test reaches the root namespace. The controller (fabcheck pair/cluster) runs in the namespace
-and starts agents with its ssh launcher against sshd in each VM (tests/vm/init). `shape(i, rate)`
-slows node i's link both ways (htb on its tap and on its eth0). Everything is torn down on exit,
+and starts agents with its ssh launcher against sshd in each VM (tests/vm/init). `shape_link(i, j, rate)`
+slows the link between nodes i and j both ways (htb on their taps). Everything is torn down on exit,
 at interpreter exit and on SIGTERM.
 
-The VM's accelerator: KVM when a probe VM boots under it within its budget, TCG otherwise
-(measured here: nested KVM hangs after "Probing EDD"; TCG boots in ~4 s). FABKIT_VM_ACCEL=tcg|kvm
-forces one.
+The VM's accelerator: KVM when a probe VM booted under it within its budget (tests/vm/prepare
+records the answer in the image directory), TCG otherwise (measured here: nested KVM hangs after
+"Probing EDD"; TCG boots in ~4 s). FABKIT_VM_ACCEL=tcg|kvm forces one.
 """
 import atexit
 import os
@@ -63,6 +63,22 @@ def build_image(source_dir, image_dir, fabcheck):
         raise VmError("tests/vm/build-image failed (exit %d): %s" % (r.returncode, r.stderr[-2000:]))
 
 
+def recorded_accel(image_dir):
+    """The accelerator tests/vm/prepare's probe chose for this image: "kvm" or "tcg"."""
+    try:
+        with open(os.path.join(image_dir, "accel")) as f:
+            word = f.read().split()[0]
+        return word if word in ("kvm", "tcg") else "tcg"
+    except (OSError, IndexError):
+        return "tcg"
+
+
+def qemu_argv(image_dir, accel, cmdline, extra):
+    return ["qemu-system-x86_64", "-accel", accel, "-cpu", "max",
+            "-nographic", "-no-reboot", "-kernel", os.path.join(image_dir, "vmlinuz"),
+            "-initrd", os.path.join(image_dir, "initrd.gz"), "-append", " ".join(cmdline)] + extra
+
+
 def _run(argv, check=True, **kw):
     r = subprocess.run(argv, capture_output=True, text=True, **kw)
     if check and r.returncode != 0:
@@ -72,7 +88,8 @@ def _run(argv, check=True, **kw):
 
 class VmCluster:
     def __init__(self, image_dir, n=2, memory_mb=512, node_options=None, accel=None):
-        """node_options: {index: {"memlock": KIB, "rxe": False, "mtu": BYTES}} (tests/vm/init's flags)."""
+        """node_options: {index: {"memlock": KIB, "rxe": False, "mtu": BYTES, "nccl_gid_index": N}}
+        (tests/vm/init's kernel flags)."""
         if not shutil.which("qemu-system-x86_64"):
             raise Skip("qemu-system-x86_64 not installed (package qemu-system-x86; scripts/setup)")
         if not os.path.exists("/dev/net/tun"):
@@ -81,7 +98,7 @@ class VmCluster:
         self.n = n
         self.memory_mb = memory_mb
         self.node_options = node_options or {}
-        self.accel = accel or os.environ.get("FABKIT_VM_ACCEL", "tcg")
+        self.accel = accel or os.environ.get("FABKIT_VM_ACCEL") or recorded_accel(image_dir)
         tag = "%d%s" % (os.getpid() % 100000, "".join(random.choice(string.ascii_lowercase) for _ in range(3)))
         self.ns = "fabvm" + tag
         self.dir = tempfile.mkdtemp(prefix="fabkit-vm-")
@@ -150,18 +167,16 @@ class VmCluster:
             cmdline.append("fabvm.memlock=%d" % opts["memlock"])
         if opts.get("rxe", True) is False:
             cmdline.append("fabvm.rxe=0")
+        if "nccl_gid_index" in opts:
+            cmdline.append("fabvm.nccl_gid_index=%d" % opts["nccl_gid_index"])
         if "mtu" in opts:
             cmdline.append("fabvm.mtu=%d" % opts["mtu"])
         mac = "52:54:00:60:00:%02x" % (11 + i)
-        argv = ["ip", "netns", "exec", self.ns, "qemu-system-x86_64",
-                "-accel", self.accel, "-cpu", "max" if self.accel == "tcg" else "host",
-                "-m", str(self.memory_mb), "-smp", "1", "-nographic", "-no-reboot",
-                "-kernel", os.path.join(self.image, "vmlinuz"),
-                "-initrd", os.path.join(self.image, "initrd.gz"),
-                "-append", " ".join(cmdline),
-                "-netdev", "tap,id=n0,ifname=tap%d,script=no,downscript=no" % i,
-                "-device", "virtio-net-pci,netdev=n0,mac=%s" % mac,
-                "-nic", "none"]
+        argv = ["ip", "netns", "exec", self.ns] + qemu_argv(
+            self.image, self.accel, cmdline,
+            ["-m", str(self.memory_mb), "-smp", "1",
+             "-netdev", "tap,id=n0,ifname=tap%d,script=no,downscript=no" % i,
+             "-device", "virtio-net-pci,netdev=n0,mac=%s" % mac, "-nic", "none"])
         console = os.path.join(self.dir, "console-%d.log" % i)
         self.consoles.append(console)
         with open(console, "w") as out:
@@ -219,13 +234,19 @@ class VmCluster:
     def controller(self, argv, timeout=300):
         return self.in_ns(argv, timeout=timeout)
 
-    def shape(self, i, rate="4mbit"):
-        """Node i's link slowed both ways with htb (as a bad cable or a throttled port is)."""
-        for argv in (["tc", "-n", self.ns, "qdisc", "add", "dev", "tap%d" % i, "root", "handle", "1:",
-                      "htb", "default", "1"],
-                     ["tc", "-n", self.ns, "class", "add", "dev", "tap%d" % i, "parent", "1:",
-                      "classid", "1:1", "htb", "rate", rate]):
-            _run(argv)
-        self.ssh(i, "/usr/sbin/tc qdisc add dev eth0 root handle 1: htb default 1 && "
-                    "/usr/sbin/tc class add dev eth0 parent 1: classid 1:1 htb rate %s" % rate,
-                 check=True)
+    def shape_link(self, i, j, rate="20mbit"):
+        """The link between nodes i and j slowed both ways (as a bad cable or a flapping port slows
+        one path): htb on each node's tap sends the frames from the other node to a class at
+        `rate` (a u32 match on the IPv4 source: TCP and RoCE v2's UDP alike); all other traffic
+        passes unshaped."""
+        for dst, src in ((i, j), (j, i)):
+            dev = "tap%d" % dst
+            tc = ["tc", "-n", self.ns]
+            for argv in (tc + ["qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "10"],
+                         tc + ["class", "add", "dev", dev, "parent", "1:", "classid", "1:10", "htb",
+                               "rate", "100gbit"],
+                         tc + ["class", "add", "dev", dev, "parent", "1:", "classid", "1:20", "htb",
+                               "rate", rate],
+                         tc + ["filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "u32",
+                               "match", "ip", "src", self.addr(src) + "/32", "flowid", "1:20"]):
+                _run(argv)

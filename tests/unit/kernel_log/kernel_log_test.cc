@@ -322,6 +322,16 @@ TEST(KernelLog, NicAerAndLinkLines) {
   EXPECT_NE(links[1].message.find("may still be down"), std::string::npos) << links[1].message;
 }
 
+// A soft-RoCE node's ordinary lines (rdma_rxe loading, each device set active over its netdev) are
+// no event and no finding.
+TEST(KernelLog, SoftRoceLinesAreNoFault) {
+  auto f = scan_fixture("rxe_lines.txt");
+  EXPECT_TRUE(f.events.empty());
+  EXPECT_TRUE(f.xids.empty());
+  for (const auto& x : judge_kernel_log(f))
+    EXPECT_EQ(x.severity, Severity::kInfo) << x.code << ": " << x.message;
+}
+
 TEST(KernelLog, MlxHealthLinesFromTheDriverSource) {
   // The strings of drivers/net/ethernet/mellanox/mlx5/core/health.c.
   KernelLogFacts f;

@@ -443,5 +443,52 @@ TEST(PairSizes, DefaultSweepEndsAt256MiB) {
   EXPECT_EQ(s.size(), 14u);
 }
 
+// The RC test uses the GID index NCCL will use: NCCL_IB_GID_INDEX where the host's node report
+// has it set, so a wrong one fails here, before a job does.
+TEST(RdmaRcPlan, NcclIbGidIndexOnAHostIsTheIndexItsSideUses) {
+  Json a = report({hca(0, roce_port("10.0.3.1"))});
+  Json b = report({hca(0, roce_port("10.0.3.2"))});
+  b["nccl_env"] = {{"variables", {{{"name", "NCCL_IB_GID_INDEX"}, {"value", "5"}}}}};
+  auto pairs = rc_port_pairs(a, b);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].gid_index_a, 3);
+  EXPECT_EQ(pairs[0].gid_index_b, 5);
+  b["nccl_env"]["variables"][0]["value"] = "x5";  // not a number: the node check reports it
+  EXPECT_EQ(rc_port_pairs(a, b)[0].gid_index_b, 3);
+}
+
+// A container on a shared-RDMA host sees every RDMA device; a port whose netdev is in another
+// namespace is not this host's to test (docs/json/rdma.md netdev_place).
+TEST(RdmaRcPlan, PortsWhoseNetdevIsInAnotherNamespaceAreNotPaired) {
+  Json elsewhere = roce_port("10.0.3.9");
+  elsewhere["netdev_place"] = "other_namespace";
+  Json a = report({hca(0, elsewhere), hca(1, roce_port("10.0.3.1"))});
+  Json b = report({hca(0, roce_port("10.0.3.2"))});
+  auto pairs = rc_port_pairs(a, b);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].hca_a, "mlx5_1");
+}
+
+// Both agents diagnose a null GID; the finding names the host whose GID it is, once.
+TEST(RdmaRcPlan, ANullGidIsNamedOnTheHostThatHasIt) {
+  PairFacts f;
+  f.host_a = "n1";
+  f.host_b = "n2";
+  RcPortPair p{"rxe0", "rxe0", 1, 1, 1, 5, "Ethernet", 2.5, "index 0"};
+  auto diag = [](const char* code, const char* who) {
+    return Json{{"status", "failed"}, {"reason", "not connecting"},
+                {"diagnoses", {{{"severity", "fail"}, {"code", code}, {"subject", "rxe0:1"},
+                                {"message", std::string(who) + " rxe0:1 has no usable GID at index 5"},
+                                {"fix", "NCCL_IB_GID_INDEX"}}}}};
+  };
+  Json docs = Json::array({diag("rdma.rc.peer_null_gid", "peer"), diag("rdma.rc.null_gid", "local")});
+  f.rdma_rc.status = "ran";
+  f.rdma_rc.pairs.push_back(combine_rc(p, docs, docs));
+  auto out = judge_rdma_rc(f);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].code, "rdma.rc.null_gid");
+  EXPECT_EQ(out[0].subject, "n2:rxe0:1");
+}
+
 }  // namespace
 }  // namespace fabkit::pair

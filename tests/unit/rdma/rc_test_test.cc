@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <fstream>
 #include <condition_variable>
 #include <mutex>
@@ -205,8 +207,10 @@ TEST(RcTest, NullGidAtTheChosenIndex) {
   auto c = spec("mlx5_1", RcMode::kSendLat);
   c.gid_index = 7;  // empty slot
   auto r = run_pair(*api, spec("mlx5_0", RcMode::kSendLat), c);
+  // The client's own GID is null; the server sees it as its peer's.
   EXPECT_TRUE(find(r.client.diagnoses, "rdma.rc.null_gid"));
-  EXPECT_TRUE(find(r.server.diagnoses, "rdma.rc.null_gid"));
+  EXPECT_TRUE(find(r.server.diagnoses, "rdma.rc.peer_null_gid"));
+  EXPECT_FALSE(find(r.server.diagnoses, "rdma.rc.null_gid"));
 }
 
 TEST(RcTest, RegMrFailureGivesTheMemlockFix) {
@@ -237,7 +241,135 @@ TEST(RcTest, UnreachablePeerQpEndsInRetryExceeded) {
   EXPECT_EQ(r.client.status, "failed");
   EXPECT_TRUE(find(r.client.diagnoses, "rdma.rc.retry_exceeded")) << r.client.reason;
   EXPECT_EQ(r.server.status, "failed");
-  EXPECT_NE(r.server.reason.find("timed out"), std::string::npos);
+  EXPECT_NE(r.server.reason.find("no progress for 300 ms: 0 of 3 progress marks"), std::string::npos)
+      << r.server.reason;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Two rxe ends whose packets go nowhere (issue 37: two network namespaces of one kernel) connect
+// and then move nothing. Each side's first wait for a completion ends after timeout_ms, named
+// rdma.rc.no_progress with how many of how many completions had arrived.
+TEST(RcTest, QpThatMovesNoDataIsNamedWithinTheTimeout) {
+  auto api = fake("cx5_roce_v2.json");
+  api->stall_completions(true);
+  auto s = spec("mlx5_0", RcMode::kWriteBw), c = spec("mlx5_1", RcMode::kWriteBw);
+  s.timeout_ms = c.timeout_ms = 300;
+  s.budget_ms = 600;
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run_pair(*api, s, c);
+  EXPECT_LT(seconds_since(t0), 3.0);
+  EXPECT_EQ(r.client.status, "failed");
+  const Finding* f = find(r.client.diagnoses, "rdma.rc.no_progress");
+  ASSERT_TRUE(f) << r.client.reason;
+  EXPECT_EQ(f->severity, Severity::kFail);
+  // 5 warm-up writes, 50 timed, and the "done" message.
+  EXPECT_NE(f->message.find("0 of 56 send completions"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find("no completion for 3"), std::string::npos) << f->message;
+  EXPECT_FALSE(f->fix.empty());
+  EXPECT_EQ(r.server.status, "failed");
+
+  // The same on the latency test, on both sides: the server waits for the client's first SEND.
+  api->stall_completions(true);
+  s = spec("mlx5_0", RcMode::kSendLat);
+  c = spec("mlx5_1", RcMode::kSendLat);
+  s.timeout_ms = c.timeout_ms = 300;
+  r = run_pair(*api, s, c);
+  for (const auto* side : {&r.client, &r.server}) {
+    const Finding* lf = find(side->diagnoses, "rdma.rc.no_progress");
+    ASSERT_TRUE(lf) << side->reason;
+    EXPECT_NE(lf->message.find("0 of 55 receive completions"), std::string::npos) << lf->message;
+  }
+}
+
+// Completions that trickle in, each well inside timeout_ms, would take iters x the delay; the
+// test's budget ends it by name (rdma.rc.too_slow), counting what arrived.
+TEST(RcTest, QpThatMovesDataTooSlowlyEndsAtTheBudget) {
+  auto api = fake("cx5_roce_v2.json");
+  api->set_completion_delay_ms(20);
+  auto s = spec("mlx5_0", RcMode::kWriteBw), c = spec("mlx5_1", RcMode::kWriteBw);
+  s.iters = c.iters = 200;
+  s.tx_depth = c.tx_depth = 1;  // one write in flight: 206 completions x 20 ms = 4 s unbounded
+  s.timeout_ms = c.timeout_ms = 1000;
+  s.budget_ms = c.budget_ms = 600;
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run_pair(*api, s, c);
+  EXPECT_LT(seconds_since(t0), 2.0);
+  EXPECT_EQ(r.client.status, "failed");
+  const Finding* f = find(r.client.diagnoses, "rdma.rc.too_slow");
+  ASSERT_TRUE(f) << r.client.reason;
+  EXPECT_EQ(f->severity, Severity::kWarn);
+  EXPECT_NE(f->message.find("budget of 600 ms"), std::string::npos) << f->message;
+  EXPECT_NE(f->message.find(" of 206 send completions"), std::string::npos) << f->message;
+  EXPECT_NE(f->fix.find("--rc-iters"), std::string::npos);
+  EXPECT_FALSE(find(r.client.diagnoses, "rdma.rc.no_progress"));
+  EXPECT_EQ(r.server.status, "failed");
+  EXPECT_NE(r.server.reason.find("budget of 600 ms"), std::string::npos) << r.server.reason;
+}
+
+// A side that gives up tells its peer (the agent sends an error frame on the endpoint channel),
+// which then stops at once rather than at its budget.
+TEST(RcTest, PeerThatStoppedEndsTheWaitBeforeTheBudget) {
+  auto api = fake("cx6_ib_hdr.json");
+  auto s = spec("mlx5_0", RcMode::kWriteBw), c = spec("mlx5_1", RcMode::kWriteBw);
+  c.timeout_ms = 300;
+  s.timeout_ms = 300;
+  s.budget_ms = 20000;
+  std::atomic<bool> client_done{false};
+  s.peer_stopped = [&]() -> std::string { return client_done ? "peer: client gave up" : ""; };
+  Rendezvous rv;
+  s.role = RcRole::kServer;
+  c.role = RcRole::kClient;
+  RcTestResult server;
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread t([&] { server = run_rc_test(*api, s, exchange_for(rv, true)); });
+  RcTestResult client = run_rc_test(*api, c, exchange_for(rv, false, [](RcEndpointInfo& peer) {
+                                      peer.qpn += 1000;  // unreachable: RETRY_EXC_ERR
+                                    }));
+  client_done = true;
+  t.join();
+  EXPECT_EQ(client.status, "failed");
+  EXPECT_EQ(server.status, "failed");
+  EXPECT_NE(server.reason.find("the peer stopped the test (peer: client gave up)"), std::string::npos)
+      << server.reason;
+  EXPECT_LT(seconds_since(t0), 5.0);
+}
+
+// A link that stops moving in the middle of the writes (a netdev down, the peer's device gone,
+// RoCE dropped on the wire): both sides end within their per-wait bound and say how far it got.
+TEST(RcTest, WritesThatStopMidwayFailWithinTheBoundSayingHowFarTheyGot) {
+  auto api = fake("cx6_ib_hdr.json");
+  auto s = spec("mlx5_0", RcMode::kWriteBw), c = spec("mlx5_1", RcMode::kWriteBw);
+  s.timeout_ms = c.timeout_ms = 300;
+  s.iters = c.iters = 400;
+  api->stall_after_sends(40);  // the first 2 marks (16 writes each) and a few writes more
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run_pair(*api, s, c);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  EXPECT_LT(ms.count(), 2000);
+  EXPECT_EQ(r.client.status, "failed");
+  EXPECT_NE(r.client.reason.find("of 405 RDMA writes completed"), std::string::npos) << r.client.reason;
+  EXPECT_EQ(r.server.status, "failed");
+  EXPECT_NE(r.server.reason.find("no progress for 300 ms: 2 of 25 progress marks"), std::string::npos)
+      << r.server.reason;
+}
+
+// The server's wait is per progress mark, not a total that assumes a link rate: a run far longer
+// than one timeout still completes while the writes keep moving.
+TEST(RcTest, AServerWaitsAsLongAsTheWritesKeepMoving) {
+  auto api = fake("cx6_ib_hdr.json");
+  auto s = spec("mlx5_0", RcMode::kWriteBw), c = spec("mlx5_1", RcMode::kWriteBw);
+  s.timeout_ms = c.timeout_ms = 100;
+  s.iters = c.iters = 64;
+  s.warmup_iters = c.warmup_iters = 0;
+  api->delay_sends(5);  // 64 writes: ~320 ms in all, a mark every ~80 ms
+  s.budget_ms = c.budget_ms = 10000;  // what is tested is the per-mark wait, not the budget
+  auto r = run_pair(*api, s, c);
+  EXPECT_EQ(r.client.status, "ok") << r.client.reason;
+  EXPECT_EQ(r.server.status, "ok") << r.server.reason;
+  EXPECT_EQ(r.server.data_verified, true);
 }
 
 TEST(RcTest, PortNotActive) {

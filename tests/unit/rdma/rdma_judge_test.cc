@@ -21,8 +21,9 @@ RdmaPort ib_port(int n, PortState s = PortState::kActive, PhysState ps = PhysSta
   p.lid = 12 + n;
   p.sm_lid = 1;
   p.netdev = "ib" + std::to_string(n - 1);
+  p.netdev_place = NetdevPlace::kHere;
   p.gids_known = true;
-  p.gids = {{0, "fe80:0000:0000:0000:b859:9f03:00d6:5b3e", GidType::kIb, ""}};
+  p.gids = {{0, "fe80:0000:0000:0000:b859:9f03:00d6:5b3e", GidType::kIb, "", 0, std::nullopt}};
   return p;
 }
 
@@ -33,8 +34,8 @@ RdmaPort roce_port(int n) {
   p.lid = 0;
   p.sm_lid = 0;
   p.netdev = "ens1f0np0";
-  p.gids = {{0, "fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d", GidType::kRoceV1, "ens1f0np0"},
-            {1, "fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d", GidType::kRoceV2, "ens1f0np0"}};
+  p.gids = {{0, "fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d", GidType::kRoceV1, "ens1f0np0", 0, true},
+            {1, "fe80:0000:0000:0000:0e42:a1ff:fe2b:3c4d", GidType::kRoceV2, "ens1f0np0", 0, true}};
   p.roce_v2_gid_index = 1;
   return p;
 }
@@ -179,6 +180,7 @@ TEST(RdmaJudge, RocePortWithoutV2Gid) {
 TEST(RdmaJudge, RocePortWithoutNetdev) {
   RdmaPort p = roce_port(1);
   p.netdev.reset();
+  p.netdev_place = NetdevPlace::kNone;
   auto fs = judge_rdma(node({dev("mlx5_0", {p})}));
   const Finding* f = find(fs, "rdma.roce_no_netdev");
   ASSERT_TRUE(f);

@@ -274,5 +274,44 @@ TEST(RdmaCounters, TwoReadsGiveTheRise) {
   EXPECT_EQ(f.devices[0].ports[0].counter_deltas.count("req_cqe_error"), 0u);  // unchanged
 }
 
+// rxe has no PMA counters/, only the driver's 64-bit hw_counters/ (drivers/infiniband/sw/rxe/
+// rxe_hw_counters.c), per port, and a device seen from a non-initial namespace has none: what is
+// there is read, and rxe's link_downed is not a PMA counter pegged at 255.
+TEST(RdmaCounters, SoftRoceHwCountersAreReadAndDoNotSaturate) {
+  testing::TempDir dir("rdma-rxe-counters");
+  const auto port = dir.path() / "sys/class/infiniband/rxe0/ports/1";
+  testing::write_file(port / "hw_counters/link_downed", "300\n");
+  testing::write_file(port / "hw_counters/sent_pkts", "123456\n");
+  testing::write_file(port / "hw_counters/retry_exceeded_err", "0\n");
+  testing::write_file(port / "hw_counters/lifespan", "10\n");
+  testing::write_file(dir.path() / "sys/class/infiniband/rxe1/ports/1/state", "4: ACTIVE\n");
+  RdmaFacts f;
+  for (const char* name : {"rxe0", "rxe1"}) {
+    RdmaDevice d;
+    d.name = name;
+    RdmaPort p;
+    p.port = 1;
+    p.state = PortState::kActive;
+    p.link_layer = LinkLayer::kEthernet;
+    p.netdev = "eth0";
+    p.netdev_place = NetdevPlace::kHere;
+    d.ports.push_back(p);
+    f.devices.push_back(d);
+  }
+  read_port_counters(dir.path() / "sys", f, 0);
+  const RdmaPort& rxe0 = f.devices[0].ports[0];
+  EXPECT_EQ(rxe0.counter_dirs, std::vector<std::string>{"hw_counters"});
+  EXPECT_EQ(rxe0.counters.at("sent_pkts"), 123456u);
+  EXPECT_EQ(rxe0.counters.at("link_downed"), 300u);
+  EXPECT_TRUE(f.devices[1].ports[0].counter_dirs.empty());
+  EXPECT_TRUE(f.devices[1].ports[0].counters.empty());
+  auto out = judge_rdma(f);
+  EXPECT_FALSE(has(out, "rdma.counter_saturated", Severity::kWarn));
+  EXPECT_TRUE(has(out, "rdma.port_error_counts", Severity::kInfo));  // link_downed 300
+  Json j = to_json(f)["devices"][0]["ports"][0];
+  EXPECT_EQ(j["counter_dirs"], Json::array({"hw_counters"}));
+  EXPECT_EQ(j["counters"]["sent_pkts"], 123456);
+}
+
 }  // namespace
 }  // namespace fabkit::probes

@@ -164,5 +164,20 @@ TEST(TextTable, NodeFactsFromARealNodeReport) {
   EXPECT_LT(t.find("RDMA ports"), t.find("\nfindings\n"));
 }
 
+// A RoCE port whose netdev is in another network namespace says so in its row (issue 37).
+TEST(TextTable, NetdevInAnotherNamespaceIsMarked) {
+  std::ifstream in(std::string(FABKIT_FIXTURES) + "/../golden/expected/node-sysroot-ib-roce.json");
+  ASSERT_TRUE(in) << "golden missing";
+  Json doc = Json::parse(in)["output"];
+  doc["rdma"]["devices"][1]["ports"][0]["netdev_place"] = "other_namespace";
+  doc["rdma"]["devices"][0]["ports"][0]["netdev_place"] = "not_captured";
+  doc["rdma"]["devices"][0]["ports"][0]["netdev"] = nullptr;
+  std::ostringstream out;
+  render_text(report_from_json(doc), out, false);
+  const std::string t = out.str();
+  EXPECT_NE(t.find("ens1f0np0 (other netns)"), std::string::npos) << t;
+  EXPECT_NE(t.find("not captured"), std::string::npos) << t;
+}
+
 }  // namespace
 }  // namespace fabkit::reports
