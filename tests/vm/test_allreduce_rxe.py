@@ -21,7 +21,8 @@ TRANSPORTS = ["gloo-ibverbs", "fabkit-socket", "gloo-tcp"]
 # and the whole vm label has 5 minutes (tests/fixtures/reports/regen_pair_rxe.py uses the same).
 FLAGS = ["--transports", ",".join(TRANSPORTS), "--sizes", "8,64K", "--iters", "5",
          "--warmup-iters", "1", "--pings", "20", "--bandwidth-ms", "500", "--timeout-ms", "20000",
-         "--transport-timeout-ms", "60000"]
+         "--transport-timeout-ms", "60000", "--rc-iters", "50", "--rc-size", "65536",
+         "--rc-lat-iters", "50"]
 
 
 class AllreduceComparisonOnSoftRoce(unittest.TestCase):
@@ -88,23 +89,29 @@ class AllreduceComparisonOnSoftRoce(unittest.TestCase):
 
 
     def test_a_peer_killed_mid_run_is_a_failed_run_not_an_abort(self):
-        # vm1's agent is SIGKILLed while gloo-ibverbs moves data (its queue pair appears, then 3 s):
+        # vm1's agent is SIGKILLed while gloo-ibverbs moves data (3 s after the ring registered its
+        # region: an 8 MiB memory region for a 4 MiB sweep, [output | inbox]; the RC test, which
+        # runs first, registers nothing that size):
         # vm0's rank sees its writes fail or its receives time out, in its own thread (sync mode),
         # and reports a failed run; it must not abort (Gloo's device thread, or a buffer destroyed
         # with a write pending, would: SIGABRT) nor hang past the bounds.
         killer = self.c.ssh_background(
-            1, "for i in $(seq 300); do rdma resource show qp | grep -q RC && break; sleep 0.2; done; "
-               "sleep 3; kill -9 $(pidof fabcheck)")
+            1, "for i in $(seq 600); do if rdma resource show mr | grep -q 'mrlen 8388608'; then "
+               "sleep 3; kill -9 $(pidof fabcheck); echo killed; exit 0; fi; sleep 0.2; done; "
+               "echo 'the ring never registered its region'")
         r = self.pair("--transports", "gloo-ibverbs", "--sizes", "4M", "--iters", "100", "--warmup-iters", "0",
                       "--pings", "5", "--bandwidth-ms", "200", "--timeout-ms", "15000",
                       "--transport-timeout-ms", "60000")
-        killer.communicate(timeout=60)
+        said, _ = killer.communicate(timeout=60)
+        self.assertEqual("killed", said.strip())
         self.assertTrue(r.stdout.strip(), "no report; exit %d, stderr: %s" % (r.returncode, r.stderr[-3000:]))
         doc = json.loads(r.stdout)
         text = json.dumps(doc)
         self.assertNotIn("terminate called", text)
         self.assertNotIn("SIGABRT", text)
-        ib = {t["transport"]: t for t in doc["pair"]["transports"]}["gloo-ibverbs"]
+        by_name = {t["transport"]: t for t in doc["pair"]["transports"]}
+        self.assertIn("gloo-ibverbs", by_name, doc["pair"]["steps"])
+        ib = by_name["gloo-ibverbs"]
         self.assertEqual("failed", ib["status"], ib)
         # vm0's agent lived on: only vm1 is lost.
         lost = [f for f in doc["findings"] if f["code"] == "pair.agent_lost"]
