@@ -39,7 +39,10 @@ std::string gloo_error_kind(const std::string& what) {
   // Gloo's ibv_reg_mr failure: "ibv_reg_mr: Cannot allocate memory (did you run into the locked
   // memory limit?)".
   if (what.find("locked memory limit") != std::string::npos) return "memlock";
-  if (what.find("Timed out") != std::string::npos || what.find("timed out") != std::string::npos) return "peer_timeout";
+  // TCP: "Timed out waiting ..."; ibverbs: "Read timeout", "Send timeout", "Timeout waiting for
+  // memory region from ...".
+  if (what.find("imed out") != std::string::npos || what.find("imeout") != std::string::npos)
+    return "peer_timeout";
   if (what.find("closed") != std::string::npos || what.find("reset") != std::string::npos ||
       what.find("refused") != std::string::npos || what.find("Broken pipe") != std::string::npos)
     return "peer_closed";

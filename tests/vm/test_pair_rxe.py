@@ -43,10 +43,12 @@ class PairOnSoftRoce(unittest.TestCase):
     def tearDownClass(cls):
         cls.c.close()
 
-    def pair(self, a, b, *extra):
+    def pair(self, a, b, *extra, flags=None, launcher=None):
+        """fabcheck pair between nodes a and b: (the completed process, its JSON, seconds)."""
         c = self.c
-        argv = [vm_test.ARGS.fabcheck, "pair", c.addr(a), c.addr(b), "--launcher", c.launcher,
-                "--agent-path", "/usr/bin/fabcheck", "--json", *SWEEP, *RC_FLAGS, *extra]
+        argv = [vm_test.ARGS.fabcheck, "pair", c.addr(a), c.addr(b), "--launcher", launcher or c.launcher,
+                "--agent-path", "/usr/bin/fabcheck", "--json",
+                *(flags if flags is not None else SWEEP + RC_FLAGS), *extra]
         t0 = time.monotonic()
         r = c.controller(argv, timeout=200)
         elapsed = time.monotonic() - t0
@@ -85,7 +87,11 @@ class PairOnSoftRoce(unittest.TestCase):
         self.assertEqual(200, pr["write_bw"][0]["iters"], pr["write_bw"][0])
         self.assertTrue(pr["write_bw"][1]["data_verified"], pr["write_bw"][1])  # the server checks
         self.assertEqual([], [s for s in p["steps"] if s["status"] != "ok"], "a step failed")
-        self.assertEqual(0, r.returncode, [f for f in doc["findings"] if f["severity"] != "ok"])
+        # virtio-net reports no link speed, which fabcheck will not guess: that warning (and exit
+        # 1 for it) is the only one a healthy soft-RoCE pair may raise.
+        raised = {f["code"] for f in doc["findings"] if f["severity"] in ("warn", "fail")}
+        self.assertEqual({"pair.link_speed_unknown"}, raised, doc["findings"])
+        self.assertEqual(1, r.returncode)
         print("pair over rxe: RC write %.3f Gbit/s, send latency median %.0f us, %.0f s in all"
               % (pr["bw_gbps"], pr["lat_us_median"], elapsed))
 
@@ -142,6 +148,77 @@ class PairOnSoftRoce(unittest.TestCase):
         self.assertEqual({self.c.addr(2) + ":rxe0:1"}, {f["subject"] for f in reg}, reg)
         self.assertIn("RLIMIT_MEMLOCK", reg[0]["message"])
         self.assertIn("ulimit -l unlimited", reg[0]["fix"])
+
+
+    def test_crashing_gloo_ibverbs_leaves_the_rc_test_and_the_other_transports(self):
+        # Debian's Gloo abort over soft-RoCE comes and goes (seen in 1 of 4 runs at sizes 8..4M):
+        # the runner test hook makes it certain, set in both agents' environment through the ssh
+        # launcher; gloo-ibverbs' child aborts after its first size.
+        launcher = self.c.launcher + " env FABKIT_TEST_RUNNER_FAULT=gloo-ibverbs:abort"
+        r, doc, elapsed = self.pair(0, 1, launcher=launcher)
+        p = doc["pair"]
+        self.assertEqual(1, r.returncode, doc["findings"])
+        self.assertTrue(all(s["status"] == "ok" for s in p["steps"]), p["steps"])
+        rc = p["rdma_rc"]
+        self.assertEqual("ran", rc["status"], rc)
+        self.assertEqual({"write_bw": {"size_bytes": 65536, "iters": 200},
+                          "send_lat": {"size_bytes": 2, "iters": 200}}, rc["plan"])
+        pr = rc["pairs"][0]
+        self.assertEqual("ok", pr["status"], pr)
+        self.assertGreater(pr["bw_gbps"], 0)
+        self.assertGreater(pr["lat_us_median"], 0)
+        runs = {t["transport"]: t for t in p["transports"]}
+        for name in ("raw-exchange", "fabkit-socket", "gloo-tcp"):
+            self.assertEqual("ok", runs[name]["status"], runs[name])
+        gloo = runs["gloo-ibverbs"]
+        self.assertEqual("failed", gloo["status"], gloo)
+        rank0 = gloo["ranks"][0]["extra"]
+        self.assertEqual("runner_crashed", rank0["error"], gloo["ranks"][0])
+        self.assertTrue(rank0["child_exit"].startswith("killed by SIGABRT (signal 6: Aborted)"), rank0)
+        self.assertIn("FABKIT_TEST_RUNNER_FAULT asks for 'abort'", rank0["last_words"])
+        codes = [f["code"] for f in doc["findings"]]
+        self.assertIn("pair.transport_crashed", codes)
+        self.assertNotIn("pair.agent_lost", codes)
+        print("RC over rxe beside a crashed gloo-ibverbs: write %.3f Gbit/s, send latency median "
+              "%.0f us, %.0f s in all" % (pr["bw_gbps"], pr["lat_us_median"], elapsed))
+
+
+    def test_a_peer_killed_mid_run_is_a_failed_run_not_an_abort(self):
+        # vm1's agent is SIGKILLed while gloo-ibverbs moves data (3 s after the ring registered its
+        # region: an 8 MiB memory region for a 4 MiB sweep, [output | inbox]; the RC test, which
+        # runs first, registers nothing that size):
+        # vm0's rank sees its writes fail or its receives time out, in its own thread (sync mode),
+        # and reports a failed run; it must not abort (Gloo's device thread, or a buffer destroyed
+        # with a write pending, would: SIGABRT) nor hang past the bounds.
+        killer = self.c.ssh_background(
+            1, "for i in $(seq 600); do if rdma resource show mr | grep -q 'mrlen 8388608'; then "
+               "sleep 3; kill -9 $(pidof fabcheck); echo killed; exit 0; fi; sleep 0.2; done; "
+               "echo 'the ring never registered its region'")
+        r, doc, _ = self.pair(0, 1, flags=[
+            "--transports", "gloo-ibverbs", "--sizes", "4M", "--iters", "100", "--warmup-iters", "0",
+            "--pings", "5", "--bandwidth-ms", "200", "--timeout-ms", "15000",
+            "--transport-timeout-ms", "60000", "--rc-iters", "50", "--rc-lat-iters", "50"])
+        said, _ = killer.communicate(timeout=60)
+        self.assertEqual("killed", said.strip())
+        text = json.dumps(doc)
+        self.assertNotIn("terminate called", text)
+        self.assertNotIn("SIGABRT", text)
+        by_name = {t["transport"]: t for t in doc["pair"]["transports"]}
+        self.assertIn("gloo-ibverbs", by_name, doc["pair"]["steps"])
+        ib = by_name["gloo-ibverbs"]
+        self.assertEqual("failed", ib["status"], ib)
+        # vm0's agent lived on: only vm1 is lost.
+        lost = [f for f in doc["findings"] if f["code"] == "pair.agent_lost"]
+        self.assertEqual({self.c.addr(1)}, {f["subject"] for f in lost}, lost)
+        # Where vm0's runner answered before the controller gave the transport up (its reason is
+        # run_guarded's "gloo: ..."), its document names the kind: its receives time out (Gloo: "Read timeout") or its writes fail.
+        for rk in ib["ranks"]:
+            if isinstance(rk, dict) and str(rk.get("reason", "")).startswith("gloo: "):
+                want = "peer_timeout" if "timeout" in rk["reason"].lower() else "io_error"
+                self.assertEqual(want, rk["extra"]["error"], rk)
+                print("vm0's gloo-ibverbs after the peer was killed: %s (%s)%s" % (
+                    rk["extra"]["error"], rk["reason"][:200],
+                    "; " + rk["extra"]["left_allocated"] if "left_allocated" in rk["extra"] else ""))
 
 
 if __name__ == "__main__":
