@@ -50,22 +50,15 @@ std::string gid_at(const Json& port, int index) {
   return "";
 }
 
-// NCCL_IB_GID_INDEX as the host's node report recorded it (nccl_env section), when it is a
-// whole number 0..255 (the node check reports any other value).
+// NCCL_IB_GID_INDEX as the host's node report recorded it, when it is a whole number 0..255 (the
+// node check reports any other value).
 std::optional<int> nccl_gid_index(const Json& report) {
-  const Json env = report.value("nccl_env", Json());
-  if (!env.is_object()) return std::nullopt;
-  for (const auto& v : env.value("variables", Json::array())) {
-    if (!v.is_object() || v.value("name", Json()) != "NCCL_IB_GID_INDEX") continue;
-    const Json value = v.value("value", Json());
-    if (!value.is_string()) return std::nullopt;
-    const std::string text = value.get<std::string>();
-    if (text.empty() || text.size() > 3 || text.find_first_not_of("0123456789") != std::string::npos)
-      return std::nullopt;
-    const int n = std::stoi(text);
-    return n <= 255 ? std::optional<int>(n) : std::nullopt;
-  }
-  return std::nullopt;
+  const std::optional<std::string> text = nccl_env_value(report, "NCCL_IB_GID_INDEX");
+  if (!text || text->empty() || text->size() > 3 ||
+      text->find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  const int n = std::stoi(*text);
+  return n <= 255 ? std::optional<int>(n) : std::nullopt;
 }
 
 std::vector<Port> active_ports(const Json& report) {
@@ -155,6 +148,15 @@ std::string rail_subnet(const Json& port) {
   std::string s;
   for (int i = 0; i < 8; ++i) s += hex2((*gid)[static_cast<size_t>(i)]) + ((i % 2 == 1 && i < 7) ? ":" : "");
   return s + "::/64";
+}
+
+std::optional<std::string> nccl_env_value(const Json& report, const std::string& name) {
+  if (!report.is_object() || !report.contains("nccl_env") || !report["nccl_env"].is_object())
+    return std::nullopt;
+  for (const auto& v : report["nccl_env"].value("variables", Json::array()))
+    if (v.is_object() && v.value("name", Json()) == name && v.value("value", Json()).is_string())
+      return v["value"].get<std::string>();
+  return std::nullopt;
 }
 
 RailPlan plan_rails(const Json& report_a, const Json& report_b) {

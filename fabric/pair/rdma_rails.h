@@ -10,6 +10,7 @@
 // section, then HCA name, port): rail i = the i-th port of each host.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct RailPlan {
 };
 
 RailPlan plan_rails(const Json& report_a, const Json& report_b);
+
+// The value of NCCL variable `name` as a host's node report recorded it (its nccl_env section): the
+// first entry of that name with a string value (the agent may be hostile or broken), or nullopt.
+std::optional<std::string> nccl_env_value(const Json& report, const std::string& name);
 
 // The link layers of a host's ACTIVE RDMA ports ("InfiniBand", "Ethernet"), one per port.
 std::vector<std::string> active_link_layers(const Json& report);

@@ -17,12 +17,9 @@ namespace {
 
 // NCCL_IB_HCA as this host's node report recorded it (nccl_env section), or nullopt when unset.
 std::optional<probes::NcclList> ib_hca_of(const Json& report) {
-  if (!report.is_object() || !report.contains("nccl_env") || !report["nccl_env"].is_object()) return std::nullopt;
-  for (const auto& v : report["nccl_env"].value("variables", Json::array()))
-    if (v.is_object() && v.value("name", Json()) == "NCCL_IB_HCA" &&
-        v.value("value", Json()).is_string())
-      return probes::parse_nccl_list(v["value"].get<std::string>(), probes::kNcclMaxHcaEntries);
-  return std::nullopt;
+  const std::optional<std::string> value = nccl_env_value(report, "NCCL_IB_HCA");
+  if (!value) return std::nullopt;
+  return probes::parse_nccl_list(*value, probes::kNcclMaxHcaEntries);
 }
 
 Json side(const RcPortPair& p, bool a) {
