@@ -31,6 +31,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "tests", "vm"))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(SRC, "bench", "rdma"))
+import perftest  # noqa: E402
 from run_bench import fmt_size  # noqa: E402
 from vm_cluster import Skip, VmCluster, build_image  # noqa: E402
 
@@ -41,9 +43,8 @@ RANK = "/tmp/fabkit-allreduce-rank"
 
 def ship(c, i, path):
     with open(path, "rb") as f:
-        r = subprocess.run(["ip", "netns", "exec", c.ns, "ssh", "-F", os.path.join(c.image, "ssh_config"),
-                            "-o", "BatchMode=yes", c.addr(i), "cat > %s && chmod +x %s" % (RANK, RANK)],
-                           stdin=f, capture_output=True, timeout=120)
+        r = subprocess.run(c.ssh_argv(i, "cat > %s && chmod +x %s" % (RANK, RANK)), stdin=f,
+                           capture_output=True, timeout=120)
     if r.returncode != 0:
         sys.exit("vm_rdma_bench.py: copying the rank binary to vm%d failed: %s" % (i, r.stderr.decode()[-500:]))
 
@@ -61,9 +62,8 @@ def run_pair(c, a, transport, size, port):
     for i in (0, 1):
         cmd = "read -r FABKIT_TOKEN && export FABKIT_TOKEN && exec %s %s --rank %d --local %s --peer %s" % (
             RANK, common, i, c.addr(i), c.addr(0))
-        procs.append(subprocess.Popen(["ip", "netns", "exec", c.ns, "ssh", "-F", os.path.join(c.image, "ssh_config"),
-                                       "-o", "BatchMode=yes", c.addr(i), cmd],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(subprocess.Popen(c.ssh_argv(i, cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
         procs[-1].stdin.write(token + "\n")
         procs[-1].stdin.close()
     runs = []
@@ -88,31 +88,14 @@ def run_ib_write_bw(c, a, port):
     """perftest's bidirectional RDMA write bandwidth on the same rxe link, per direction in GB/s
     (the unit of an all-reduce's busbw: for 2 ranks, the bytes each direction carries per second),
     or None after printing why it failed. The RDMA wire ceiling the all-reduce is bounded by."""
-    common = "ib_write_bw -d rxe0 -i 1 -x 1 -s %d -n %d -b -F --report_gbits -p %d" % (
+    cmd = "ib_write_bw -d rxe0 -i 1 -x 1 -s %d -n %d -b -F -p %d" % (
         a.perftest_bytes, a.perftest_iters, port)
-    server = c.ssh_background(1, common)
     try:
-        client = None
-        for _ in range(20):  # the server needs a moment to listen (TCG)
-            client = c.ssh(0, "sleep 1; " + common + " " + c.addr(1), timeout=300)
-            if client.returncode == 0:
-                break
-        out, err = server.communicate(timeout=300)
-    finally:
-        if server.poll() is None:
-            server.kill()
-    if client is None or client.returncode != 0:
-        print("ib_write_bw: client exit %s: %s" % (client and client.returncode, (client.stderr if client else "")[-500:]),
-              file=sys.stderr)
+        # With -b perftest reports the sum of both directions.
+        return perftest.parse_bw(perftest.run(c, cmd, cmd)) / 2 / 8
+    except (RuntimeError, ValueError) as e:
+        print("ib_write_bw: %s" % e, file=sys.stderr)
         return None
-    for line in client.stdout.splitlines():
-        f = line.split()
-        # " 65536  200  0.25  0.24  0.000463": bytes, iterations, BW peak, BW average (Gb/s), rate.
-        if len(f) >= 4 and f[0] == str(a.perftest_bytes) and f[1] == str(a.perftest_iters):
-            # With -b perftest reports the sum of both directions.
-            return float(f[3]) / 2 / 8
-    print("ib_write_bw: no result line in: %s" % client.stdout[-800:], file=sys.stderr)
-    return None
 
 
 def main():

@@ -16,56 +16,17 @@ The VM's accelerator (TCG here) is printed with the figures.
 import argparse
 import json
 import os
-import re
 import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "vm"))
+sys.path.insert(0, HERE)
 from vm_cluster import VmCluster, build_image  # noqa: E402
+import perftest  # noqa: E402
 
 BW_GOAL = 0.9
 LAT_GOAL = 1.1
-
-
-def parse_perftest_bw(text):
-    """Gbit/s (1e9 bit/s) from ib_write_bw's default report: the row under the '#bytes' header,
-    'BW average[MB/sec]' its fourth column, where perftest's MB is 2^20 bytes (its format_factor
-    0x100000). --report_gbits would print two decimals only: too coarse for a ratio."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if line.strip().startswith("#bytes") and "BW average[MB/sec]" in line:
-            for row in lines[i + 1:]:
-                cols = row.split()
-                if len(cols) >= 4 and cols[0].isdigit():
-                    return float(cols[3]) * 1048576 * 8 / 1e9
-    raise ValueError("no bandwidth row in perftest output:\n" + text[-800:])
-
-
-def parse_perftest_lat(text):
-    """t_typical (usec, one way) from ib_write_lat / ib_send_lat: the row under the '#bytes'
-    header whose columns are #bytes #iterations t_min t_max t_typical ..."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if line.strip().startswith("#bytes") and "t_typical" in line:
-            head = line.split()
-            k = head.index("t_typical[usec]") if "t_typical[usec]" in head else 4
-            for row in lines[i + 1:]:
-                cols = row.split()
-                if len(cols) > k and cols[0].isdigit():
-                    return float(cols[k])
-    raise ValueError("no latency row in perftest output:\n" + text[-800:])
-
-
-def perftest(c, server_cmd, client_cmd):
-    """Runs a perftest pair: the server on vm1 in the background, the client on vm0."""
-    c.ssh(1, "%s >/tmp/perftest-server.log 2>&1 &" % server_cmd, check=True)
-    # The server listens on its TCP port for the exchange; the client retries its connect briefly.
-    r = c.ssh(0, "for i in 1 2 3 4 5 6 7 8 9 10; do %s %s && exit 0; sleep 0.5; done; exit 1"
-              % (client_cmd, c.addr(1)), timeout=300)
-    if r.returncode != 0:
-        raise RuntimeError("%s failed: %s %s" % (client_cmd, r.stdout[-800:], r.stderr[-800:]))
-    return r.stdout
 
 
 def fabcheck_rc(c, fabcheck, size, iters, lat_iters):
@@ -104,10 +65,10 @@ def main():
                     got["bw"], got["lat"] = fabcheck_rc(c, fabcheck, a.size, a.iters, a.lat_iters)
                 elif name == "ib_write_bw":
                     cmd = "ib_write_bw -x 1 -s %d -n %d" % (a.size, a.iters)
-                    got["pt_bw"] = parse_perftest_bw(perftest(c, cmd, cmd))
+                    got["pt_bw"] = perftest.parse_bw(perftest.run(c, cmd, cmd))
                 else:
                     cmd = "%s -x 1 -s 2 -n %d" % (name, a.lat_iters)
-                    got[name] = parse_perftest_lat(perftest(c, cmd, cmd))
+                    got[name] = perftest.parse_lat(perftest.run(c, cmd, cmd))
             rows.append(got)
             print("round %d (%s): fabcheck %.3f Gbit/s, %.1f us; ib_write_bw %.3f Gbit/s; "
                   "ib_write_lat %.1f us; ib_send_lat %.1f us"

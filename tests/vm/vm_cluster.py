@@ -217,19 +217,21 @@ class VmCluster:
         return subprocess.run(["ip", "netns", "exec", self.ns] + list(argv), capture_output=True,
                               text=True, timeout=timeout, **kw)
 
-    def ssh(self, i, command, timeout=300, check=False):
-        r = self.in_ns(["ssh", "-F", os.path.join(self.image, "ssh_config"), "-o", "BatchMode=yes",
-                        self.addr(i), command], timeout=timeout)
+    def ssh_argv(self, i, command):
+        """The argv that runs `command` on node i over ssh, from the bridge's namespace."""
+        return ["ip", "netns", "exec", self.ns, "ssh", "-F", os.path.join(self.image, "ssh_config"),
+                "-o", "BatchMode=yes", self.addr(i), command]
+
+    def ssh(self, i, command, timeout=300, check=False, **kw):
+        r = subprocess.run(self.ssh_argv(i, command), capture_output=True, text=True, timeout=timeout, **kw)
         if check and r.returncode != 0:
             raise VmError("on vm%d: %s: exit %d: %s%s" % (i, command, r.returncode, r.stderr.strip(),
                                                          r.stdout.strip()))
         return r
 
     def ssh_background(self, i, command):
-        return subprocess.Popen(["ip", "netns", "exec", self.ns, "ssh", "-F",
-                                 os.path.join(self.image, "ssh_config"), "-o", "BatchMode=yes",
-                                 self.addr(i), command],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(self.ssh_argv(i, command), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
 
     def controller(self, argv, timeout=300):
         return self.in_ns(argv, timeout=timeout)
