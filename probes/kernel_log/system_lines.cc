@@ -29,6 +29,7 @@
 //    power (75W).", which is no event).
 #include "probes/kernel_log/system_lines.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -174,7 +175,10 @@ std::optional<SystemLine> rcu_stall(sv m) {
 std::optional<SystemLine> panic(sv m) {
   sv t = trim_right(m);
   if (!skip(t, "Kernel panic - not syncing: ")) return std::nullopt;
-  return SystemLine{"kernel_panic", "", std::string(t.substr(0, 160)), -1};
+  // At most 160 bytes, cut at the start of a character: the reason reaches the JSON report.
+  size_t cut = std::min<size_t>(t.size(), 160);
+  while (cut < t.size() && cut > 0 && (static_cast<unsigned char>(t[cut]) & 0xc0) == 0x80) --cut;
+  return SystemLine{"kernel_panic", "", std::string(t.substr(0, cut)), -1};
 }
 
 // "N (name)" or "N, UID U, (name)" after "Kill(ed) process ".

@@ -202,6 +202,17 @@ TEST(KernelLogSystemEvents, Mlx5ModuleTemperatureAndSlotPower) {
   EXPECT_EQ(infos, 2);
 }
 
+TEST(KernelLogSystemEvents, ALongPanicReasonIsCutAtACharacterAndReachesJson) {
+  // mce_fatal_panic.txt's panic line with a reason of 159 bytes and then a two-byte character
+  // across the 160-byte cut.
+  auto f = scan_text("Kernel panic - not syncing: " + std::string(159, 'a') + "\xc3\xa9 end\n");
+  const auto* panic = event(f, "kernel_panic", "");
+  ASSERT_TRUE(panic);
+  ASSERT_EQ(panic->details.size(), 1u);
+  EXPECT_EQ(panic->details[0], std::string(159, 'a'));
+  EXPECT_NO_THROW(to_json(f).dump());
+}
+
 TEST(KernelLogSystemEvents, QuotedOrUserWrittenCopiesCountForNothing) {
   // A segfault report quoting a file a user named after a panic line, the same words from
   // user space through /dev/kmsg (facility 1), and a comm that starts like a hung-task line.
