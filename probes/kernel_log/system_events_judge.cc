@@ -66,7 +66,7 @@ std::optional<Finding> system_event_finding(const KernelLogFacts& f, const LogEv
   if (k == "soft_lockup")
     // gpud (components/cpu, cpu_soft_lockup) records it as a warning event.
     return warn("kernel_log.soft_lockup", who,
-                "a CPU was stuck in the kernel for over 20 s running " + who + details(e, "") +
+                "a CPU was stuck in the kernel running " + who + details(e, "") +
                     ": " + seen + line,
                 "the stack trace after the line names the driver (cuda-EvtHandlr: the NVIDIA "
                 "driver); a job running then may have stalled; update the driver if it recurs");
