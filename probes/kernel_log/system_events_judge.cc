@@ -1,8 +1,9 @@
 // Findings for the events of system_lines.h. Severities follow what the peers do with the same
 // lines; where none reads a line, the comment says why fabcheck chose what it did. gpud records
 // every kernel-log match as a warning event unless the component marks the node unhealthy
-// (pkg/kmsg/syncer.go); imbue's dmesg check fails on any line its whitelist does not hold
-// (health_checks/dmesg_whitelist.py); LBNL NHC reads machine checks through mcelog
+// (pkg/kmsg/syncer.go); imbue's dmesg check warns (DmesgHealthCheckWarning) on every line its
+// whitelist (health_checks/dmesg_whitelist.py) does not hold, so it warns on all of these but the
+// OOM killer's lines and the 27W slot-power line, which it holds; LBNL NHC reads machine checks through mcelog
 // (scripts/lbnl_hw.nhc, check_hw_mcelog); Azure NHC reads none of these lines.
 #include "probes/kernel_log/system_lines.h"
 
@@ -30,7 +31,7 @@ std::optional<Finding> system_event_finding(const KernelLogFacts& f, const LogEv
   const std::string& k = e.kind;
   if (k == "nvlink_training_failed") {
     // gpud (components/accelerator/nvidia/nvlink) marks the node unhealthy until a reboot, with
-    // the reboot as its repair action: fail.
+    // the reboot as its repair action: fail (imbue only warns, as on any line it does not know).
     const std::string what = "an NVLink failed to train" +
                              (e.device.empty() ? std::string() : " on " + who) + ": " + seen +
                              details(e, "");
@@ -51,7 +52,9 @@ std::optional<Finding> system_event_finding(const KernelLogFacts& f, const LogEv
                 "fabric manager log name the link, then reseat or replace the GPU baseboard");
   }
   if (k == "kernel_panic")
-    // A panic stops the kernel; seeing its line here means a capture or a kdump/pstore copy.
+    // gpud (components/os, from pstore) and imbue record a warning; fabcheck fails it: a panic
+    // stops the kernel, so its line is in a capture of a boot that crashed (a journal, a serial
+    // console, kdump), and what crashed it (the trace before the line) is not known to be gone.
     return fail("kernel_log.kernel_panic", "kernel",
                 "the kernel panicked" + details(e, "") + ": " + seen + line,
                 "drain the node; read the trace before the panic line (a machine check, a "
@@ -100,7 +103,8 @@ std::optional<Finding> system_event_finding(const KernelLogFacts& f, const LogEv
                     process + ": " + seen + line,
                 "the job's memory limit, not the node: raise it or use less");
   if (k == "mce_uncorrected")
-    // LBNL NHC fails on any uncorrected machine check (MCELOG_MAX_UNCORRECTED_RATE 0).
+    // LBNL NHC fails on any uncorrected machine check (MCELOG_MAX_UNCORRECTED_RATE 0); imbue
+    // warns, gpud does not read them.
     return fail("kernel_log.mce_uncorrected", "CPU/memory",
                 "uncorrected machine checks" + details(e, "") + ": " + seen + line,
                 "drain the node; mcelog --client or ras-mc-ctl --errors names the DIMM or CPU; "
