@@ -213,6 +213,38 @@ TEST(KernelLogSystemEvents, ALongPanicReasonIsCutAtACharacterAndReachesJson) {
   EXPECT_NO_THROW(to_json(f).dump());
 }
 
+// Every real line of this file's fixtures put where a user can put text in a record the kernel
+// prints, arch/x86/mm/fault.c's segfault report "COMM[PID]: segfault at ... in FILE[START+SIZE]"
+// (6.1+ add " likely on CPU N (core N, socket N)"): the whole line as the file name, and its
+// first 15 bytes as the comm with the rest as the file name. A file name holds no '/'.
+TEST(KernelLogSystemEvents, EveryLineQuotedInASegfaultReportCountsForNothing) {
+  std::string text;
+  int pid = 4000;
+  for (const char* name :
+       {"nvlink_rx_detect.txt", "lockups_stalls.txt", "mce_fatal_panic.txt", "mce_corrected.txt",
+        "oom_kills.txt", "mlx5_module_power.txt", "gpud_dmesg_decode_iso.txt"}) {
+    std::string format;
+    for (const auto& r : parse_kernel_log_text(fixture_text(name), &format)) {
+      const std::string m = r.message.substr(0, r.message.find('\n'));
+      const std::string comm = m.substr(0, 15), rest = m.size() > 15 ? m.substr(15) : "x";
+      for (const char* tail : {"", " likely on CPU 3 (core 3, socket 0)"}) {
+        const std::string at =
+            "]: segfault at 0 ip 000055d5c0a0b1c4 sp 00007ffd4c0a3e10 error 4 in ";
+        if (m.find('/') == std::string::npos)
+          text += "[    5.000000] python3[" + std::to_string(pid++) + at + m +
+                  "[55d5c0a0b000+1000]" + tail + "\n";
+        if (rest.find('/') == std::string::npos)
+          text += "[    5.000000] " + comm + "[" + std::to_string(pid++) + at + rest +
+                  "[55d5c0a0b000+1000]" + tail + "\n";
+      }
+    }
+  }
+  auto f = scan_text(text);
+  EXPECT_GT(f.records, 150u);
+  EXPECT_TRUE(f.events.empty()) << f.events[0].kind << ": " << f.events[0].sample;
+  EXPECT_TRUE(f.xids.empty());
+}
+
 TEST(KernelLogSystemEvents, QuotedOrUserWrittenCopiesCountForNothing) {
   // A segfault report quoting a file a user named after a panic line, the same words from
   // user space through /dev/kmsg (facility 1), and a comm that starts like a hung-task line.
