@@ -17,7 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   f.since_boot_s = 10;
   // One GPU on the bus, so a line about any other is kernel_log.not_a_gpu.
   f.gpu_bus_ids = std::vector<std::string>{"0000:18:00.0"};
-  scan_kernel_log(parse_kernel_log_text(text, &format), {{"0000:18:00.0", "GPU 0000:18:00.0"}}, f);
+  auto records = parse_kernel_log_text(text, &format);
+  place_wall_times(records, 1700000000);  // ISO times become times since this boot
+  scan_kernel_log(records, {{"0000:18:00.0", "GPU 0000:18:00.0"}}, f);
   judge_kernel_log(f);
   to_json(f).dump();
   parse_kmsg_record(text);

@@ -43,6 +43,9 @@ struct KernelLogRecord {
   // wrote to /dev/kmsg (which the kernel never lets be 0); nullopt when the format does not say
   // (plain dmesg text), and then the record counts as the kernel's.
   std::optional<int> facility;
+  // Unix time, where the format gives a wall-clock time with its UTC offset (`dmesg
+  // --time-format iso`, journalctl -o short-iso); place_wall_times turns it into time_s.
+  std::optional<double> unix_s;
 };
 
 // Every Xid of one number on one GPU.
@@ -123,6 +126,9 @@ Json to_json(const KernelLogFacts& facts);
 std::optional<KernelLogRecord> parse_kmsg_record(std::string_view raw, uint64_t* seq = nullptr);
 // A whole file: kmsg records or dmesg text, told per line; *format gets "kmsg" or "dmesg".
 std::vector<KernelLogRecord> parse_kernel_log_text(const std::string& text, std::string* format);
+// Gives records with a wall-clock time and no since-boot time one from the boot time (Unix
+// seconds); records before the boot (another boot's, in a journal) keep none.
+void place_wall_times(std::vector<KernelLogRecord>& records, std::optional<int64_t> boot_unix_s);
 // Filters by the window and groups what the records say into facts.xids and facts.events.
 void scan_kernel_log(const std::vector<KernelLogRecord>& records,
                      const std::map<std::string, std::string>& device_names, KernelLogFacts& facts);

@@ -166,6 +166,7 @@ KernelLogFacts gather_kernel_log(const ProbeContext& ctx, const KernelLogDevices
   } else {
     f.unreadable_reason = path.string() + " is neither the kmsg device nor a regular file";
   }
+  place_wall_times(records, f.boot_time_unix_s);
   // The span first (a capture's --since counts back from its last record), then the window.
   for (const auto& r : records)
     if (r.time_s) {

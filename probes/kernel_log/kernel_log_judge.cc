@@ -14,6 +14,7 @@
 #include <ctime>
 
 #include "probes/kernel_log/kernel_log_facts.h"
+#include "probes/kernel_log/system_lines.h"
 
 namespace fabkit::probes {
 namespace {
@@ -156,6 +157,10 @@ std::vector<Finding> judge_kernel_log(const KernelLogFacts& f) {
     const std::string seen = span(f, e.count, e.first_s, e.last_s);
     const std::string bits = e.details.empty() ? "" : " (" + joined(e.details) + ")";
     const std::string line = ". Line: " + e.sample;
+    if (auto found = system_event_finding(f, e, who, seen)) {
+      out.push_back(std::move(*found));
+      continue;
+    }
     if (e.kind == "gpu_off_bus" && !not_a_gpu(f, e.device).empty())
       out.push_back(not_a_gpu_finding(e.device, "a GPU off the bus at " + e.device + ": " + seen,
                                       not_a_gpu(f, e.device), e.sample, false));

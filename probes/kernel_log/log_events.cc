@@ -23,12 +23,15 @@
 //    observed, ...", "wait_func_handle_exec_timeout: ... No done completion", "wait_func: ...
 //    timeout. Will cause a leak of a command resource".
 //  Links: log_lines.h lists them.
+//  NVLink training, hung tasks, lockups, RCU stalls, panics, the OOM killer, machine checks and
+//    mlx5 module and slot-power events: system_lines.h lists them.
 #include <algorithm>
 #include <cctype>
 
 #include "common/file_reader.h"
 #include "probes/kernel_log/kernel_log_facts.h"
 #include "probes/kernel_log/log_lines.h"
+#include "probes/kernel_log/system_lines.h"
 
 namespace fabkit::probes {
 namespace {
@@ -72,6 +75,7 @@ struct Scanner {
   std::map<std::pair<int, std::string>, size_t> xid_index;
   std::map<std::pair<std::string, std::string>, size_t> event_index;
   std::map<std::string, size_t> last_aer;  // device -> its latest AER group, for the bit lines
+  long last_oom_pid = -1;                  // the process the OOM killer's last line named
 
   std::string name_of(const std::string& bus) const {
     auto it = names.find(bus);
@@ -231,6 +235,27 @@ struct Scanner {
     return false;
   }
 
+  bool system(const KernelLogRecord& r) {
+    auto l = parse_system_line(r.message);
+    if (!l) return false;
+    if (l->kind == "oom_kill" || l->kind == "oom_kill_cgroup") {
+      // One kill prints two lines ("oom-kill:..." then "Out of memory: Killed process"; before
+      // 4.19 "Kill process" then "Killed process"), both naming the process killed.
+      if (l->pid >= 0 && l->pid == last_oom_pid) return true;
+      last_oom_pid = l->pid;
+    }
+    // mce_panic's reason ("Processor context corrupt") belongs to the exception above it.
+    const bool reason = l->kind == "mce_context";
+    if (reason) l->kind = "mce_uncorrected";
+    const bool known = event_index.count({l->kind, l->device}) > 0;
+    LogEventGroup& g = event(l->kind, l->device, r);
+    if (!reason || !known) count(g, r);
+    if (!l->detail.empty() && g.details.size() < 16 &&
+        std::find(g.details.begin(), g.details.end(), l->detail) == g.details.end())
+      g.details.push_back(l->detail);
+    return true;
+  }
+
   void scan(const KernelLogRecord& r) {
     // devkmsg_write (kernel/printk/printk.c) gives what user space writes to /dev/kmsg the
     // facility LOG_USER, or the one its "<N>" prefix names, but never LOG_KERN (0): "to be able
@@ -239,8 +264,8 @@ struct Scanner {
       ++f.user_space_records;
       return;
     }
-    if (xid(r) || off_bus(r) || aer(r) || link(r)) return;
-    mlx5(r);
+    if (xid(r) || off_bus(r) || aer(r) || link(r) || mlx5(r)) return;
+    system(r);
   }
 };
 
@@ -248,7 +273,7 @@ struct Scanner {
 
 void scan_kernel_log(const std::vector<KernelLogRecord>& records,
                      const std::map<std::string, std::string>& names, KernelLogFacts& f) {
-  Scanner s{names, f, {}, {}, {}};
+  Scanner s{names, f, {}, {}, {}, -1};
   for (const auto& r : records) {
     ++f.records;
     if (r.time_s) {

@@ -7,11 +7,16 @@
 // dmesg text: "[  123.456789] message" (util-linux's default), "<6>[  123.456789] message"
 // (dmesg -r: the raw prio again), "kern  :info  : [  123.456789] message" (dmesg -x),
 // "[Thu Oct 22 08:55:04 2020] message" (dmesg -T), "[  +0.000316] message" (dmesg
-// -d/-H), "[  36.764462][  T291] message" (CONFIG_PRINTK_CALLER); syslog/journal copies put
-// "Mon DD HH:MM:SS host kernel: " in front (another tag than "kernel" is user space's), pdsh
-// "host: ". A multi-line record's later lines are indented and carry no stamp: they belong to the
-// record above. Plain dmesg text does not say who wrote a record: there the start of the message
-// (log_lines.h) is all that tells a driver's line.
+// -d/-H), "[  36.764462][  T291] message" (CONFIG_PRINTK_CALLER), "kern  :err   :
+// 2025-01-21T04:41:44,283302+00:00 message" (dmesg --decode --time-format iso, either part
+// alone too); syslog/journal copies put "Mon DD HH:MM:SS host kernel: " in front (also with
+// microseconds, journalctl -o short-precise, or an RFC 3339 time, -o short-iso; another tag than
+// "kernel" is user space's), or "[  123.456789] host kernel: " (-o short-monotonic), pdsh
+// "host: ". Wall-clock times count as times only with a year and a UTC offset (the ISO forms),
+// through the boot time (place_wall_times); dmesg -T's and syslog's local times without a zone
+// are no time. A multi-line record's later lines are indented and carry no stamp: they belong to
+// the record above. Plain dmesg text does not say who wrote a record: there the start of the
+// message (log_lines.h) is all that tells a driver's line.
 #include <time.h>
 
 #include <cctype>
@@ -24,6 +29,7 @@
 #include "common/file_reader.h"
 #include "common/utf8_text.h"
 #include "probes/kernel_log/kernel_log_facts.h"
+#include "probes/kernel_log/log_text_heads.h"
 
 namespace fabkit::probes {
 namespace {
@@ -131,35 +137,31 @@ std::optional<int> stamp_prefix_facility(std::string_view prefix) {
   if (prefix.empty() || prefix.back() != ':') return std::nullopt;
   const size_t colon = prefix.find(':');
   if (colon == prefix.size() - 1) return std::nullopt;
-  std::string_view name = prefix.substr(0, colon);
-  while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
-  static constexpr const char* kNames[] = {"kern", "user", "mail", "daemon", "auth",     "syslog",
-                                           "lpr",  "news", "uucp", "cron",   "authpriv", "ftp"};
-  for (int i = 0; i < static_cast<int>(std::size(kNames)); ++i)
-    if (name == kNames[i]) return i;
-  if (name.size() == 6 && name.substr(0, 5) == "local" && name[5] >= '0' && name[5] <= '7')
-    return 16 + (name[5] - '0');
-  return std::nullopt;
+  return facility_number(prefix.substr(0, colon));
 }
 
 // A syslog line's head: "Mar 27 15:37:34 cc1 kernel: " or "2024-05-18T19:02:39.1+00:00 cc1
 // kernel: " (the host may be missing). The tag is its last word; *message_at gets where the
-// message starts (in the whole line). nullopt when the line does not start with such a time.
-std::optional<std::string_view> syslog_tag_at(std::string_view line, size_t* message_at);
+// message starts (in the whole line), *unix_s the time when it has a year and a UTC offset.
+// nullopt when the line does not start with such a time.
+std::optional<std::string_view> syslog_tag_at(std::string_view line, size_t* message_at,
+                                              std::optional<double>* unix_s);
 
 // The same after pdsh's "host: ", if there is one.
-std::optional<std::string_view> syslog_tag(std::string_view line, size_t* message_at) {
-  if (auto tag = syslog_tag_at(line, message_at)) return tag;
+std::optional<std::string_view> syslog_tag(std::string_view line, size_t* message_at,
+                                           std::optional<double>* unix_s) {
+  if (auto tag = syslog_tag_at(line, message_at, unix_s)) return tag;
   const size_t c = line.find(": ");
   if (c == std::string_view::npos || c == 0 || c > 64 ||
       line.substr(0, c).find(' ') != std::string_view::npos)
     return std::nullopt;
-  auto tag = syslog_tag_at(line.substr(c + 2), message_at);
+  auto tag = syslog_tag_at(line.substr(c + 2), message_at, unix_s);
   if (tag) *message_at += c + 2;
   return tag;
 }
 
-std::optional<std::string_view> syslog_tag_at(std::string_view line, size_t* message_at) {
+std::optional<std::string_view> syslog_tag_at(std::string_view line, size_t* message_at,
+                                              std::optional<double>* unix_s) {
   auto digit = [&](size_t i) {
     return i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]));
   };
@@ -167,11 +169,21 @@ std::optional<std::string_view> syslog_tag_at(std::string_view line, size_t* mes
   if (line.size() > 16 && std::isupper(static_cast<unsigned char>(line[0])) && line[3] == ' ' &&
       line[6] == ' ' && line[9] == ':' && line[12] == ':' && digit(7) && digit(8) && digit(13) &&
       digit(14)) {
-    at = 16;  // "Mmm dd hh:mm:ss "
+    // "Mmm dd hh:mm:ss " (no year, no zone: no time), or with microseconds (journalctl -o
+    // short-precise).
+    at = 15;
+    if (line[at] == '.')
+      while (++at < line.size() && std::isdigit(static_cast<unsigned char>(line[at]))) {
+      }
+    if (at >= line.size() || line[at] != ' ') return std::nullopt;
+    ++at;
   } else if (line.size() > 20 && digit(0) && digit(3) && line[4] == '-' && line[7] == '-' &&
              (line[10] == 'T' || line[10] == ' ') && line[13] == ':') {
     at = line.find(' ', 11);
     if (at == std::string_view::npos) return std::nullopt;
+    size_t used = 0;
+    bool comma = false;
+    if (auto t = iso_time(line, &used, &comma); t && used == at) *unix_s = t;
     ++at;
   } else {
     return std::nullopt;
@@ -206,6 +218,26 @@ TextLine parse_text_line(std::string_view line) {
       return out;
     }
   }
+  // dmesg --decode's "kern  :err   : " and --time-format iso's time ("2025-01-21T04:41:44,283302
+  // +00:00", the comma telling it from a syslog time, which a host and tag follow), together or
+  // each alone. After a decode prefix, a "[stamp]" is read below with the prefix.
+  std::string_view body = line;
+  const std::optional<int> decoded = decode_prefix(line, &body);
+  size_t used = 0;
+  bool comma = false;
+  if (auto t = iso_time(body, &used, &comma); t && comma) {
+    out.record.unix_s = t;
+    out.record.facility = decoded;
+    body.remove_prefix(used);
+    if (!body.empty()) body.remove_prefix(1);
+    out.record.message = std::string(body);
+    return out;
+  }
+  if (decoded && (body.empty() || body.front() != '[')) {
+    out.record.facility = decoded;
+    out.record.message = std::string(body);
+    return out;
+  }
   // The first "[stamp]" in the line's head, after any prefix (syslog, pdsh, "<6>").
   const size_t head = std::min<size_t>(line.size(), 100);
   for (size_t open = line.find('['); open != std::string_view::npos && open < head;
@@ -233,7 +265,7 @@ TextLine parse_text_line(std::string_view line) {
   // says who wrote it; "kernel: message" (a journal line without its time); "<6>message"; or a
   // bare message.
   size_t at = 0;
-  if (auto tag = syslog_tag(line, &at)) {
+  if (auto tag = syslog_tag(line, &at, &out.record.unix_s)) {
     out.record.facility = *tag == "kernel" ? 0 : 1;
     out.record.message = std::string(line.substr(at));
   } else if (line.substr(0, 8) == "kernel: ") {
