@@ -16,7 +16,9 @@ namespace {
 // NVIDIA's Row Remapping page: Ampere and later support "up to 512 remapping for the frame
 // buffer"; its RMA Policy: a remap failure is flagged "after 512 total remappings for an
 // uncorrectable memory error have occurred". At 512 the budget is spent and the next
-// uncorrectable error cannot be contained. Azure NHC fails above 512 (FaultCode NHC2007).
+// uncorrectable error cannot be contained. Azure NHC's rule fails above 512 (FaultCode NHC2007;
+// at @0295e2f it reads the fourth field of its three-field --query-remapped-rows, so it never
+// fires there: one more reason not to wait for it).
 constexpr unsigned kUncorrectableRemapLimit = 512;
 // NVIDIA's Row Remapping page: page retirement (before Ampere) "supported a maximum of 64
 // retirements for the frame buffer". Azure NHC fails a V100 whose single- plus double-bit
