@@ -61,10 +61,11 @@ Json smi_memory(const std::string& text) {
       const std::string location = key.rfind("SRAM", 0) == 0 ? "sram" : "dram";
       const std::string type =
           key.find("Uncorrectable") != std::string::npos ? "uncorrected" : "corrected";
+      // Drivers from R550 print "SRAM Uncorrectable Parity" and "... SEC-DED": both add up.
+      auto add = [](Json& j, uint64_t n) { j = (j.is_null() ? 0 : j.get<uint64_t>()) + n; };
       if (auto n = number(value)) {
-        dev["ecc_location_errors"][location][counter][type] = *n;
-        Json& total = dev["ecc_errors"][counter][type];
-        total = (total.is_null() ? 0 : total.get<uint64_t>()) + *n;
+        add(dev["ecc_location_errors"][location][counter][type], *n);
+        add(dev["ecc_errors"][counter][type], *n);
       }
     } else if (section == "Retired Pages" || section == "Retired pages") {
       const char* member = key == "Single Bit ECC"           ? "multiple_single_bit"
