@@ -127,6 +127,34 @@ TEST(RoceNetdevNamespace, CaptureWithoutNdevsOrDeviceNetIsNotCaptured) {
   EXPECT_NE(worst_severity(out), Severity::kFail);
 }
 
+// A peer's real capture (gpud's H100 test data): a RoCE bond with no device/, gids or gid_attrs.
+// Not captured is not missing: info saying what to capture, never rdma.roce_no_netdev (issue 39
+// found that FAIL; issue 37's NetdevPlace::kNotCaptured had fixed it by then).
+TEST(RoceNetdevNamespace, PeerCaptureOfARoceBondWithoutDeviceNetIsNotCaptured) {
+  TempDir dir("roce_gpud_bond");
+  RdmaFacts f = unpack("sysfs_gpud_roce_bond_no_device.ttar", dir);
+  ASSERT_TRUE(f.errors.empty()) << f.errors.front().to_string();
+  const RdmaPort& bond = port_of(f, "mlx5_bond_0");
+  EXPECT_EQ(bond.link_layer, verbs::LinkLayer::kEthernet);
+  EXPECT_EQ(bond.netdev_place, NetdevPlace::kNotCaptured);
+  auto out = judge_rdma(f);
+  EXPECT_EQ(find(out, "rdma.roce_no_netdev"), nullptr);
+  EXPECT_EQ(find(out, "rdma.roce_no_v2_gid"), nullptr);  // no gids captured: not judged
+  const Finding* nc = find(out, "rdma.roce_netdev_not_captured");
+  ASSERT_NE(nc, nullptr);
+  EXPECT_EQ(nc->severity, Severity::kInfo);
+  EXPECT_NE(nc->message.find("mlx5_bond_0:1"), std::string::npos);
+  EXPECT_NE(nc->fix.find("capture /sys/class/net"), std::string::npos) << nc->fix;
+  EXPECT_NE(worst_severity(out), Severity::kFail);
+  // The same tree read as the live system: the kernel knows no netdev, a real fault.
+  RdmaFacts live = gather_rdma_sysfs(dir.path() / "sys", /*live=*/true);
+  EXPECT_EQ(port_of(live, "mlx5_bond_0").netdev_place, NetdevPlace::kNone);
+  auto live_out = judge_rdma(live);
+  const Finding* missing = find(live_out, "rdma.roce_no_netdev");
+  ASSERT_NE(missing, nullptr);
+  EXPECT_EQ(missing->severity, Severity::kFail);
+}
+
 // The same capture names the netdev (ndevs) but holds no class/net: which namespace has it is not
 // known either.
 TEST(RoceNetdevNamespace, CaptureWithNdevsButNoClassNetIsNotCaptured) {
