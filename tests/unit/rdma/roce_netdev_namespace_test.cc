@@ -155,6 +155,29 @@ TEST(RoceNetdevNamespace, PeerCaptureOfARoceBondWithoutDeviceNetIsNotCaptured) {
   EXPECT_EQ(missing->severity, Severity::kFail);
 }
 
+// A capture with the GIDs but without gid_attrs/types: no type says RoCE v2, and none says
+// otherwise. Info naming what to capture, not rdma.roce_no_v2_gid's FAIL (issue 39).
+TEST(RoceNetdevNamespace, CaptureWithoutGidTypesDoesNotJudgeRoceV2) {
+  TempDir dir("roce_no_types");
+  testing::unpack_ttar(testing::project_fixtures() / "rdma/sysfs_ib_hdr_roce_v2.ttar", dir.path(),
+                       "");
+  std::filesystem::remove_all(dir.path() / "sys/class/infiniband/mlx5_2/ports/1/gid_attrs/types");
+  RdmaFacts f = gather_rdma_sysfs(dir.path() / "sys");
+  const RdmaPort& roce = port_of(f, "mlx5_2");
+  EXPECT_TRUE(roce.gids_known);
+  EXPECT_EQ(roce.gids.size(), 4u);
+  EXPECT_FALSE(roce.roce_v2_gid_index);
+  auto out = judge_rdma(f);
+  EXPECT_EQ(find(out, "rdma.roce_no_v2_gid"), nullptr);
+  const Finding* unknown = find(out, "rdma.roce_gid_types_unknown");
+  ASSERT_NE(unknown, nullptr);
+  EXPECT_EQ(unknown->severity, Severity::kInfo);
+  EXPECT_NE(unknown->message.find("mlx5_2:1 is RoCE with 4 GIDs in use"), std::string::npos)
+      << unknown->message;
+  EXPECT_NE(unknown->fix.find("gid_attrs"), std::string::npos);
+  EXPECT_NE(worst_severity(out), Severity::kFail);
+}
+
 // The same capture names the netdev (ndevs) but holds no class/net: which namespace has it is not
 // known either.
 TEST(RoceNetdevNamespace, CaptureWithNdevsButNoClassNetIsNotCaptured) {
