@@ -27,11 +27,20 @@ struct NotSupported {
 struct EccCounts {
   std::optional<uint64_t> corrected, uncorrected;
 };
+// The counts of one memory location (nvmlDeviceGetMemoryErrorCounter), as nvidia-smi -q's
+// "SRAM Correctable", "DRAM Uncorrectable", ... rows print them.
+struct EccLocationCounts {
+  EccCounts volatile_counts, aggregate_counts;
+};
 struct EccFacts {
   std::optional<bool> enabled;          // current mode
   std::optional<bool> pending_enabled;  // after the next reset
   EccCounts volatile_counts;            // since the driver loaded
   EccCounts aggregate_counts;           // the life of the board (InfoROM)
+  // The totals split by where the error was: DRAM (HBM, contained by row remapping) and SRAM
+  // (on-die caches and register files, which nothing remaps). Null where the GPU or driver does
+  // not answer for that location (before Turing, or an older libnvidia-ml).
+  std::optional<EccLocationCounts> sram, dram;
 };
 
 struct RetiredPagesFacts {

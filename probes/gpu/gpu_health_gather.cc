@@ -76,6 +76,42 @@ void gather_ecc(CallLog& log, nvml::Device h, EccFacts& ecc) {
   }
 }
 
+// SRAM and DRAM apart: the peers' thresholds differ by location (gpu_memory_counts_judge.cc).
+// A location the GPU does not answer for stays null: its first Not Supported ends the asks for
+// that location (before Turing there is no SRAM location; DRAM is the older DEVICE_MEMORY).
+void gather_ecc_locations(CallLog& log, nvml::Device h, EccFacts& ecc) {
+  const nvml::Table& t = log.table();
+  const char* kCall = "nvmlDeviceGetMemoryErrorCounter";
+  if (log.lost() || !ecc.enabled.value_or(false) ||
+      !log.present(kCall, reinterpret_cast<const void*>(t.memory_error_counter)))
+    return;
+  for (auto [location, out] : {std::pair{nvml::kMemoryLocationSram, &ecc.sram},
+                               std::pair{nvml::kMemoryLocationDram, &ecc.dram}}) {
+    EccLocationCounts c;
+    struct Ask {
+      int type, counter;
+      std::optional<uint64_t>* out;
+    } asks[] = {
+        {nvml::kMemoryErrorCorrected, nvml::kVolatileEcc, &c.volatile_counts.corrected},
+        {nvml::kMemoryErrorUncorrected, nvml::kVolatileEcc, &c.volatile_counts.uncorrected},
+        {nvml::kMemoryErrorCorrected, nvml::kAggregateEcc, &c.aggregate_counts.corrected},
+        {nvml::kMemoryErrorUncorrected, nvml::kAggregateEcc, &c.aggregate_counts.uncorrected}};
+    bool any = false;
+    for (const auto& a : asks) {
+      unsigned long long n = 0;
+      nvml::Return r = t.memory_error_counter(h, a.type, a.counter, location, &n);
+      if (!log.ok(kCall, r)) {
+        if (log.lost()) return;
+        if (gpu_detail::unsupported_code(r)) break;
+        continue;
+      }
+      *a.out = n;
+      any = true;
+    }
+    if (any) *out = c;
+  }
+}
+
 void gather_retired_pages(CallLog& log, nvml::Device h, RetiredPagesFacts& rp) {
   const nvml::Table& t = log.table();
   if (log.present("nvmlDeviceGetRetiredPagesPendingStatus",
@@ -297,6 +333,7 @@ void gather_gpu_health(const ProbeContext& ctx, const nvml::Table& t, nvml::Devi
   health.board_part_number = ask_text(log, "nvmlDeviceGetBoardPartNumber", t.board_part_number,
                                       nvml::kPartNumberBufferSize, h);
   if (!log.lost()) gather_ecc(log, h, health.ecc);
+  gather_ecc_locations(log, h, health.ecc);
   if (!log.lost()) gather_retired_pages(log, h, health.retired_pages);
   if (!log.lost()) gather_remapped_rows(log, h, health);
   if (!log.lost()) gather_clocks(log, h, health);

@@ -16,6 +16,11 @@ Json counts(const EccCounts& c) {
   return {{"corrected", opt(c.corrected)}, {"uncorrected", opt(c.uncorrected)}};
 }
 
+Json location(const std::optional<EccLocationCounts>& l) {
+  if (!l) return nullptr;
+  return {{"volatile", counts(l->volatile_counts)}, {"aggregate", counts(l->aggregate_counts)}};
+}
+
 }  // namespace
 
 std::vector<std::string> clock_event_reason_names(uint64_t mask) {
@@ -144,7 +149,9 @@ Json to_json(const GpuHealth& h) {
            {{"enabled", opt(h.ecc.enabled)},
             {"pending_enabled", opt(h.ecc.pending_enabled)},
             {"volatile", counts(h.ecc.volatile_counts)},
-            {"aggregate", counts(h.ecc.aggregate_counts)}}},
+            {"aggregate", counts(h.ecc.aggregate_counts)},
+            {"sram", location(h.ecc.sram)},
+            {"dram", location(h.ecc.dram)}}},
           {"retired_pages",
            {{"pending", opt(h.retired_pages.pending)},
             {"multiple_single_bit", opt(h.retired_pages.multiple_single_bit)},

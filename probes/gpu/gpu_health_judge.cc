@@ -292,6 +292,7 @@ std::vector<Finding> judge_gpu_health(const GpuFacts& f) {
   for (const auto& d : f.devices) {
     judge_lost(d, out);
     judge_memory(d, out);
+    gpu_detail::judge_memory_counts(d, out);
     judge_clocks_and_heat(d, out);
     judge_pcie(d, out);
     judge_usage(d, out);

@@ -1,4 +1,5 @@
-// Shared by the GPU judges (gpu_judge.cc, gpu_health_judge.cc, gpu_link_judge.cc): how a GPU is
+// Shared by the GPU judges (gpu_judge.cc, gpu_health_judge.cc, gpu_link_judge.cc,
+// gpu_memory_counts_judge.cc): how a GPU is
 // named in findings. Internal to probes/gpu.
 #pragma once
 
@@ -17,6 +18,10 @@ inline std::string subject_of(const GpuDevice& d) {
 // "GPU 3" as messages start.
 inline std::string gpu_name(const GpuDevice& d) { return "GPU " + std::to_string(d.index); }
 inline std::string index_text(const GpuDevice& d) { return std::to_string(d.index); }
+
+// Memory findings by count (gpu_memory_counts_judge.cc): spare rows and retirement table spent,
+// SRAM and DRAM ECC counts past the peers' limits.
+void judge_memory_counts(const GpuDevice& d, std::vector<Finding>& out);
 
 // NVLink and fabric findings of every GPU (gpu_link_judge.cc): they compare GPUs of one node.
 void judge_links(const GpuFacts& f, std::vector<Finding>& out);

@@ -38,6 +38,9 @@ struct Table {
   Return (*ecc_mode)(Device, EnableState*, EnableState*) = nullptr;  // nvmlDeviceGetEccMode
   Return (*total_ecc_errors)(Device, int, int, unsigned long long*) = nullptr;
   // nvmlDeviceGetTotalEccErrors
+  // (error type, counter type, nvmlMemoryLocation_t): the DRAM and SRAM parts of that total.
+  Return (*memory_error_counter)(Device, int, int, int, unsigned long long*) = nullptr;
+  // nvmlDeviceGetMemoryErrorCounter
   // Page retirement (Kepler..Volta; Ampere and later remap rows instead and answer Not Supported).
   Return (*retired_pages)(Device, int, unsigned*, unsigned long long*) = nullptr;
   // nvmlDeviceGetRetiredPages

@@ -167,6 +167,14 @@ Return f_total_ecc(Device h, int type, int counter, unsigned long long* n) {
   *n = it->second;
   return kSuccess;
 }
+Return f_memory_error_counter(Device h, int type, int counter, int location,
+                              unsigned long long* n) {
+  if (Return r = err(h, "nvmlDeviceGetMemoryErrorCounter"); r != kSuccess) return r;
+  auto it = dev(h)->ecc_location_counts.find({type, counter, location});
+  if (it == dev(h)->ecc_location_counts.end()) return kErrorNotSupported;
+  *n = it->second;
+  return kSuccess;
+}
 Return f_retired_pending(Device h, EnableState* pending) {
   if (Return r = err(h, "nvmlDeviceGetRetiredPagesPendingStatus"); r != kSuccess) return r;
   if (!dev(h)->retired_pending) return kErrorNotSupported;
@@ -334,6 +342,7 @@ void install_health(const FakeState& s, Table& t) {
   install(s, "nvmlDeviceGetNumaNodeId", &t.device_numa_node, f_numa);
   install(s, "nvmlDeviceGetEccMode", &t.ecc_mode, f_ecc_mode);
   install(s, "nvmlDeviceGetTotalEccErrors", &t.total_ecc_errors, f_total_ecc);
+  install(s, "nvmlDeviceGetMemoryErrorCounter", &t.memory_error_counter, f_memory_error_counter);
   install(s, "nvmlDeviceGetRetiredPages", &t.retired_pages, f_retired_pages);
   install(s, "nvmlDeviceGetRetiredPagesPendingStatus", &t.retired_pages_pending, f_retired_pending);
   install(s, "nvmlDeviceGetRemappedRows", &t.remapped_rows, f_remapped);

@@ -16,6 +16,7 @@
 //    "vbios_version", "inforom_image_version", "serial", "board_part_number": strings,
 //    "ecc_mode": {"current": bool, "pending": bool},
 //    "ecc_errors": {"volatile": {"corrected": n, "uncorrected": n}, "aggregate": {...}},
+//    "ecc_location_errors": {"sram": {"volatile": {...}, "aggregate": {...}}, "dram": {...}},
 //    "retired_pages": {"pending": bool, "multiple_single_bit": n, "double_bit": n},
 //    "remapped_rows": {"corrected": n, "uncorrected": n, "pending": bool, "failure": bool},
 //    "clocks_event_reasons": bitmask (nvmlClocksEventReason*),

@@ -127,6 +127,28 @@ void parse_ecc(const Json& j, const std::string& w, FakeDevice& d) {
         if (auto n = counter(c, type_name, cw)) d.ecc_counts[{type, counter_type}] = *n;
     }
   }
+  // {"sram": {"volatile": {"corrected": n, "uncorrected": n}, "aggregate": {...}}, "dram": {...}}
+  if (j.contains("ecc_location_errors")) {
+    const Json& l = j["ecc_location_errors"];
+    only_keys(l, w + ".ecc_location_errors", {"sram", "dram"});
+    for (auto [loc_name, location] :
+         {std::pair{"sram", kMemoryLocationSram}, std::pair{"dram", kMemoryLocationDram}}) {
+      if (!l.contains(loc_name)) continue;
+      std::string lw = w + ".ecc_location_errors." + loc_name;
+      only_keys(l[loc_name], lw, {"volatile", "aggregate"});
+      for (auto [name, counter_type] :
+           {std::pair{"volatile", kVolatileEcc}, std::pair{"aggregate", kAggregateEcc}}) {
+        if (!l[loc_name].contains(name)) continue;
+        std::string cw = lw + "." + name;
+        const Json& c = l[loc_name][name];
+        only_keys(c, cw, {"corrected", "uncorrected"});
+        for (auto [type_name, type] : {std::pair{"corrected", kMemoryErrorCorrected},
+                                       std::pair{"uncorrected", kMemoryErrorUncorrected}})
+          if (auto n = counter(c, type_name, cw))
+            d.ecc_location_counts[{type, counter_type, location}] = *n;
+      }
+    }
+  }
   if (j.contains("retired_pages")) {
     const Json& r = j["retired_pages"];
     std::string rw = w + ".retired_pages";
@@ -248,6 +270,7 @@ FakeDevice parse_device(const Json& j, size_t i) {
              "board_part_number",
              "ecc_mode",
              "ecc_errors",
+             "ecc_location_errors",
              "retired_pages",
              "remapped_rows",
              "clocks_event_reasons",
@@ -297,6 +320,7 @@ const std::set<std::string>& optional_entry_points() {
       "nvmlDeviceGetNumaNodeId",
       "nvmlDeviceGetEccMode",
       "nvmlDeviceGetTotalEccErrors",
+      "nvmlDeviceGetMemoryErrorCounter",
       "nvmlDeviceGetRetiredPages",
       "nvmlDeviceGetRetiredPagesPendingStatus",
       "nvmlDeviceGetRemappedRows",

@@ -44,6 +44,8 @@ struct FakeDevice {
   std::optional<std::string> vbios, inforom, serial, part_number;
   std::optional<std::pair<bool, bool>> ecc_mode;       // current, pending
   std::map<std::pair<int, int>, uint64_t> ecc_counts;  // (error type, counter type) -> count
+  // (error type, counter type, nvmlMemoryLocation_t) -> count
+  std::map<std::array<int, 3>, uint64_t> ecc_location_counts;
   std::optional<bool> retired_pending;
   std::map<int, unsigned> retired_pages;            // cause -> count
   std::optional<std::array<unsigned, 4>> remapped;  // corrected, uncorrected, pending, failure

@@ -23,16 +23,25 @@ std::string nvml_bus_id(const std::string& sysfs) {
   return out;
 }
 
-Json ecc_fixture(const EccFacts& e) {
+Json ecc_fixture(const EccCounts& volatile_counts, const EccCounts& aggregate_counts) {
   Json counts = Json::object();
   for (auto [name, c] :
-       {std::pair{"volatile", &e.volatile_counts}, std::pair{"aggregate", &e.aggregate_counts}}) {
+       {std::pair{"volatile", &volatile_counts}, std::pair{"aggregate", &aggregate_counts}}) {
     Json one = Json::object();
     put(one, "corrected", c->corrected);
     put(one, "uncorrected", c->uncorrected);
     if (!one.empty()) counts[name] = one;
   }
   return counts;
+}
+
+Json ecc_location_fixture(const EccFacts& e) {
+  Json out = Json::object();
+  for (auto [name, loc] : {std::pair{"sram", &e.sram}, std::pair{"dram", &e.dram}})
+    if (*loc)
+      if (Json c = ecc_fixture((*loc)->volatile_counts, (*loc)->aggregate_counts); !c.empty())
+        out[name] = c;
+  return out;
 }
 
 Json device_fixture(const GpuDevice& d) {
@@ -53,7 +62,9 @@ Json device_fixture(const GpuDevice& d) {
   if (h.ecc.enabled)
     j["ecc_mode"] = {{"current", *h.ecc.enabled},
                      {"pending", h.ecc.pending_enabled.value_or(*h.ecc.enabled)}};
-  if (Json c = ecc_fixture(h.ecc); !c.empty()) j["ecc_errors"] = c;
+  if (Json c = ecc_fixture(h.ecc.volatile_counts, h.ecc.aggregate_counts); !c.empty())
+    j["ecc_errors"] = c;
+  if (Json c = ecc_location_fixture(h.ecc); !c.empty()) j["ecc_location_errors"] = c;
   if (h.retired_pages.pending) {
     Json rp = {{"pending", *h.retired_pages.pending}};
     put(rp, "multiple_single_bit", h.retired_pages.multiple_single_bit);

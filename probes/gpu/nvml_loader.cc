@@ -33,6 +33,7 @@ void bind_optional(void* handle, const char* name, F* out, std::vector<std::stri
 void bind_health(void* h, Table& t, std::vector<std::string>* m) {
   bind_optional(h, "nvmlDeviceGetEccMode", &t.ecc_mode, m);
   bind_optional(h, "nvmlDeviceGetTotalEccErrors", &t.total_ecc_errors, m);
+  bind_optional(h, "nvmlDeviceGetMemoryErrorCounter", &t.memory_error_counter, m);
   bind_optional(h, "nvmlDeviceGetRetiredPages", &t.retired_pages, m);
   bind_optional(h, "nvmlDeviceGetRetiredPagesPendingStatus", &t.retired_pages_pending, m);
   bind_optional(h, "nvmlDeviceGetRemappedRows", &t.remapped_rows, m);

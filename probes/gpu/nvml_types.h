@@ -59,6 +59,12 @@ constexpr int kMemoryErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTE
 constexpr int kVolatileEcc = 0;             // NVML_VOLATILE_ECC: reset when the driver loads
 constexpr int kAggregateEcc = 1;            // NVML_AGGREGATE_ECC: the life of the board (InfoROM)
 
+// nvmlMemoryLocation_t, the last argument of nvmlDeviceGetMemoryErrorCounter: where nvidia-smi's
+// "DRAM" and "SRAM" ECC rows come from (Turing and later; DRAM shares its value with
+// NVML_MEMORY_LOCATION_DEVICE_MEMORY, the older name).
+constexpr int kMemoryLocationDram = 2;  // NVML_MEMORY_LOCATION_DRAM: HBM/GDDR, row-remapped
+constexpr int kMemoryLocationSram = 7;  // NVML_MEMORY_LOCATION_SRAM: on-die L2, register file, ...
+
 // nvmlPageRetirementCause_t
 constexpr int kRetirementMultipleSingleBit = 0;  // ..._MULTIPLE_SINGLE_BIT_ECC_ERRORS
 constexpr int kRetirementDoubleBit = 1;          // ..._DOUBLE_BIT_ECC_ERROR

@@ -1,5 +1,6 @@
 // Findings for RDMA devices. A port's link is "expected" unless another port of the same HCA is
 // up: dual-port cards often have one cable, and NCCL then uses the active port only.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -181,7 +182,21 @@ void judge_port(const RdmaDevice& d, const RdmaPort& p, int active_port,
                                        "from the netdev's IP addresses",
                        "load the Ethernet driver for the port ('modprobe mlx5_core') and check "
                        "'rdma link show " + d.name + "/" + std::to_string(p.port) + "'"));
-  if (p.gids_known && !p.roce_v2_gid_index)
+  // GIDs whose types nothing says (a capture without gid_attrs/types): whether one is RoCE v2 is
+  // not known, which is not "none is".
+  const bool types_unknown =
+      !p.gids.empty() &&
+      std::none_of(p.gids.begin(), p.gids.end(), [](const RdmaGid& g) { return g.type; });
+  if (p.gids_known && !p.roce_v2_gid_index && types_unknown)
+    out.push_back(info("rdma.roce_gid_types_unknown", subject(d, p),
+                       subject(d, p) + " is RoCE with " + std::to_string(p.gids.size()) +
+                           " GIDs in use but no GID type readable (no ports/" +
+                           std::to_string(p.port) +
+                           "/gid_attrs/types): whether one is RoCE v2 is not judged",
+                       "capture ports/*/gid_attrs too (or run 'fabcheck node' on the node "
+                       "itself); on the node, 'rdma link show " +
+                           d.name + "/" + std::to_string(p.port) + "' and 'show_gids' list them"));
+  else if (p.gids_known && !p.roce_v2_gid_index)
     out.push_back(fail("rdma.roce_no_v2_gid", subject(d, p),
                        subject(d, p) + " is RoCE with no RoCE v2 GID (" +
                            std::to_string(p.gids.size()) +

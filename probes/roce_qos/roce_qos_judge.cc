@@ -110,8 +110,47 @@ void judge_pfc(const RoceQosPort& p, const NcclTrafficPath& t, std::vector<Findi
                          p.netdev + " prio-pfc " + std::to_string(prio) + ":on)" + kSwitchToo));
 }
 
+// Whether `enable` has all eight priorities and every one is 0: then ECN is off on NCCL's
+// priority whichever it is, so an unknown trust mode (a --sysroot capture, a driver without DCB)
+// does not leave it unjudged.
+bool off_on_every_priority(const std::map<int, bool>& enable) {
+  for (int i = 0; i < kPriorities; ++i) {
+    auto it = enable.find(i);
+    if (it == enable.end() || it->second) return false;
+  }
+  return true;
+}
+
+void judge_ecn_unknown_priority(const RoceQosPort& p, const NcclTrafficPath& t,
+                                std::vector<Finding>& out) {
+  const bool np_off = off_on_every_priority(p.ecn_np), rp_off = off_on_every_priority(p.ecn_rp);
+  if (!np_off && !rp_off) return;
+  std::string files, fix;
+  for (auto [o, off] : {std::pair{"roce_np", np_off}, std::pair{"roce_rp", rp_off}}) {
+    if (!off) continue;
+    const std::string dir = "/sys/class/net/" + p.netdev + "/ecn/" + o + "/enable/";
+    files += (files.empty() ? "" : ", ") + dir + "0..7 = 0";
+    fix += (fix.empty() ? "" : "; ") + std::string("echo 1 > ") + dir + "P";
+  }
+  const std::string s = subject(p);
+  out.push_back(
+      warn("roce_qos.ecn_disabled", s,
+           s + ": ECN/DCQCN is off on every priority (" + files +
+               "; needed 1 on NCCL's), so it is off on whichever priority NCCL's RoCE traffic uses "
+               "(not known here: " +
+               t.priority_source + "): " + (np_off ? "CE-marked packets get no CNP back, " : "") +
+               (rp_off ? "CNPs do not slow this sender, " : "") +
+               "so congestion is left to PFC pauses (pause storms, head-of-line blocking)",
+           fix + " for NCCL's priority P (the one its traffic class maps to: mlnx_qos -i " +
+               p.netdev + " shows the trust mode and dscp2prio table)" + kSwitchToo +
+               " (ECN marking on the lossless queue)"));
+}
+
 void judge_ecn(const RoceQosPort& p, const NcclTrafficPath& t, std::vector<Finding>& out) {
-  if (!t.priority) return;
+  if (!t.priority) {
+    judge_ecn_unknown_priority(p, t, out);
+    return;
+  }
   const int prio = *t.priority;
   std::vector<std::string> off;
   auto np = p.ecn_np.find(prio);
@@ -287,7 +326,8 @@ std::vector<Finding> judge_roce_qos(const RoceQosFacts& f) {
     // The summary a reader checks the switch against.
     std::string pfc = p.dcb.pfc_enabled ? priorities(*p.dcb.pfc_enabled) : "unknown";
     auto ecn = [&](const std::map<int, bool>& m) {
-      if (!t.priority) return std::string("unknown");
+      if (!t.priority)
+        return std::string(off_on_every_priority(m) ? "off (on every priority)" : "unknown");
       auto it = m.find(*t.priority);
       return it == m.end() ? std::string("not exposed") : std::string(it->second ? "on" : "off");
     };

@@ -447,10 +447,12 @@ TEST(GpuHealth, GatherOfAnEightGpuNodeStaysWithinItsCallBudget) {
   }
   std::sort(ms.begin(), ms.end());
   nvml::FakeCalls calls = nvml::fake_calls();
-  // Per GPU: 7 inventory + 4 identity + 5 ECC + 1 retired + 1 remap + 1 clocks + 3 thermal +
-  // 1 persistence + 4 PCIe + 36 NVLink states + 18 x 4 counters + 1 fabric + 1 processes +
-  // 2 modes = 139; plus init, driver, CUDA version, count, shutdown.
-  EXPECT_EQ(calls.total, 8 * 139 + 5) << "calls per 8-GPU node check";
+  // Per GPU: 7 inventory + 4 identity + 5 ECC + 8 ECC by location (SRAM, DRAM) + 1 retired +
+  // 1 remap + 1 clocks + 3 thermal + 1 persistence + 4 PCIe + 36 NVLink states + 18 x 4
+  // counters + 1 fabric + 1 processes + 2 modes = 147; plus init, driver, CUDA version, count,
+  // shutdown.
+  EXPECT_EQ(calls.total, 8 * 147 + 5) << "calls per 8-GPU node check";
+  EXPECT_EQ(calls.by_call["nvmlDeviceGetMemoryErrorCounter"], 8 * 8);
   EXPECT_EQ(calls.by_call["nvmlDeviceGetNvLinkErrorCounter"], 8 * 18 * 4);
   EXPECT_LT(ms[ms.size() / 2], 20.0) << "median gather ms with the fake";
   std::printf("8-GPU gather through the fake: %d NVML calls, median %.3f ms, max %.3f ms\n",

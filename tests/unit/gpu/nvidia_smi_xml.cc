@@ -26,6 +26,28 @@ std::optional<int> number(const pugi::xml_node& n) {
   return std::atoi(s.c_str());
 }
 
+// A count: digits only ("N/A", "" -> nullopt), wider than int.
+std::optional<uint64_t> count(const pugi::xml_node& n) {
+  std::string s = text(n);
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::strtoull(s.c_str(), nullptr, 10);
+}
+
+SmiEccScope ecc_scope(const pugi::xml_node& scope) {
+  SmiEccScope e;
+  e.sram_corrected = count(scope.child("sram_correctable"));
+  e.dram_corrected = count(scope.child("dram_correctable"));
+  e.dram_uncorrected = count(scope.child("dram_uncorrectable"));
+  if (scope.child("sram_uncorrectable")) {
+    e.sram_uncorrected = count(scope.child("sram_uncorrectable"));
+  } else {
+    auto parity = count(scope.child("sram_uncorrectable_parity"));
+    auto secded = count(scope.child("sram_uncorrectable_secded"));
+    if (parity && secded) e.sram_uncorrected = *parity + *secded;
+  }
+  return e;
+}
+
 std::optional<bool> yes_no(const pugi::xml_node& n, const char* yes, const char* no) {
   std::string s = text(n);
   if (s == yes) return true;
@@ -66,6 +88,8 @@ std::map<std::string, SmiGpu> parse_nvidia_smi_xml(const std::string& xml) {
     std::string id = gpu.attribute("id").value();
     SmiGpu g;
     g.ecc_enabled = yes_no(gpu.child("ecc_mode").child("current_ecc"), "Enabled", "Disabled");
+    g.ecc_volatile = ecc_scope(gpu.child("ecc_errors").child("volatile"));
+    g.ecc_aggregate = ecc_scope(gpu.child("ecc_errors").child("aggregate"));
     g.reasons = reasons(gpu);
     pugi::xml_node link = gpu.child("pci").child("pci_gpu_link_info");
     g.pcie_gen_current = number(link.child("pcie_gen").child("current_link_gen"));

@@ -1,5 +1,6 @@
 // The GPU probe's live NVML facts against `nvidia-smi -q -x` (a separate program over the same
-// driver): ECC mode, clock event reasons, PCIe generation/width current and max, remapped rows.
+// driver): ECC mode, the SRAM and DRAM ECC counts, clock event reasons, PCIe generation/width
+// current and max, remapped rows.
 // On a machine where NVML lists no GPU it skips, saying why; where it lists GPUs it passes or
 // fails for real (docs/gpu-node.md). The reader of nvidia-smi's XML is tested on fixtures in the
 // layouts drivers write (event-reason names since R535, throttle-reason names before).
@@ -52,6 +53,22 @@ const char* kSmiV12 = R"(<?xml version="1.0" ?>
       <current_ecc>Enabled</current_ecc>
       <pending_ecc>Enabled</pending_ecc>
     </ecc_mode>
+    <ecc_errors>
+      <volatile>
+        <sram_correctable>0</sram_correctable>
+        <sram_uncorrectable_parity>0</sram_uncorrectable_parity>
+        <sram_uncorrectable_secded>0</sram_uncorrectable_secded>
+        <dram_correctable>0</dram_correctable>
+        <dram_uncorrectable>0</dram_uncorrectable>
+      </volatile>
+      <aggregate>
+        <sram_correctable>0</sram_correctable>
+        <sram_uncorrectable_parity>0</sram_uncorrectable_parity>
+        <sram_uncorrectable_secded>0</sram_uncorrectable_secded>
+        <dram_correctable>0</dram_correctable>
+        <dram_uncorrectable>0</dram_uncorrectable>
+      </aggregate>
+    </ecc_errors>
     <remapped_rows>
       <remapped_row_corr>0</remapped_row_corr>
       <remapped_row_unc>1</remapped_row_unc>
@@ -93,6 +110,8 @@ TEST(NvidiaSmiXml, ReadsTheFieldsTheComparisonUses) {
   EXPECT_EQ(g.remap_uncorrected, 1);
   EXPECT_EQ(g.remap_pending, true);
   EXPECT_EQ(g.remap_failure, false);
+  EXPECT_EQ(g.ecc_volatile.sram_uncorrected, 0u);  // parity + SEC-DED
+  EXPECT_EQ(g.ecc_aggregate.dram_corrected, 0u);
 
   auto old = parse_nvidia_smi_xml(kSmiOld);
   const SmiGpu& o = old.at("0000:07:00.0");
@@ -100,6 +119,7 @@ TEST(NvidiaSmiXml, ReadsTheFieldsTheComparisonUses) {
   EXPECT_EQ(o.reasons, (std::set<std::string>{"sw_thermal_slowdown"}));
   EXPECT_EQ(o.pcie_width_current, 8);
   EXPECT_FALSE(o.remap_known);
+  EXPECT_FALSE(o.ecc_volatile.sram_corrected);  // N/A
   EXPECT_THROW(parse_nvidia_smi_xml("<nvidia_smi_log><gpu"), std::invalid_argument);
   EXPECT_THROW(parse_nvidia_smi_xml("<other/>"), std::invalid_argument);
 }
@@ -171,6 +191,20 @@ TEST(NvmlAgainstNvidiaSmi, LiveFactsMatchNvidiaSmiQ) {
                 d2.health.pcie_current.width == s.pcie_width_current);
     EXPECT_TRUE(h.pcie_current.generation == s.pcie_gen_current ||
                 d2.health.pcie_current.generation == s.pcie_gen_current);
+    // ECC counts rise between the two programs' reads only on a GPU that is failing right now.
+    for (auto [name, loc] : {std::pair{"SRAM", &h.ecc.sram}, std::pair{"DRAM", &h.ecc.dram}}) {
+      if (!*loc) continue;
+      const bool sram = std::string(name) == "SRAM";
+      for (auto [scope, nvml, smi_scope] :
+           {std::tuple{"volatile", &(*loc)->volatile_counts, &s.ecc_volatile},
+            std::tuple{"aggregate", &(*loc)->aggregate_counts, &s.ecc_aggregate}}) {
+        EXPECT_EQ(nvml->corrected, sram ? smi_scope->sram_corrected : smi_scope->dram_corrected)
+            << name << " correctable, " << scope;
+        EXPECT_EQ(nvml->uncorrected,
+                  sram ? smi_scope->sram_uncorrected : smi_scope->dram_uncorrected)
+            << name << " uncorrectable, " << scope;
+      }
+    }
     EXPECT_EQ(h.remapped_rows.has_value(), s.remap_known) << "remapped rows (N/A under MIG)";
     if (h.remapped_rows && s.remap_known) {
       EXPECT_EQ(int(h.remapped_rows->corrected), s.remap_corrected.value_or(-1));

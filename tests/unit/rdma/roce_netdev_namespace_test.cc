@@ -127,6 +127,57 @@ TEST(RoceNetdevNamespace, CaptureWithoutNdevsOrDeviceNetIsNotCaptured) {
   EXPECT_NE(worst_severity(out), Severity::kFail);
 }
 
+// A peer's real capture (gpud's H100 test data): a RoCE bond with no device/, gids or gid_attrs.
+// Not captured is not missing: info saying what to capture, never rdma.roce_no_netdev (issue 39
+// found that FAIL; issue 37's NetdevPlace::kNotCaptured had fixed it by then).
+TEST(RoceNetdevNamespace, PeerCaptureOfARoceBondWithoutDeviceNetIsNotCaptured) {
+  TempDir dir("roce_gpud_bond");
+  RdmaFacts f = unpack("sysfs_gpud_roce_bond_no_device.ttar", dir);
+  ASSERT_TRUE(f.errors.empty()) << f.errors.front().to_string();
+  const RdmaPort& bond = port_of(f, "mlx5_bond_0");
+  EXPECT_EQ(bond.link_layer, verbs::LinkLayer::kEthernet);
+  EXPECT_EQ(bond.netdev_place, NetdevPlace::kNotCaptured);
+  auto out = judge_rdma(f);
+  EXPECT_EQ(find(out, "rdma.roce_no_netdev"), nullptr);
+  EXPECT_EQ(find(out, "rdma.roce_no_v2_gid"), nullptr);  // no gids captured: not judged
+  const Finding* nc = find(out, "rdma.roce_netdev_not_captured");
+  ASSERT_NE(nc, nullptr);
+  EXPECT_EQ(nc->severity, Severity::kInfo);
+  EXPECT_NE(nc->message.find("mlx5_bond_0:1"), std::string::npos);
+  EXPECT_NE(nc->fix.find("capture /sys/class/net"), std::string::npos) << nc->fix;
+  EXPECT_NE(worst_severity(out), Severity::kFail);
+  // The same tree read as the live system: the kernel knows no netdev, a real fault.
+  RdmaFacts live = gather_rdma_sysfs(dir.path() / "sys", /*live=*/true);
+  EXPECT_EQ(port_of(live, "mlx5_bond_0").netdev_place, NetdevPlace::kNone);
+  auto live_out = judge_rdma(live);
+  const Finding* missing = find(live_out, "rdma.roce_no_netdev");
+  ASSERT_NE(missing, nullptr);
+  EXPECT_EQ(missing->severity, Severity::kFail);
+}
+
+// A capture with the GIDs but without gid_attrs/types: no type says RoCE v2, and none says
+// otherwise. Info naming what to capture, not rdma.roce_no_v2_gid's FAIL (issue 39).
+TEST(RoceNetdevNamespace, CaptureWithoutGidTypesDoesNotJudgeRoceV2) {
+  TempDir dir("roce_no_types");
+  testing::unpack_ttar(testing::project_fixtures() / "rdma/sysfs_ib_hdr_roce_v2.ttar", dir.path(),
+                       "");
+  std::filesystem::remove_all(dir.path() / "sys/class/infiniband/mlx5_2/ports/1/gid_attrs/types");
+  RdmaFacts f = gather_rdma_sysfs(dir.path() / "sys");
+  const RdmaPort& roce = port_of(f, "mlx5_2");
+  EXPECT_TRUE(roce.gids_known);
+  EXPECT_EQ(roce.gids.size(), 4u);
+  EXPECT_FALSE(roce.roce_v2_gid_index);
+  auto out = judge_rdma(f);
+  EXPECT_EQ(find(out, "rdma.roce_no_v2_gid"), nullptr);
+  const Finding* unknown = find(out, "rdma.roce_gid_types_unknown");
+  ASSERT_NE(unknown, nullptr);
+  EXPECT_EQ(unknown->severity, Severity::kInfo);
+  EXPECT_NE(unknown->message.find("mlx5_2:1 is RoCE with 4 GIDs in use"), std::string::npos)
+      << unknown->message;
+  EXPECT_NE(unknown->fix.find("gid_attrs"), std::string::npos);
+  EXPECT_NE(worst_severity(out), Severity::kFail);
+}
+
 // The same capture names the netdev (ndevs) but holds no class/net: which namespace has it is not
 // known either.
 TEST(RoceNetdevNamespace, CaptureWithNdevsButNoClassNetIsNotCaptured) {

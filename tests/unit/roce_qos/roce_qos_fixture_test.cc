@@ -166,6 +166,30 @@ TEST(RoceQosFixtures, SysrootWithoutReplayReadsSysfsOnly) {
   EXPECT_EQ(f.counter_interval_ms, 0);
 }
 
+// A --sysroot capture without DCB answers (no --qos-replay) and without qos/trust: NCCL's priority
+// is unknown. ECN off on all eight priorities of the RoCE netdev still warns (issue #39).
+TEST(RoceQosFixtures, SysrootCaptureWithEcnOffOnEveryPriorityWarns) {
+  TempDir dir("roce-sysroot-ecn");
+  fabkit::testing::unpack_ttar(
+      fabkit::testing::project_fixtures() / "rdma" / "sysfs_ib_hdr_roce_v2.ttar", dir.path(), "");
+  const auto net = dir.path() / "sys/class/net/ens1f0np0";
+  fabkit::testing::write_file(net / "mtu", "9000\n");
+  for (int prio = 0; prio < 8; ++prio)
+    for (const char* o : {"roce_np", "roce_rp"})
+      fabkit::testing::write_file(net / "ecn" / o / "enable" / std::to_string(prio), "0\n");
+  ProbeContext ctx;
+  ctx.roots = SystemRoots::under(dir.path());
+  auto f = gather_roce_qos(ctx, gather_rdma_sysfs(ctx.roots.sys), gather_nccl_env(ctx));
+  ASSERT_EQ(f.ports.size(), 1u);
+  EXPECT_EQ(f.ports[0].ecn_np.size(), 8u);
+  EXPECT_FALSE(nccl_traffic_path(f, f.ports[0]).priority);
+  auto findings = judge_roce_qos(f);
+  EXPECT_EQ(problems(findings), std::set<std::string>{"roce_qos.ecn_disabled"});
+  Finding e = get(findings, "roce_qos.ecn_disabled");
+  EXPECT_EQ(e.severity, Severity::kWarn);
+  EXPECT_NE(e.message.find("unknown (DCB not_read)"), std::string::npos) << e.message;
+}
+
 // Cluster drift over the node reports' roce_qos sections: two nodes with PFC on priority 3 and
 // one where it is on 0,2,6,7 (DOC-2792's first printout): that node's PFC priorities are named.
 TEST(RoceQosFixtures, ClusterDriftNamesTheNodeWithOtherPfc) {

@@ -96,6 +96,49 @@ TEST(RoceQosJudge, NoRatesWithoutAnInterval) {
   EXPECT_TRUE(warn_codes(f).empty());
 }
 
+// Trust unknown (DCB not read, no qos/trust file), so NCCL's priority is unknown: ECN off on all
+// eight priorities is off on NCCL's whichever it is, and warns; off on some is not judged (issue
+// #39: it read "unknown").
+TEST(RoceQosJudge, EcnOffOnEveryPriorityWarnsWhenNcclPriorityIsUnknown) {
+  auto f = one_port();
+  RoceQosPort& p = f.ports[0];
+  p.dcb = DcbState{};
+  p.dcb.status = "not_read";
+  for (int prio = 0; prio < 8; ++prio) p.ecn_np[prio] = p.ecn_rp[prio] = false;
+  ASSERT_FALSE(nccl_traffic_path(f, p).priority);
+  auto fs = judge_roce_qos(f);
+  EXPECT_EQ(warn_codes(f), std::vector<std::string>{"roce_qos.ecn_disabled"});
+  for (const auto& x : fs) {
+    if (x.code == "roce_qos.ecn_disabled") {
+      EXPECT_EQ(x.severity, Severity::kWarn);
+      EXPECT_NE(x.message.find("off on every priority (/sys/class/net/ens1f0np0/ecn/roce_np/"
+                               "enable/0..7 = 0, /sys/class/net/ens1f0np0/ecn/roce_rp/enable/"
+                               "0..7 = 0"),
+                std::string::npos)
+          << x.message;
+      EXPECT_NE(x.message.find("whichever priority NCCL's RoCE traffic uses"), std::string::npos);
+      EXPECT_NE(x.fix.find("echo 1 > /sys/class/net/ens1f0np0/ecn/roce_np/enable/P"),
+                std::string::npos)
+          << x.fix;
+      EXPECT_NE(x.fix.find("mlnx_qos -i ens1f0np0"), std::string::npos) << x.fix;
+    }
+    if (x.code == "roce_qos.nccl_path")
+      EXPECT_NE(x.message.find("ECN np/rp on its priority: off (on every priority)/off (on every "
+                               "priority)"),
+                std::string::npos)
+          << x.message;
+  }
+  p.ecn_rp[3] = true;  // roce_np still off everywhere: CNPs are still never sent
+  auto only_np = judge_roce_qos(f);
+  EXPECT_EQ(warn_codes(f), std::vector<std::string>{"roce_qos.ecn_disabled"});
+  p.ecn_np[3] = true;  // on somewhere: NCCL may be on that priority, so not judged
+  EXPECT_TRUE(warn_codes(f).empty());
+  p.ecn_np.erase(7);  // seven files off and one missing is not "off on every priority"
+  for (int prio = 0; prio < 7; ++prio) p.ecn_np[prio] = false;
+  p.ecn_rp.clear();
+  EXPECT_TRUE(warn_codes(f).empty());
+}
+
 TEST(RoceQosParsers, TrafficClassFile) {
   EXPECT_EQ(parse_traffic_class("Global tclass=106\n"), 106);
   EXPECT_EQ(parse_traffic_class("106"), 106);
