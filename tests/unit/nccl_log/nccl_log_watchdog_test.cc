@@ -87,5 +87,66 @@ TEST(CollectiveLogWatchdog, WatchdogExceptionWrappedOntoTheNextRow) {
   EXPECT_EQ(s.errors.size(), 1u);
 }
 
+
+// PyTorch's "Some NCCL operations have failed or timed out" with no watchdog line beside it
+// (open-r1-multimodal#20, salesforce/MUST#7, held-out batch 16): the watchdog took the process down
+// for a collective that did not complete.
+TEST(CollectiveLogWatchdog, TakedownAloneIsAWatchdogTimeout) {
+  NcclLogSummary s = parse_nccl_log(
+      "[rank2]:[E220 01:25:08.728702337 ProcessGroupNCCL.cpp:681] [Rank 2] Some NCCL operations "
+      "have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU "
+      "operations might run on corrupted/incomplete data.\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "watchdog_timeout");
+  ASSERT_FALSE(s.failures.empty());
+  EXPECT_EQ(s.errors.at(s.failures[0].first_error).rank, 2);
+  s = parse_nccl_log(
+      "[E ProcessGroupNCCL.cpp:341] Some NCCL operations have failed or timed out. Due to the "
+      "asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+      "corrupted/incomplete data. To avoid this inconsistency, we are taking the entire process "
+      "down.                                                                       \n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "watchdog_timeout");
+}
+
+// The takedown is printed before the watchdog's exception (LlamaFactory#6849): the exception's
+// error names the cause even though it comes later in the log and is of the same tier, and the
+// takedown is no second failure beside it.
+TEST(CollectiveLogWatchdog, TakedownBeforeTheWatchdogsExceptionIsNotTheCause) {
+  const NcclLogSummary s = parse_nccl_log(
+      "[rank5]:[E207 19:37:09.983540349 ProcessGroupNCCL.cpp:681] [Rank 5] Some NCCL operations "
+      "have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU "
+      "operations might run on corrupted/incomplete data.\n"
+      "[rank5]:[E207 19:37:09.983555114 ProcessGroupNCCL.cpp:695] [Rank 5] To avoid data "
+      "inconsistency, we are taking the entire process down.\n"
+      "[rank5]:[E207 19:37:09.983600771 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) "
+      "Rank 5] Process group watchdog thread terminated with exception: NCCL error: remote process "
+      "exited or there was a network error, NCCL version 2.21.5\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "nccl_remote_error");
+  EXPECT_EQ(s.failures.size(), 1u);
+}
+
+// With the watchdog's own line after the takedown (NaviLLM#34, every line hard-wrapped at 102
+// columns), that line is the one named, alone: it carries the collective, and the takedown only
+// repeats it.
+TEST(CollectiveLogWatchdog, TheWatchdogsLineNamesTheCollectiveAfterATakedown) {
+  const NcclLogSummary s = parse_nccl_log(
+      "[rank0]:[E ProcessGroupNCCL.cpp:537] Some NCCL operations have failed or timed out. Due to "
+      "the asynchr\n"
+      "onous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete "
+      "data.\n"
+      "[rank0]:[E ProcessGroupNCCL.cpp:1182] [Rank 0] NCCL watchdog thread terminated with "
+      "exception: [Rank 0\n"
+      "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLGATHER, "
+      "NumelIn=1, NumelO\n"
+      "ut=2, Timeout(ms)=600000) ran for 600168 milliseconds before timing out.\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "watchdog_timeout");
+  ASSERT_FALSE(s.failures.empty());
+  const NcclLogError& e = s.errors.at(s.failures[0].first_error);
+  EXPECT_EQ(e.line, 3);
+  EXPECT_EQ(e.rank, 0);
+  EXPECT_EQ(s.failures[0].count, 1);
+  EXPECT_NE(e.text.find("Watchdog caught collective operation timeout"), std::string::npos)
+      << e.text;
+}
+
 }  // namespace
 }  // namespace fabkit::nccl_log

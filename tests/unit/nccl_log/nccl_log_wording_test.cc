@@ -175,5 +175,43 @@ TEST(CollectiveLogWording, BusErrorInAnNcclJobIsSharedMemory) {
   EXPECT_EQ(s.cause_kind.value_or("none"), "none");
 }
 
+
+// NCCL 1.x printed "WARN src/core.cu:N ..." and "INFO ..." with no host (NVIDIA/nccl#100,
+// held-out batch 16): its lines are NCCL's (not "no NCCL INFO lines"), and the failed copy to the
+// device with its illegal memory access is a CUDA error.
+TEST(CollectiveLogWording, Nccl1CoreWarningsAreRead) {
+  const NcclLogSummary s = parse_nccl_log(
+      "INFO NCCL debug level set to INFO\n"
+      "INFO rank 0 using buffSize = 2097152\n"
+      "INFO rank access 0 -> 1 via zero-copy host mem\n"
+      "WARN src/core.cu:487 rank 1 failed to copy maps to device\n"
+      "WARN src/core.cu:327 Faild to clear dev map: an illegal memory access was encountered\n"
+      "WARN src/core.cu:916 rank 1 failed to build comm maps\n");
+  EXPECT_EQ(s.cause_kind.value_or("none"), "cuda_error");
+  EXPECT_EQ(s.nccl_lines, 6);
+  for (const auto& f : judge_nccl_log(s, std::nullopt))
+    EXPECT_NE(f.code, "nccl_log.no_nccl_info");
+  ASSERT_FALSE(s.failures.empty());
+  EXPECT_EQ(s.errors.at(s.failures[0].first_error).line, 4);
+  // A bare "INFO" opens other programs' lines too: vLLM's are not NCCL's.
+  EXPECT_EQ(split_log_line("INFO 04-07 00:57:46 llm_engine.py:87] Initializing an LLM engine")
+                .source,
+            LineSource::kOther);
+}
+
+// ncclGetErrorString's texts in an application's own check of an NCCL call (NVIDIA Caffe's
+// "NCCL Init failed (%d) '%s'" and NCCLCHECK "NCCL failure %s:%d '%s'", matex-org/caffe-nvidia
+// src/caffe/parallel/mpi_nccl_sync.cpp), with NCCL 1.x's texts ("cuda malloc failed").
+TEST(CollectiveLogWording, NcclResultTextsInAnApplicationsCheck) {
+  EXPECT_EQ(parse_nccl_log("NCCL Init failed (10) 'cuda malloc failed'\n").cause_kind.value_or(
+                "none"),
+            "out_of_memory");
+  EXPECT_EQ(parse_nccl_log("NCCL failure ./XMatrix.cu:3600 'unhandled cuda error'\n")
+                .cause_kind.value_or("none"),
+            "cuda_error");
+  EXPECT_EQ(parse_nccl_log("NCCL Init failed (2) 'system error'\n").cause_kind.value_or("none"),
+            "nccl_system_error");
+}
+
 }  // namespace
 }  // namespace fabkit::nccl_log
