@@ -26,6 +26,29 @@ const std::vector<FailureKind>& failure_kinds() {
         "image')"},
        "read the CUDA error text; run `nvidia-smi -q -d ECC,XID` and `dmesg | grep -i xid`; rerun "
        "with CUDA_LAUNCH_BLOCKING=1 to find the call; match NCCL's CUDA build to the driver"},
+      // graph/xml.h, graph/xml.cc: the XML topology NCCL reads (NCCL_TOPO_FILE, a cloud image's
+      // or a net plugin's topology file, an algorithm XML) or builds from /sys lacks what it
+      // needs; NCCL returns ncclInternalError for it, which says nothing a user can act on. The
+      // fix follows the maintainers' answers (NVIDIA/nccl#379, #1008, nccl-tests#86;
+      // aws-ofi-nccl#785: update the plugin that ships a static topology).
+      {"topology_error",
+       T::kRoot,
+       "NCCL topology error",
+       "NCCL could not read the node's topology: an XML topology it was given lacks an attribute "
+       "or does not parse ('Attribute arch of node cpu not found', 'XML Parse : ...'), so "
+       "communicator setup stopped",
+       {"a topology file (NCCL_TOPO_FILE, also set in /etc/nccl.conf or ~/.nccl.conf) written "
+        "for another machine or instance type, or a net plugin's static topology used with only "
+        "some of the GPUs",
+        "a container or VM whose /sys does not show the host's PCI tree and CPUs, so the "
+        "detected topology misses the nodes the file or NCCL expects",
+        "an NCCL too old for the file (before 2.8 CPU attributes were read only for the GPUs in "
+        "use) or an algorithm/graph XML (NCCL_GRAPH_FILE, MSCCL/SCCL) for another layout"},
+       "point NCCL_TOPO_FILE at a topology of this node (dump one on the bare-metal host with "
+       "NCCL_TOPO_DUMP_FILE=topo.xml, keep its <cpu> and <pci> tags) or unset it, and look for "
+       "NCCL_TOPO_FILE/NCCL_GRAPH_FILE in /etc/nccl.conf; run containers with the host's /sys "
+       "mounted (read-only) so NCCL sees the PCI tree; update a net plugin that ships a static "
+       "topology (aws-ofi-nccl >= 1.11 generates it)"},
       {"shm_exhausted",
        T::kRoot,
        "shared memory exhausted",

@@ -65,6 +65,19 @@ struct NcclRankView {
   std::string source;
 };
 
+// The IB asynchronous events NCCL's WARN lines reported, one entry per event and port: the one
+// trace a subnet manager's or a link's event leaves in a job's log (nccl_log_ib_events.cc).
+struct NcclIbEvent {
+  std::string event;   // libibverbs' name: "client reregistration", "port error", ...
+  std::string device;  // "mlx5_0:1" when the lines name it (NCCL 2.12+), else ""
+  int count = 0;
+  bool benign = false;  // a job carries on after it (NCCL does)
+  std::string meaning;
+  int first_line = 0;
+  std::string source;
+  std::string first_who;
+};
+
 struct NcclChannelLine {
   int line = 0;
   std::string network;  // "IB", "Socket", "AWS Libfabric", ...
@@ -98,6 +111,7 @@ struct NcclLogSummary {
   int plugin_lines = 0;                     // NET/Plugin and NET/OFI init lines
   std::vector<std::string> sources;         // the files read, in order
   std::vector<NcclFailure> failures;        // by kind; the cause first
+  std::vector<NcclIbEvent> ib_events;       // in first-seen order, at most 64 kinds x ports
   std::optional<std::string> cause_kind;    // the failure that came first; null: none
   bool order_by_time = false;               // cause chosen by the lines' times, not position
   std::vector<NcclRankView> ranks;          // per rank / process, in first-seen order
@@ -107,6 +121,7 @@ struct NcclLogSummary {
   long networks_seen_dropped = 0;     // `Using network` values past the first 64
   long untracked_process_lines = 0;   // lines of processes past the first 65,536: no state kept
   long unruled_warnings_dropped = 0;  // WARNs without a rule past the first 10,000, not judged
+  long ib_events_dropped = 0;         // event lines of kinds x ports past the first 64
 };
 
 struct NcclLogInput {

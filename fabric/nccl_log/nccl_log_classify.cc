@@ -9,6 +9,7 @@
 // PyTorch's texts are in nccl_log_classify_torch.cc.
 #include "fabric/nccl_log/nccl_log_classify.h"
 
+#include "fabric/nccl_log/nccl_log_ib_events.h"
 #include "fabric/nccl_log/nccl_log_match.h"
 
 namespace fabkit::nccl_log {
@@ -65,6 +66,23 @@ const char* wc_status_name(int s) {
 
 }  // namespace
 
+// net_ib.cc's ncclIbGetPciPath (2.7+): "Could not find real path of rxe0
+// (/sys/class/infiniband/rxe0/device)": an RDMA device with no PCI device behind it (soft-RoCE's
+// rxe, a virtual function's view in some containers); NCCL warns, returns success and uses the
+// device without PCI locality. graph/xml.cc's getPciPath names a /sys path instead and fails.
+static bool ib_device_without_pci_path(sv msg) {
+  constexpr sv kTag = "Could not find real path of ";
+  const size_t at = msg.find(kTag);
+  return at != sv::npos && at + kTag.size() < msg.size() && msg[at + kTag.size()] != '/';
+}
+
+// An IB async event a job carries on after ("client reregistration", "SM change", "port active").
+static bool benign_ib_event(sv msg) {
+  if (!has(msg, "async")) return false;
+  const auto e = ib_async_event(msg);
+  return e && e->benign;
+}
+
 bool benign_warning(sv msg) {
   return has(msg, "non-fatal") || has(msg, "GID table changed") || has_ci(msg, "port active") ||
          has_ci(msg, "GID table change") || has_ci(msg, "LID change") ||
@@ -72,7 +90,8 @@ bool benign_warning(sv msg) {
          has(msg, "maximum allowed, setting") || has(msg, "defaulting to") ||
          has(msg, "Limiting value to") || has(msg, "cap it to") || has(msg, ", ignoring") ||
          // graph/search.cc: no path for a ring/tree pattern, NCCL uses the simple order instead.
-         has(msg, "falling back to simple order");
+         has(msg, "falling back to simple order") || ib_device_without_pci_path(msg) ||
+         benign_ib_event(msg);
 }
 
 namespace {
@@ -83,9 +102,16 @@ std::optional<ClassifiedMessage> classify_resources(sv msg) {
   // malloc N bytes" (2.4: "malloc of N bytes failed"), "malloc(size=N) returned null"; 2.9-2.12
   // bootstrap.cc's remote allocator thread: "[Rem Allocator] Allocation failed (segment 0, fd N)"
   // after the CUDA allocation it makes for a peer failed.
+  // NCCL 1.x's src/core.cu: "failed to allocate N byte device buffer", "rank N failed to
+  // allocate device buffer", "failed to allocated device maps" (cudaMalloc failed, returned as
+  // ncclCudaMallocFailed, whose text is "cuda malloc failed").
   if (has(msg, "out of memory") || (has(msg, "Failed to CUDA") && has(msg, "alloc")) ||
       has(msg, "cudaErrorMemoryAllocation") || has(msg, "Failed to malloc") ||
-      has(msg, "malloc of ") || has(msg, "returned null") || has(msg, "Allocation failed"))
+      has(msg, "malloc of ") || has(msg, "returned null") || has(msg, "Allocation failed") ||
+      has(msg, "cuda malloc failed") ||
+      ((has(msg, "failed to allocate") || has(msg, "failed to allocated")) &&
+       (has(msg, "device buffer") || has(msg, "device maps") || has(msg, "device-side") ||
+        has(msg, "device comm"))))
     return make("out_of_memory", msg);
   // ibv_reg_mr, ibv_reg_mr_iova2, ibv_reg_dmabuf_mr, a plugin's mlx5dv_reg_dmabuf_mr.
   if ((has(msg, "_reg_") && has_ci(msg, "fail")) ||
@@ -240,14 +266,36 @@ std::optional<ClassifiedMessage> classify_internal(sv msg) {
   return std::nullopt;
 }
 
+// The XML topology NCCL reads or builds (graph/xml.h, graph/xml.cc): "Attribute arch of node cpu
+// not found" (xmlGetAttrStr), "XML Parse : Unexpected EOF", "XML Mismatch : cpu / pci", "Error :
+// XML parser is limited to N nodes", "XML Topology has wrong version 1, 2 needed", "Could not open
+// XML graph file F" (NCCL_GRAPH_FILE, 2.4-2.7).
+std::optional<ClassifiedMessage> classify_topology(sv msg) {
+  if ((has(msg, "Attribute ") && has(msg, " of node ") && has(msg, " not found")) ||
+      has(msg, "XML Parse") || has(msg, "XML Mismatch") || has(msg, "XML parser is limited") ||
+      has(msg, "too many XML nodes") || has(msg, "XML Topology has wrong version") ||
+      has(msg, "Could not open XML"))
+    return make("topology_error", msg);
+  return std::nullopt;
+}
+
 // CUDA, NVML and the OS under NCCL.
 std::optional<ClassifiedMessage> classify_host(sv msg) {
   // checks.h "Cuda failure 'x'" / "Cuda failure N 'x'"; cudawrap.cc ("Failed to create CUDA
   // context", "Failed to find CUDA library", "cuDriverGetVersion failed", "CUDA Driver version
   // found is N. Minimum requirement is M"); p2p.cc ("failed to open CUDA IPC handle", "failed to
   // peer with device", "cudaIpcGetMemHandle failed"); NVLS ("CUDA error 1 'invalid argument'").
+  // NCCL 1.x's src/core.cu names the CUDA call's purpose and, sometimes, cudaGetErrorString's
+  // text: "rank 1 failed to copy maps to device", "Faild to clear dev map: an illegal memory
+  // access was encountered", "failed to open Ipc handle to rank 2", "failed to map zero copy
+  // buffer to device" (all returned as ncclUnhandledCudaError).
   if (has(msg, "Cuda failure") || has_ci(msg, "unhandled cuda error") ||
       has(msg, "ncclUnhandledCudaError") || has(msg, "failed to peer with device") ||
+      has(msg, "an illegal memory access was encountered") ||
+      has(msg, "unspecified launch failure") ||
+      (has(msg, "failed to ") &&
+       (has(msg, "to device") || has(msg, "zero copy") || has(msg, "Ipc handle") ||
+        has(msg, "register host buffer") || has(msg, "memset device buffer"))) ||
       ((has_ci(msg, "cuda") || has(msg, "cuDriver") || has(msg, "cuMem")) &&
        !has(msg, "NET/") &&  // a net plugin's CUDA trouble is the plugin failing to start
        (has_ci(msg, "fail") || has_ci(msg, "error") || has(msg, "Minimum requirement") ||
@@ -257,8 +305,8 @@ std::optional<ClassifiedMessage> classify_host(sv msg) {
   // during topology detection, a topology file, the IMEX channels of MNNVL, threads.
   if (((has_ci(msg, "nvml") || has(msg, "libnvidia-ml")) &&
        (has_ci(msg, "fail") || has(msg, "Failed to open"))) ||
-      has(msg, "Could not find real path") || has(msg, "Could not open XML") ||
-      (has(msg, "MNNVL") && has(msg, "not working")) || has(msg, "Thread creation failed"))
+      has(msg, "Could not find real path") || (has(msg, "MNNVL") && has(msg, "not working")) ||
+      has(msg, "Thread creation failed"))
     return make("nccl_system_error", msg);
   return std::nullopt;
 }
@@ -298,6 +346,7 @@ std::optional<ClassifiedMessage> classify_error_text(sv msg) {
   if (auto c = classify_usage(msg)) return c;
   if (auto c = classify_verbs(msg)) return c;
   if (auto c = classify_socket(msg)) return c;
+  if (auto c = classify_topology(msg)) return c;
   if (auto c = classify_internal(msg)) return c;
   if (auto c = classify_host(msg)) return c;
   if (auto c = classify_plugin_proxy(msg)) return c;

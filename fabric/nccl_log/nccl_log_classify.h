@@ -9,6 +9,11 @@
 
 namespace fabkit::nccl_log {
 
+// The detail of PyTorch's "Some NCCL operations have failed or timed out" (the watchdog taking the
+// process down): a watchdog timeout only when no other line of the log names an error.
+inline constexpr const char* kWatchdogTakedownDetail =
+    "PyTorch took the process down: a collective failed or timed out (no watchdog line)";
+
 struct ClassifiedMessage {
   std::string kind;
   std::string peer;  // "10.0.0.2<45763>", "node1<57557>": the other end the message names

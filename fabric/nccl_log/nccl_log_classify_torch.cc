@@ -47,6 +47,30 @@ std::optional<ClassifiedMessage> classify_c10d_text(sv msg) {
   return std::nullopt;
 }
 
+// ncclGetErrorString's text quoted by an application's own check of an NCCL 1.x or 2.x call:
+// NVIDIA Caffe's "NCCL Init failed (10) 'cuda malloc failed'" and "NCCL failure file.cu:N 'x'"
+// (its NCCLCHECK), and the same macro in many applications. NCCL 1.x numbered its codes
+// differently from 2.x, so the text names the kind, not the number.
+std::optional<ClassifiedMessage> classify_nccl_result_text(sv msg) {
+  size_t at = msg.find("NCCL Init failed (");
+  if (at == sv::npos) at = msg.find("NCCL failure ");
+  if (at == sv::npos) return std::nullopt;
+  const size_t open = msg.find('\'', at);
+  const size_t close = open == sv::npos ? sv::npos : msg.find('\'', open + 1);
+  if (close == sv::npos) return std::nullopt;
+  const sv text = msg.substr(open + 1, close - open - 1);
+  const auto is = [&](sv s) { return text.substr(0, s.size()) == s; };
+  if (is("cuda malloc failed")) return make("out_of_memory", msg, std::string(text));
+  if (is("unhandled cuda error") || is("device not found")) return make("cuda_error", msg);
+  if (is("system error") || is("unhandled system error") || is("lib wrapper not initialized"))
+    return make("nccl_system_error", msg);
+  if (is("internal error")) return make("nccl_internal_error", msg);
+  if (is("remote process exited")) return make("nccl_remote_error", msg);
+  if (is("invalid") || is("unsupported device count") || is("parameter mismatch"))
+    return make("nccl_invalid_usage", msg, std::string(text));
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
@@ -73,6 +97,14 @@ std::optional<ClassifiedMessage> classify_wrapper_text(sv msg) {
     return make("watchdog_timeout", msg,
                 e == sv::npos ? std::string() : std::string(msg.substr(w, e + 1 - w)));
   }
+  // ProcessGroupNCCL's "Some NCCL operations have failed or timed out. Due to the asynchronous
+  // nature of CUDA kernels, ..." is printed when the watchdog takes the process down, after a
+  // timeout or an async NCCL error alike; alone it is a collective that did not complete (the
+  // timeout is the common case, and an error would have its own line). The detail marks it: the
+  // parser books it only when no other line names an error (nccl_log_parse.cc).
+  if (has(msg, "Some NCCL operations have failed or timed out"))
+    return make("watchdog_timeout", msg, kWatchdogTakedownDetail);
+  if (auto c = classify_nccl_result_text(msg)) return c;
   if (has(msg, "store->get(") || (has(msg, "ncclUniqueId") && has_ci(msg, "timeout")) ||
       has(msg, "NCCL timeout in communicator initialization"))
     return make("bootstrap_failed", msg);

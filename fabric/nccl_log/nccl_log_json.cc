@@ -76,10 +76,26 @@ Json to_json(const NcclLogSummary& s) {
   j["ranks_dropped"] = s.ranks_dropped;
   // Only when a cap was reached (no real job's log reaches one), so ordinary reports stay as
   // they were.
-  if (s.networks_seen_dropped || s.untracked_process_lines || s.unruled_warnings_dropped)
+  if (s.networks_seen_dropped || s.untracked_process_lines || s.unruled_warnings_dropped ||
+      s.ib_events_dropped) {
     j["dropped"] = {{"networks_seen", s.networks_seen_dropped},
                     {"process_lines", s.untracked_process_lines},
                     {"unruled_warnings", s.unruled_warnings_dropped}};
+    if (s.ib_events_dropped) j["dropped"]["ib_events"] = s.ib_events_dropped;
+  }
+  // Only when the log holds such events, so reports of logs without them stay as they were.
+  if (!s.ib_events.empty()) {
+    j["ib_events"] = Json::array();
+    for (const auto& e : s.ib_events)
+      j["ib_events"].push_back({{"event", e.event},
+                                {"device", e.device.empty() ? Json(nullptr) : Json(e.device)},
+                                {"count", e.count},
+                                {"benign", e.benign},
+                                {"meaning", e.meaning},
+                                {"first_line", e.first_line},
+                                {"source", e.source},
+                                {"first_said_by", e.first_who}});
+  }
   return j;
 }
 

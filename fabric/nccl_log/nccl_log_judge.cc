@@ -73,6 +73,33 @@ void failure_findings(const NcclLogSummary& s, std::vector<Finding>& out) {
   }
 }
 
+// The IB async events, each with its port and count, benign or not: the one trace of a subnet
+// manager's or a link's event in a job's log. Those that break a job are also failures
+// (ib_async_error); this finding says what the others were.
+void ib_event_finding(const NcclLogSummary& s, std::vector<Finding>& out) {
+  if (s.ib_events.empty()) return;
+  bool all_benign = true;
+  std::string msg = "IB async events: ";
+  for (size_t i = 0; i < s.ib_events.size(); ++i) {
+    const NcclIbEvent& e = s.ib_events[i];
+    all_benign &= e.benign;
+    msg += (i ? "; " : "") + e.event + (e.device.empty() ? "" : " on " + e.device) + " x" +
+           std::to_string(e.count) + " (" + (e.benign ? "benign: " : "not benign: ") + e.meaning +
+           "; first by " + (e.first_who.empty() ? "the log" : e.first_who) + " at " +
+           (e.source.empty() ? "" : e.source + ":") + "line " + std::to_string(e.first_line) + ")";
+  }
+  if (s.ib_events_dropped)
+    msg += "; " + std::to_string(s.ib_events_dropped) + " more lines of other events or ports";
+  if (all_benign)
+    out.push_back(info("nccl_log.ib_async_events", "network", msg,
+                       "none needed for these; if they recur during jobs, ask whoever runs the "
+                       "subnet manager about SM failovers and sweeps (opensm log, UFM events)"));
+  else
+    out.push_back(warn("nccl_log.ib_async_events", "network", msg,
+                       "check `ibstat` port states, `ibqueryerrors`/perfquery counters and dmesg "
+                       "(mlx5) on the host that reported them; reseat or replace the cable"));
+}
+
 }  // namespace
 
 std::vector<Finding> judge_nccl_log(const NcclLogSummary& s,
@@ -89,6 +116,7 @@ std::vector<Finding> judge_nccl_log(const NcclLogSummary& s,
     return out;
   }
   failure_findings(s, out);
+  ib_event_finding(s, out);
 
   if (!s.network) {
     std::string what;

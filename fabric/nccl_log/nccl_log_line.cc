@@ -353,6 +353,32 @@ void strip_ray_repeat_suffix(sv& msg) {
   msg = msg.substr(0, open);
 }
 
+// NCCL 1.x printed "WARN src/core.cu:487 rank 1 failed to copy maps to device" and "INFO rank 0
+// using buffSize = 2097152" with no host, pid or device (its debug.h). A bare "INFO" opens many
+// other programs' lines (vLLM's "INFO 04-07 ..."), so only NCCL 1's own INFO texts (src/core.cu,
+// src/libwrap.cu) are read as its.
+void nccl1_line(sv s, LogLine& out) {
+  if (starts_with(s, "WARN ")) {
+    sv rest = s.substr(5);
+    const size_t sp = rest.find(' ');
+    if (sp == sv::npos || !is_source_location(rest.substr(0, sp))) return;
+    out.source = LineSource::kNcclWarn;
+    out.nccl_file = rest.substr(0, sp);
+    out.msg = rest.substr(sp + 1);
+    return;
+  }
+  if (!starts_with(s, "INFO ")) return;
+  const sv rest = s.substr(5);
+  for (sv head : {sv("NCCL debug level"), sv("rank "), sv("Global device memory space"),
+                  sv("peer query failed"), sv("ncclComm "), sv("commFree "),
+                  sv("failed to cleanup comm maps"), sv("NCCL did not shutdown")})
+    if (starts_with(rest, head)) {
+      out.source = LineSource::kNcclInfo;
+      out.msg = rest;
+      return;
+    }
+}
+
 }  // namespace
 
 LogLine split_log_line(std::string_view line) {
@@ -401,6 +427,7 @@ LogLine split_log_line(std::string_view line) {
       break;
     }
   }
+  if (out.source == LineSource::kOther) nccl1_line(s, out);
   if (out.source == LineSource::kOther) {
     out.msg = s;
     // PyTorch's glog line behind a progress bar or other text on the same line.

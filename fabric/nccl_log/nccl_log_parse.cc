@@ -8,6 +8,7 @@
 
 #include "common/utf8_text.h"
 #include "fabric/nccl_log/nccl_failure_kinds.h"
+#include "fabric/nccl_log/nccl_log_ib_events.h"
 #include "fabric/nccl_log/nccl_log_parser.h"
 #include "fabric/nccl_log/nccl_log_scan.h"
 #include "fabric/nccl_log/nccl_log_text.h"
@@ -137,6 +138,12 @@ void Parser::add_error(const ClassifiedMessage& c, const LogLine& l, Process* p,
       e.kind != last_wrapper_kind_) {
     last_wrapper_order_ = e.order;
     last_wrapper_kind_ = e.kind;
+  }
+  // PyTorch's takedown ("Some NCCL operations have failed or timed out") follows whatever the
+  // watchdog found: it is booked only when the log holds no other error (finish()).
+  if (e.detail == kWatchdogTakedownDetail) {
+    if (takedowns_.size() < kMaxTakedowns) takedowns_.emplace_back(std::move(e), p);
+    return;
   }
   if (defer_) {
     if (!e.host.empty() && address_changes_.size() < kMaxAddressChangeHosts)
@@ -296,6 +303,29 @@ void Parser::note_connect_retry(const LogLine& l, Process* p, const std::string&
     p->connect_retry.reset();
 }
 
+void Parser::note_ib_event(const LogLine& l, const Process* p, const std::string& source,
+                           int lineno) {
+  const auto ev = ib_async_event(l.msg);
+  if (!ev) return;
+  // An event on a port NCCL's IB transport opened: that transport was up (it names the network
+  // when nothing else does), even where the event is benign and no error is booked.
+  if (!inferred_network_ && has(l.msg, "NET/IB")) {
+    inferred_network_ = "IB";
+    inferred_evidence_ = "an NET/IB device event (line " + std::to_string(lineno) + ")";
+  }
+  for (NcclIbEvent& e : s_.ib_events)
+    if (e.event == ev->event && e.device == ev->device) {
+      ++e.count;
+      return;
+    }
+  if (s_.ib_events.size() >= kMaxIbEvents) {
+    ++s_.ib_events_dropped;
+    return;
+  }
+  s_.ib_events.push_back(
+      {ev->event, ev->device, 1, ev->benign, ev->meaning, lineno, source, who_of(l.origin, p)});
+}
+
 bool Parser::job_line(const LogLine& l, Process* p, const std::string& source, int lineno,
                       sv raw) {
   // A process of an NCCL job killed by SIGBUS ("Caught signal 7 (Bus error: nonexistent physical
@@ -414,6 +444,7 @@ void Parser::line(const std::string& source, int lineno, sv raw) {
   if (nccl || has(raw, "NCCL version")) nccl_facts(l, msg, lineno, p);
   // aws-ofi-nccl's text quoted in an exception ("Last error: NET/OFI ...") names the plugin too.
   if (!nccl && !s_.plugin && continuation && has(raw, "NET/OFI")) s_.plugin = "aws-ofi-nccl";
+  if (l.source == LineSource::kNcclWarn) note_ib_event(l, p, source, lineno);
   // The port's GID or LID table changed under NCCL's connections: NCCL carries on (a warning),
   // but completion errors that follow on that host are what the change did to its queue pairs,
   // and then the change is their cause. Kept aside until such an error arrives (book_error).
@@ -622,7 +653,11 @@ NcclLogSummary Parser::finish() {
   }
   // Nothing failed outright: a process still retrying its connect, or c10d's store barrier still
   // waiting, when the log ends is what the log shows of the failure.
-  if (s_.errors.empty()) book_stalls();
+  if (s_.errors.empty()) {
+    book_stalls();
+    for (auto& [e, p] : takedowns_) book_error(std::move(e), p);
+  }
+  takedowns_.clear();
   decide_network();
   for (auto& v : s_.ranks)
     v.who = v.rank ? "rank " + std::to_string(*v.rank) + (v.host.empty() ? "" : " (" + v.host + ")")

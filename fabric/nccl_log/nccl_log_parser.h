@@ -34,6 +34,9 @@ inline constexpr size_t kMaxProcesses = 65536;
 inline constexpr size_t kMaxUnruledWarnings = 10000;
 inline constexpr size_t kMaxAddressChangeHosts = 4096;
 inline constexpr size_t kMaxNetDevices = 4096;
+inline constexpr size_t kMaxIbEvents = 64;  // distinct IB async events x ports
+// PyTorch's takedown lines kept until the end (one per rank and process group in a real log).
+inline constexpr size_t kMaxTakedowns = 4096;
 
 inline bool has(sv s, sv sub) { return s.find(sub) != sv::npos; }
 inline bool starts(sv s, sv p) { return s.substr(0, p.size()) == p; }
@@ -93,6 +96,7 @@ class Parser {
   // line was taken.
   bool job_line(const LogLine& l, Process* p, const std::string& source, int lineno, sv raw);
   void note_connect_retry(const LogLine& l, Process* p, const std::string& source, int lineno);
+  void note_ib_event(const LogLine& l, const Process* p, const std::string& source, int lineno);
   // Book the stalls when nothing else failed (finish()).
   void book_stalls();
   void book_error(NcclLogError e, Process* p);
@@ -151,6 +155,7 @@ class Parser {
   // GID/LID table changes by host, booked only when a completion error follows there.
   bool defer_ = false;
   std::map<std::string, std::pair<NcclLogError, Process*>> address_changes_;
+  std::vector<std::pair<NcclLogError, Process*>> takedowns_;
   FailureBook book_;
   std::optional<Stall> store_barrier_;  // c10d's store barrier waiting, not yet completed
   bool dist_traceback_ = false;         // inside a Python traceback through torch/distributed/

@@ -61,6 +61,21 @@ void render_nccl_log_section(const Json& log, std::ostream& out, const Style& st
   const Json& ranks = member(log, "ranks");
   if (ranks.is_array() && !ranks.empty()) out << ", " << ranks.size() << " rank(s)/process(es)";
   out << "\n";
+  // IB async events before the failure: benign ones (a subnet manager's reregistration) explain
+  // a log that shows no failure as well as one that does.
+  const Json& events = member(log, "ib_events");
+  if (events.is_array() && !events.empty()) {
+    out << "IB async events:\n";
+    for (const auto& e : events) {
+      const std::string device = str(member(e, "device"), "");
+      const Json& count = member(e, "count");
+      const bool benign = member(e, "benign") == true;
+      out << "  " << (benign ? str(member(e, "event")) : style.bad(str(member(e, "event"))))
+          << (device.empty() ? "" : " on " + device) << " x"
+          << (count.is_number() ? count.dump() : "?") << " — "
+          << (benign ? "benign: " : "not benign: ") << str(member(e, "meaning")) << "\n";
+    }
+  }
   const Json& failures = member(log, "failures");
   if (!failures.is_array() || failures.empty()) {
     out << "failure: none named (no NCCL or PyTorch-NCCL error line)\n";

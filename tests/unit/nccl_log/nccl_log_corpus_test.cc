@@ -74,7 +74,7 @@ TEST(NcclLogCorpus, EveryKindOfTheIssueHasARealLog) {
         "watchdog_timeout", "nccl_system_error", "transport_retry_exceeded",
         "local_protection_error", "qp_create_failed", "cq_create_failed", "qp_transition_failed",
         "ibv_reg_mr_failed", "libibverbs_missing", "no_socket_interface", "cuda_error",
-        "out_of_memory", "none"})
+        "out_of_memory", "topology_error", "none"})
     EXPECT_TRUE(kinds.count(k)) << k << " has no real log in the corpus";
   EXPECT_GE(expectations().size(), 40u);
 }
