@@ -92,7 +92,9 @@ Finding xid_finding(const KernelLogFacts& f, const XidGroup& g) {
                              "Xid " + std::to_string(g.xid) +
                                  (x ? std::string(" (") + x->name + ")" : "") + " on " + g.bus_id +
                                  ": " + span(f, g.count, g.first_s, g.last_s),
-                             why, g.sample, x && g.cls == XidClass::kInformational);
+                             why, g.sample,
+                             x && (g.cls == XidClass::kInformational ||
+                                   g.cls == XidClass::kApplication));
   const std::string subject = "Xid " + std::to_string(g.xid) + " " + g.bus_id;
   std::string msg = "Xid " + std::to_string(g.xid) + (x ? std::string(" (") + x->name + ")" : "") +
                     " on " + device(g.bus_id, g.device_name) + ": " +
@@ -111,11 +113,13 @@ Finding xid_finding(const KernelLogFacts& f, const XidGroup& g) {
     case XidClass::kByMessage:  // the line did not say: the catalog's fatal case needs a reset
       return fail("kernel_log.xid_drain", subject, msg, x->action);
     case XidClass::kApplication:
-      return warn("kernel_log.xid_application", subject, msg, x->action);
+      // Azure NHC and imbue ignore these and gpud keeps the node Healthy (xid_catalog.cc): a
+      // user's faulting kernel is no reason to warn about the node.
+      return info("kernel_log.xid_application", subject, msg, x->action);
     case XidClass::kInformational:
       return info("kernel_log.xid_informational", subject, msg, x->action);
   }
-  return warn("kernel_log.xid_application", subject, msg, x->action);
+  return info("kernel_log.xid_application", subject, msg, x->action);
 }
 
 }  // namespace
