@@ -24,6 +24,7 @@
 
 #include "common/finding.h"
 #include "common/json.h"
+#include "probes/kernel_log/sxid.h"
 #include "probes/kernel_log/xid_catalog.h"
 #include "probes/probe_context.h"
 
@@ -104,6 +105,7 @@ struct KernelLogFacts {
   // off-the-bus line naming another bus is reported, never a drain.
   std::optional<std::vector<std::string>> gpu_bus_ids;
   std::vector<XidGroup> xids;
+  std::vector<SxidGroup> sxids;  // NVSwitch SXids (sxid.h)
   std::vector<LogEventGroup> events;
   double read_ms = 0;
 };

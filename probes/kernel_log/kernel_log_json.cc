@@ -37,6 +37,23 @@ Json to_json(const KernelLogFacts& f) {
                     {"recovery_action", text_or_null(g.recovery_action)},
                     {"sample", g.sample}});
   }
+  Json sxids = Json::array();
+  for (const auto& g : f.sxids) {
+    const SxidInfo* x = find_sxid(g.sxid);
+    sxids.push_back({{"sxid", g.sxid},
+                     {"name", x ? Json(x->name) : Json(nullptr)},
+                     {"class", to_string(g.cls)},
+                     {"fatal", g.fatal},
+                     {"bus_id", g.bus_id},
+                     {"on_gpu", or_null(on_gpu(f, g.bus_id))},
+                     {"switch", g.device},
+                     {"device", text_or_null(g.device_name)},
+                     {"count", g.count},
+                     {"first_s", seconds(g.first_s)},
+                     {"last_s", seconds(g.last_s)},
+                     {"links", g.links},
+                     {"sample", g.sample}});
+  }
   Json events = Json::array();
   for (const auto& e : f.events)
     events.push_back({{"kind", e.kind},
@@ -66,6 +83,7 @@ Json to_json(const KernelLogFacts& f) {
           {"window_note", text_or_null(f.window_note)},
           {"gpu_bus_ids", or_null(f.gpu_bus_ids)},
           {"xids", xids},
+          {"sxids", sxids},
           {"events", events},
           {"read_ms", std::round(f.read_ms * 1000) / 1000}};
 }

@@ -155,6 +155,7 @@ std::vector<Finding> judge_kernel_log(const KernelLogFacts& f) {
                        "journalctl -k -b keeps the whole boot's kernel log; a larger ring buffer: "
                        "log_buf_len=16M on the kernel command line"));
   for (const auto& g : f.xids) out.push_back(xid_finding(f, g));
+  for (const auto& g : f.sxids) out.push_back(sxid_finding(f, g));
   for (const auto& e : f.events) {
     const std::string who = device(e.device, e.device_name);
     const std::string seen = span(f, e.count, e.first_s, e.last_s);
@@ -237,6 +238,19 @@ std::vector<Finding> judge_kernel_log(const KernelLogFacts& f) {
                                       " record(s) written by user space, not judged"
                                 : std::string())));
   return out;
+}
+
+}  // namespace fabkit::probes
+
+namespace fabkit::probes {
+
+std::string kernel_log_span(const KernelLogFacts& f, int count, const std::optional<double>& first,
+                            const std::optional<double>& last) {
+  return span(f, count, first, last);
+}
+
+std::string kernel_log_not_on_node(const KernelLogFacts& f, const std::string& bus) {
+  return not_a_gpu(f, bus);
 }
 
 }  // namespace fabkit::probes

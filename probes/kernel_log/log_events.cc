@@ -263,6 +263,7 @@ void scan_kernel_log(const std::vector<KernelLogRecord>& records,
     ++f.records_in_window;
     s.scan(r);
   }
+  scan_sxids(records, names, f);
   // Off-the-bus lines that repeat an Xid 79 of the same GPU add nothing.
   std::vector<LogEventGroup> kept;
   for (auto& e : f.events) {
