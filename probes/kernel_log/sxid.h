@@ -26,8 +26,8 @@ const char* to_string(SxidClass c);  // "drain", "degraded", "informational"
 
 struct SxidInfo {
   int sxid = 0;
-  const char* name = "";     // NVIDIA's: "LTSSM Fault Up"
-  const char* meaning = "";  // the impact, with the source
+  const char* name = "";                 // NVIDIA's: "LTSSM Fault Up"
+  const char* meaning = "";              // the impact, with the source
   SxidClass cls = SxidClass::kDegraded;  // when the line does not say "Fatal"
 };
 // nullptr for an SXid not in the table.

@@ -1,8 +1,9 @@
 // Sources (read 2026-12-05):
 //  [F] NVIDIA, "Fabric Manager for NVIDIA NVSwitch Systems" user guide (DU-09883-001), appendix
-//      "NVSwitch SXid Errors" (https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/):
-//      the non-fatal SXids with their impact and recovery, the potentially fatal (D.5) and always
-//      fatal (D.6) ones; a fatal SXid is also propagated to the GPUs as Xid 74.
+//      "NVSwitch SXid Errors"
+//      (https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/): the non-fatal SXids
+//      with their impact and recovery, the potentially fatal (D.5) and always fatal (D.6) ones; a
+//      fatal SXid is also propagated to the GPUs as Xid 74.
 //  [G] leptonai/gpud@4a8de33a, components/accelerator/nvidia/sxid/sxid.go: [F]'s table with an
 //      event type per SXid (Fatal: the node is Unhealthy; Warning: it stays Healthy).
 //  [I] imbue-ai/cluster-health@8f5964ac, health_checks/dmesg_whitelist.py

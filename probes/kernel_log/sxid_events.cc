@@ -1,8 +1,9 @@
 // NVSwitch SXid lines, as the NVSwitch driver prints them (open-gpu-kernel-modules
 // src/common/nvswitch: NVSWITCH_PRINT_SXID), one record per line:
 //   nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Data {0x0000002b, 0x0000002b, ...}
-//   nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ interrupt
-//   nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Severity 0 Engine instance 44 Sub-engine ...
+//   nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ
+//   interrupt nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Severity 0 Engine instance 44
+//   Sub-engine ...
 // (NVIDIA/nvtrust#124), "…: 20034, Fatal, Link 30 LTSSM Fault Up" (leptonai/gpud's tests) and
 // "…: 12028, Non-fatal, Link 61 egress non-posted PRIV error (First)" (imbue's). The
 // Fatal/Non-fatal line is the report; Data and Severity lines are its details. Matched from the
@@ -54,8 +55,7 @@ std::optional<SxidLine> parse_sxid_line(sv m) {
   if (!bus) return std::nullopt;
   const size_t code_at = close + 3;
   const size_t code_len = digits_at(m, code_at);
-  if (code_len == 0 || code_len > 6 || m.substr(code_at + code_len, 2) != ", ")
-    return std::nullopt;
+  if (code_len == 0 || code_len > 6 || m.substr(code_at + code_len, 2) != ", ") return std::nullopt;
   SxidLine l;
   l.device = std::string(m.substr(0, dev_end));
   l.bus = *bus;

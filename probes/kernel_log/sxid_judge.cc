@@ -30,17 +30,17 @@ Finding sxid_finding(const KernelLogFacts& f, const SxidGroup& g) {
   const std::string who = g.device_name.empty() ? g.device + " (" + g.bus_id + ")"
                                                 : g.device_name + " (" + g.device + ")";
   std::string msg = "NVSwitch SXid " + std::to_string(g.sxid) +
-                    (x ? std::string(" (") + x->name + ")" : std::string()) + " on " + who +
-                    ": " + (g.fatal ? "Fatal, " : "") +
-                    kernel_log_span(f, g.count, g.first_s, g.last_s);
+                    (x ? std::string(" (") + x->name + ")" : std::string()) + " on " + who + ": " +
+                    (g.fatal ? "Fatal, " : "") + kernel_log_span(f, g.count, g.first_s, g.last_s);
   if (!g.links.empty()) msg += "; link(s) " + links(g.links);
   if (g.fatal && x && x->cls != SxidClass::kDrain)
     msg += ". The driver called it fatal";
   else if (x)
     msg += std::string(". ") + x->meaning;
   if (g.fatal && !x)
-    msg += ". A fatal SXid: the GPU partitions on the port fail until the NVSwitches and GPUs are "
-           "reset (NVIDIA's Fabric Manager guide)";
+    msg +=
+        ". A fatal SXid: the GPU partitions on the port fail until the NVSwitches and GPUs are "
+        "reset (NVIDIA's Fabric Manager guide)";
   msg += ". Line: " + g.sample;
   if (const std::string why = kernel_log_not_on_node(f, g.bus_id); !why.empty()) {
     const std::string text = msg + ". But " + why;

@@ -124,7 +124,8 @@ const XidInfo kTable[] = {
      "(Fatal) all fail the node on it: a hardware or driver fault as often as the application",
      kHardwareFix, C::kDrain},
     {69, "Graphics Engine class error",
-     "an invalid class in the graphics engine (NVIDIA's Xid catalog: RESTART_APP). Azure NHC, imbue "
+     "an invalid class in the graphics engine (NVIDIA's Xid catalog: RESTART_APP). Azure NHC, "
+     "imbue "
      "and gpud (Fatal) all fail the node on it",
      kHardwareFix, C::kDrain},
     {73, "NVENC2 Error",
@@ -151,7 +152,8 @@ const XidInfo kTable[] = {
      "dcgmi diag -r 3, reseat the card; contact the vendor if it recurs",
      C::kDrain},
     {81, "VGA Subsystem Error",
-     "the GPU's VGA subsystem failed, a hardware failure by NVIDIA's older Xid listing (NVIDIA's Xid "
+     "the GPU's VGA subsystem failed, a hardware failure by NVIDIA's older Xid listing (NVIDIA's "
+     "Xid "
      "catalog: unused on Ampere and newer, CONTACT_SUPPORT). Azure NHC, imbue and gpud (Fatal) all "
      "fail the node on it",
      kHardwareFix, C::kDrain},

@@ -31,9 +31,10 @@ struct XidInfo {
 const XidInfo* find_xid(int xid);
 
 // The class a line of an Xid that kByMessage decides says: Xids 144-150 print "Fatal" (drain) or
-// "Nonfatal" (informational) after the unit name; Xid 154 "GPU recovery action changed from 0x0 (None) to 0x2
-// (Node Reboot Required)" asks for a drain unless the new action is None. nullopt: the text does
-// not say (treated as a drain by the judge, as NVIDIA's catalog lists reset for the fatal cases).
+// "Nonfatal" (informational) after the unit name; Xid 154 "GPU recovery action changed from 0x0
+// (None) to 0x2 (Node Reboot Required)" asks for a drain unless the new action is None. nullopt:
+// the text does not say (treated as a drain by the judge, as NVIDIA's catalog lists reset for the
+// fatal cases).
 std::optional<XidClass> xid_class_from_message(int xid, const std::string& detail);
 // Xid 154's new recovery action ("Node Reboot Required"); "" when the line is not one.
 std::string xid154_action(const std::string& detail);

@@ -69,9 +69,9 @@ TEST(KernelLogSxid, ParsesTheReportAndItsDetailLines) {
 
 TEST(KernelLogSxid, FatalLtssmFaultsDrainPerSwitchWithTheirLinks) {
   // leptonai/gpud's README log: Xid 79, then SXid 20034 Fatal on three NVSwitches.
-  auto f = scan(fixture("gpud_sxid_20034_xid79.txt"),
-                std::vector<std::string>{"0000:91:00.0", "0000:05:00.0", "0000:06:00.0",
-                                         "0000:07:00.0"});
+  auto f = scan(
+      fixture("gpud_sxid_20034_xid79.txt"),
+      std::vector<std::string>{"0000:91:00.0", "0000:05:00.0", "0000:06:00.0", "0000:07:00.0"});
   ASSERT_EQ(f.sxids.size(), 3u);
   const auto* sw0 = group(f, 20034, "0000:05:00.0");
   ASSERT_TRUE(sw0);
@@ -105,8 +105,8 @@ TEST(KernelLogSxid, ASwitchNotOnThisNodeNeverDrains) {
 }
 
 TEST(KernelLogSxid, NonFatalSxidsFollowTheCatalogue) {
-  auto f = scan(fixture("sxid_nonfatal.txt"),
-                std::vector<std::string>{"0000:04:00.0", "0000:85:00.0"});
+  auto f =
+      scan(fixture("sxid_nonfatal.txt"), std::vector<std::string>{"0000:04:00.0", "0000:85:00.0"});
   const auto* dlreq = group(f, 22013, "0000:04:00.0");
   ASSERT_TRUE(dlreq);
   EXPECT_EQ(dlreq->count, 3);

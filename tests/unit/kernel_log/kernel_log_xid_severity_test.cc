@@ -34,8 +34,7 @@ const Finding* finding_for(const std::vector<Finding>& fs, const std::string& su
 }
 
 TEST(KernelLogXidSeverity, ApplicationXidsFromAUsersKernelAreNotesNotWarnings) {
-  auto f = scan(fixture("xid_severities.txt"),
-                {"0000:00:05.0", "0000:00:07.0", "0000:04:00.0"});
+  auto f = scan(fixture("xid_severities.txt"), {"0000:00:05.0", "0000:00:07.0", "0000:04:00.0"});
   auto fs = judge_kernel_log(f);
   const Finding* x43 = finding_for(fs, "Xid 43 0000:00:05.0");
   ASSERT_TRUE(x43);
@@ -50,8 +49,7 @@ TEST(KernelLogXidSeverity, ApplicationXidsFromAUsersKernelAreNotesNotWarnings) {
 
 TEST(KernelLogXidSeverity, XidsThePeersDrainOnDrain) {
   // Xid 69: Azure NHC, imbue and gpud (Fatal) all fail the node on it.
-  auto f = scan(fixture("xid_severities.txt"),
-                {"0000:00:05.0", "0000:00:07.0", "0000:04:00.0"});
+  auto f = scan(fixture("xid_severities.txt"), {"0000:00:05.0", "0000:00:07.0", "0000:04:00.0"});
   const auto fs = judge_kernel_log(f);
   const Finding* x69 = finding_for(fs, "Xid 69 0000:04:00.0");
   ASSERT_TRUE(x69);
