@@ -75,6 +75,10 @@ struct LogEventGroup {
   std::vector<std::string> details;  // AER error bits ("Surprise Down Error", "RxErr"), distinct
   std::string sample;
   int ups_after_last_down = 0;  // link_down: "Link up"/"Link ACTIVE" lines after the last down
+  // link_down: when each down happened (s after boot), and how many lines had no such time;
+  // link_flaps.h counts them per window.
+  std::vector<double> down_times_s;
+  int untimed_downs = 0;
 };
 
 // What the node's PCI bus holds, from the PCIe probe: names for the findings, and the GPUs an

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "probes/kernel_log/kernel_log_facts.h"
+#include "probes/kernel_log/link_flaps.h"
 
 namespace fabkit::probes {
 namespace {
@@ -55,16 +56,24 @@ Json to_json(const KernelLogFacts& f) {
                      {"sample", g.sample}});
   }
   Json events = Json::array();
-  for (const auto& e : f.events)
-    events.push_back({{"kind", e.kind},
-                      {"device", e.device},
-                      {"device_name", text_or_null(e.device_name)},
-                      {"count", e.count},
-                      {"first_s", seconds(e.first_s)},
-                      {"last_s", seconds(e.last_s)},
-                      {"details", e.details},
-                      {"ups_after_last_down", e.ups_after_last_down},
-                      {"sample", e.sample}});
+  for (const auto& e : f.events) {
+    Json j = {{"kind", e.kind},
+              {"device", e.device},
+              {"device_name", text_or_null(e.device_name)},
+              {"count", e.count},
+              {"first_s", seconds(e.first_s)},
+              {"last_s", seconds(e.last_s)},
+              {"details", e.details},
+              {"ups_after_last_down", e.ups_after_last_down},
+              {"sample", e.sample}};
+    if (e.kind == "link_down") {
+      const LinkFlaps n = link_flaps(e);
+      j["boot_downs"] = n.boot_downs;
+      j["untimed_downs"] = n.untimed_downs;
+      j["max_downs_24h"] = n.max_downs_in_window;
+    }
+    events.push_back(std::move(j));
+  }
   return {{"source", f.source},
           {"readable", f.readable},
           {"unreadable_reason", text_or_null(f.unreadable_reason)},

@@ -1,8 +1,9 @@
 // Findings for what the kernel log says. Xid severities come from the table (xid_catalog.cc);
 // the other events: a GPU off the bus, a fatal AER report, a failed AER recovery and a mlx5
 // firmware health failure take the device out (fail); a non-fatal AER report, a mlx5 command
-// timeout and a link going down are warnings (the job running then may have failed; the
-// device may have recovered); correctable AER reports are counted and warned about from
+// timeout and a link going down after boot are warnings (the job running then may have failed;
+// the device may have recovered), a link flapping within a day a failure (link_flaps.h);
+// correctable AER reports are counted and warned about from
 // kAerLinesWarn on, like the sysfs AER totals (pcie_judge.cc).
 //
 // An Xid or off-the-bus line counts toward a drain only when it names a GPU or NVSwitch on this
@@ -14,6 +15,7 @@
 #include <ctime>
 
 #include "probes/kernel_log/kernel_log_facts.h"
+#include "probes/kernel_log/link_flaps.h"
 
 namespace fabkit::probes {
 namespace {
@@ -88,13 +90,11 @@ Finding not_a_gpu_finding(const std::string& subject, const std::string& what,
 Finding xid_finding(const KernelLogFacts& f, const XidGroup& g) {
   const XidInfo* x = find_xid(g.xid);
   if (const std::string why = not_a_gpu(f, g.bus_id); !why.empty())
-    return not_a_gpu_finding("Xid " + std::to_string(g.xid) + " " + g.bus_id,
-                             "Xid " + std::to_string(g.xid) +
-                                 (x ? std::string(" (") + x->name + ")" : "") + " on " + g.bus_id +
-                                 ": " + span(f, g.count, g.first_s, g.last_s),
-                             why, g.sample,
-                             x && (g.cls == XidClass::kInformational ||
-                                   g.cls == XidClass::kApplication));
+    return not_a_gpu_finding(
+        "Xid " + std::to_string(g.xid) + " " + g.bus_id,
+        "Xid " + std::to_string(g.xid) + (x ? std::string(" (") + x->name + ")" : "") + " on " +
+            g.bus_id + ": " + span(f, g.count, g.first_s, g.last_s),
+        why, g.sample, x && (g.cls == XidClass::kInformational || g.cls == XidClass::kApplication));
   const std::string subject = "Xid " + std::to_string(g.xid) + " " + g.bus_id;
   std::string msg = "Xid " + std::to_string(g.xid) + (x ? std::string(" (") + x->name + ")" : "") +
                     " on " + device(g.bus_id, g.device_name) + ": " +
@@ -210,16 +210,10 @@ std::vector<Finding> judge_kernel_log(const KernelLogFacts& f) {
                              "; RDMA resource creation (QPs, MRs) stalls while this happens" + line,
                          "check the NIC firmware version (mlxfwmanager --query) and devlink health "
                          "show; a power cycle if it persists"));
-    else if (e.kind == "link_down")
-      out.push_back(warn("kernel_log.link_down", e.device,
-                         "link of " + who + " went down " + seen +
-                             (e.ups_after_last_down > 0
-                                  ? "; it came back up after the last time"
-                                  : "; no link-up line after the last time: it may still be down "
-                                    "(the rdma and net sections show the state now)") +
-                             line,
-                         "check the cable, transceiver and switch port (ethtool -S, ibstat); a "
-                         "link that flaps fails NCCL jobs"));
+    else if (e.kind == "link_down") {
+      // Counted over time and with the boot left out (link_flaps.h).
+      if (auto down = link_down_finding(f, e)) out.push_back(*down);
+    }
   }
   int drains = 0;
   for (const auto& g : f.xids)
@@ -243,6 +237,10 @@ std::vector<Finding> judge_kernel_log(const KernelLogFacts& f) {
 }  // namespace fabkit::probes
 
 namespace fabkit::probes {
+
+std::string kernel_log_when(const KernelLogFacts& f, const std::optional<double>& s) {
+  return when(f, s);
+}
 
 std::string kernel_log_span(const KernelLogFacts& f, int count, const std::optional<double>& first,
                             const std::optional<double>& last) {

@@ -211,6 +211,10 @@ struct Scanner {
     LogEventGroup& g = event("link_down", l->device, r);
     count(g, r);
     g.ups_after_last_down = 0;
+    if (r.time_s)
+      g.down_times_s.push_back(*r.time_s);
+    else
+      ++g.untimed_downs;
     return true;
   }
 
