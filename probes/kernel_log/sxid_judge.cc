@@ -22,6 +22,11 @@ constexpr const char* kDegradedFix =
     "watch the port: nvidia-smi nvlink -e (error counters) and the fabric manager log; if the "
     "count grows, reseat or replace the link at the next maintenance";
 
+std::string capitalized(std::string s) {
+  if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = static_cast<char>(s[0] - 'a' + 'A');
+  return s;
+}
+
 }  // namespace
 
 Finding sxid_finding(const KernelLogFacts& f, const SxidGroup& g) {
@@ -36,20 +41,20 @@ Finding sxid_finding(const KernelLogFacts& f, const SxidGroup& g) {
   if (g.fatal && x && x->cls != SxidClass::kDrain)
     msg += ". The driver called it fatal";
   else if (x)
-    msg += std::string(". ") + x->meaning;
+    msg += ". " + capitalized(x->meaning);
   if (g.fatal && !x)
     msg +=
         ". A fatal SXid: the GPU partitions on the port fail until the NVSwitches and GPUs are "
         "reset (NVIDIA's Fabric Manager guide)";
-  msg += ". Line: " + g.sample;
   if (const std::string why = kernel_log_not_on_node(f, g.bus_id); !why.empty()) {
-    const std::string text = msg + ". But " + why;
+    const std::string text = msg + ", but " + why + ". Line: " + g.sample;
     const std::string fix =
         "lspci -d 10de: lists the GPUs and NVSwitches; a line about another bus is a record from "
         "another machine's capture or a forged one: see who wrote it (journalctl -k)";
     return g.cls == SxidClass::kInformational ? info("kernel_log.not_a_gpu", subject, text, fix)
                                               : warn("kernel_log.not_a_gpu", subject, text, fix);
   }
+  msg += ". Line: " + g.sample;
   if (g.cls == SxidClass::kDrain) return fail("kernel_log.sxid_drain", subject, msg, kDrainFix);
   if (!x)
     return warn("kernel_log.sxid_unknown", subject,
