@@ -227,7 +227,10 @@ std::vector<Finding> judge_kernel_log(const KernelLogFacts& f) {
           (f.since.empty() ? std::string(" since boot")
                            : ", " + std::to_string(f.records_in_window) + " since " + f.since) +
           ": " + std::to_string(f.xids.size()) + " Xid group(s) (" + std::to_string(drains) +
-          " needing a drain), " + std::to_string(f.events.size()) + " other event group(s)" +
+          " needing a drain), " +
+          (f.sxids.empty() ? std::string()
+                           : std::to_string(f.sxids.size()) + " NVSwitch SXid group(s), ") +
+          std::to_string(f.events.size()) + " other event group(s)" +
           (f.user_space_records ? "; " + std::to_string(f.user_space_records) +
                                       " record(s) written by user space, not judged"
                                 : std::string())));

@@ -87,6 +87,9 @@ TEST(KernelLogSxid, FatalLtssmFaultsDrainPerSwitchWithTheirLinks) {
   EXPECT_EQ(d->code, "kernel_log.sxid_drain");
   EXPECT_EQ(d->severity, Severity::kFail);
   EXPECT_NE(d->message.find("link(s) 62, 63"), std::string::npos) << d->message;
+  const Finding* read = finding_for(fs, "kernel log");
+  ASSERT_TRUE(read);
+  EXPECT_NE(read->message.find("3 NVSwitch SXid group(s)"), std::string::npos) << read->message;
   const Finding* sw2 = finding_for(fs, "SXid 20034 0000:07:00.0");
   ASSERT_TRUE(sw2);
   EXPECT_EQ(sw2->severity, Severity::kFail);
