@@ -1,5 +1,6 @@
-// Probe 10, the kernel log: NVIDIA Xid lines, mlx5 firmware health and command timeouts, PCIe
-// AER reports and link-down lines, in one pass over the log since boot (or since --since).
+// Probe 10, the kernel log: NVIDIA Xid lines, NVSwitch SXid lines (sxid.h), mlx5 firmware health
+// and command timeouts, PCIe AER reports and link-down lines (counted over time: link_flaps.h),
+// in one pass over the log since boot (or since --since).
 //
 // Live, it reads /dev/kmsg without blocking (O_NONBLOCK, one record per read, EAGAIN = the end,
 // EPIPE = records overwritten while reading). That needs CAP_SYSLOG when kernel.dmesg_restrict is
