@@ -22,7 +22,9 @@
 // Severity policy (issue #18, revised in issue #39): a drain for 48, 63, 64, 92, 94, 95, 79, every
 // Xid whose immediate action in [C] is RESET_GPU or RESTART_BM, and every Xid that at least two of
 // [G] (Fatal), [A] and [I] fail on; informational (a note, never a warning) for the Xids an
-// application causes, which [A] and [I] ignore and [G] keeps Healthy. Each entry names its sources.
+// application causes, which [A] and [I] ignore and [G] keeps Healthy. [A]'s list ends at 120 and
+// [I]'s at 125: for the Xids after them (136 and on) and for 46 and 109, [C]'s RESET_GPU decides
+// alone. Each entry names its sources.
 #include "probes/kernel_log/xid_catalog.h"
 
 #include <algorithm>
@@ -120,13 +122,13 @@ const XidInfo kTable[] = {
      "CONTACT_SUPPORT). Azure NHC and imbue fail the node on it; gpud: Warning",
      kHardwareFix, C::kDrain},
     {68, "NVDEC0 Exception",
-     "the video decoder faulted (NVIDIA's Xid catalog: RESTART_APP). Azure NHC, imbue and gpud "
-     "(Fatal) all fail the node on it: a hardware or driver fault as often as the application",
+     "the video decoder faulted (NVIDIA's Xid catalog: RESTART_APP; its older Xid listing names "
+     "hardware, driver and application as causes). Azure NHC, imbue and gpud (Fatal) all fail the "
+     "node on it",
      kHardwareFix, C::kDrain},
     {69, "Graphics Engine class error",
      "an invalid class in the graphics engine (NVIDIA's Xid catalog: RESTART_APP). Azure NHC, "
-     "imbue "
-     "and gpud (Fatal) all fail the node on it",
+     "imbue and gpud (Fatal) all fail the node on it",
      kHardwareFix, C::kDrain},
     {73, "NVENC2 Error",
      "the video encoder failed (NVIDIA's Xid catalog: unused on Ampere and newer, "
@@ -153,9 +155,8 @@ const XidInfo kTable[] = {
      C::kDrain},
     {81, "VGA Subsystem Error",
      "the GPU's VGA subsystem failed, a hardware failure by NVIDIA's older Xid listing (NVIDIA's "
-     "Xid "
-     "catalog: unused on Ampere and newer, CONTACT_SUPPORT). Azure NHC, imbue and gpud (Fatal) all "
-     "fail the node on it",
+     "Xid catalog: unused on Ampere and newer, CONTACT_SUPPORT). Azure NHC, imbue and gpud "
+     "(Fatal) all fail the node on it",
      kHardwareFix, C::kDrain},
     {92, "High single-bit ECC error rate",
      "correctable ECC errors at a high rate, which precede uncorrectable ones. NVIDIA's Xid "
