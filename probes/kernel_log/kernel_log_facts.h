@@ -1,5 +1,6 @@
-// Probe 10, the kernel log: NVIDIA Xid lines, mlx5 firmware health and command timeouts, PCIe
-// AER reports and link-down lines, in one pass over the log since boot (or since --since).
+// Probe 10, the kernel log: NVIDIA Xid lines, NVSwitch SXid lines (sxid.h), mlx5 firmware health
+// and command timeouts, PCIe AER reports and link-down lines (counted over time: link_flaps.h),
+// in one pass over the log since boot (or since --since).
 //
 // Live, it reads /dev/kmsg without blocking (O_NONBLOCK, one record per read, EAGAIN = the end,
 // EPIPE = records overwritten while reading). That needs CAP_SYSLOG when kernel.dmesg_restrict is
@@ -24,6 +25,7 @@
 
 #include "common/finding.h"
 #include "common/json.h"
+#include "probes/kernel_log/sxid.h"
 #include "probes/kernel_log/xid_catalog.h"
 #include "probes/probe_context.h"
 
@@ -77,6 +79,10 @@ struct LogEventGroup {
   std::vector<std::string> details;  // AER error bits ("Surprise Down Error", "RxErr"), distinct
   std::string sample;
   int ups_after_last_down = 0;  // link_down: "Link up"/"Link ACTIVE" lines after the last down
+  // link_down: when each down happened (s after boot), and how many lines had no such time;
+  // link_flaps.h counts them per window.
+  std::vector<double> down_times_s;
+  int untimed_downs = 0;
 };
 
 // What the node's PCI bus holds, from the PCIe probe: names for the findings, and the GPUs an
@@ -107,6 +113,7 @@ struct KernelLogFacts {
   // off-the-bus line naming another bus is reported, never a drain.
   std::optional<std::vector<std::string>> gpu_bus_ids;
   std::vector<XidGroup> xids;
+  std::vector<SxidGroup> sxids;  // NVSwitch SXids (sxid.h)
   std::vector<LogEventGroup> events;
   double read_ms = 0;
 };

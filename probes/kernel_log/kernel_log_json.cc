@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "probes/kernel_log/kernel_log_facts.h"
+#include "probes/kernel_log/link_flaps.h"
 
 namespace fabkit::probes {
 namespace {
@@ -37,17 +38,42 @@ Json to_json(const KernelLogFacts& f) {
                     {"recovery_action", text_or_null(g.recovery_action)},
                     {"sample", g.sample}});
   }
+  Json sxids = Json::array();
+  for (const auto& g : f.sxids) {
+    const SxidInfo* x = find_sxid(g.sxid);
+    sxids.push_back({{"sxid", g.sxid},
+                     {"name", x ? Json(x->name) : Json(nullptr)},
+                     {"class", to_string(g.cls)},
+                     {"fatal", g.fatal},
+                     {"bus_id", g.bus_id},
+                     {"on_gpu", or_null(on_gpu(f, g.bus_id))},
+                     {"switch", g.device},
+                     {"device", text_or_null(g.device_name)},
+                     {"count", g.count},
+                     {"first_s", seconds(g.first_s)},
+                     {"last_s", seconds(g.last_s)},
+                     {"links", g.links},
+                     {"sample", g.sample}});
+  }
   Json events = Json::array();
-  for (const auto& e : f.events)
-    events.push_back({{"kind", e.kind},
-                      {"device", e.device},
-                      {"device_name", text_or_null(e.device_name)},
-                      {"count", e.count},
-                      {"first_s", seconds(e.first_s)},
-                      {"last_s", seconds(e.last_s)},
-                      {"details", e.details},
-                      {"ups_after_last_down", e.ups_after_last_down},
-                      {"sample", e.sample}});
+  for (const auto& e : f.events) {
+    Json j = {{"kind", e.kind},
+              {"device", e.device},
+              {"device_name", text_or_null(e.device_name)},
+              {"count", e.count},
+              {"first_s", seconds(e.first_s)},
+              {"last_s", seconds(e.last_s)},
+              {"details", e.details},
+              {"ups_after_last_down", e.ups_after_last_down},
+              {"sample", e.sample}};
+    if (e.kind == "link_down") {
+      const LinkFlaps n = link_flaps(e);
+      j["boot_downs"] = n.boot_downs;
+      j["untimed_downs"] = n.untimed_downs;
+      j["max_downs_24h"] = n.max_downs_in_window;
+    }
+    events.push_back(std::move(j));
+  }
   return {{"source", f.source},
           {"readable", f.readable},
           {"unreadable_reason", text_or_null(f.unreadable_reason)},
@@ -66,6 +92,7 @@ Json to_json(const KernelLogFacts& f) {
           {"window_note", text_or_null(f.window_note)},
           {"gpu_bus_ids", or_null(f.gpu_bus_ids)},
           {"xids", xids},
+          {"sxids", sxids},
           {"events", events},
           {"read_ms", std::round(f.read_ms * 1000) / 1000}};
 }

@@ -1,8 +1,9 @@
 // Findings for what the kernel log says. Xid severities come from the table (xid_catalog.cc);
 // the other events: a GPU off the bus, a fatal AER report, a failed AER recovery and a mlx5
 // firmware health failure take the device out (fail); a non-fatal AER report, a mlx5 command
-// timeout and a link going down are warnings (the job running then may have failed; the
-// device may have recovered); correctable AER reports are counted and warned about from
+// timeout and a link going down after boot are warnings (the job running then may have failed;
+// the device may have recovered), a link flapping within a day a failure (link_flaps.h);
+// correctable AER reports are counted and warned about from
 // kAerLinesWarn on, like the sysfs AER totals (pcie_judge.cc).
 //
 // An Xid or off-the-bus line counts toward a drain only when it names a GPU or NVSwitch on this
@@ -15,6 +16,7 @@
 
 #include "probes/kernel_log/kernel_log_facts.h"
 #include "probes/kernel_log/system_lines.h"
+#include "probes/kernel_log/link_flaps.h"
 
 namespace fabkit::probes {
 namespace {
@@ -89,11 +91,11 @@ Finding not_a_gpu_finding(const std::string& subject, const std::string& what,
 Finding xid_finding(const KernelLogFacts& f, const XidGroup& g) {
   const XidInfo* x = find_xid(g.xid);
   if (const std::string why = not_a_gpu(f, g.bus_id); !why.empty())
-    return not_a_gpu_finding("Xid " + std::to_string(g.xid) + " " + g.bus_id,
-                             "Xid " + std::to_string(g.xid) +
-                                 (x ? std::string(" (") + x->name + ")" : "") + " on " + g.bus_id +
-                                 ": " + span(f, g.count, g.first_s, g.last_s),
-                             why, g.sample, x && g.cls == XidClass::kInformational);
+    return not_a_gpu_finding(
+        "Xid " + std::to_string(g.xid) + " " + g.bus_id,
+        "Xid " + std::to_string(g.xid) + (x ? std::string(" (") + x->name + ")" : "") + " on " +
+            g.bus_id + ": " + span(f, g.count, g.first_s, g.last_s),
+        why, g.sample, x && (g.cls == XidClass::kInformational || g.cls == XidClass::kApplication));
   const std::string subject = "Xid " + std::to_string(g.xid) + " " + g.bus_id;
   std::string msg = "Xid " + std::to_string(g.xid) + (x ? std::string(" (") + x->name + ")" : "") +
                     " on " + device(g.bus_id, g.device_name) + ": " +
@@ -112,11 +114,13 @@ Finding xid_finding(const KernelLogFacts& f, const XidGroup& g) {
     case XidClass::kByMessage:  // the line did not say: the catalog's fatal case needs a reset
       return fail("kernel_log.xid_drain", subject, msg, x->action);
     case XidClass::kApplication:
-      return warn("kernel_log.xid_application", subject, msg, x->action);
+      // Azure NHC and imbue ignore these and gpud keeps the node Healthy (xid_catalog.cc): a
+      // user's faulting kernel is no reason to warn about the node.
+      return info("kernel_log.xid_application", subject, msg, x->action);
     case XidClass::kInformational:
       return info("kernel_log.xid_informational", subject, msg, x->action);
   }
-  return warn("kernel_log.xid_application", subject, msg, x->action);
+  return info("kernel_log.xid_application", subject, msg, x->action);
 }
 
 }  // namespace
@@ -152,6 +156,7 @@ std::vector<Finding> judge_kernel_log(const KernelLogFacts& f) {
                        "journalctl -k -b keeps the whole boot's kernel log; a larger ring buffer: "
                        "log_buf_len=16M on the kernel command line"));
   for (const auto& g : f.xids) out.push_back(xid_finding(f, g));
+  for (const auto& g : f.sxids) out.push_back(sxid_finding(f, g));
   for (const auto& e : f.events) {
     const std::string who = device(e.device, e.device_name);
     const std::string seen = span(f, e.count, e.first_s, e.last_s);
@@ -210,16 +215,10 @@ std::vector<Finding> judge_kernel_log(const KernelLogFacts& f) {
                              "; RDMA resource creation (QPs, MRs) stalls while this happens" + line,
                          "check the NIC firmware version (mlxfwmanager --query) and devlink health "
                          "show; a power cycle if it persists"));
-    else if (e.kind == "link_down")
-      out.push_back(warn("kernel_log.link_down", e.device,
-                         "link of " + who + " went down " + seen +
-                             (e.ups_after_last_down > 0
-                                  ? "; it came back up after the last time"
-                                  : "; no link-up line after the last time: it may still be down "
-                                    "(the rdma and net sections show the state now)") +
-                             line,
-                         "check the cable, transceiver and switch port (ethtool -S, ibstat); a "
-                         "link that flaps fails NCCL jobs"));
+    else if (e.kind == "link_down") {
+      // Counted over time and with the boot left out (link_flaps.h).
+      if (auto down = link_down_finding(f, e)) out.push_back(*down);
+    }
   }
   int drains = 0;
   for (const auto& g : f.xids)
@@ -233,11 +232,31 @@ std::vector<Finding> judge_kernel_log(const KernelLogFacts& f) {
           (f.since.empty() ? std::string(" since boot")
                            : ", " + std::to_string(f.records_in_window) + " since " + f.since) +
           ": " + std::to_string(f.xids.size()) + " Xid group(s) (" + std::to_string(drains) +
-          " needing a drain), " + std::to_string(f.events.size()) + " other event group(s)" +
+          " needing a drain), " +
+          (f.sxids.empty() ? std::string()
+                           : std::to_string(f.sxids.size()) + " NVSwitch SXid group(s), ") +
+          std::to_string(f.events.size()) + " other event group(s)" +
           (f.user_space_records ? "; " + std::to_string(f.user_space_records) +
                                       " record(s) written by user space, not judged"
                                 : std::string())));
   return out;
+}
+
+}  // namespace fabkit::probes
+
+namespace fabkit::probes {
+
+std::string kernel_log_when(const KernelLogFacts& f, const std::optional<double>& s) {
+  return when(f, s);
+}
+
+std::string kernel_log_span(const KernelLogFacts& f, int count, const std::optional<double>& first,
+                            const std::optional<double>& last) {
+  return span(f, count, first, last);
+}
+
+std::string kernel_log_not_on_node(const KernelLogFacts& f, const std::string& bus) {
+  return not_a_gpu(f, bus);
 }
 
 }  // namespace fabkit::probes

@@ -215,6 +215,10 @@ struct Scanner {
     LogEventGroup& g = event("link_down", l->device, r);
     count(g, r);
     g.ups_after_last_down = 0;
+    if (r.time_s)
+      g.down_times_s.push_back(*r.time_s);
+    else
+      ++g.untimed_downs;
     return true;
   }
 
@@ -288,6 +292,7 @@ void scan_kernel_log(const std::vector<KernelLogRecord>& records,
     ++f.records_in_window;
     s.scan(r);
   }
+  scan_sxids(records, names, f);
   // Off-the-bus lines that repeat an Xid 79 of the same GPU add nothing.
   std::vector<LogEventGroup> kept;
   for (auto& e : f.events) {

@@ -10,9 +10,21 @@
 //  [P] NVIDIA, "Dynamic Page Retirement", https://docs.nvidia.com/deploy/dynamic-page-retirement/
 //      visibility.html: Xid 48 DBE, 63 page retired ("reload the driver to activate"), 64
 //      retirement failed, on GPUs before Ampere.
-// Severity policy (issue #18): a drain for 48, 63, 64, 92, 94, 95, 79 and every Xid whose
-// immediate action in [C] is RESET_GPU or RESTART_BM; a warning for application-level Xids. Where
-// this differs from [C]'s immediate action it says why in the entry.
+//  [G] leptonai/gpud@4a8de33a, components/accelerator/nvidia/xid/xid.go: per Xid an event type;
+//      Fatal makes the node Unhealthy, Critical Degraded, Warning and Info leave it Healthy
+//      (health_state.go). Its catalog_generated.go copies [C]'s buckets and the "XID 144-150
+//      Decode" sheet, whose Non-fatal rows all say IGNORE or XID_154_EVAL.
+//  [A] Azure/azurehpc-health-checks@0e0a1ac2, customTests/azure_gpu_xid.nhc: fails the node on
+//      48 56 57 58 62 63 64 65 68 69 73 74 79 80 81 92 119 120, ignores every other Xid.
+//  [I] imbue-ai/cluster-health@8f5964ac, health_checks/health_checks.py
+//      _HARDWARE_XID_ERROR_RANGES: fails on 48, 56-58, 62-64, 68-77, 79-86, 88-89, 92, 94-105,
+//      110-120, 122-125, ignores every other Xid.
+// Severity policy (issue #18, revised in issue #39): a drain for 48, 63, 64, 92, 94, 95, 79, every
+// Xid whose immediate action in [C] is RESET_GPU or RESTART_BM, and every Xid that at least two of
+// [G] (Fatal), [A] and [I] fail on; informational (a note, never a warning) for the Xids an
+// application causes, which [A] and [I] ignore and [G] keeps Healthy. [A]'s list ends at 120 and
+// [I]'s at 125: for the Xids after them (136 and on) and for 46 and 109, [C]'s RESET_GPU decides
+// alone. Each entry names its sources.
 #include "probes/kernel_log/xid_catalog.h"
 
 #include <algorithm>
@@ -29,34 +41,40 @@ constexpr const char* kAppFix =
 constexpr const char* kResetFix =
     "drain the node, stop the GPU's processes and reset it (nvidia-smi -r -i <gpu>) or reboot; "
     "if it recurs, run dcgmi diag -r 3 and contact the vendor";
+constexpr const char* kHardwareFix =
+    "drain the node; run dcgmi diag -r 3 and nvidia-smi -q; reset the GPU or power-cycle the node; "
+    "contact the vendor with nvidia-bug-report.sh if it recurs";
 constexpr const char* kNvlink5Fix =
     "the line says Fatal or Nonfatal; a fatal one needs the GPU reset (the following Xid 154 names "
     "the recovery action); check nvidia-smi nvlink -s and the fabric manager log";
 
 const XidInfo kTable[] = {
     {8, "GPU stopped processing",
-     "the GPU stopped processing a channel (an idle timeout) (NVIDIA's Xid catalog: RESTART_APP)",
+     "the GPU stopped processing a channel (an idle timeout) (NVIDIA's Xid catalog: RESTART_APP; "
+     "Azure NHC and imbue ignore it, gpud: Warning)",
      kAppFix, C::kApplication},
     {13, "Graphics Engine Exception",
      "an application fault: out-of-bounds access, illegal instruction or register; rarely hardware "
-     "(NVIDIA's Xid catalog: RESTART_APP)",
+     "(NVIDIA's Xid catalog: RESTART_APP; Azure NHC and imbue ignore it, gpud: Warning)",
      kAppFix, C::kApplication},
     {31, "GPU memory page fault",
      "the GPU's MMU reported an illegal address access, usually an application bug (NVIDIA's Xid "
-     "catalog: RESTART_APP)",
+     "catalog: RESTART_APP; Azure NHC and imbue ignore it, gpud: Warning)",
      kAppFix, C::kApplication},
     {32, "Invalid or corrupted push buffer stream",
      "the DMA controller between driver and GPU saw a corrupt stream; NVIDIA: primarily PCIe "
-     "quality issues, not the application (NVIDIA's Xid catalog: RESTART_APP)",
+     "quality issues, not the application (NVIDIA's Xid catalog: RESTART_APP; Azure NHC and imbue "
+     "ignore it; gpud alone calls it Fatal)",
      "restart the application; if it recurs, check the GPU's PCIe link (fabcheck node's pcie "
      "section, AER counts) and reseat the card",
      C::kApplication},
     {38, "Driver firmware error",
-     "a watchdog timeout in the GPU's firmware (FECS) (NVIDIA's Xid catalog: IGNORE)",
+     "a watchdog timeout in the GPU's firmware (FECS) (NVIDIA's Xid catalog: IGNORE; Azure NHC and "
+     "imbue ignore it; gpud alone calls it Fatal)",
      "restart the application; contact support if it recurs", C::kApplication},
     {43, "GPU stopped processing",
      "a user application hit a software-induced fault and was stopped; the GPU stays healthy "
-     "(NVIDIA's Xid catalog: IGNORE)",
+     "(NVIDIA's Xid catalog: IGNORE; Azure NHC and imbue ignore it, gpud: Warning)",
      kAppFix, C::kApplication},
     {45, "Preemptive cleanup, due to previous errors",
      "the driver tore down an application: Ctrl-C, a kill, a GPU reset, or an earlier Xid "
@@ -72,7 +90,7 @@ const XidInfo kTable[] = {
      C::kDrain},
     {61, "Internal micro-controller breakpoint/warning",
      "an internal micro-controller warning (before Ampere; NVIDIA's Xid catalog lists it unused on "
-     "Ampere and newer)",
+     "Ampere and newer; Azure NHC and imbue ignore it; gpud alone calls it Fatal)",
      "reset the GPU if it repeats; contact support", C::kApplication},
     {62, "Internal micro-controller halt",
      "an internal micro-controller halted (NVIDIA's Xid catalog: RESET_GPU)", kResetFix, C::kDrain},
@@ -90,11 +108,32 @@ const XidInfo kTable[] = {
      "criterion (NVIDIA's GPU memory error management guide) (NVIDIA's Xid catalog: RESET_GPU)",
      "drain the node; nvidia-smi -q -d ROW_REMAPPER (Remapping Failure Occurred: Yes); RMA the GPU",
      C::kDrain},
-    {68, "NVDEC0 Exception", "the video decoder faulted (NVIDIA's Xid catalog: RESTART_APP)",
-     kAppFix, C::kApplication},
+    {56, "Display Engine error",
+     "the display engine failed (NVIDIA's Xid catalog: unused on Ampere and newer, "
+     "CONTACT_SUPPORT). Azure NHC and imbue fail the node on it (imbue: a hardware Xid); gpud: "
+     "Warning",
+     kHardwareFix, C::kDrain},
+    {57, "Error programming video memory interface",
+     "the driver could not program the GPU's memory interface (NVIDIA's Xid catalog: unused on "
+     "Ampere and newer, CONTACT_SUPPORT). Azure NHC and imbue fail the node on it; gpud: Warning",
+     kHardwareFix, C::kDrain},
+    {58, "Unstable video memory interface detected",
+     "the GPU's memory interface is unstable (NVIDIA's Xid catalog: unused on Ampere and newer, "
+     "CONTACT_SUPPORT). Azure NHC and imbue fail the node on it; gpud: Warning",
+     kHardwareFix, C::kDrain},
+    {68, "NVDEC0 Exception",
+     "the video decoder faulted (NVIDIA's Xid catalog: RESTART_APP; its older Xid listing names "
+     "hardware, driver and application as causes). Azure NHC, imbue and gpud (Fatal) all fail the "
+     "node on it",
+     kHardwareFix, C::kDrain},
     {69, "Graphics Engine class error",
-     "an application used an invalid class (NVIDIA's Xid catalog: RESTART_APP)", kAppFix,
-     C::kApplication},
+     "an invalid class in the graphics engine (NVIDIA's Xid catalog: RESTART_APP). Azure NHC, "
+     "imbue and gpud (Fatal) all fail the node on it",
+     kHardwareFix, C::kDrain},
+    {73, "NVENC2 Error",
+     "the video encoder failed (NVIDIA's Xid catalog: unused on Ampere and newer, "
+     "CONTACT_SUPPORT). Azure NHC and imbue fail the node on it; gpud: Warning",
+     kHardwareFix, C::kDrain},
     {74, "NVLINK Error",
      "an NVLink connection to another GPU or NVSwitch failed; a GPU reset or reboot is needed to "
      "clear it; the device at the other end may be the cause (NVIDIA's Xid catalog)",
@@ -107,6 +146,18 @@ const XidInfo kTable[] = {
      "drain the node and power-cycle it (bare-metal restart); check the kernel log for PCIe/AER "
      "errors before the Xid and reseat the GPU, riser and cables",
      C::kDrain},
+    {80, "Corrupted data sent to GPU",
+     "the push buffer reached the GPU with a CRC mismatch (NVIDIA's Xid catalog: RESTART_APP, "
+     "investigate CHECK_APP/CUDA). Azure NHC and imbue fail the node on it (imbue: a hardware "
+     "Xid); gpud: Warning. Corruption on the way to the GPU points at PCIe or memory",
+     "drain the node; check the GPU's PCIe link (fabcheck node's pcie section, AER counts), run "
+     "dcgmi diag -r 3, reseat the card; contact the vendor if it recurs",
+     C::kDrain},
+    {81, "VGA Subsystem Error",
+     "the GPU's VGA subsystem failed, a hardware failure by NVIDIA's older Xid listing (NVIDIA's "
+     "Xid catalog: unused on Ampere and newer, CONTACT_SUPPORT). Azure NHC, imbue and gpud "
+     "(Fatal) all fail the node on it",
+     kHardwareFix, C::kDrain},
     {92, "High single-bit ECC error rate",
      "correctable ECC errors at a high rate, which precede uncorrectable ones. NVIDIA's Xid "
      "catalog gives IGNORE as the "
@@ -138,13 +189,13 @@ const XidInfo kTable[] = {
      kResetFix, C::kDrain},
     {121, "C2C Error",
      "corrected errors on the NVLink-C2C link to a Grace CPU; no operational impact (NVIDIA's Xid "
-     "catalog: IGNORE)",
+     "catalog: IGNORE; Azure NHC and imbue ignore it; gpud alone calls it Fatal)",
      "reset the GPU at a service window to retrain the link", C::kApplication},
     {136, "Link Training Failed",
      "an NVLink link failed to train (NVIDIA's Xid catalog: RESET_GPU)", kResetFix, C::kDrain},
     {137, "NVLink Privilege Error",
      "an illegal NVLink peer-to-peer access, usually an application bug (NVIDIA's Xid catalog: "
-     "IGNORE)",
+     "IGNORE; gpud: Warning; Azure NHC and imbue ignore it)",
      kAppFix, C::kApplication},
     {140, "ECC Unrecovered Error",
      "uncorrectable memory errors that stopped the driver from remapping rows or offlining pages "
@@ -237,9 +288,12 @@ std::optional<XidClass> xid_class_from_message(int xid, const std::string& detai
     return action == "none" ? XidClass::kInformational : XidClass::kDrain;
   }
   if (xid >= 144 && xid <= 150) {
-    // "149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (...)", "145, RLW_RXPIPE Nonfatal XC0 ..."
+    // "149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (...)", "145, RLW_RXPIPE Nonfatal XC0 ...". Every
+    // Non-fatal row of [C]'s "XID 144-150 Decode" sheet says IGNORE or XID_154_EVAL (the driver
+    // logs an Xid 154 when a recovery is needed, judged on its own), and [G] keeps the node
+    // Healthy on them: a note, not a warning.
     const std::string l = " " + lower(detail) + " ";
-    if (l.find(" nonfatal ") != std::string::npos) return XidClass::kApplication;
+    if (l.find(" nonfatal ") != std::string::npos) return XidClass::kInformational;
     if (l.find(" fatal ") != std::string::npos) return XidClass::kDrain;
     return std::nullopt;
   }

@@ -91,7 +91,6 @@ void render_kernel_log(const Json& log, std::ostream& out, const Style& style) {
                  seconds(member(x, "first_s")), seconds(member(x, "last_s")),
                  !gpu_here                               ? cls + " (no GPU at this bus here)"
                  : cls == "drain" || cls == "by_message" ? style.bad(cls)
-                 : cls == "application"                  ? style.warn(cls)
                                                          : cls,
                  str(member(x, "name"))});
     }

@@ -234,7 +234,7 @@ TEST(KernelLog, XidFormatsAcrossDriverVersionsAndTheirClasses) {
   EXPECT_EQ(xid(f, 45, "0000:dc:00.0")->cls, XidClass::kInformational);
   EXPECT_EQ(xid(f, 43, "0009:01:00.0")->processes, std::vector<std::string>{"trigger_xid"});
   EXPECT_EQ(xid(f, 149, "0019:01:00.0")->cls, XidClass::kDrain);        // "NETIR Fatal"
-  EXPECT_EQ(xid(f, 145, "0018:01:00.0")->cls, XidClass::kApplication);  // "Nonfatal"
+  EXPECT_EQ(xid(f, 145, "0018:01:00.0")->cls, XidClass::kInformational);  // "Nonfatal"
   EXPECT_EQ(xid(f, 149, "0009:01:00.0")->cls, XidClass::kDrain);
   const auto* x154 = xid(f, 154, "0019:01:00.0");
   ASSERT_TRUE(x154);
@@ -249,8 +249,8 @@ TEST(KernelLog, XidFormatsAcrossDriverVersionsAndTheirClasses) {
   EXPECT_EQ(f.events.size(), 1u);  // the nvidia-peermem ERROR line is no event
   auto fs = judge_kernel_log(f);
   EXPECT_EQ(with(fs, "kernel_log.xid_drain").size(), 7u);          // 79, 109, 149 x2, 154 x2, 63
-  EXPECT_EQ(with(fs, "kernel_log.xid_application").size(), 3u);    // 13, 43, 145
-  EXPECT_EQ(with(fs, "kernel_log.xid_informational").size(), 2u);  // 45 x2
+  EXPECT_EQ(with(fs, "kernel_log.xid_application").size(), 2u);    // 13, 43
+  EXPECT_EQ(with(fs, "kernel_log.xid_informational").size(), 3u);  // 45 x2, 145 Nonfatal
   EXPECT_EQ(with(fs, "kernel_log.gpu_off_bus").size(), 1u);
   auto x154f = with(fs, "kernel_log.xid_drain");
   bool named = false;

@@ -173,6 +173,19 @@ TEST(PcieReports, NodeBaselineCatchesALinkThatGotWorseNewAerAndNewXids) {
   EXPECT_NE(other->message.find("0000:02:00.0 is not a GPU of the new report's node"),
             std::string::npos)
       << other->message;
+  // More lines of an application Xid (a user's faulting kernel) are a note, as in the node
+  // report (xid_catalog.cc), on this node's GPU or another bus.
+  for (bool here : {true, false}) {
+    Json app = new_doc;
+    app["kernel_log"]["xids"][0]["class"] = "application";
+    app["kernel_log"]["xids"][0]["on_gpu"] = here;
+    auto ra = reports::baseline::compare_node_baseline(old_doc, app);
+    const Finding* note = nullptr;
+    for (const auto& f : ra.findings)
+      if (f.code == "baseline.xid_new") note = &f;
+    ASSERT_TRUE(note);
+    EXPECT_EQ(note->severity, Severity::kInfo) << here << ": " << note->message;
+  }
   elsewhere["kernel_log"]["xids"][0]["on_gpu"] = "no";
   EXPECT_THROW(reports::baseline::compare_node_baseline(old_doc, elsewhere), std::invalid_argument);
   // An idle GPU's slower link between two runs is a warning; a GPU gone from the bus a fail.
