@@ -3,8 +3,8 @@
 // every kernel-log match as a warning event unless the component marks the node unhealthy
 // (pkg/kmsg/syncer.go); imbue's dmesg check warns (DmesgHealthCheckWarning) on every line its
 // whitelist (health_checks/dmesg_whitelist.py) does not hold, so it warns on all of these but the
-// OOM killer's lines and the 27W slot-power line, which it holds; LBNL NHC reads machine checks through mcelog
-// (scripts/lbnl_hw.nhc, check_hw_mcelog); Azure NHC reads none of these lines.
+// OOM killer's lines and the 27W slot-power line, which it holds; LBNL NHC reads machine checks
+// through mcelog (scripts/lbnl_hw.nhc, check_hw_mcelog); Azure NHC reads none of these lines.
 #include "probes/kernel_log/system_lines.h"
 
 namespace fabkit::probes {
@@ -68,11 +68,11 @@ std::optional<Finding> system_event_finding(const KernelLogFacts& f, const LogEv
                 "BIOS/firmware and driver; replace the board if it recurs");
   if (k == "soft_lockup")
     // gpud (components/cpu, cpu_soft_lockup) records it as a warning event.
-    return warn("kernel_log.soft_lockup", who,
-                "a CPU was stuck in the kernel running " + who + details(e, "") +
-                    ": " + seen + line,
-                "the stack trace after the line names the driver (cuda-EvtHandlr: the NVIDIA "
-                "driver); a job running then may have stalled; update the driver if it recurs");
+    return warn(
+        "kernel_log.soft_lockup", who,
+        "a CPU was stuck in the kernel running " + who + details(e, "") + ": " + seen + line,
+        "the stack trace after the line names the driver (cuda-EvtHandlr: the NVIDIA "
+        "driver); a job running then may have stalled; update the driver if it recurs");
   if (k == "hung_task")
     // gpud (components/cpu, cpu_blocked_too_long) records it as a warning event.
     return warn("kernel_log.hung_task", who,
@@ -130,9 +130,10 @@ std::optional<Finding> system_event_finding(const KernelLogFacts& f, const LogEv
     // gpud (components/accelerator/nvidia/infiniband, port_module_high_temperature) records it
     // as a warning event, NVSentinel as non-fatal: the module protects itself by taking the link
     // down, and the rdma section judges the port's state now.
-    return warn("kernel_log.mlx5_module_error", e.device,
-                "the transceiver module of " + who + " reported an error" + details(e, "") + ": " +
-                    seen + line,
+    return warn("kernel_log.mlx5_module_error", e.device.empty() ? "mlx5" : e.device,
+                "the transceiver module of " +
+                    (who.empty() ? "a mlx5 NIC (the line names none)" : who) +
+                    " reported an error" + details(e, "") + ": " + seen + line,
                 "High Temperature: check the airflow past the NIC's cages and the module's "
                 "power class (mlxlink -m); other errors: reseat or replace the cable or module");
   if (k == "mlx5_slot_power")

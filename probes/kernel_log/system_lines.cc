@@ -249,8 +249,19 @@ std::optional<SystemLine> mce(sv m) {
 
 std::optional<SystemLine> mlx5(sv m) {
   auto p = device_prefix(m);
-  if (!p || p->driver != "mlx5_core") return std::nullopt;
-  sv t = trim_right(p->rest);
+  std::string bus;
+  sv t;
+  if (p && p->driver == "mlx5_core") {
+    bus = p->bus;
+    t = trim_right(p->rest);
+  } else if (m.substr(0, 23) == "mlx5_port_module_event:") {
+    // The same report without mlx5_core's device prefix, as gpud's tests (and the captures they
+    // were taken from) hold it: the function name is mlx5's own, so the record is still the
+    // driver's; the finding then names no NIC.
+    t = trim_right(m);
+  } else {
+    return std::nullopt;
+  }
   // mlx5_core_err/warn put "function:line:(pid N): " first; some copies drop the "(pid N)".
   if (const size_t c = t.find(':'); c != sv::npos && identifier(t.substr(0, c))) {
     sv after = t.substr(c + 1);
@@ -266,16 +277,16 @@ std::optional<SystemLine> mlx5(sv m) {
     if (take_digits(t).empty() || !skip(t, ", ")) return std::nullopt;
     // "<status>, <error type>": the status is "Cable error"; the type says what.
     const size_t c = t.find(", ");
-    return SystemLine{"mlx5_module_error", p->bus, std::string(c == sv::npos ? t : t.substr(c + 2)),
+    return SystemLine{"mlx5_module_error", bus, std::string(c == sv::npos ? t : t.substr(c + 2)),
                       -1};
   }
   if (skip(t, "Detected insufficient power on the PCIe slot (")) {
     const size_t close = t.find(')');
     if (close == sv::npos || close > 8) return std::nullopt;
-    return SystemLine{"mlx5_slot_power", p->bus, std::string(t.substr(0, close)), -1};
+    return SystemLine{"mlx5_slot_power", bus, std::string(t.substr(0, close)), -1};
   }
   if (t == "PCIe slot power capability was not advertised.")
-    return SystemLine{"mlx5_slot_power_unadvertised", p->bus, "", -1};
+    return SystemLine{"mlx5_slot_power_unadvertised", bus, "", -1};
   return std::nullopt;
 }
 

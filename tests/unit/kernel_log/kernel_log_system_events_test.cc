@@ -202,6 +202,23 @@ TEST(KernelLogSystemEvents, Mlx5ModuleTemperatureAndSlotPower) {
   EXPECT_EQ(infos, 2);
 }
 
+// gpud's tests hold the module report without mlx5_core's "0000:5c:00.0: " prefix (leptonai/gpud
+// @4a8de33a, components/accelerator/nvidia/infiniband/kmsg_matcher_test.go); the function name is
+// mlx5's own, so it still counts, naming no NIC.
+TEST(KernelLogSystemEvents, Mlx5ModuleReportWithoutTheDevicePrefixStillWarns) {
+  auto f = scan_text(
+      "[Sun Dec  1 14:54:40 2024] mlx5_port_module_event:1131:(pid 0): Port module event[error]: "
+      "module 0, Cable error, High Temperature\n");
+  const auto* hot = event(f, "mlx5_module_error", "");
+  ASSERT_TRUE(hot);
+  EXPECT_TRUE(has_detail(*hot, "High Temperature"));
+  auto fs = with(judge_kernel_log(f), "kernel_log.mlx5_module_error");
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].severity, Severity::kWarn);
+  EXPECT_EQ(fs[0].subject, "mlx5");
+  EXPECT_NE(fs[0].message.find("a mlx5 NIC (the line names none)"), std::string::npos);
+}
+
 TEST(KernelLogSystemEvents, ALongPanicReasonIsCutAtACharacterAndReachesJson) {
   // mce_fatal_panic.txt's panic line with a reason of 159 bytes and then a two-byte character
   // across the 160-byte cut.
