@@ -249,6 +249,37 @@ TEST(RdmaCounters, RisingErrorsWarnAndSaturatedCountersAreNamed) {
   EXPECT_EQ(find_code(out, "rdma.port_error_counts", "mlx5_3:1"), nullptr);
 }
 
+// gpud's healthy H100 capture (leptonai/gpud@4a8de33a, components/accelerator/nvidia/infiniband/
+// class/testdata/sys-class-infiniband-h100.0): every port's 4-bit excessive_buffer_overrun_errors
+// reads 15 and mlx5_1's 8-bit link_downed 255. The 4-bit one alone is a note; the 8-bit one warns.
+TEST(RdmaCounters, APeggedFourBitCounterAloneIsANote) {
+  RdmaFacts f;
+  for (auto [name, counters] :
+       std::vector<std::pair<std::string, std::map<std::string, uint64_t>>>{
+           {"mlx5_0", {{"excessive_buffer_overrun_errors", 15}, {"link_downed", 0}}},
+           {"mlx5_1", {{"excessive_buffer_overrun_errors", 15}, {"link_downed", 255}}}}) {
+    RdmaDevice d;
+    d.name = name;
+    RdmaPort p;
+    p.port = 1;
+    p.state = verbs::PortState::kActive;
+    p.phys_state = verbs::PhysState::kLinkUp;
+    p.link_layer = verbs::LinkLayer::kInfiniBand;
+    p.rate_gbps = 400;
+    p.counters = counters;
+    d.ports.push_back(p);
+    f.devices.push_back(d);
+  }
+  auto out = judge_rdma(f);
+  const Finding* narrow = find_code(out, "rdma.counter_saturated", "mlx5_0:1");
+  ASSERT_NE(narrow, nullptr);
+  EXPECT_EQ(narrow->severity, Severity::kInfo);
+  const Finding* wide = find_code(out, "rdma.counter_saturated", "mlx5_1:1");
+  ASSERT_NE(wide, nullptr);
+  EXPECT_EQ(wide->severity, Severity::kWarn);
+  EXPECT_NE(wide->message.find("link_downed =255"), std::string::npos) << wide->message;
+}
+
 // Read twice over an interval: the rise between the reads is the delta (a live run's path).
 TEST(RdmaCounters, TwoReadsGiveTheRise) {
   testing::TempDir dir("rdma-counter-rise");
