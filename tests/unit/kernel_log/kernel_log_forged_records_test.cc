@@ -11,9 +11,12 @@
 #include "probes/pcie/pcie_facts.h"
 #include "slurm/health.h"
 #include "tests/support/ttar.h"
+#include "tests/unit/kernel_log/kernel_log_test_support.h"
 
 namespace fabkit::probes {
 namespace {
+
+using test_support::with;
 
 const std::vector<std::string> kGpus = {"0000:02:00.0", "0000:18:00.0"};
 
@@ -23,13 +26,6 @@ KernelLogFacts scan(const std::string& text, std::optional<std::vector<std::stri
   f.gpu_bus_ids = std::move(gpus);
   scan_kernel_log(parse_kernel_log_text(text, &f.format), {}, f);
   return f;
-}
-
-std::vector<Finding> with(const std::vector<Finding>& fs, const std::string& code) {
-  std::vector<Finding> out;
-  for (const auto& f : fs)
-    if (f.code == code) out.push_back(f);
-  return out;
 }
 
 std::string warn_or_worse(const std::vector<Finding>& fs) {

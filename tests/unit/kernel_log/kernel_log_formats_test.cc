@@ -9,16 +9,12 @@
 
 #include "probes/kernel_log/kernel_log_facts.h"
 #include "tests/support/ttar.h"
+#include "tests/unit/kernel_log/kernel_log_test_support.h"
 
 namespace fabkit::probes {
 namespace {
 
-std::string fixture_text(const std::string& name) {
-  std::ifstream in(testing::project_fixtures() / "kernel_log" / name);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test_support::fixture_text;
 
 KernelLogFacts scan(std::vector<KernelLogRecord> records, std::optional<int64_t> boot) {
   KernelLogFacts f;

@@ -9,22 +9,18 @@
 #include "probes/kernel_log/kernel_log_facts.h"
 #include "probes/kernel_log/link_flaps.h"
 #include "tests/support/ttar.h"
+#include "tests/unit/kernel_log/kernel_log_test_support.h"
 
 namespace fabkit::probes {
 namespace {
+
+using test_support::fixture_text;
 
 KernelLogFacts scan_text(const std::string& text) {
   KernelLogFacts f;
   f.readable = true;
   scan_kernel_log(parse_kernel_log_text(text, &f.format), {}, f);
   return f;
-}
-
-std::string fixture(const std::string& name) {
-  std::ifstream in(testing::project_fixtures() / "kernel_log" / name);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 std::vector<Finding> for_subject(const std::vector<Finding>& fs, const std::string& subject) {
@@ -36,7 +32,7 @@ std::vector<Finding> for_subject(const std::vector<Finding>& fs, const std::stri
 
 TEST(KernelLogLinkFlaps, APortDownFiveTimesWithinADayIsFlappingAndFails) {
   // shredos.x86_64#212: an e1000e port down every ~4.6 s.
-  auto f = scan_text(fixture("link_flaps.txt"));
+  auto f = scan_text(fixture_text("link_flaps.txt"));
   const LogEventGroup* g = nullptr;
   for (const auto& e : f.events)
     if (e.kind == "link_down" && e.device == "0000:00:1f.6") g = &e;
@@ -53,7 +49,7 @@ TEST(KernelLogLinkFlaps, APortDownFiveTimesWithinADayIsFlappingAndFails) {
 
 TEST(KernelLogLinkFlaps, OneDownIsAWarningNotAFlap) {
   // sonic-buildimage#7310: the igb management port went down once.
-  auto f = scan_text(fixture("link_flaps.txt"));
+  auto f = scan_text(fixture_text("link_flaps.txt"));
   const auto fs = for_subject(judge_kernel_log(f), "0000:00:14.0");
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].code, "kernel_log.link_down");
@@ -61,7 +57,7 @@ TEST(KernelLogLinkFlaps, OneDownIsAWarningNotAFlap) {
 }
 
 TEST(KernelLogLinkFlaps, SataLinkLinesAreNeverFindings) {
-  auto f = scan_text(fixture("link_flaps.txt"));
+  auto f = scan_text(fixture_text("link_flaps.txt"));
   for (const auto& e : f.events) EXPECT_EQ(e.device.rfind("ata", 0), std::string::npos) << e.device;
   for (const auto& x : judge_kernel_log(f))
     EXPECT_EQ(x.message.find("SATA"), std::string::npos) << x.message;

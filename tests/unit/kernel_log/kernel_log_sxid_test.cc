@@ -7,16 +7,13 @@
 
 #include "probes/kernel_log/kernel_log_facts.h"
 #include "tests/support/ttar.h"
+#include "tests/unit/kernel_log/kernel_log_test_support.h"
 
 namespace fabkit::probes {
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(testing::project_fixtures() / "kernel_log" / name);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test_support::finding_for;
+using test_support::fixture_text;
 
 KernelLogFacts scan(const std::string& text, std::optional<std::vector<std::string>> devices) {
   KernelLogFacts f;
@@ -29,12 +26,6 @@ KernelLogFacts scan(const std::string& text, std::optional<std::vector<std::stri
 const SxidGroup* group(const KernelLogFacts& f, int sxid, const std::string& bus) {
   for (const auto& g : f.sxids)
     if (g.sxid == sxid && g.bus_id == bus) return &g;
-  return nullptr;
-}
-
-const Finding* finding_for(const std::vector<Finding>& fs, const std::string& subject) {
-  for (const auto& f : fs)
-    if (f.subject == subject) return &f;
   return nullptr;
 }
 
@@ -70,7 +61,7 @@ TEST(KernelLogSxid, ParsesTheReportAndItsDetailLines) {
 TEST(KernelLogSxid, FatalLtssmFaultsDrainPerSwitchWithTheirLinks) {
   // leptonai/gpud's README log: Xid 79, then SXid 20034 Fatal on three NVSwitches.
   auto f = scan(
-      fixture("gpud_sxid_20034_xid79.txt"),
+      fixture_text("gpud_sxid_20034_xid79.txt"),
       std::vector<std::string>{"0000:91:00.0", "0000:05:00.0", "0000:06:00.0", "0000:07:00.0"});
   ASSERT_EQ(f.sxids.size(), 3u);
   const auto* sw0 = group(f, 20034, "0000:05:00.0");
@@ -96,20 +87,21 @@ TEST(KernelLogSxid, FatalLtssmFaultsDrainPerSwitchWithTheirLinks) {
 }
 
 TEST(KernelLogSxid, ASwitchNotOnThisNodeNeverDrains) {
-  auto f = scan(fixture("gpud_sxid_20034_xid79.txt"), std::vector<std::string>{"0000:91:00.0"});
+  auto f =
+      scan(fixture_text("gpud_sxid_20034_xid79.txt"), std::vector<std::string>{"0000:91:00.0"});
   const auto fs = judge_kernel_log(f);
   const Finding* d = finding_for(fs, "SXid 20034 0000:05:00.0");
   ASSERT_TRUE(d);
   EXPECT_EQ(d->code, "kernel_log.not_a_gpu");
   EXPECT_EQ(d->severity, Severity::kWarn);
-  auto unknown = scan(fixture("gpud_sxid_20034_xid79.txt"), std::nullopt);
+  auto unknown = scan(fixture_text("gpud_sxid_20034_xid79.txt"), std::nullopt);
   for (const auto& x : judge_kernel_log(unknown))
     if (x.subject.rfind("SXid ", 0) == 0) EXPECT_NE(x.severity, Severity::kFail) << x.message;
 }
 
 TEST(KernelLogSxid, NonFatalSxidsFollowTheCatalogue) {
-  auto f =
-      scan(fixture("sxid_nonfatal.txt"), std::vector<std::string>{"0000:04:00.0", "0000:85:00.0"});
+  auto f = scan(fixture_text("sxid_nonfatal.txt"),
+                std::vector<std::string>{"0000:04:00.0", "0000:85:00.0"});
   const auto* dlreq = group(f, 22013, "0000:04:00.0");
   ASSERT_TRUE(dlreq);
   EXPECT_EQ(dlreq->count, 3);

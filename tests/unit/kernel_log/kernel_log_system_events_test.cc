@@ -8,16 +8,13 @@
 
 #include "probes/kernel_log/kernel_log_facts.h"
 #include "tests/support/ttar.h"
+#include "tests/unit/kernel_log/kernel_log_test_support.h"
 
 namespace fabkit::probes {
 namespace {
 
-std::string fixture_text(const std::string& name) {
-  std::ifstream in(testing::project_fixtures() / "kernel_log" / name);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test_support::fixture_text;
+using test_support::with;
 
 KernelLogFacts scan_text(const std::string& text,
                          std::optional<std::vector<std::string>> gpus = std::nullopt) {
@@ -33,13 +30,6 @@ const LogEventGroup* event(const KernelLogFacts& f, const std::string& kind,
   for (const auto& e : f.events)
     if (e.kind == kind && e.device == dev) return &e;
   return nullptr;
-}
-
-std::vector<Finding> with(const std::vector<Finding>& fs, const std::string& code) {
-  std::vector<Finding> out;
-  for (const auto& f : fs)
-    if (f.code == code) out.push_back(f);
-  return out;
 }
 
 bool has_detail(const LogEventGroup& e, const std::string& d) {

@@ -11,16 +11,13 @@
 #include "common/file_reader.h"
 #include "probes/kernel_log/kernel_log_facts.h"
 #include "tests/support/ttar.h"
+#include "tests/unit/kernel_log/kernel_log_test_support.h"
 
 namespace fabkit::probes {
 namespace {
 
-std::string fixture_text(const std::string& name) {
-  std::ifstream in(testing::project_fixtures() / "kernel_log" / name);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test_support::fixture_text;
+using test_support::with;
 
 // gpus: the GPUs on the node's PCI bus, which an Xid line must name to count toward a drain.
 KernelLogFacts scan_fixture(const std::string& name,
@@ -52,13 +49,6 @@ const LogEventGroup* event(const KernelLogFacts& f, const std::string& kind,
   for (const auto& e : f.events)
     if (e.kind == kind && e.device == dev) return &e;
   return nullptr;
-}
-
-std::vector<Finding> with(const std::vector<Finding>& fs, const std::string& code) {
-  std::vector<Finding> out;
-  for (const auto& f : fs)
-    if (f.code == code) out.push_back(f);
-  return out;
 }
 
 TEST(KernelLog, ParsesKmsgRecordsAsTheAbiDocumentShowsThem) {
@@ -233,7 +223,7 @@ TEST(KernelLog, XidFormatsAcrossDriverVersionsAndTheirClasses) {
   EXPECT_EQ(x109->cls, XidClass::kDrain);
   EXPECT_EQ(xid(f, 45, "0000:dc:00.0")->cls, XidClass::kInformational);
   EXPECT_EQ(xid(f, 43, "0009:01:00.0")->processes, std::vector<std::string>{"trigger_xid"});
-  EXPECT_EQ(xid(f, 149, "0019:01:00.0")->cls, XidClass::kDrain);        // "NETIR Fatal"
+  EXPECT_EQ(xid(f, 149, "0019:01:00.0")->cls, XidClass::kDrain);          // "NETIR Fatal"
   EXPECT_EQ(xid(f, 145, "0018:01:00.0")->cls, XidClass::kInformational);  // "Nonfatal"
   EXPECT_EQ(xid(f, 149, "0009:01:00.0")->cls, XidClass::kDrain);
   const auto* x154 = xid(f, 154, "0019:01:00.0");

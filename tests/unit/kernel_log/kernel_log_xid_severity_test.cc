@@ -8,9 +8,13 @@
 
 #include "probes/kernel_log/kernel_log_facts.h"
 #include "tests/support/ttar.h"
+#include "tests/unit/kernel_log/kernel_log_test_support.h"
 
 namespace fabkit::probes {
 namespace {
+
+using test_support::finding_for;
+using test_support::fixture_text;
 
 KernelLogFacts scan(const std::string& text, std::vector<std::string> gpus) {
   KernelLogFacts f;
@@ -20,21 +24,9 @@ KernelLogFacts scan(const std::string& text, std::vector<std::string> gpus) {
   return f;
 }
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(testing::project_fixtures() / "kernel_log" / name);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-const Finding* finding_for(const std::vector<Finding>& fs, const std::string& subject) {
-  for (const auto& f : fs)
-    if (f.subject == subject) return &f;
-  return nullptr;
-}
-
 TEST(KernelLogXidSeverity, ApplicationXidsFromAUsersKernelAreNotesNotWarnings) {
-  auto f = scan(fixture("xid_severities.txt"), {"0000:00:05.0", "0000:00:07.0", "0000:04:00.0"});
+  auto f =
+      scan(fixture_text("xid_severities.txt"), {"0000:00:05.0", "0000:00:07.0", "0000:04:00.0"});
   auto fs = judge_kernel_log(f);
   const Finding* x43 = finding_for(fs, "Xid 43 0000:00:05.0");
   ASSERT_TRUE(x43);
@@ -49,7 +41,8 @@ TEST(KernelLogXidSeverity, ApplicationXidsFromAUsersKernelAreNotesNotWarnings) {
 
 TEST(KernelLogXidSeverity, XidsThePeersDrainOnDrain) {
   // Xid 69: Azure NHC, imbue and gpud (Fatal) all fail the node on it.
-  auto f = scan(fixture("xid_severities.txt"), {"0000:00:05.0", "0000:00:07.0", "0000:04:00.0"});
+  auto f =
+      scan(fixture_text("xid_severities.txt"), {"0000:00:05.0", "0000:00:07.0", "0000:04:00.0"});
   const auto fs = judge_kernel_log(f);
   const Finding* x69 = finding_for(fs, "Xid 69 0000:04:00.0");
   ASSERT_TRUE(x69);
@@ -81,7 +74,7 @@ TEST(KernelLogXidSeverity, NonfatalNvlink5LinesNeedNoActionAndStayNotes) {
 }
 
 TEST(KernelLogXidSeverity, AnApplicationXidOnAnotherBusIsANoteToo) {
-  auto f = scan(fixture("xid_severities.txt"), {"0000:99:00.0"});
+  auto f = scan(fixture_text("xid_severities.txt"), {"0000:99:00.0"});
   const auto fs = judge_kernel_log(f);
   const Finding* x43 = finding_for(fs, "Xid 43 0000:00:05.0");
   ASSERT_TRUE(x43);

@@ -1,7 +1,7 @@
-// Logs as people paste them: rank tags in the text, terminal rows joined or padded, Markdown emphasis,
-// lines run together, and who said it first behind each.
-// Each test uses the real lines of a public thread's log (named beside it); the held-out batch it
-// came in is in tests/fixtures/nccl_log/real/README.md.
+// Logs as people paste them: rank tags in the text, terminal rows joined or padded, Markdown
+// emphasis, lines run together, and who said it first behind each. Each test uses the real lines of
+// a public thread's log (named beside it); the held-out batch it came in is in
+// tests/fixtures/nccl_log/real/README.md.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -10,13 +10,12 @@
 #include "fabric/nccl_log/nccl_log.h"
 #include "fabric/nccl_log/nccl_log_classify.h"
 #include "fabric/nccl_log/nccl_log_line.h"
+#include "tests/unit/nccl_log/nccl_log_test_support.h"
 
 namespace fabkit::nccl_log {
 namespace {
 
-const NcclLogError& first_error(const NcclLogSummary& s) {
-  return s.errors.at(s.failures.at(0).first_error);
-}
+using test_support::first_error;
 
 // PyTorch's rank tags inside the text (sglang#1693, nccl#1684), and an exception's class is no
 // pdsh host (ray_lightning#24).
@@ -56,8 +55,9 @@ TEST(CollectiveLogPaste, PaddedRowsOfATerminalPasteAreReadApart) {
   EXPECT_EQ(s.cause_kind.value_or("none"), "work_request_flushed");
   EXPECT_EQ(s.network.value_or("null"), "IB");
   // Short runs of spaces (aligned columns) do not split a line.
-  s = parse_nccl_log("h:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with "
-                     "error 12,          opcode 0, len 0, vendor err 129\n");
+  s = parse_nccl_log(
+      "h:1:2 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with "
+      "error 12,          opcode 0, len 0, vendor err 129\n");
   EXPECT_EQ(s.cause_kind.value_or("none"), "transport_retry_exceeded");
 }
 

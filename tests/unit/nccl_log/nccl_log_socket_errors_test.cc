@@ -1,5 +1,5 @@
-// TCP between NCCL's processes and c10d's store: failed connects (whatever reason they give), connect
-// retries that end the log, a store that never completes, stray connections, the bootstrap.
+// TCP between NCCL's processes and c10d's store: failed connects (whatever reason they give),
+// connect retries that end the log, a store that never completes, stray connections, the bootstrap.
 // Each test uses the real lines of a public thread's log (named beside it); the held-out batch it
 // came in is in tests/fixtures/nccl_log/real/README.md.
 #include <gtest/gtest.h>
@@ -10,19 +10,13 @@
 #include "fabric/nccl_log/nccl_log.h"
 #include "fabric/nccl_log/nccl_log_classify.h"
 #include "fabric/nccl_log/nccl_log_line.h"
+#include "tests/unit/nccl_log/nccl_log_test_support.h"
 
 namespace fabkit::nccl_log {
 namespace {
 
-std::string kind_of(const std::string& line) {
-  const LogLine l = split_log_line(line);
-  auto c = classify_message(l.msg, l.source, false);
-  return c ? c->kind : "none";
-}
-
-const NcclLogError& first_error(const NcclLogSummary& s) {
-  return s.errors.at(s.failures.at(0).first_error);
-}
+using test_support::first_error;
+using test_support::kind_of;
 
 // A failed connect is a connect failure whatever reason it gives (nccl#963); a reset on an
 // established connection stays a reset.

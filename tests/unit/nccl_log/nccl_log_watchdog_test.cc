@@ -1,7 +1,7 @@
-// PyTorch's ProcessGroupNCCL watchdog: a collective past its timeout, the watchdog meeting a CUDA error, its
-// lines as terminals and pastes leave them.
-// Each test uses the real lines of a public thread's log (named beside it); the held-out batch it
-// came in is in tests/fixtures/nccl_log/real/README.md.
+// PyTorch's ProcessGroupNCCL watchdog: a collective past its timeout, the watchdog meeting a CUDA
+// error, its lines as terminals and pastes leave them. Each test uses the real lines of a public
+// thread's log (named beside it); the held-out batch it came in is in
+// tests/fixtures/nccl_log/real/README.md.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -10,13 +10,12 @@
 #include "fabric/nccl_log/nccl_log.h"
 #include "fabric/nccl_log/nccl_log_classify.h"
 #include "fabric/nccl_log/nccl_log_line.h"
+#include "tests/unit/nccl_log/nccl_log_test_support.h"
 
 namespace fabkit::nccl_log {
 namespace {
 
-const NcclLogError& first_error(const NcclLogSummary& s) {
-  return s.errors.at(s.failures.at(0).first_error);
-}
+using test_support::first_error;
 
 // A terminal that hard-wrapped PyTorch's glog line mid-word (VLM-R1#257).
 TEST(CollectiveLogWatchdog, WrappedGlogLineIsJoined) {
@@ -86,7 +85,6 @@ TEST(CollectiveLogWatchdog, WatchdogExceptionWrappedOntoTheNextRow) {
   EXPECT_EQ(first_error(s).rank, 2);
   EXPECT_EQ(s.errors.size(), 1u);
 }
-
 
 // PyTorch's "Some NCCL operations have failed or timed out" with no watchdog line beside it
 // (open-r1-multimodal#20, salesforce/MUST#7, held-out batch 16): the watchdog took the process down

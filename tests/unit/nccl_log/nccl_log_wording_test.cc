@@ -1,7 +1,7 @@
-// Wordings of other NCCL, plugin, nccl-tests and framework versions: the same failure said another way,
-// or NCCL's text quoted without its prefix.
-// Each test uses the real lines of a public thread's log (named beside it); the held-out batch it
-// came in is in tests/fixtures/nccl_log/real/README.md.
+// Wordings of other NCCL, plugin, nccl-tests and framework versions: the same failure said another
+// way, or NCCL's text quoted without its prefix. Each test uses the real lines of a public thread's
+// log (named beside it); the held-out batch it came in is in
+// tests/fixtures/nccl_log/real/README.md.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -10,19 +10,13 @@
 #include "fabric/nccl_log/nccl_log.h"
 #include "fabric/nccl_log/nccl_log_classify.h"
 #include "fabric/nccl_log/nccl_log_line.h"
+#include "tests/unit/nccl_log/nccl_log_test_support.h"
 
 namespace fabkit::nccl_log {
 namespace {
 
-std::string kind_of(const std::string& line) {
-  const LogLine l = split_log_line(line);
-  auto c = classify_message(l.msg, l.source, false);
-  return c ? c->kind : "none";
-}
-
-const NcclLogError& first_error(const NcclLogSummary& s) {
-  return s.errors.at(s.failures.at(0).first_error);
-}
+using test_support::first_error;
+using test_support::kind_of;
 
 // NCCL's wordings that had no rule: the HCA's asynchronous events (nccl#230, lit-llama#380,
 // nccl#1710, nccl#1905), the rings' consistency check (nccl#879, nccl#520) and the bootstrap
@@ -129,8 +123,8 @@ TEST(CollectiveLogWording, RemoteAllocatorFailureIsOutOfMemory) {
 // aws-ofi-nccl finding no provider: the plugin did not start, so it carried nothing
 // (NVIDIA/nccl#229).
 TEST(CollectiveLogWording, OfiPluginWithoutAProviderFailedToStart) {
-  NcclLogSummary s =
-      parse_nccl_log("get_ofi_provider:312 NCCL WARN NET/OFI Could not find any optimal provider\n");
+  NcclLogSummary s = parse_nccl_log(
+      "get_ofi_provider:312 NCCL WARN NET/OFI Could not find any optimal provider\n");
   EXPECT_EQ(s.cause_kind.value_or("none"), "plugin_init_failed");
   EXPECT_EQ(s.network.value_or("null"), "null");
 }
@@ -142,8 +136,9 @@ TEST(CollectiveLogWording, ErrorStringsAreMatchedByTheirMeaningfulWords) {
       "fail to new train...e= NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:272, "
       "unhanled system error\n");
   EXPECT_EQ(s.cause_kind.value_or("none"), "nccl_system_error");
-  s = parse_nccl_log("c2211f46f318: Test NCCL failure common.cu:1005 'unhandled CUDA error'\n"
-                     ".. c2211f46f318 pid 3288: Test failure common.cu:891\n");
+  s = parse_nccl_log(
+      "c2211f46f318: Test NCCL failure common.cu:1005 'unhandled CUDA error'\n"
+      ".. c2211f46f318 pid 3288: Test failure common.cu:891\n");
   EXPECT_EQ(s.cause_kind.value_or("none"), "cuda_error");
   EXPECT_EQ(first_error(s).host, "c2211f46f318");
 }
@@ -162,19 +157,20 @@ TEST(CollectiveLogWording, BusErrorInAnNcclJobIsSharedMemory) {
   const std::string info =
       "09677202c889:5283:5699 [7] NCCL INFO 24 coll channels, 0 nvls channels, 32 p2p channels, "
       "32 p2p channels per peer\n";
-  NcclLogSummary s = parse_nccl_log(
-      info + "[09677202c889:5283 :0:5704] Caught signal 7 (Bus error: nonexistent physical "
-             "address)\n"
-             "==== backtrace (tid:   5704) ====\n"
-             " 1 0x000000000008170d ncclGroupEnd()  ???:0\n");
+  NcclLogSummary s =
+      parse_nccl_log(info +
+                     "[09677202c889:5283 :0:5704] Caught signal 7 (Bus error: nonexistent physical "
+                     "address)\n"
+                     "==== backtrace (tid:   5704) ====\n"
+                     " 1 0x000000000008170d ncclGroupEnd()  ???:0\n");
   EXPECT_EQ(s.cause_kind.value_or("none"), "shm_exhausted");
   EXPECT_EQ(first_error(s).host, "09677202c889");
   // Another signal is not this.
-  s = parse_nccl_log(info + "[09677202c889:5283 :0:5704] Caught signal 11 (Segmentation fault: "
-                            "address not mapped to object at address 0x8)\n");
+  s = parse_nccl_log(info +
+                     "[09677202c889:5283 :0:5704] Caught signal 11 (Segmentation fault: "
+                     "address not mapped to object at address 0x8)\n");
   EXPECT_EQ(s.cause_kind.value_or("none"), "none");
 }
-
 
 // NCCL 1.x printed "WARN src/core.cu:N ..." and "INFO ..." with no host (NVIDIA/nccl#100,
 // held-out batch 16): its lines are NCCL's (not "no NCCL INFO lines"), and the failed copy to the
@@ -189,23 +185,22 @@ TEST(CollectiveLogWording, Nccl1CoreWarningsAreRead) {
       "WARN src/core.cu:916 rank 1 failed to build comm maps\n");
   EXPECT_EQ(s.cause_kind.value_or("none"), "cuda_error");
   EXPECT_EQ(s.nccl_lines, 6);
-  for (const auto& f : judge_nccl_log(s, std::nullopt))
-    EXPECT_NE(f.code, "nccl_log.no_nccl_info");
+  for (const auto& f : judge_nccl_log(s, std::nullopt)) EXPECT_NE(f.code, "nccl_log.no_nccl_info");
   ASSERT_FALSE(s.failures.empty());
   EXPECT_EQ(s.errors.at(s.failures[0].first_error).line, 4);
   // A bare "INFO" opens other programs' lines too: vLLM's are not NCCL's.
-  EXPECT_EQ(split_log_line("INFO 04-07 00:57:46 llm_engine.py:87] Initializing an LLM engine")
-                .source,
-            LineSource::kOther);
+  EXPECT_EQ(
+      split_log_line("INFO 04-07 00:57:46 llm_engine.py:87] Initializing an LLM engine").source,
+      LineSource::kOther);
 }
 
 // ncclGetErrorString's texts in an application's own check of an NCCL call (NVIDIA Caffe's
 // "NCCL Init failed (%d) '%s'" and NCCLCHECK "NCCL failure %s:%d '%s'", matex-org/caffe-nvidia
 // src/caffe/parallel/mpi_nccl_sync.cpp), with NCCL 1.x's texts ("cuda malloc failed").
 TEST(CollectiveLogWording, NcclResultTextsInAnApplicationsCheck) {
-  EXPECT_EQ(parse_nccl_log("NCCL Init failed (10) 'cuda malloc failed'\n").cause_kind.value_or(
-                "none"),
-            "out_of_memory");
+  EXPECT_EQ(
+      parse_nccl_log("NCCL Init failed (10) 'cuda malloc failed'\n").cause_kind.value_or("none"),
+      "out_of_memory");
   EXPECT_EQ(parse_nccl_log("NCCL failure ./XMatrix.cu:3600 'unhandled cuda error'\n")
                 .cause_kind.value_or("none"),
             "cuda_error");
