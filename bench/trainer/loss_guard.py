@@ -223,9 +223,11 @@ def write_guarded_inputs(d, config, records, seq, seed=0, device="cpu"):
 
 # What makes fabtrain's step the reference's: its sampler seed, a constant learning rate (no warmup,
 # no decay), torch.optim.AdamW's defaults without weight decay, the clip at 1.0, every step logged.
+# --no-control: the control socket is named after the output folder's last component ("ft-0"), so
+# two benches running at once on one machine (other sessions' tests) would refuse each other.
 FABTRAIN_FLAGS = ["--seed", "0", "--warmup-steps", "0", "--min-lr-ratio", "1", "--weight-decay", "0",
                   "--beta1", "0.9", "--beta2", "0.999", "--eps", "1e-8", "--max-grad-norm", "1.0",
-                  "--log-every", "1", "--format", "input_ids"]
+                  "--log-every", "1", "--format", "input_ids", "--no-control"]
 ADAMW = dict(betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
 
 # |fabtrain - reference| <= RTOL * |reference| at every step. Measured on the CPU (issue #38):
