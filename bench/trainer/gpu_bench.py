@@ -136,7 +136,7 @@ def run_fabtrain(a, d, tag):
             res["trace"]["step_time_ms_of_traced_steps"] = round(sum(spans) / len(spans), 3) if spans else None
             res["sdpa_ops"] = sdpa_ops_in_trace(os.path.join(out, "trace"))
             print(f"traced steps: step_time_ms {res['trace']['step_time_ms_of_traced_steps']} against the trace's "
-                  f"span {res['trace']['step_ms']} ms (GPU busy {res['trace']['busy_ms']} ms); SDPA ops "
+                  f"span {res['trace']['step_ms']} ms (busy {res['trace']['busy_ms']} ms); SDPA ops "
                   f"{', '.join(res['sdpa_ops']) or 'none'}", flush=True)
             if a.device == "cuda" and res["trace"]["mode"] != "gpu":
                 res["trace_error"] = ("the trace of a CUDA run holds no GPU activity (no kernel or copy events): "
@@ -277,11 +277,11 @@ def main():
 
 def bench(a, d, gpu):
     c = llama_config(a.size)
+    peak = peak_flops(a)  # an unknown GPU is refused before minutes of writing weights
     weights_how = loss_guard.write_guarded_inputs(d, c, records=max(64, a.batch * a.steps), seq=a.seq, device=a.device)
     weights = loss_guard.read_safetensors(os.path.join(d, "model", "model.safetensors"))
     dtype = "bfloat16" if gpu else "float32"
     fpt, fpt_ne = flops_per_token(c, a.seq), flops_per_token(c, a.seq, embedding=False)
-    peak = peak_flops(a)
     v = versions(a)
     print(f"model {a.size}: {param_count(c) / 1e6:.1f}M parameters ({param_count(c, False) / 1e6:.1f}M without the "
           f"input embedding), batch {a.batch} x {a.seq} tokens, {a.rounds} rounds of {a.steps} steps "
