@@ -228,6 +228,11 @@ def versions(a):
     return v
 
 
+def peak_tflops_of(device_name):
+    """The dense bf16 peak of the GPU CUDA names so (None: not in PEAK_TFLOPS)."""
+    return next((tflops for key, tflops in PEAK_TFLOPS if key in device_name), None)
+
+
 def peak_flops(a):
     if a.peak_tflops:
         return a.peak_tflops * 1e12
@@ -235,9 +240,9 @@ def peak_flops(a):
         return None
     import torch
     name = torch.cuda.get_device_name(0)
-    for key, tflops in PEAK_TFLOPS:
-        if key in name:
-            return tflops * 1e12
+    tflops = peak_tflops_of(name)
+    if tflops:
+        return tflops * 1e12
     sys.exit(f"unknown GPU '{name}': pass --peak-tflops (its dense bf16 tensor-core peak, half the data "
              f"sheet's figure with sparsity)")
 

@@ -5,7 +5,8 @@ deliberately different model (the same config, weights of another seed: what a f
 random-initialised instead of loading model.safetensors would train) it fails the bench with a
 non-zero exit naming the step. Both benches: run_bench.py (the CPU comparison) and gpu_bench.py
 (--device cpu, its fp32 rehearsal). Plus the pieces: std::mt19937_64 (which fabtrain's sampler
-uses) against the value the C++ standard fixes, and check()'s verdicts.
+uses) against the value the C++ standard fixes, check()'s verdicts, and gpu_bench.py's peak per
+GPU part for MFU.
 
 usage: test_loss_guard.py --fabtrain FABTRAIN --python PYTHON_WITH_TORCH"""
 import argparse
@@ -86,6 +87,15 @@ class Pieces(unittest.TestCase):
         self.assertEqual(set(back), {"a", "b"})
         for k in w:
             self.assertTrue(torch.equal(back[k], w[k]))
+
+
+class SkuPeak(unittest.TestCase):
+    def test_each_hopper_part_gets_its_own_dense_bf16_peak(self):
+        import gpu_bench
+        for name, tflops in (("NVIDIA H100 80GB HBM3", 989.0), ("NVIDIA H100 PCIe", 756.0), ("NVIDIA H100 NVL", 835.0),
+                             ("NVIDIA H200", 989.0), ("NVIDIA H200 NVL", 835.0)):
+            self.assertEqual(gpu_bench.peak_tflops_of(name), tflops, name)
+        self.assertIsNone(gpu_bench.peak_tflops_of("NVIDIA H800"))  # unknown: the bench asks for --peak-tflops
 
 
 class GuardOnTheBenches(unittest.TestCase):
