@@ -17,11 +17,16 @@ SIZES = {
 }
 
 
+def llama_config(size):
+    """The config.json of an untied Llama of SIZES[size]."""
+    return dict(SIZES[size], architectures=["LlamaForCausalLM"], model_type="llama", rms_norm_eps=1e-5,
+                rope_theta=10000.0, max_position_embeddings=4096, tie_word_embeddings=False,
+                initializer_range=0.02, bos_token_id=1, eos_token_id=2, torch_dtype="float32")
+
+
 def write_inputs(d, size, records, length):
     """d/model/config.json (an untied Llama of SIZES[size]) and d/train.jsonl; returns the config."""
-    c = dict(SIZES[size], architectures=["LlamaForCausalLM"], model_type="llama", rms_norm_eps=1e-5,
-             rope_theta=10000.0, max_position_embeddings=4096, tie_word_embeddings=False,
-             initializer_range=0.02, bos_token_id=1, eos_token_id=2, torch_dtype="float32")
+    c = llama_config(size)
     os.makedirs(os.path.join(d, "model"), exist_ok=True)
     with open(os.path.join(d, "model", "config.json"), "w") as f:
         json.dump(c, f)

@@ -177,7 +177,7 @@ class GpuBenchWhenTheTraceFails(unittest.TestCase):
             os.chmod(wrapper, 0o755)
             figures = os.path.join(d, "figures.json")
             r = subprocess.run([ARGS.python, os.path.join(HERE, "gpu_bench.py"), "--fabtrain", wrapper,
-                                "--device", "cpu", "--reference", "plain", "--rounds", "1", "--steps", "5",
+                                "--device", "cpu", "--reference", "plain", "--smoke", "--rounds", "1", "--steps", "5",
                                 "--warmup", "3", "--trace-steps", "1"], capture_output=True, text=True, timeout=300,
                                env=dict(os.environ, OMP_NUM_THREADS="1", FABKIT_BENCH_JSON=figures))
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)

@@ -6,17 +6,24 @@ SwiGLU) from the same config.json on the same pre-tokenized JSONL, packed into t
 max_length blocks, with AdamW, one process or DDP on Gloo. It is written the fast way a PyTorch
 user would write it today: F.scaled_dot_product_attention (is_causal, enable_gqa: no mask tensor,
 no repeated k/v; torch picks its flash kernel on CPU, flash/memory-efficient/cuDNN on a GPU) and
-torch's fused F.rms_norm. Prints one JSON line:
-{"ranks", "tokens_per_s", "step_ms_median", "steps"}. Run with .venv/bin/python3 (the torch wheel
-fabtrain links; run_bench.py passes its own interpreter).
+torch's fused F.rms_norm. With --weights (run_bench.py's loss guard, loss_guard.py) it starts from
+the model.safetensors fabtrain loads and trains on fabtrain's batches in fabtrain's order (one
+packed block a record); without, from its own seeded initialisation on its own order. Each step is
+timed from its start to the end of its optimizer step, its loss read (as fabtrain reads its loss
+every step). Prints one JSON line: {"ranks", "tokens_per_s" (timed tokens / the timed steps'
+summed time), "step_ms_mean", "steps", "losses" (per step, the world's mean)}. Run with
+.venv/bin/python3 (the torch wheel fabtrain links; run_bench.py passes its own interpreter).
 """
-import argparse, json, os, statistics, time
+import argparse, json, os, sys, time
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import loss_guard  # noqa: E402
 
 
 class RMSNorm(nn.Module):
@@ -113,18 +120,23 @@ def worker(rank, a):
     c = json.load(open(os.path.join(a.model, "config.json")))
     torch.manual_seed(a.seed)
     model = Llama(c)
+    eos = c.get("eos_token_id", 2)
+    per_step = a.micro_batch_size * world
+    if a.weights:
+        loss_guard.load_into(model, loss_guard.read_safetensors(a.weights))
+        blocks = loss_guard.read_blocks(a.data, a.max_length)
+        mine = loss_guard.step_batches(len(blocks), a.micro_batch_size, a.steps, a.seed, rank, world)
+    else:
+        blocks = load_blocks(a.data, a.max_length, eos)
+        order = torch.randperm(len(blocks), generator=torch.Generator().manual_seed(a.seed))
+        mine = [order[(s * per_step) % (len(blocks) - per_step + 1):][rank:per_step:world].tolist()
+                for s in range(a.steps)]
     if world > 1:
         model = nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.0)
-    blocks = load_blocks(a.data, a.max_length, c.get("eos_token_id", 2))
-    g = torch.Generator().manual_seed(a.seed)
-    order = torch.randperm(len(blocks), generator=g)
-    per_step = a.micro_batch_size * world
-    times = []
+    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, **loss_guard.ADAMW)
+    times, losses = [], []
     for step in range(a.steps):
-        start = (step * per_step) % (len(blocks) - per_step + 1)
-        idx = order[start + rank : start + per_step : world]
-        batch = blocks[idx]
+        batch = blocks[mine[step]]
         t0 = time.perf_counter()
         logits = model(batch)
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
@@ -132,15 +144,17 @@ def worker(rank, a):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        seen = loss.detach().clone()
         if world > 1:
-            dist.barrier()
+            dist.all_reduce(seen)  # also the step's barrier: every rank's step has ended
+            seen /= world  # equal token counts per rank: the mean of means is the world's mean
+        losses.append(seen.item())
         times.append(time.perf_counter() - t0)
     if rank == 0:
-        steady = times[a.warmup :]
-        tokens = per_step * a.max_length
-        med = statistics.median(steady)
-        print(json.dumps({"ranks": world, "tokens_per_s": tokens / med, "step_ms_median": med * 1000,
-                          "steps": len(steady)}), flush=True)
+        timed = times[a.warmup :]
+        mean = sum(timed) / len(timed)
+        print(json.dumps({"ranks": world, "tokens_per_s": per_step * a.max_length / mean,
+                          "step_ms_mean": mean * 1000, "steps": len(timed), "losses": losses}), flush=True)
     if world > 1:
         dist.destroy_process_group()
 
@@ -159,6 +173,7 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--intra-op-threads", type=int, default=0, help="per rank; overrides --threads")
     p.add_argument("--port", type=int, default=29611)
+    p.add_argument("--weights", help="model.safetensors to start from (HF names); also takes fabtrain's batch order")
     a = p.parse_args()
     if a.ranks == 1:
         worker(0, a)

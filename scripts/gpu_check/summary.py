@@ -46,6 +46,11 @@ def _figure_lines(step):
                 lines.append(f"    {t['status']:<8} {t['name']}: {t.get('reason', '')}"[:220])
         return lines
     rest = {k: v for k, v in f.items() if k != "trace"}
+    if isinstance(rest.get("rounds"), list):
+        # The per-step losses of the loss guard stay in summary.json; the text keeps the figures.
+        # One line a round, so the versions and the SDPA kernels stay inside the text's 60 lines.
+        rest["rounds"] = [json.dumps({who: ({k: v for k, v in x.items() if k != "losses"} if isinstance(x, dict) else x)
+                                      for who, x in r.items()}, sort_keys=True) for r in rest["rounds"]]
     lines = ["    " + l for l in json.dumps(rest, indent=1, sort_keys=True).splitlines()[:60]]
     if f.get("trace"):
         lines += ["    " + l for l in trace_summary.render(f["trace"]).splitlines()]

@@ -32,6 +32,10 @@ std::vector<VisibleGpu> visible_cuda_devices() {
   return out;
 }
 
+void synchronize_device(const TrainDevice& d) {
+  if (d.cuda) torch::cuda::synchronize(static_cast<int64_t>(d.index));
+}
+
 int64_t cuda_peak_allocated_bytes(const TrainDevice& d) {
 #if FABKIT_TORCH_CUDA
   if (!d.cuda) return 0;

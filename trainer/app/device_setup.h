@@ -32,6 +32,10 @@ std::vector<VisibleGpu> visible_cuda_devices();
 // The caching allocator's peak of allocated bytes on the rank's GPU since the start (0 on CPU).
 int64_t cuda_peak_allocated_bytes(const TrainDevice& d);
 
+// Waits until every kernel and copy queued on the rank's GPU, on any stream, has run
+// (cudaDeviceSynchronize); on the CPU the work is done when a call returns: nothing to wait for.
+void synchronize_device(const TrainDevice& d);
+
 TrainDevice choose_train_device(const std::string& device_flag, const LaunchEnv& launch,
                                 const std::vector<GpuNicLocality>& locality);
 

@@ -89,6 +89,10 @@ class StepEngine {
   // --fused-step: the step is already applied; this rank's squared gradient norm (device scalar).
   virtual std::optional<at::Tensor> fused_grad_sq() { return std::nullopt; }
   virtual void end_step() {}
+  // Returns once the work this rank queued on its device (every stream) has run: the ends of the
+  // loop's timed interval (train_loop.cc). A virtual, so a test's engine can stand for a device
+  // whose work finishes after the host returns.
+  virtual void wait_for_device() { synchronize_device(device_); }
   // Mean validation loss over the whole validation set (a collective on the world).
   virtual double validation_loss(const std::vector<Example>& valid, const TrainOptions& o) = 0;
   // Figures only this engine knows, added to the metrics of a log step. A collective: every rank

@@ -226,6 +226,16 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
   // The figures of the newest step that read them (log steps): between log steps the control
   // status shows these.
   double loss = std::nan(""), grad_norm = std::nan("");
+  // The timed interval (step_time_ms, tokens_per_s): the steps since the last log step, from a
+  // point where the device had finished everything queued before it to a log step whose queued
+  // device work is finished too. On a GPU the host returns from a step long before the device has
+  // run it (the backward of the first layers, the clip and the optimizer are still queued), so a
+  // host-only clock would count the host's enqueueing, not the step; a device wait at each end
+  // counts every step's work exactly once. Between log steps nothing waits (no sync per step).
+  std::optional<Clock::time_point> interval_start;
+  int64_t interval_steps = 0;
+  double interval_tokens = 0;
+  double step_ms = std::nan(""), tokens_per_s = 0;
   std::vector<std::vector<size_t>> batches;
   std::vector<TokenCounts> batch_counts;  // per micro-batch index, over every replica
   int64_t batches_epoch = -1;
@@ -245,7 +255,12 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
     }
     const std::unique_ptr<StepTrace> trace =
         trace_step(o, steps_this_process, world.rank(), state.step + 1, engine.device(), log);
-    const auto t0 = Clock::now();
+    if (!interval_start) {
+      // After a log step, evaluation or save the device is idle (they ended in a device wait), so
+      // this costs nothing there; it keeps their time out of the next interval.
+      engine.wait_for_device();
+      interval_start = Clock::now();
+    }
     std::vector<Batch> step_batches;
     TokenCounts counts;  // the global batch's: every replica's micro-batches of this step
     for (int64_t a = 0; a < micro; ++a) {
@@ -280,21 +295,29 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
     state.examples_in_epoch = state.batch_in_epoch * per_batch;
     ++state.step;
     ++steps_this_process;
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    const double tokens_per_s = static_cast<double>(counts.real) / (ms / 1000.0);
+    ++interval_steps;
+    interval_tokens += static_cast<double>(counts.real);
     const TrainDevice& device = engine.device();
     const int64_t peak_memory = device.cuda ? cuda_peak_allocated_bytes(device) : max_rss_bytes();
     // The one read of the step's figures (a host sync on a GPU), on log steps only: TensorBoard
     // and metrics.jsonl get them there; --log-every 1 (the default) reads every step.
     const bool log_step = state.step % o.log_every == 0 || state.step == total_steps;
     const bool fresh = log_step;
-    if (fresh) {
-      sums.landed->wait();  // a collective that never lands is named here, within the deadline
+    if (log_step) {
+      // First the wait with the collective deadline (a missing rank is named there), then the
+      // device wait that ends the interval: every kernel its steps queued has run.
+      sums.landed->wait();
+      engine.wait_for_device();
+      const double interval_ms =
+          std::chrono::duration<double, std::milli>(Clock::now() - *interval_start).count();
+      step_ms = interval_ms / static_cast<double>(interval_steps);
+      tokens_per_s = interval_tokens / (interval_ms / 1000.0);
+      interval_start.reset();
+      interval_steps = 0;
+      interval_tokens = 0;
       const at::Tensor host = sums.figures.to(at::kCPU);
       loss = host.data_ptr<double>()[0];
       grad_norm = host.data_ptr<double>()[1];
-    }
-    if (log_step) {
       Json m = {{"step", state.step},
                 {"total_steps", total_steps},
                 {"epoch", state.epoch},
@@ -303,11 +326,11 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
                 {"grad_norm", grad_norm},
                 {"tokens", static_cast<double>(counts.real)},
                 {"tokens_per_s", tokens_per_s},
-                {"step_time_ms", ms},
+                {"step_time_ms", step_ms},
                 {"state_bytes_per_rank", state_bytes},
                 {"max_rss_bytes", max_rss_bytes()}};
       if (device.cuda) m["gpu_peak_bytes"] = cuda_peak_allocated_bytes(device);
-      engine.add_log_metrics(m, ms);
+      engine.add_log_metrics(m, step_ms);
       if (scaler) {
         m["loss_scale"] = scale_used;
         m["update_skipped"] = !apply;

@@ -108,6 +108,11 @@ class WholeCommand(unittest.TestCase):
         self.assertGreater(r["fabtrain"]["tokens_per_s"], 0)
         self.assertGreater(r["eager"]["tokens_per_s"], 0)
         self.assertIn("sdpa" if f["reference"].startswith("hf") else "plain", f["reference"])
+        # Both trained the same model on the same batches: every step's loss agreed.
+        self.assertTrue(f["loss_guard"]["passed"], f["loss_guard"])
+        self.assertEqual(len(r["fabtrain"]["losses"]), f["steps"])
+        self.assertTrue(f["versions"]["torch"])
+        self.assertTrue(f["sdpa_ops"]["eager"])
         if have_gpu():
             self.assertEqual(f["device"], "cuda")
         # One traced step, summarised: kernels on a GPU, host ops on the CPU.

@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "common/errors.h"
@@ -56,6 +57,12 @@ class FakeEngine : public StepEngine {
   }
   at::Tensor forward_backward(const std::vector<Batch>& micro, double normalizer,
                               double scale) override {
+    // A device that runs the step's "kernels" after the host has queued them and returned: they
+    // end device_ms_per_step after the device finished its earlier work (a queue, as a stream).
+    if (device_ms_per_step.count() > 0) {
+      device_free_at =
+          std::max(device_free_at, std::chrono::steady_clock::now()) + device_ms_per_step;
+    }
     model_->zero_grad();
     at::Tensor loss = torch::zeros({}, torch::kDouble);
     for (const Batch& b : micro) {
@@ -63,6 +70,10 @@ class FakeEngine : public StepEngine {
       loss = loss + model_->forward_backward(scale);
     }
     return loss;
+  }
+  void wait_for_device() override {
+    ++device_waits;
+    std::this_thread::sleep_until(device_free_at);
   }
   double validation_loss(const std::vector<Example>&, const TrainOptions&) override { return 0.0; }
   void add_log_metrics(Json& m, double) override {
@@ -81,6 +92,9 @@ class FakeEngine : public StepEngine {
     return req.output_dir.string();
   }
 
+  std::chrono::milliseconds device_ms_per_step{0};
+  std::chrono::steady_clock::time_point device_free_at{};
+  int64_t device_waits = 0;
   std::function<void()> on_begin_step;
   std::optional<TrainState> resume_to;
   std::vector<int64_t> gathered_at;
@@ -168,6 +182,40 @@ TEST_F(TrainLoop, TraceStepsWritesATraceOfTheThirdStep) {
   FakeEngine e(*comm_, o_, log_, socket());
   ASSERT_EQ(run(e), 0);
   EXPECT_TRUE(fs::exists(fs::path(o_.output_dir) / "trace" / "rank-0-step-3.json"));
+}
+
+// step_time_ms (metrics.jsonl, and tokens_per_s from it in TensorBoard) counts the step's device
+// work: on a GPU the host returns from a step while its kernels are still queued, and a clock
+// read on the host then would time the enqueueing. Here every step's work ends 80 ms after the
+// host queued it, so a timed step of less than 80 ms left it out.
+TEST_F(TrainLoop, StepTimeIncludesDeviceWorkStillQueuedWhenTheHostReturns) {
+  o_.max_steps = 3;
+  FakeEngine e(*comm_, o_, log_, socket());
+  e.device_ms_per_step = std::chrono::milliseconds(80);
+  ASSERT_EQ(run(e), 0);
+  const std::vector<Json> steps = step_metrics();
+  ASSERT_EQ(steps.size(), 3u);
+  for (const Json& m : steps) {
+    const double ms = m["step_time_ms"].get<double>();
+    EXPECT_GE(ms, 80.0) << "step " << m["step"];
+    EXPECT_NEAR(m["tokens_per_s"].get<double>(), m["tokens"].get<double>() / (ms / 1000.0),
+                1e-9 * m["tokens_per_s"].get<double>());
+  }
+}
+
+// Between log steps nothing waits for the device (a wait per step would cost a GPU its overlap of
+// host and device): the interval from one log step to the next is timed once, from a point where
+// the device was idle to the end of its last step's device work, and step_time_ms is its mean.
+TEST_F(TrainLoop, StepTimeBetweenLogStepsIsTheIntervalMeanWaitedForOnlyAtItsEnds) {
+  o_.max_steps = 6;
+  o_.log_every = 3;
+  FakeEngine e(*comm_, o_, log_, socket());
+  e.device_ms_per_step = std::chrono::milliseconds(40);
+  ASSERT_EQ(run(e), 0);
+  const std::vector<Json> steps = step_metrics();
+  ASSERT_EQ(steps.size(), 2u);
+  for (const Json& m : steps) EXPECT_GE(m["step_time_ms"].get<double>(), 40.0) << m.dump();
+  EXPECT_EQ(e.device_waits, 4);  // the start and the end of each of the two intervals
 }
 
 // Counts, on this thread, the reads of a tensor's value back to the host (`.item()` and friends
