@@ -18,6 +18,7 @@
 #include "trainer/control/agree.h"
 #include "trainer/data/sampler.h"
 #include "trainer/data/token_counts.h"
+#include "trainer/distributed/collective_phase.h"
 #include "trainer/optim/loss_scale.h"
 #include "trainer/optim/schedule.h"
 
@@ -252,6 +253,8 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
       step_batches.push_back(make_batch(train, batches[state.batch_in_epoch + a]));
       counts += batch_counts[state.batch_in_epoch + a];
     }
+    // A collective of this step that times out is named with it ("allgather of step 12").
+    set_collective_phase("step " + std::to_string(state.step + 1));
     const double lr = schedule.lr_at(state.step);
     engine.begin_step(lr);
     const double scale_used = scaler ? scaler->scale : 1.0;

@@ -261,6 +261,13 @@ class NcclComm : public Comm, C10dGroup {
         staged(v, v));
   }
 
+  // The watcher thread never set a device: without this, its first CUDA call would make a
+  // context on device 0 (memory on another rank's GPU).
+  bool works_completed(const C10dWorks& works) override {
+    const c10::cuda::CUDAGuard on_device(device_);
+    return C10dGroup::works_completed(works);
+  }
+
   std::string failure_message(const char* op, size_t count,
                               const std::string& cause) const override {
     return "NCCL " + std::string(op) + " of " + std::to_string(count) +
