@@ -230,6 +230,7 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
   std::vector<std::vector<size_t>> batches;
   std::vector<TokenCounts> batch_counts;  // per micro-batch index, over every replica
   int64_t batches_epoch = -1;
+  CollectivePhaseScope phase;
   while (state.step < total_steps) {
     if (batches_epoch != state.epoch) {
       batches = epoch_batches(train.size(), o.seed, state.epoch, engine.replica(),
@@ -254,7 +255,7 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
       counts += batch_counts[state.batch_in_epoch + a];
     }
     // A collective of this step that times out is named with it ("allgather of step 12").
-    set_collective_phase("step " + std::to_string(state.step + 1));
+    phase.set("step " + std::to_string(state.step + 1));
     const double lr = schedule.lr_at(state.step);
     engine.begin_step(lr);
     const double scale_used = scaler ? scaler->scale : 1.0;

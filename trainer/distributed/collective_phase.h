@@ -7,9 +7,22 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 namespace fabkit::trainer {
 
 void set_collective_phase(std::string phase);
+
+// The phase of a scope (the training loop's): set() names it, and leaving the scope clears it, so
+// collectives issued after the loop (or by another loop in the same process) are not named with
+// a step that is over.
+class CollectivePhaseScope {
+ public:
+  CollectivePhaseScope() = default;
+  ~CollectivePhaseScope() { set_collective_phase(""); }
+  CollectivePhaseScope(const CollectivePhaseScope&) = delete;
+  CollectivePhaseScope& operator=(const CollectivePhaseScope&) = delete;
+  void set(std::string phase) { set_collective_phase(std::move(phase)); }
+};
 
 }  // namespace fabkit::trainer

@@ -8,6 +8,8 @@
 #include <optional>
 #include <thread>
 
+#include "trainer/distributed/collective_phase.h"
+
 namespace fabkit::trainer {
 
 using Clock = std::chrono::steady_clock;

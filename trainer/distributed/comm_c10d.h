@@ -29,7 +29,6 @@
 #include <string>
 #include <vector>
 
-#include "trainer/distributed/collective_phase.h"
 #include "trainer/distributed/comm.h"
 #include "trainer/distributed/comm_progress.h"
 #include "trainer/distributed/deadline_watcher.h"
@@ -72,6 +71,9 @@ class C10dGroup {
   // Once the process group exists: the store the deadline reports through (a clone, so a store
   // host that stopped answering blocks only the reporter's thread), and this rank's host posted.
   void watch_through(const c10::intrusive_ptr<c10d::Store>& store);
+  // Stops the watcher thread (and waits for an expiry in progress): first in a backend's
+  // destructor, so the thread never calls into a group being torn down.
+  void stop_watching() { watcher_.reset(); }
   // Every rank of the group waits here, over the store, for up to the pause timeout: for pauses
   // of one rank (rank 0 writing a checkpoint) that must trip neither deadline.
   void store_barrier(const std::string& what);

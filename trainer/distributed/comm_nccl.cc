@@ -76,6 +76,7 @@ class NcclComm : public Comm, C10dGroup {
     }
   }
   ~NcclComm() override {
+    stop_watching();
     try {
       if (pg_) dead_ ? pg_->abort() : pg_->shutdown();
     } catch (const std::exception&) {

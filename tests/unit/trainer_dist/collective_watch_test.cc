@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "trainer/distributed/collective_phase.h"
 #include "trainer/distributed/comm_c10d.h"
 
 namespace fabkit::trainer {
