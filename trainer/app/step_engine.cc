@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "common/errors.h"
+#include "trainer/app/batch_copy.h"
 #include "trainer/app/train_log.h"
 #include "trainer/model/ignore_label.h"
 #include "trainer/optim/loss_scale.h"
@@ -63,13 +64,15 @@ void StepEngine::make_optimizer(const TrainOptions& o, Comm& unit_comm, TrainLog
 
 void StepEngine::load(const Batch& b, double loss_normalizer) {
   const at::Device d = model_->device();
-  mb_->input_ids = b.input_ids.to(d);
-  mb_->labels = b.labels.to(d);
+  // Pinned and queued on a GPU: a pageable copy would wait for every kernel queued so far.
+  const BatchCopy how = batch_copy_for(d);
+  mb_->input_ids = copy_to_device(b.input_ids, d, how);
+  mb_->labels = copy_to_device(b.labels, d, how);
   // A micro-batch without padding reaches the model without a mask, decided here on the host
   // copy: the model then runs plain causal attention (SDPA's is_causal) without reading a device
   // tensor back to find out (a sync per micro-batch on a GPU).
   const bool padded = mask_tokens(b.attention_mask) != b.attention_mask.numel();
-  mb_->attention_mask = padded ? b.attention_mask.to(d) : at::Tensor();
+  mb_->attention_mask = padded ? copy_to_device(b.attention_mask, d, how) : at::Tensor();
   mb_->loss_normalizer = loss_normalizer;
 }
 

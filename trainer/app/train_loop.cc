@@ -18,6 +18,7 @@
 #include "trainer/control/agree.h"
 #include "trainer/data/sampler.h"
 #include "trainer/data/token_counts.h"
+#include "trainer/distributed/collective_phase.h"
 #include "trainer/optim/loss_scale.h"
 #include "trainer/optim/schedule.h"
 
@@ -239,6 +240,7 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
   std::vector<std::vector<size_t>> batches;
   std::vector<TokenCounts> batch_counts;  // per micro-batch index, over every replica
   int64_t batches_epoch = -1;
+  CollectivePhaseScope phase;
   while (state.step < total_steps) {
     if (batches_epoch != state.epoch) {
       batches = epoch_batches(train.size(), o.seed, state.epoch, engine.replica(),
@@ -267,6 +269,8 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
       step_batches.push_back(make_batch(train, batches[state.batch_in_epoch + a]));
       counts += batch_counts[state.batch_in_epoch + a];
     }
+    // A collective of this step that times out is named with it ("allgather of step 12").
+    phase.set("step " + std::to_string(state.step + 1));
     const double lr = schedule.lr_at(state.step);
     engine.begin_step(lr);
     const double scale_used = scaler ? scaler->scale : 1.0;

@@ -8,6 +8,8 @@
 #include <optional>
 #include <thread>
 
+#include "trainer/distributed/collective_phase.h"
+
 namespace fabkit::trainer {
 
 using Clock = std::chrono::steady_clock;
@@ -34,6 +36,23 @@ milliseconds post_after(int timeout_ms) {
 }
 milliseconds gather_grace(int timeout_ms) {
   return milliseconds(std::clamp(timeout_ms / 4, 200, 2000));
+}
+// How often the watcher looks: how late past the deadline it may notice, and how long a completed
+// collective's works stay held.
+milliseconds watch_period(int timeout_ms) {
+  return milliseconds(std::clamp(timeout_ms / 10, 10, 100));
+}
+
+std::mutex phase_mutex;
+std::string& current_phase() {
+  static std::string phase;
+  return phase;
+}
+
+// "allgather of step 12": the collective as errors and progress posts name it.
+std::string named(const char* op) {
+  const std::lock_guard<std::mutex> lock(phase_mutex);
+  return current_phase().empty() ? std::string(op) : std::string(op) + " of " + current_phase();
 }
 
 }  // namespace
@@ -197,10 +216,10 @@ namespace {
 // The works of one collective in flight plus what to do once they landed.
 class C10dRequest : public CommRequest {
  public:
-  C10dRequest(C10dGroup& group, const char* op, uint64_t seq, size_t count, C10dWorks works,
+  C10dRequest(C10dGroup& group, std::string op, uint64_t seq, size_t count, C10dWorks works,
               std::function<void()> finish, bool host_wait)
       : group_(group),
-        op_(op),
+        op_(std::move(op)),
         seq_(seq),
         count_(count),
         works_(std::move(works)),
@@ -226,7 +245,7 @@ class C10dRequest : public CommRequest {
 
  private:
   C10dGroup& group_;
-  const char* op_;
+  std::string op_;
   uint64_t seq_;
   size_t count_;
   C10dWorks works_;
@@ -238,6 +257,11 @@ class C10dRequest : public CommRequest {
 }  // namespace
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+void set_collective_phase(std::string phase) {
+  const std::lock_guard<std::mutex> lock(phase_mutex);
+  current_phase() = std::move(phase);
+}
 
 C10dGroup::C10dGroup(std::string backend, const CommOptions& o)
     : backend_(std::move(backend)),
@@ -271,15 +295,29 @@ void C10dGroup::watch_through(const c10::intrusive_ptr<c10d::Store>& store) {
 CommRequestPtr C10dGroup::issue(const char* op, size_t count,
                                 const std::function<C10dWorks()>& start,
                                 std::function<void()> finish, bool host_wait) {
-  check_alive(op);
+  const std::string name = named(op);
+  check_alive(name);
   const uint64_t seq = next_seq_++;
   C10dWorks works;
   try {
     works = start();
   } catch (const std::exception& e) {
-    fail(op, count, e);
+    fail(name, count, e);
   }
-  return std::make_unique<C10dRequest>(*this, op, seq, count, std::move(works), std::move(finish),
+  if (poll_completion_) {
+    if (!watcher_) watcher_ = std::make_unique<DeadlineWatcher>(watch_period(timeout_ms_));
+    auto completed = [this, works] {
+      if (dead_) return true;  // the failure is being reported; nothing more to watch
+      try {
+        return works_completed(works);
+      } catch (const std::exception&) {
+        return true;  // a failed work: the host's wait reports it, with the backend's cause
+      }
+    };
+    watcher_->watch({Clock::now() + milliseconds(timeout_ms_), std::move(completed),
+                     [this, name, seq, count] { watched_deadline_passed(name, seq, count); }});
+  }
+  return std::make_unique<C10dRequest>(*this, name, seq, count, std::move(works), std::move(finish),
                                        host_wait);
 }
 
@@ -288,7 +326,14 @@ void C10dGroup::run(const char* op, size_t count, const std::function<C10dWorks(
   issue(op, count, start, std::move(finish), host_wait)->wait();
 }
 
-void C10dGroup::wait_works(const char* op, uint64_t seq, size_t count, C10dWorks& works,
+bool C10dGroup::works_completed(const C10dWorks& works) {
+  for (const auto& w : works) {
+    if (!w->isCompleted()) return false;
+  }
+  return true;
+}
+
+void C10dGroup::wait_works(const std::string& op, uint64_t seq, size_t count, C10dWorks& works,
                            bool host_wait) {
   check_alive(op);
   const auto started = Clock::now();
@@ -305,7 +350,8 @@ void C10dGroup::wait_works(const char* op, uint64_t seq, size_t count, C10dWorks
         // (CUDA events) is polled instead, 1 ms at most between looks.
         auto nap = std::chrono::microseconds(20);
         while (!w->isCompleted()) {
-          if (Clock::now() >= deadline) time_out(op, seq, count);
+          // dead_: the watcher thread met an earlier deadline; its error is thrown here.
+          if (dead_ || Clock::now() >= deadline) time_out(op, seq, count);
           std::this_thread::sleep_for(nap);
           nap = std::min(nap * 2, std::chrono::microseconds(1000));
         }
@@ -332,9 +378,13 @@ void C10dGroup::wait_works(const char* op, uint64_t seq, size_t count, C10dWorks
   if (reporter_ && host_wait) reporter_->unwatch();
 }
 
-void C10dGroup::check_alive(const char* op) const {
+void C10dGroup::check_alive(const std::string& op) {
   if (dead_) {
-    throw CommError(std::string(op) + " on rank " + std::to_string(rank_) + ": the " + backend_ +
+    {
+      const std::lock_guard<std::mutex> lock(timeout_m_);
+      if (timeout_error_) throw *timeout_error_;  // the watcher's, when the host was elsewhere
+    }
+    throw CommError(op + " on rank " + std::to_string(rank_) + ": the " + backend_ +
                     " process group already failed; no collective may follow");
   }
 }
@@ -354,9 +404,9 @@ std::string C10dGroup::who_is_missing(const ProgressPost& mine) {
   return s;
 }
 
-void C10dGroup::fail(const char* op, size_t count, const std::exception& e) {
+void C10dGroup::fail(const std::string& op, size_t count, const std::exception& e) {
   const std::string cause = first_line(e.what());
-  die(CommError(failure_message(op, count, cause)));
+  die(CommError(failure_message(op.c_str(), count, cause)));
 }
 
 namespace {
@@ -372,18 +422,25 @@ void set_dead_group_handler(DeadGroupHandler handler) {
   dead_group_handler() = std::move(handler);
 }
 
-void C10dGroup::die(CommError error) {
+void C10dGroup::hand_over(const CommError& error) {
   dead_ = true;
+  if (handed_over_.exchange(true)) return;  // the first error was said (or is being said)
   DeadGroupHandler handler;
   {
     const std::lock_guard<std::mutex> lock(dead_group_handler_mutex);
     handler = dead_group_handler();
   }
   if (handler) handler(error);
+}
+
+void C10dGroup::die(CommError error) {
+  hand_over(error);
   throw error;
 }
 
-void C10dGroup::time_out(const char* op, uint64_t seq, size_t count) {
+CommError C10dGroup::timeout_error(const std::string& op, uint64_t seq, size_t count) {
+  const std::lock_guard<std::mutex> lock(timeout_m_);
+  if (timeout_error_) return *timeout_error_;
   dead_ = true;
   const std::string missing = who_is_missing({seq, op});
   if (serves_store_) {
@@ -391,16 +448,27 @@ void C10dGroup::time_out(const char* op, uint64_t seq, size_t count) {
     // each other's posts from it (their deadlines differ by when each reached the collective).
     std::this_thread::sleep_for(gather_grace(timeout_ms_) + milliseconds(1000));
   }
-  die(CommError(backend_ + " " + op + " (collective #" + std::to_string(seq) + ", " +
-                  std::to_string(count) + " elements) on rank " + std::to_string(rank_) + "/" +
-                  std::to_string(world_) + " (" + host_ + ") did not complete within " +
-                  std::to_string(timeout_ms_) + " ms (--collective-timeout-ms): " + missing +
-                  " -- the job stops; fix or drain the named host and resume from the newest "
-                  "checkpoint (--resume)"));
+  timeout_error_ =
+      CommError(backend_ + " " + op + " (collective #" + std::to_string(seq) + ", " +
+                std::to_string(count) + " elements) on rank " + std::to_string(rank_) + "/" +
+                std::to_string(world_) + " (" + host_ + ") did not complete within " +
+                std::to_string(timeout_ms_) + " ms (--collective-timeout-ms): " + missing +
+                " -- the job stops; fix or drain the named host and resume from the newest "
+                "checkpoint (--resume)");
+  return *timeout_error_;
+}
+
+void C10dGroup::time_out(const std::string& op, uint64_t seq, size_t count) {
+  die(timeout_error(op, seq, count));
+}
+
+void C10dGroup::watched_deadline_passed(const std::string& op, uint64_t seq, size_t count) {
+  if (handed_over_) return;  // a failure the host saw first is being said
+  hand_over(timeout_error(op, seq, count));
 }
 
 void C10dGroup::store_barrier(const std::string& what) {
-  check_alive(what.c_str());
+  check_alive(what);
   const std::string key = "pause/" + std::to_string(next_pause_++);
   try {
     store_->set(key + "/" + std::to_string(rank_), bytes(host_));
@@ -421,12 +489,11 @@ void C10dGroup::store_barrier(const std::string& what) {
     } catch (const std::exception&) {
       missing = "unknown: the store stopped answering";
     }
-    die(CommError(
-        "rank " + std::to_string(rank_) + "/" + std::to_string(world_) + " (" + host_ +
-        ") waited " + std::to_string(pause_timeout_ms_) + " ms at " + what +
-        " for the other ranks; missing: " +
-        (missing.empty() ? std::string("none (") + first_line(e.what()) + ")" : missing) +
-        " -- the job stops"));
+    die(CommError("rank " + std::to_string(rank_) + "/" + std::to_string(world_) + " (" + host_ +
+                  ") waited " + std::to_string(pause_timeout_ms_) + " ms at " + what +
+                  " for the other ranks; missing: " +
+                  (missing.empty() ? std::string("none (") + first_line(e.what()) + ")" : missing) +
+                  " -- the job stops"));
   }
 }
 

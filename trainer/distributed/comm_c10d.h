@@ -9,22 +9,29 @@
 // blocks posts that number to the rendezvous store, and a wait that passes the collective timeout
 // reads every rank's post and names the ranks (and hosts) that did not arrive (comm_progress.h)
 // before it throws CommError. The backends' own timeouts are set longer (backend_timeout()), so
-// this deadline always comes first.
+// this deadline always comes first. Where completion can be polled (NCCL), a watcher thread
+// (deadline_watcher.h) meets the same deadline while the host is blocked outside any wait: the
+// dead-group handler (comm.h) is then called on that thread, and fabtrain's ends the process
+// there, since the blocked host may never reach a wait that could throw.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "trainer/distributed/comm.h"
 #include "trainer/distributed/comm_progress.h"
+#include "trainer/distributed/deadline_watcher.h"
 
 namespace fabkit::trainer {
 
@@ -43,12 +50,16 @@ class C10dGroup {
   // finish runs after the works landed (a local sum, a copy back; it also keeps staged buffers
   // alive until then). host_wait: wait() returns only once the works completed (Gloo; NCCL with
   // host buffers); false: Work::wait() (NCCL on device buffers: the caller's stream waits).
+  // With poll_completion_, the collective is also watched from its issue (its deadline then
+  // counts from there, as ProcessGroupNCCL's own timeout does) until its works complete.
   CommRequestPtr issue(const char* op, size_t count, const std::function<C10dWorks()>& start,
                        std::function<void()> finish, bool host_wait = true);
   // issue(...)->wait().
   void run(const char* op, size_t count, const std::function<C10dWorks()>& start,
            std::function<void()> finish = nullptr, bool host_wait = true);
-  void wait_works(const char* op, uint64_t seq, size_t count, C10dWorks& works, bool host_wait);
+  // op: the collective as named in errors ("allgather of step 12").
+  void wait_works(const std::string& op, uint64_t seq, size_t count, C10dWorks& works,
+                  bool host_wait);
   bool dead() const { return dead_; }
 
   // The timeout the backend itself gets: longer than fabtrain's, with room to name the missing
@@ -60,9 +71,15 @@ class C10dGroup {
   // Once the process group exists: the store the deadline reports through (a clone, so a store
   // host that stopped answering blocks only the reporter's thread), and this rank's host posted.
   void watch_through(const c10::intrusive_ptr<c10d::Store>& store);
+  // Stops the watcher thread (and waits for an expiry in progress): first in a backend's
+  // destructor, so the thread never calls into a group being torn down.
+  void stop_watching() { watcher_.reset(); }
   // Every rank of the group waits here, over the store, for up to the pause timeout: for pauses
   // of one rank (rank 0 writing a checkpoint) that must trip neither deadline.
   void store_barrier(const std::string& what);
+  // Whether every work has completed (or failed), asked from the watcher thread; a backend
+  // whose works query a device sets that device there first.
+  virtual bool works_completed(const C10dWorks& works);
   // The CommError text of a failed collective: the backend's likely causes and where to look.
   virtual std::string failure_message(const char* op, size_t count,
                                       const std::string& cause) const = 0;
@@ -70,18 +87,28 @@ class C10dGroup {
   const std::string backend_;  // "Gloo", "NCCL"
   const int rank_;
   const int world_;
-  const std::string host_;  // "node7 pid 4242"
-  bool dead_ = false;
+  const std::string host_;         // "node7 pid 4242"
+  std::atomic<bool> dead_{false};  // also set by the watcher thread
   // Polls Work::isCompleted() against the deadline (NCCL) instead of Work::wait(time left)
-  // (Gloo, whose send/recv works complete only inside wait()).
+  // (Gloo, whose send/recv works complete only inside wait()); and watches each collective from a
+  // thread (NCCL's works complete without the host; Gloo's send/recv only inside wait()).
+  // Set before watch_through().
   bool poll_completion_ = false;
 
  private:
-  void check_alive(const char* op) const;
+  void check_alive(const std::string& op);
   // Marks the group dead, hands the error to the dead-group handler (comm.h), then throws it.
   [[noreturn]] void die(CommError error);
-  [[noreturn]] void fail(const char* op, size_t count, const std::exception& e);
-  [[noreturn]] void time_out(const char* op, uint64_t seq, size_t count);
+  // Marks the group dead and hands the error to the handler, unless an earlier error was handed.
+  void hand_over(const CommError& error);
+  [[noreturn]] void fail(const std::string& op, size_t count, const std::exception& e);
+  [[noreturn]] void time_out(const std::string& op, uint64_t seq, size_t count);
+  // The watcher's side of time_out: the handler ends the program; one that returns leaves the
+  // error for the host's next wait to throw.
+  void watched_deadline_passed(const std::string& op, uint64_t seq, size_t count);
+  // The timeout's error, made once (the first collective past its deadline, whichever thread
+  // sees it first); the other thread gets the same.
+  CommError timeout_error(const std::string& op, uint64_t seq, size_t count);
   std::string who_is_missing(const ProgressPost& mine);
 
   const int timeout_ms_;
@@ -93,6 +120,11 @@ class C10dGroup {
   uint64_t next_pause_ = 0;
   c10::intrusive_ptr<c10d::Store> store_;  // main thread only (store_barrier)
   std::shared_ptr<StoreReporter> reporter_;
+  std::atomic<bool> handed_over_{false};
+  std::mutex timeout_m_;
+  std::optional<CommError> timeout_error_;
+  // Last: stopped first on destruction, while what its expiries use still exists.
+  std::unique_ptr<DeadlineWatcher> watcher_;
 };
 
 // The first line of an exception's text (c10d's carry a C++ stack trace after it).

@@ -76,6 +76,7 @@ class NcclComm : public Comm, C10dGroup {
     }
   }
   ~NcclComm() override {
+    stop_watching();
     try {
       if (pg_) dead_ ? pg_->abort() : pg_->shutdown();
     } catch (const std::exception&) {
@@ -259,6 +260,13 @@ class NcclComm : public Comm, C10dGroup {
     run(
         op, count, [&] { return C10dWorks{pg_->broadcast(ts, bo)}; }, [v] { copy_back(v); },
         staged(v, v));
+  }
+
+  // The watcher thread never set a device: without this, its first CUDA call would make a
+  // context on device 0 (memory on another rank's GPU).
+  bool works_completed(const C10dWorks& works) override {
+    const c10::cuda::CUDAGuard on_device(device_);
+    return C10dGroup::works_completed(works);
   }
 
   std::string failure_message(const char* op, size_t count,

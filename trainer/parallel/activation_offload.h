@@ -3,8 +3,12 @@
 // own, ordered against the compute stream by events, so they overlap the compute instead of
 // sitting in its queue:
 //   offload:  compute --event--> side: device -> pinned host copy
-//   prefetch: side: pinned host -> device copy (issued one stage ahead of the recompute)
+//   prefetch: compute --event--> side: pinned host -> device copy (issued one stage ahead of the
+//             recompute)
 //   restore:  compute waits for the prefetch's event, then uses the tensor
+// The prefetch's event is needed because its device buffer comes from the compute stream's pool:
+// the allocator hands out memory the host freed while kernels queued on the compute stream may
+// still read or write it, and nothing else keeps the side stream's copy from landing first.
 // The allocator is told which stream uses each buffer (record_stream), so a buffer freed on one
 // stream is not reused while the other still copies it. On CPU the same calls run in order on the
 // calling thread: a separate host copy out, a copy back in (nothing to overlap, same code path).
@@ -15,6 +19,8 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include "trainer/parallel/offload_streams.h"
+
 namespace fabkit::trainer {
 
 // One offloaded tensor between its offload and its restore.
@@ -22,14 +28,16 @@ struct OffloadedTensor {
   at::Tensor host;    // the host copy (pinned on CUDA)
   at::Tensor device;  // the copy back, once prefetched
   bool prefetched = false;
-  // CUDA only: the events that say the copy out / the copy back has finished on the side stream.
-  std::shared_ptr<void> copied_out, copied_in;
+  // Side stream only: the events that say the copy out / the copy back has finished there.
+  OffloadStreams::Event copied_out, copied_in;
   bool defined() const { return host.defined(); }
 };
 
 class ActivationOffloader {
  public:
   explicit ActivationOffloader(at::Device device);
+  // The copies ordered through `streams` (a test's fake; CUDA's is made by the constructor above).
+  ActivationOffloader(at::Device device, std::unique_ptr<OffloadStreams> streams);
   ~ActivationOffloader();
   ActivationOffloader(const ActivationOffloader&) = delete;
   ActivationOffloader& operator=(const ActivationOffloader&) = delete;
@@ -45,8 +53,7 @@ class ActivationOffloader {
 
  private:
   at::Device device_;
-  struct Cuda;  // the side stream (activation_offload.cc, CUDA builds)
-  std::unique_ptr<Cuda> cuda_;
+  std::unique_ptr<OffloadStreams> streams_;  // null: in order on the caller (CPU)
 };
 
 }  // namespace fabkit::trainer
