@@ -45,6 +45,9 @@ def _figure_lines(step):
             if t["status"] != "passed":
                 lines.append(f"    {t['status']:<8} {t['name']}: {t.get('reason', '')}"[:220])
         return lines
+    if step["name"].startswith("train-"):
+        # A test's few recorded figures (the worst loss and weight differences): one line.
+        return ["    " + ", ".join(f"{k} {v}" for k, v in sorted(f.items()))]
     rest = {k: v for k, v in f.items() if k != "trace"}
     if isinstance(rest.get("rounds"), list):
         # The per-step losses of the loss guard stay in summary.json; the text keeps the figures.

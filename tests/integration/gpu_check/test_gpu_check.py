@@ -26,7 +26,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from gpu_check import carry, node_active, steps, summary, test_runner  # noqa: E402
+from gpu_check import carry, node_active, steps, summary, test_runner, train_checks  # noqa: E402
 
 ARGS = None
 GPU_CHECK = os.path.join(ROOT, "scripts", "gpu-check")
@@ -128,6 +128,34 @@ class WholeCommand(unittest.TestCase):
             self.assertIn("trace: 1 step(s)", fh.read())
         # Its model, data and fabtrain's outputs (no checkpoint is written) are removed.
         self.assertEqual([f for f in self.left_in_tmp if f.startswith("fabtrain-gpu-bench-")], [])
+
+    def test_the_train_checks_ran_on_the_gpu_or_were_rehearsed_on_the_cpu(self):
+        with open(os.path.join(self.out, "summary.txt")) as fh:
+            text = fh.read()
+        for name, test, _, claim in train_checks.CHECKS:
+            s = self.steps[name]
+            if have_gpu() and s["status"] == "skipped":
+                # The one skip allowed there: NCCL refused two ranks on one GPU, in its own words.
+                self.assertIn("NCCL would not make two ranks on one GPU", s["reason"], s)
+                continue
+            self.assertEqual(s["status"], "passed" if have_gpu() else "skipped", s)
+            f = s["figures"]
+            self.assertEqual(f["device"], "cuda" if have_gpu() else "cpu", s)
+            if have_gpu():
+                self.assertEqual(s["note"], claim)
+                line = f"  passed   {name} {s['seconds']} s\n    note: {claim}\n"
+            else:
+                self.assertTrue(s["reason"].startswith("not run on a GPU ("), s)
+                self.assertTrue(s["reason"].endswith("; its CPU rehearsal (Gloo) passed"), s)
+                line = f"  skipped  {name} {s['seconds']} s: {s['reason']}\n"
+            self.assertIn(line, text)
+            # The figures the test recorded, on the line after: the differences it held in bounds.
+            self.assertIn("    " + ", ".join(f"{k} {v}" for k, v in sorted(f.items())) + "\n", text)
+            for k in ("worst_loss_rel_diff", "max_weight_diff"):
+                if k in f:
+                    self.assertLess(float(f[k]), 1e-4, (name, f))
+            self.assertTrue(os.path.exists(os.path.join(self.out, "logs", name + ".log")))
+        self.assertGreater(int(self.steps["train-fp16"]["figures"]["overflow_steps_skipped"]), 0)
 
     def test_the_pair_and_the_node_figures(self):
         p = self.steps["nccl-pair"]
@@ -388,7 +416,7 @@ class Rules(unittest.TestCase):
         with tempfile.TemporaryDirectory() as out:
             p = subprocess.run([GPU_CHECK, "--no-build", "--build-dir", os.path.join(out, "nobuild"),
                                 "--python", ARGS.python, "--out", out, "--pack", "--budget-s", "60",
-                                "--skip", "deps,build,gpu-tests,fabtrain-bench,nccl-pair,node"],
+                                "--skip", "deps,build,gpu-tests,train,fabtrain-bench,nccl-pair,node"],
                                capture_output=True, text=True, timeout=120)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             self.assertEqual(sorted(os.listdir(out)), ["gpu-check-files.tar.gz", "summary.json", "summary.txt"])
@@ -413,6 +441,85 @@ class Rules(unittest.TestCase):
             p = subprocess.run([GPU_CHECK, *argv], capture_output=True, text=True, timeout=60)
             self.assertEqual(p.returncode, 2, p.stderr)
             self.assertIn(words, p.stderr)
+
+
+class TrainChecks(unittest.TestCase):
+    """The train-* steps' judgement (scripts/gpu_check/train_checks.py) and how a step runs its test:
+    a fake test binary here, which writes gtest's JSON report as the real one does."""
+    NAME, TEST, CLAIM = "train-x", "SomeCheck", "it matched"
+
+    def report(self, result="COMPLETED", failures=(), **props):
+        case = {"name": self.TEST, "status": "RUN", "result": result, "time": "1s", "classname": "OnDevice",
+                **props}
+        if failures:
+            case["failures"] = [{"failure": f, "type": ""} for f in failures]
+        return {"testsuites": [{"name": "OnDevice", "testsuite": [case]}]}
+
+    def judge(self, rc=0, report=None, output="", gpu=False, timed_out=False):
+        return train_checks.judge(self.NAME, self.TEST, self.CLAIM, rc, timed_out, 60, report, output, gpu,
+                                  "nvidia-smi is not installed (no NVIDIA driver here)")
+
+    def test_a_pass_on_the_gpu_passes_and_a_pass_on_the_cpu_is_only_a_rehearsal(self):
+        r = self.report(device="cuda", worst_loss_rel_diff="3e-07")
+        self.assertEqual(self.judge(report=r, gpu=True),
+                         {"status": "passed", "note": "it matched",
+                          "figures": {"device": "cuda", "worst_loss_rel_diff": "3e-07"}})
+        j = self.judge(report=self.report(device="cpu"))
+        self.assertEqual(j["status"], "skipped")
+        self.assertEqual(j["reason"], "not run on a GPU (nvidia-smi is not installed (no NVIDIA driver here)); "
+                                      "its CPU rehearsal (Gloo) passed")
+
+    def test_a_failure_names_the_assertion_and_where_it_ran(self):
+        r = self.report(failures=["x.cc:12\nExpected: (dw) < (kWeightTol), actual: 0.02 vs 0.0001\n"])
+        j = self.judge(rc=1, report=r, gpu=True)
+        self.assertEqual(j["status"], "failed")
+        self.assertEqual(j["reason"], "on the GPU: x.cc:12 | Expected: (dw) < (kWeightTol), actual: 0.02 vs 0.0001")
+        self.assertTrue(self.judge(rc=1, report=r)["reason"].startswith("its CPU rehearsal (Gloo): x.cc:12"))
+
+    def test_a_test_that_did_not_run_fails(self):
+        # gtest exits 0 when its filter matches nothing: the missing case is what says so.
+        j = self.judge(rc=0, report={"testsuites": []})
+        self.assertEqual(j["status"], "failed")
+        self.assertIn("OnDevice.SomeCheck did not run", j["reason"])
+        self.assertEqual(self.judge(rc=134, report=None)["status"], "failed")
+        self.assertEqual(self.judge(timed_out=True, report=self.report())["status"], "timeout")
+
+    def test_a_skip_for_want_of_a_gpu_fails_on_a_machine_that_has_one(self):
+        absent = "x.cc:60: Skipped\nFABTRAIN_TEST_DEVICE=cuda but no NVIDIA device node (/dev/nvidia0): " \
+                 "no GPU on this machine\n[  SKIPPED ] OnDevice.SomeCheck"
+        self.assertEqual(self.judge(report=self.report("SKIPPED"), output=absent, gpu=True)["status"], "failed")
+        refused = "x.cc:9: Skipped\nNCCL would not make two ranks on one GPU, each a host of its own: " \
+                  "Duplicate GPU detected\n[  SKIPPED ] OnDevice.SomeCheck"
+        j = self.judge(report=self.report("SKIPPED"), output=refused, gpu=True)
+        self.assertEqual(j["status"], "skipped")
+        self.assertIn("Duplicate GPU detected", j["reason"])
+
+    def test_each_step_runs_its_test_on_the_device_the_machine_has(self):
+        with tempfile.TemporaryDirectory() as d:
+            binary = train_checks.test_binary(d)
+            os.makedirs(os.path.dirname(binary))
+            # The fake test: passes on cuda, fails on cpu, records the device it was given.
+            with open(binary, "w") as f:
+                f.write("#!/usr/bin/python3\nimport json, os, sys\n"
+                        "name = [a for a in sys.argv if a.startswith('--gtest_filter=')][0].split('.', 1)[1]\n"
+                        "path = [a for a in sys.argv if a.startswith('--gtest_output=json:')][0].split(':', 1)[1]\n"
+                        "dev = os.environ['FABTRAIN_TEST_DEVICE']\n"
+                        "case = {'name': name, 'result': 'COMPLETED', 'device': dev}\n"
+                        "if dev != 'cuda': case['failures'] = [{'failure': 'ran on ' + dev}]\n"
+                        "json.dump({'testsuites': [{'name': 'OnDevice', 'testsuite': [case]}]}, open(path, 'w'))\n"
+                        "sys.exit(0 if dev == 'cuda' else 1)\n")
+            os.chmod(binary, 0o755)
+            out = os.path.join(d, "out")
+            on_gpu = train_checks.run_all(d, out, steps.Budget(120), True, "", 2)
+            self.assertEqual([s["name"] for s in on_gpu], [c[0] for c in train_checks.CHECKS])
+            self.assertEqual({s["status"] for s in on_gpu}, {"passed"}, on_gpu)
+            self.assertEqual({s["figures"]["device"] for s in on_gpu}, {"cuda"})
+            off = train_checks.run_all(d, out, steps.Budget(120), False, "no GPU here", 1)
+            self.assertEqual({s["status"] for s in off}, {"failed"}, off)
+            self.assertEqual({s["reason"] for s in off}, {"its CPU rehearsal (Gloo): ran on cpu"})
+            missing = train_checks.run_all(os.path.join(d, "nobuild"), out, steps.Budget(60), True, "", 1)
+            self.assertEqual({s["status"] for s in missing}, {"failed"})
+            self.assertIn("is not built", missing[0]["reason"])
 
 
 def active_report(status="ran", figures=(("gemm_bf16", 700.0),), allreduce=(), skipped=(), **extra):
@@ -509,7 +616,7 @@ class PartialBuild(unittest.TestCase):
             os.makedirs(build)
             env = dict(os.environ, PATH=fake + os.pathsep + os.environ["PATH"])
             p = subprocess.run([GPU_CHECK, "--build-dir", build, "--out", os.path.join(d, "out"), "--python",
-                                ARGS.python, "--skip", "gpu-tests,fabtrain-bench,nccl-pair,node", "--budget-s", "60",
+                                ARGS.python, "--skip", "gpu-tests,train,fabtrain-bench,nccl-pair,node", "--budget-s", "60",
                                 *extra], capture_output=True, text=True, timeout=120, env=env)
             self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
             with open(calls) as f:
