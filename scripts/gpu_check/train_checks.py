@@ -57,10 +57,13 @@ def judge(name, test, claim, rc, timed_out, cap_s, report, output, gpu, gpu_reas
     figures) without name, seconds or log."""
     if timed_out:
         return {"status": "timeout", "reason": f"killed after {cap_s:.0f} s (its share of the budget)"}
+    if report is None:
+        return {"status": "failed",
+                "reason": f"{SUITE}.{test}: no gtest report (exit {rc}): it crashed or did not start (see the log)"}
     case = find_case(report, test)
     if case is None:
-        return {"status": "failed",
-                "reason": f"{SUITE}.{test} did not run (exit {rc}; no such test, or no gtest report)"}
+        # gtest exits 0 when its filter matches nothing.
+        return {"status": "failed", "reason": f"{SUITE}.{test} is not in the test binary (exit {rc}): nothing ran"}
     figures = {k: v for k, v in case.items() if k not in _GTEST_KEYS}
     where = "on the GPU" if gpu else "its CPU rehearsal (Gloo)"
     if rc != 0 or case.get("failures"):
