@@ -51,7 +51,7 @@ TEST(KernelLogSystemEvents, NvlinkTrainingFailureFailsTheNode) {
   EXPECT_NE(fs[0].fix.find("reboot"), std::string::npos);
 }
 
-TEST(KernelLogSystemEvents, NvlinkTrainingFailureNamingAGpuIsThatGpusOnlyWhenItIsHere) {
+TEST(KernelLogSystemEvents, NvlinkTrainingFailureNamingADeviceCountsOnlyForADeviceHere) {
   // The fixture's line under the driver's per-GPU prefix, as "NVRM: GPU 0000:2b:00.0: GPU has
   // fallen off the bus." carries it (xid_formats.txt).
   const std::string line =

@@ -126,7 +126,7 @@ TEST(CollectiveLogPaste, MarkdownEmphasisAndDoubledSpaces) {
 
 // Batch 15: an error line and the next NCCL line joined by a paste that lost its newlines
 // (vllm-project/vllm#21661), and Paddle's "Nccl error" (PaddlePaddle/PaddleClas#330).
-TEST(CollectiveLogPaste, ErrorJoinedToAnNcclLineAndPaddlesNcclError) {
+TEST(CollectiveLogPaste, ErrorJoinedToALibraryLineAndPaddlesCollectiveError) {
   NcclLogSummary s = parse_nccl_log(
       "ERROR 11-04 18:02:56 [v1/executor/multiproc_executor.py:597] RuntimeError: NCCL error: "
       "unhandled cuda error (run with NCCL_DEBUG=INFO for details) 02fdc141b80d:213:213 [1] NCCL "

@@ -34,7 +34,7 @@ TEST(CollectiveLogWatchdog, WrappedGlogLineIsJoined) {
 }
 
 // PyTorch's old glog line for a CUDA error met by its watchdog (vllm#4108) is a CUDA error.
-TEST(CollectiveLogWatchdog, WatchdogCudaErrorIsACudaError) {
+TEST(CollectiveLogWatchdog, WatchdogDeviceRuntimeErrorIsThatKind) {
   const NcclLogSummary s = parse_nccl_log(
       "[E ProcessGroupNCCL.cpp:916] [Rank 0] NCCL watchdog thread terminated with exception: "
       "CUDA error: an illegal memory access was encountered\n");

@@ -63,7 +63,7 @@ TEST(CollectiveLogWording, BareSourceLocationIsTheFileNotAHost) {
 }
 
 // XLA/JAX quote NCCL's last warning in their own error (marin-community/marin#7018).
-TEST(CollectiveLogWording, XlaLastNcclWarningIsRead) {
+TEST(CollectiveLogWording, XlaLastLibraryWarningIsRead) {
   NcclLogSummary s = parse_nccl_log(
       "Failed to create NCCL communicator: INTERNAL: ncclCommInitRankConfig(...) failed:\n"
       "invalid usage ... Last NCCL warning(error): 'Bootstrap : no socket interface found'\n");
@@ -71,7 +71,7 @@ TEST(CollectiveLogWording, XlaLastNcclWarningIsRead) {
 }
 
 // misc/shmutils.cc's CUDA failure is the /dev/shm segment's (NVIDIA/nccl#1518).
-TEST(CollectiveLogWording, CudaFailureInShmutilsIsTheShmSegment) {
+TEST(CollectiveLogWording, DeviceRuntimeFailureInShmutilsIsTheShmSegment) {
   NcclLogSummary s = parse_nccl_log(
       "[1] misc/shmutils.cc:103 NCCL WARN Cuda failure 'invalid argument'\n"
       "[1] misc/shmutils.cc:114 NCCL WARN Error while creating shared memory segment "
@@ -83,7 +83,7 @@ TEST(CollectiveLogWording, CudaFailureInShmutilsIsTheShmSegment) {
 }
 
 // A quote of NCCL's message without its prefix is read as NCCL's words (NVIDIA/nccl#1664).
-TEST(CollectiveLogWording, BareNetMessageIsNcclsOwnWords) {
+TEST(CollectiveLogWording, BareNetMessageIsTheLibrarysOwnWords) {
   NcclLogSummary s = parse_nccl_log(
       "NET/IBP:Got completion from peer 7.6.13.83<36315> with status=12 opcode=32698 len=32696 "
       "vendor err 129 (Send)\n");
@@ -101,7 +101,7 @@ TEST(CollectiveLogWording, OldNoAlgorithmWordingIsAnInternalError) {
 
 // nccl-tests of 2017-2018 wrote "Cuda failure common.cu:N 'x'" without "Test"
 // (NVIDIA/nccl-tests#2).
-TEST(CollectiveLogWording, OldNcclTestsCudaFailure) {
+TEST(CollectiveLogWording, OldCollectiveTestsDeviceRuntimeFailure) {
   NcclLogSummary s = parse_nccl_log(
       ">> nThread 1 nGpus 1 minBytes 33554432 maxBytes 134217728 step: 2(factor) warmup iters: 5 "
       "iters: 20 validation: 0\n"
@@ -144,7 +144,7 @@ TEST(CollectiveLogWording, ErrorStringsAreMatchedByTheirMeaningfulWords) {
 }
 
 // Batch 11: NCCL's shared-memory text quoted without its prefix (WangRongsheng/XrayGLM#83).
-TEST(CollectiveLogWording, ShmSegmentErrorWithoutNcclPrefix) {
+TEST(CollectiveLogWording, ShmSegmentErrorWithoutTheLibraryPrefix) {
   NcclLogSummary s = parse_nccl_log(
       "Error while creating shared memory segment /dev/shm/nccl-CsYXMW (size 9637888)\n"
       "Traceback (most recent call last):\n");
@@ -153,7 +153,7 @@ TEST(CollectiveLogWording, ShmSegmentErrorWithoutNcclPrefix) {
 
 // A SIGBUS in a process of an NCCL job, with no WARN: the /dev/shm segment NCCL mapped could not
 // be backed (Docker's 64 MB /dev/shm) (NVIDIA/Megatron-LM#516).
-TEST(CollectiveLogWording, BusErrorInAnNcclJobIsSharedMemory) {
+TEST(CollectiveLogWording, BusErrorInACollectiveJobIsSharedMemory) {
   const std::string info =
       "09677202c889:5283:5699 [7] NCCL INFO 24 coll channels, 0 nvls channels, 32 p2p channels, "
       "32 p2p channels per peer\n";
@@ -175,7 +175,7 @@ TEST(CollectiveLogWording, BusErrorInAnNcclJobIsSharedMemory) {
 // NCCL 1.x printed "WARN src/core.cu:N ..." and "INFO ..." with no host (NVIDIA/nccl#100,
 // held-out batch 16): its lines are NCCL's (not "no NCCL INFO lines"), and the failed copy to the
 // device with its illegal memory access is a CUDA error.
-TEST(CollectiveLogWording, Nccl1CoreWarningsAreRead) {
+TEST(CollectiveLogWording, VersionOneCoreWarningsAreRead) {
   const NcclLogSummary s = parse_nccl_log(
       "INFO NCCL debug level set to INFO\n"
       "INFO rank 0 using buffSize = 2097152\n"
@@ -197,7 +197,7 @@ TEST(CollectiveLogWording, Nccl1CoreWarningsAreRead) {
 // ncclGetErrorString's texts in an application's own check of an NCCL call (NVIDIA Caffe's
 // "NCCL Init failed (%d) '%s'" and NCCLCHECK "NCCL failure %s:%d '%s'", matex-org/caffe-nvidia
 // src/caffe/parallel/mpi_nccl_sync.cpp), with NCCL 1.x's texts ("cuda malloc failed").
-TEST(CollectiveLogWording, NcclResultTextsInAnApplicationsCheck) {
+TEST(CollectiveLogWording, LibraryResultTextsInAnApplicationsCheck) {
   EXPECT_EQ(
       parse_nccl_log("NCCL Init failed (10) 'cuda malloc failed'\n").cause_kind.value_or("none"),
       "out_of_memory");
