@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "trainer/model/attention.h"
 #include "trainer/model/rms_norm_fp32.h"
+#include "trainer/model/rope_fp32.h"
 #include "trainer/model/swiglu_mlp.h"
 
 namespace fabkit::trainer {
@@ -35,7 +36,9 @@ torch::Tensor apply_rope_hf(const torch::Tensor& x, const torch::Tensor& cos, co
 // The same in fp32 with the sign folded into signed_sin ([-sin | +sin]): the swap is one roll, 3
 // ops forward instead of 6, and the backward no longer zero-fills and scatters two slice
 // gradients. addcmul rounds once where HF's ops round thrice, hence fp32 only.
+// On the CPU one hand-written pass each way (rope_fp32.h).
 torch::Tensor apply_rope_fp32(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& signed_sin) {
+  if (x.is_cpu()) return rope_fp32(x, cos, signed_sin);
   return torch::addcmul(x * cos, torch::roll(x, x.size(-1) / 2, -1), signed_sin);
 }
 

@@ -1,12 +1,14 @@
 #include "trainer/model/lm_loss.h"
 
 #include "common/errors.h"
+#include "trainer/model/cross_entropy_cpu.h"
 
 namespace fabkit::trainer {
 
 namespace {
 
-// The shifted targets ([B*T], -100 where nothing is predicted) and the fp32 logits [B*T,V].
+// The shifted targets ([B*T], -100 where nothing is predicted) and the logits [B*T,V] in their
+// own dtype (the softmax upcasts: a whole fp32 copy only on the op-by-op path).
 struct Shifted {
   at::Tensor logits, targets, keep;
 };
@@ -19,7 +21,7 @@ Shifted shift(const at::Tensor& logits, const at::Tensor& labels) {
   // Shift the labels, not the logits: position t's target is labels[t+1] and the last position
   // has none (-100). Slicing the logits instead copied the whole [B,T-1,V] block forward and
   // zero-filled + copied it again in the backward; the extra last row costs 1/T of the softmax.
-  auto all_logits = logits.reshape({-1, v}).to(at::kFloat);
+  auto all_logits = logits.reshape({-1, v});
   auto targets = at::cat({labels.slice(1, 1), at::full({labels.size(0), 1}, kIgnoreLabel, labels.options())}, 1)
                      .reshape({-1});
   auto keep = targets != kIgnoreLabel;
@@ -27,9 +29,12 @@ Shifted shift(const at::Tensor& logits, const at::Tensor& labels) {
 }
 
 at::Tensor nll_sum(const Shifted& s) {
+  // CPU fp32/bf16: one fused pass each way (cross_entropy_cpu.h), same maths.
+  if (cross_entropy_cpu_supports(s.logits))
+    return cross_entropy_sum_cpu(s.logits, s.targets, kIgnoreLabel);
   // log_softmax + gather instead of cross_entropy(reduction=sum): identical maths, and the
   // masked positions never index the vocabulary with -100.
-  auto logp = at::log_softmax(s.logits, -1);
+  auto logp = at::log_softmax(s.logits.to(at::kFloat), -1);
   auto safe = at::where(s.keep, s.targets, at::zeros_like(s.targets));
   auto nll = -logp.gather(1, safe.unsqueeze(1)).squeeze(1);
   return (nll * s.keep.to(at::kFloat)).sum();
