@@ -18,6 +18,7 @@
 #include <regex>
 #include <sstream>
 
+#include "tests/integration/trainer/checkpoint_weights.h"
 #include "tests/integration/trainer/run_support.h"
 #include "tests/support/ttar.h"
 #include "trainer/checkpoint/checkpoint.h"
@@ -167,40 +168,6 @@ std::vector<double> losses(const fs::path& out) {
   return l;
 }
 
-// Every parameter by name, from the newest checkpoint of a run (of each stage's, for a pipeline).
-std::map<std::string, std::vector<float>> weights(const fs::path& out, int stages) {
-  std::map<std::string, std::vector<float>> w;
-  for (int s = 0; s < stages; ++s) {
-    const fs::path dir =
-        stages == 1
-            ? out
-            : out / ("pipeline-stage-" + std::to_string(s) + "-of-" + std::to_string(stages));
-    for (auto& [name, t] :
-         trainer::gather_checkpoint(trainer::list_checkpoints(dir).at(0)).params) {
-      EXPECT_TRUE(w.emplace(name, t.values).second) << name << " saved twice";
-    }
-  }
-  return w;
-}
-
-double max_weight_diff(const std::map<std::string, std::vector<float>>& a,
-                       const std::map<std::string, std::vector<float>>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (const auto& [name, x] : a) {
-    auto it = b.find(name);
-    if (it == b.end()) {
-      ADD_FAILURE() << name << " missing";
-      continue;
-    }
-    EXPECT_EQ(x.size(), it->second.size()) << name;
-    for (size_t k = 0; k < x.size() && k < it->second.size(); ++k) {
-      worst = std::max(worst, std::abs(double(x[k]) - it->second[k]));
-    }
-  }
-  return worst;
-}
-
 // Tolerances (as fabtrain_run_test.cc's): splitting the batch over ranks, or the micro-batches
 // over stages, reorders fp32 additions (1e-7 relative per op), and on the GPU so do the atomic adds
 // of the embedding's backward; losses then agree to ~1e-6 relative and weights by far less than one
@@ -237,7 +204,8 @@ TEST_F(OnDevice, TwoRanksSharingOneDeviceMatchOneRankStepByStep) {
   ASSERT_EQ(l1.size(), size_t{kSteps});
   EXPECT_LT(l1.back(), l1.front());  // it learns
   const double worst = expect_same_curve(l2, l1);
-  const double dw = max_weight_diff(weights(out("two"), 1), weights(out("one"), 1));
+  const double dw =
+      max_weight_diff(checkpoint_weights(out("two"), 1), checkpoint_weights(out("one"), 1));
   EXPECT_LT(dw, kWeightTol);
   RecordProperty("steps", kSteps);
   RecordProperty("worst_loss_rel_diff", fmt(worst));
@@ -267,7 +235,8 @@ TEST_F(OnDevice, ShardedCheckpointSavedAndResumedEqualsTheUninterruptedRun) {
   ASSERT_EQ(l.size(), 7u);  // steps 1-4, then 4-6 again after the resume
   const double worst = expect_same_curve(std::vector<double>(l.begin() + 4, l.end()),
                                          std::vector<double>(f.begin() + 3, f.end()));
-  const double dw = max_weight_diff(weights(out("full"), 1), weights(out("split"), 1));
+  const double dw =
+      max_weight_diff(checkpoint_weights(out("full"), 1), checkpoint_weights(out("split"), 1));
   EXPECT_LT(dw, kWeightTol);
   RecordProperty("resumed_from_step", 3);
   RecordProperty("worst_loss_rel_diff", fmt(worst));
@@ -289,7 +258,8 @@ TEST_F(OnDevice, OffloadedActivationsRepeatRecomputeAlone) {
             std::string::npos)
       << offl.output;
   const double worst = expect_same_curve(losses(out("offload")), losses(out("recompute")));
-  const double dw = max_weight_diff(weights(out("recompute"), 1), weights(out("offload"), 1));
+  const double dw = max_weight_diff(checkpoint_weights(out("recompute"), 1),
+                                    checkpoint_weights(out("offload"), 1));
   EXPECT_LT(dw, kWeightTol);
   RecordProperty("worst_loss_rel_diff", fmt(worst));
   RecordProperty("max_weight_diff", fmt(dw));
@@ -349,7 +319,8 @@ TEST_F(OnDevice, PipelineTwoStagesOnOneDeviceEqualOneProcess) {
   const auto l1 = losses(out("one"));
   ASSERT_EQ(l1.size(), size_t{kSteps});
   const double worst = expect_same_curve(losses(out("pp")), l1);
-  const double dw = max_weight_diff(weights(out("pp"), 2), weights(out("one"), 1));
+  const double dw =
+      max_weight_diff(checkpoint_weights(out("pp"), 2), checkpoint_weights(out("one"), 1));
   EXPECT_LT(dw, kWeightTol);
   RecordProperty("steps", kSteps);
   RecordProperty("worst_loss_rel_diff", fmt(worst));

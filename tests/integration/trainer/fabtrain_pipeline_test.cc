@@ -12,6 +12,7 @@
 #include <map>
 #include <thread>
 
+#include "tests/integration/trainer/checkpoint_weights.h"
 #include "tests/integration/trainer/run_support.h"
 #include "tests/support/ttar.h"
 #include "trainer/checkpoint/checkpoint.h"
@@ -96,41 +97,6 @@ std::vector<double> losses(const fs::path& out) {
 }
 
 // A stage's checkpoints (docs/fabtrain.md: OUTPUT/pipeline-stage-<s>-of-<S>/checkpoint-<step>/).
-fs::path stage_dir(const fs::path& out, int stage, int stages) {
-  return out / ("pipeline-stage-" + std::to_string(stage) + "-of-" + std::to_string(stages));
-}
-
-// Every parameter by HF name: the newest checkpoint of a 1-process run, or of every stage.
-std::map<std::string, std::vector<float>> weights(const fs::path& out, int stages) {
-  std::map<std::string, std::vector<float>> w;
-  for (int s = 0; s < stages; ++s) {
-    const fs::path dir = stages == 1 ? out : stage_dir(out, s, stages);
-    for (auto& [name, t] :
-         trainer::gather_checkpoint(trainer::list_checkpoints(dir).at(0)).params) {
-      EXPECT_TRUE(w.emplace(name, t.values).second) << name << " saved by two stages";
-    }
-  }
-  return w;
-}
-
-double max_weight_diff(const std::map<std::string, std::vector<float>>& a,
-                       const std::map<std::string, std::vector<float>>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (const auto& [name, x] : a) {
-    auto it = b.find(name);
-    if (it == b.end()) {
-      ADD_FAILURE() << name << " missing";
-      continue;
-    }
-    EXPECT_EQ(x.size(), it->second.size()) << name;
-    for (size_t k = 0; k < x.size() && k < it->second.size(); ++k) {
-      worst = std::max(worst, std::abs(double(x[k]) - it->second[k]));
-    }
-  }
-  return worst;
-}
-
 // Tolerances (as fabtrain_run_test.cc's): the pipeline runs the 1-process run's ops on the same
 // micro-batches, but adds the micro-batches' gradients into the shard in the schedule's order
 // (GPipe backwards in reverse) and through fp32 activations on the wire; that reorders fp32
@@ -160,7 +126,7 @@ TEST_F(FabtrainPipeline, TwoAndFourStagesEqualOneProcessForBothSchedules) {
   const auto l1 = losses(out("one"));
   ASSERT_EQ(l1.size(), size_t{kSteps});
   EXPECT_LT(l1.back(), l1.front());  // it learns
-  const auto w1 = weights(out("one"), 1);
+  const auto w1 = checkpoint_weights(out("one"), 1);
   for (int stages : {2, 4}) {
     for (const std::string schedule : {"gpipe", "1f1b"}) {
       const std::string name = "pp" + std::to_string(stages) + "-" + schedule;
@@ -174,7 +140,7 @@ TEST_F(FabtrainPipeline, TwoAndFourStagesEqualOneProcessForBothSchedules) {
                 std::string::npos)
           << r.output;
       expect_same_curve(losses(out(name)), l1);
-      EXPECT_LT(max_weight_diff(weights(out(name), stages), w1), kWeightTol);
+      EXPECT_LT(max_weight_diff(checkpoint_weights(out(name), stages), w1), kWeightTol);
       for (const auto& j : steps_of(out(name))) {
         // Each of the S-1 boundaries carries M activations [1, T, H] forward and M gradients
         // back, as fp32.
@@ -211,7 +177,8 @@ TEST_F(FabtrainPipeline, Bfloat16PipelineEqualsTheOneProcessBfloat16Run) {
                                "--micro-batch-size", "1", "--torch-dtype", "bfloat16"}));
   ASSERT_EQ(pp.exit_code, 0) << pp.output;
   expect_same_curve(losses(out("pp")), losses(out("one")));
-  EXPECT_LT(max_weight_diff(weights(out("pp"), 2), weights(out("one"), 1)), kWeightTol);
+  EXPECT_LT(max_weight_diff(checkpoint_weights(out("pp"), 2), checkpoint_weights(out("one"), 1)),
+            kWeightTol);
 }
 
 std::vector<double> valid_losses(const fs::path& out) {
@@ -289,9 +256,9 @@ TEST_F(FabtrainPipeline, TwoStagesTimesTwoReplicasEqualOneProcess) {
     ASSERT_EQ(ref.exit_code, 0) << ref.output;
     EXPECT_NE(r.output.find("2 stages x 2 data-parallel replicas"), std::string::npos) << r.output;
     expect_same_curve(losses(out("pp2dp2-" + schedule)), losses(out("one-adafactor")));
-    EXPECT_LT(
-        max_weight_diff(weights(out("pp2dp2-" + schedule), 2), weights(out("one-adafactor"), 1)),
-        kWeightTol);
+    EXPECT_LT(max_weight_diff(checkpoint_weights(out("pp2dp2-" + schedule), 2),
+                              checkpoint_weights(out("one-adafactor"), 1)),
+              kWeightTol);
     fs::remove_all(out("one-adafactor"));
   }
 }
@@ -327,8 +294,9 @@ TEST_F(FabtrainPipeline, ResumeFromStageCheckpointsEqualsTheUninterruptedRun) {
   ASSERT_EQ(l.size(), 7u);  // steps 1-4, then 4-6 again after the resume
   expect_same_curve(std::vector<double>(l.begin() + 4, l.end()),
                     std::vector<double>(f.begin() + 3, f.end()));
-  EXPECT_LT(max_weight_diff(weights(out("full"), 2), weights(out("split"), 2)),
-            1e-6);  // same ops, same order
+  EXPECT_LT(
+      max_weight_diff(checkpoint_weights(out("full"), 2), checkpoint_weights(out("split"), 2)),
+      1e-6);  // same ops, same order
 }
 
 // SIGTERM to a pipeline job (the --nproc parent forwards it): every rank agrees on the stop step
@@ -429,7 +397,7 @@ TEST_F(FabtrainPipeline, ExportOfAStageCheckpointHoldsTheWholeModel) {
   auto e = run_fabtrain({"export", "--checkpoint", ckpt.string(), "--out", out("hf").string()});
   ASSERT_EQ(e.exit_code, 0) << e.output;
   uint64_t numel = 0;
-  for (const auto& [name, values] : weights(out("exp"), 2)) numel += values.size();
+  for (const auto& [name, values] : checkpoint_weights(out("exp"), 2)) numel += values.size();
   std::ifstream st(out("hf") / "model.safetensors", std::ios::binary);
   uint64_t header = 0;
   st.read(reinterpret_cast<char*>(&header), 8);
