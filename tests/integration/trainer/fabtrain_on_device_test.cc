@@ -154,20 +154,6 @@ class OnDevice : public ::testing::Test {
   std::string device_;
 };
 
-std::vector<Json> steps_of(const fs::path& out) {
-  std::vector<Json> s;
-  for (const auto& j : read_jsonl(out / "metrics.jsonl")) {
-    if (j.contains("loss")) s.push_back(j);
-  }
-  return s;
-}
-
-std::vector<double> losses(const fs::path& out) {
-  std::vector<double> l;
-  for (const auto& j : steps_of(out)) l.push_back(j["loss"].get<double>());
-  return l;
-}
-
 // Tolerances (as fabtrain_run_test.cc's): splitting the batch over ranks, or the micro-batches
 // over stages, reorders fp32 additions (1e-7 relative per op), and on the GPU so do the atomic adds
 // of the embedding's backward; losses then agree to ~1e-6 relative and weights by far less than one

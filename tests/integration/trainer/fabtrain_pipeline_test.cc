@@ -82,21 +82,6 @@ class FabtrainPipeline : public ::testing::Test {
   TempDir dir_;
 };
 
-std::vector<Json> steps_of(const fs::path& out) {
-  std::vector<Json> s;
-  for (const auto& j : read_jsonl(out / "metrics.jsonl")) {
-    if (j.contains("loss")) s.push_back(j);
-  }
-  return s;
-}
-
-std::vector<double> losses(const fs::path& out) {
-  std::vector<double> l;
-  for (const auto& j : steps_of(out)) l.push_back(j["loss"].get<double>());
-  return l;
-}
-
-// A stage's checkpoints (docs/fabtrain.md: OUTPUT/pipeline-stage-<s>-of-<S>/checkpoint-<step>/).
 // Tolerances (as fabtrain_run_test.cc's): the pipeline runs the 1-process run's ops on the same
 // micro-batches, but adds the micro-batches' gradients into the shard in the schedule's order
 // (GPipe backwards in reverse) and through fp32 activations on the wire; that reorders fp32

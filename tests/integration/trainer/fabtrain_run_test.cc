@@ -49,14 +49,6 @@ class Fabtrain : public ::testing::Test {
   TempDir dir_;
 };
 
-std::vector<double> losses(const fs::path& out) {
-  std::vector<double> l;
-  for (const auto& j : read_jsonl(out / "metrics.jsonl")) {
-    if (j.contains("loss")) l.push_back(j["loss"].get<double>());
-  }
-  return l;
-}
-
 // Largest |a-b| over all parameters of the newest checkpoints of two runs.
 double max_weight_diff(const fs::path& a, const fs::path& b) {
   auto ga = trainer::gather_checkpoint(trainer::list_checkpoints(a).at(0));

@@ -112,4 +112,17 @@ std::vector<Json> read_jsonl(const std::filesystem::path& file) {
   return out;
 }
 
+std::vector<Json> steps_of(const std::filesystem::path& out) {
+  std::vector<Json> s;
+  for (const auto& j : read_jsonl(out / "metrics.jsonl"))
+    if (j.contains("loss")) s.push_back(j);
+  return s;
+}
+
+std::vector<double> losses(const std::filesystem::path& out) {
+  std::vector<double> l;
+  for (const auto& j : steps_of(out)) l.push_back(j["loss"].get<double>());
+  return l;
+}
+
 }  // namespace fabkit::testing

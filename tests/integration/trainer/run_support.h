@@ -39,5 +39,8 @@ Started start_fabtrain(const std::vector<std::string>& args,
 RunResult finish_fabtrain(const Started& s, int timeout_s = 240);
 
 std::vector<Json> read_jsonl(const std::filesystem::path& file);
+// The step records of a run's OUTPUT/metrics.jsonl (those with a loss), and their losses.
+std::vector<Json> steps_of(const std::filesystem::path& out);
+std::vector<double> losses(const std::filesystem::path& out);
 
 }  // namespace fabkit::testing
