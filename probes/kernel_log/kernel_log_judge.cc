@@ -13,10 +13,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <utility>
 
 #include "probes/kernel_log/kernel_log_facts.h"
-#include "probes/kernel_log/system_lines.h"
 #include "probes/kernel_log/link_flaps.h"
+#include "probes/kernel_log/system_lines.h"
 
 namespace fabkit::probes {
 namespace {
@@ -254,6 +255,10 @@ std::string kernel_log_span(const KernelLogFacts& f, int count, const std::optio
                             const std::optional<double>& last) {
   return span(f, count, first, last);
 }
+
+std::string kernel_log_joined(const std::vector<std::string>& parts) { return joined(parts); }
+
+std::string kernel_log_capitalized(std::string s) { return capitalized(std::move(s)); }
 
 std::string kernel_log_not_on_node(const KernelLogFacts& f, const std::string& bus) {
   return not_a_gpu(f, bus);

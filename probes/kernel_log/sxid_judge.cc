@@ -22,11 +22,6 @@ constexpr const char* kDegradedFix =
     "watch the port: nvidia-smi nvlink -e (error counters) and the fabric manager log; if the "
     "count grows, reseat or replace the link at the next maintenance";
 
-std::string capitalized(std::string s) {
-  if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = static_cast<char>(s[0] - 'a' + 'A');
-  return s;
-}
-
 }  // namespace
 
 Finding sxid_finding(const KernelLogFacts& f, const SxidGroup& g) {
@@ -41,7 +36,7 @@ Finding sxid_finding(const KernelLogFacts& f, const SxidGroup& g) {
   if (g.fatal && x && x->cls != SxidClass::kDrain)
     msg += ". The driver called it fatal";
   else if (x)
-    msg += ". " + capitalized(x->meaning);
+    msg += ". " + kernel_log_capitalized(x->meaning);
   if (g.fatal && !x)
     msg +=
         ". A fatal SXid: the GPU partitions on the port fail until the NVSwitches and GPUs are "

@@ -5,6 +5,7 @@
 // whitelist (health_checks/dmesg_whitelist.py) does not hold, so it warns on all of these but the
 // OOM killer's lines and the 27W slot-power line, which it holds; LBNL NHC reads machine checks
 // through mcelog (scripts/lbnl_hw.nhc, check_hw_mcelog); Azure NHC reads none of these lines.
+#include "probes/kernel_log/kernel_log_text.h"
 #include "probes/kernel_log/system_lines.h"
 
 namespace fabkit::probes {
@@ -13,14 +14,8 @@ namespace {
 // LBNL NHC fails check_hw_mcelog above MCELOG_MAX_CORRECTED_RATE, 9 corrected errors in 24 h.
 constexpr int kCorrectedMceWarn = 10;
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
 std::string details(const LogEventGroup& e, const char* what) {
-  return e.details.empty() ? "" : std::string(" (") + what + joined(e.details) + ")";
+  return e.details.empty() ? "" : std::string(" (") + what + kernel_log_joined(e.details) + ")";
 }
 
 }  // namespace
@@ -36,14 +31,8 @@ std::optional<Finding> system_event_finding(const KernelLogFacts& f, const LogEv
                              (e.device.empty() ? std::string() : " on " + who) + ": " + seen +
                              details(e, "");
     if (!e.device.empty()) {
-      auto gpu = on_gpu(f, e.device);
-      if (!gpu || !*gpu)
-        return warn("kernel_log.not_a_gpu", e.device,
-                    what + ", but " +
-                        (gpu ? e.device + " is not a GPU on this node"
-                             : "the PCI devices of this node could not be listed, so " + e.device +
-                                   " is not known to be a GPU here") +
-                        ": not draining on it" + line,
+      if (const std::string why = kernel_log_not_on_node(f, e.device); !why.empty())
+        return warn("kernel_log.not_a_gpu", e.device, what + ", but " + why + line,
                     "lspci -d 10de: lists the GPUs; see who wrote the line (journalctl -k)");
     }
     return fail("kernel_log.nvlink_training_failed", e.device.empty() ? "NVLink" : e.device,
