@@ -73,6 +73,8 @@ std::vector<Port> active_ports(const Json& report) {
       // A RoCE port whose netdev lives in another network namespace (a container on a shared-RDMA
       // host sees every RDMA device) carries no traffic of this host's: not a port to test.
       if (text_of(p, "netdev_place") == "other_namespace") continue;
+      // EFA ("Unspecified") offers SRD, not the RC queue pairs this test opens: libfabric's.
+      if (text_of(p, "link_layer") == "Unspecified") continue;
       Port a;
       a.half.hca_a = d["name"].get<std::string>();
       a.half.port_a = p.value("port", Json(1)).is_number_integer() ? p["port"].get<int>() : 1;

@@ -80,6 +80,10 @@ struct RdmaDevice {
   // sysfs `parent`: the netdev a software RDMA device (rxe soft-RoCE, siw) was created on; nullopt
   // for hardware HCAs, which have no such attribute.
   std::optional<std::string> parent;
+  // The kernel driver bound to the device's PCI function: the basename of sysfs `device/driver`
+  // ("efa", "mlx5_core"; "rdma_rxe" has no device/ and reads empty). EFA ports have no link layer
+  // ("Unknown" in sysfs, UNSPECIFIED in verbs) and are judged by the efa probe, not here.
+  std::string driver;
   // Device-wide hw_counters/ (drivers that count per device rather than per port).
   std::map<std::string, uint64_t> counters;
   std::vector<RdmaPort> ports;
@@ -107,6 +111,13 @@ void locate_netdevs(const std::filesystem::path& sys_root, bool live, RdmaFacts&
 // The error counters of every port from sysfs (ports/N/counters, ports/N/hw_counters), also when
 // the rest came from verbs; with interval_ms > 0 read twice, and the rises kept as deltas.
 void read_port_counters(const std::filesystem::path& sys_root, RdmaFacts& facts, int interval_ms);
+
+// Each device's driver (device/driver); an efa device's ports get LinkLayer::kUnspecified back,
+// which the verbs gather turns into InfiniBand as rdma-core's devinfo did before rdma-core#884.
+void read_device_drivers(const std::filesystem::path& sys_root, RdmaFacts& facts);
+bool is_efa(const RdmaDevice& d);
+// "InfiniBand", "Ethernet", or "Unspecified" (EFA), as the rdma JSON section writes it.
+std::string link_layer_name(verbs::LinkLayer l);
 
 bool has_active_ports(const RdmaFacts& facts);
 size_t device_count(const RdmaFacts& facts);

@@ -101,6 +101,7 @@ RdmaFacts gather_rdma(const ProbeContext& ctx) {
   if (ctx.verbs) {
     RdmaFacts v = gather_rdma_verbs(*ctx.verbs);
     if (!v.devices.empty()) {
+      read_device_drivers(ctx.roots.sys, v);
       locate_netdevs(ctx.roots.sys, ctx.roots.live, v);
       read_port_counters(ctx.roots.sys, v, interval);
       return v;

@@ -83,7 +83,14 @@ RdmaPort read_port(const fs::path& dev_dir, int port, std::vector<SysError>& err
   if (auto c = read_coded(dir / "phys_state", errors)) p.phys_state = static_cast<verbs::PhysState>(*c);
   if (auto ll = read_line(dir / "link_layer")) {
     p.link_layer = verbs::link_layer_from_name(*ll);
-    if (!p.link_layer) errors.push_back(parse_error(dir / "link_layer", *ll, "InfiniBand or Ethernet"));
+    // The kernel prints "Unknown" for a driver that reports IB_LINK_LAYER_UNSPECIFIED (EFA,
+    // drivers/infiniband/core/sysfs.c show_port_link_layer; rdma-core#884 shows it on efa_0);
+    // "Unspecified" is how ibv_devinfo names the same value since rdma-core#884.
+    if (!p.link_layer && (*ll == "Unknown" || *ll == "Unspecified"))
+      p.link_layer = verbs::LinkLayer::kUnspecified;
+    if (!p.link_layer)
+      errors.push_back(
+          parse_error(dir / "link_layer", *ll, "InfiniBand, Ethernet or Unknown (EFA)"));
   } else {
     errors.push_back(SysError{"open", ENOENT, (dir / "link_layer").string()});
   }
@@ -125,8 +132,25 @@ RdmaFacts gather_rdma_sysfs(const fs::path& sys_root, bool live) {
     for (int port : ports) d.ports.push_back(read_port(dir, port, f.errors));
     f.devices.push_back(std::move(d));
   }
+  read_device_drivers(sys_root, f);
   locate_netdevs(sys_root, live, f);
   return f;
+}
+
+void read_device_drivers(const fs::path& sys_root, RdmaFacts& facts) {
+  for (auto& d : facts.devices) {
+    d.driver = symlink_basename(sys_root / "class" / "infiniband" / d.name / "device" / "driver")
+                   .value_or("");
+    if (!is_efa(d)) continue;
+    for (auto& p : d.ports)
+      if (p.link_layer == verbs::LinkLayer::kInfiniBand) p.link_layer = verbs::LinkLayer::kUnspecified;
+  }
+}
+
+bool is_efa(const RdmaDevice& d) { return d.driver == "efa"; }
+
+std::string link_layer_name(verbs::LinkLayer l) {
+  return l == verbs::LinkLayer::kUnspecified ? "Unspecified" : verbs::to_string(l);
 }
 
 }  // namespace fabkit::probes

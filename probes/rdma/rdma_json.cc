@@ -31,7 +31,7 @@ Json port_json(const RdmaPort& p) {
           {"state_code", code_or_null(p.state)},
           {"phys_state", name_or_null(p.phys_state)},
           {"phys_state_code", code_or_null(p.phys_state)},
-          {"link_layer", name_or_null(p.link_layer)},
+          {"link_layer", p.link_layer ? Json(link_layer_name(*p.link_layer)) : Json(nullptr)},
           {"rate_gbps", or_null(p.rate_gbps)},
           {"rate", p.rate_text.empty() ? Json(nullptr) : Json(p.rate_text)},
           {"active_mtu", or_null(p.active_mtu)},
@@ -59,6 +59,7 @@ Json to_json(const RdmaFacts& f) {
                        {"node_guid", or_null(d.node_guid)},
                        {"fw_ver", or_null(d.fw_ver)},
                        {"parent", or_null(d.parent)},
+                       {"driver", d.driver.empty() ? Json(nullptr) : Json(d.driver)},
                        {"counters", d.counters},
                        {"ports", ports}});
   }

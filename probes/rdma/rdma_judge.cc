@@ -297,10 +297,12 @@ std::vector<Finding> judge_rdma(const RdmaFacts& f) {
     for (const auto& p : d.ports)
       if (is_active(p) && !active_port) active_port = p.port;
     for (const auto& p : d.ports) {
-      judge_port(d, p, active_port, out);
+      // An EFA port has no LID, subnet manager or RoCE GID to judge, and its state is the efa
+      // probe's (efa.port_not_active names the EFA fix, not ibstat's).
+      if (!is_efa(d)) judge_port(d, p, active_port, out);
       judge_counters(d, p, f.counter_interval_ms, out);
       if (!is_active(p) || (is_eth(p) && p.netdev_place == NetdevPlace::kOtherNamespace)) continue;
-      if (p.link_layer) layers.insert(*p.link_layer);
+      if (is_ib(p) || is_eth(p)) layers.insert(*p.link_layer);
       if (is_ib(p)) ib_hcas.insert(d.name);
       if (p.rate_gbps) rates[*p.rate_gbps].push_back(subject(d, p));
     }
