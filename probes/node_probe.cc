@@ -4,9 +4,11 @@
 
 #include <unistd.h>
 
+#include <map>
 #include <memory>
 
 #include "fabkit/config.h"
+#include "probes/efa/efa_facts.h"
 #include "probes/gpu/gpu_facts.h"
 #include "probes/gpudirect/gpudirect_facts.h"
 #include "probes/ib_qos/ib_qos_facts.h"
@@ -102,12 +104,20 @@ Report run_node_probe(const ProbeContext& ctx) {
   progress.advance(1, "node: gpudirect");
   auto gpudirect = probes::gather_gpudirect(ctx, locality.topology ? &*locality.topology : nullptr,
                                             probes::device_count(rdma));
+  // EFA after locality (each device's nearest GPU) and the NCCL settings (the FI_* variables).
+  auto efa = probes::gather_efa(ctx, rdma, locality.topology ? &*locality.topology : nullptr);
+  {
+    std::map<std::string, std::string> vars;
+    for (const auto& v : nccl_env.variables) vars[v.name] = v.value;
+    probes::set_efa_settings(efa, vars);
+  }
   probes::reread_pcie_aer(ctx, pcie, ctx.options.rdma_counter_interval_ms);
   probes::reread_roce_qos(roce_qos, ctx.options.rdma_counter_interval_ms);
   progress.advance(1);
 
   // 2. Judge (pure).
   append(r.findings, probes::judge_rdma(rdma));
+  append(r.findings, probes::judge_efa(efa));
   append(r.findings, probes::judge_limits(limits, has_rdma));
   append(r.findings, probes::judge_net(net));
   // NCCL_IB_DISABLE / NCCL_IB_HCA are checked against the RDMA ports found.
@@ -117,7 +127,7 @@ Report run_node_probe(const ProbeContext& ctx) {
     rdma_names.push_back(d.name);
     for (const auto& p : d.ports)
       rdma_ports.push_back({d.name, p.port,
-                            p.link_layer ? verbs::to_string(*p.link_layer) : std::string(),
+                            p.link_layer ? probes::link_layer_name(*p.link_layer) : std::string(),
                             p.state == verbs::PortState::kActive});
   }
   append(r.findings, probes::judge_nccl_env(nccl_env, rdma_ports));
@@ -143,6 +153,7 @@ Report run_node_probe(const ProbeContext& ctx) {
 
   // 3. Sections, one per probe, in the order above.
   r.sections.push_back({"rdma", probes::to_json(rdma)});
+  r.sections.push_back({"efa", probes::to_json(efa)});
   r.sections.push_back({"limits", probes::to_json(limits)});
   r.sections.push_back({"net", probes::to_json(net)});
   r.sections.push_back({"nccl_env", probes::to_json(nccl_env)});

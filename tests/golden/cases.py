@@ -105,6 +105,18 @@ CASES = [
      "setup": {"root": sysroots.build_ib_roce_node},
      "env": {"NCCL_TOPO_FILE": FIX + "/topo/nccl_eth_and_ib_nics.xml", "NCCL_IB_HCA": "mlx5_0"},
      "args": ["node", "--json", "--sysroot", "root"]},
+    # EFA instances (tests/fixtures/efa): healthy p4d; p5 with 31 of 32 EFA devices; a g5 run
+    # with the p4d job script's FI_EFA_USE_DEVICE_RDMA=1.
+    {"name": "node-sysroot-efa-p4d", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_efa_p4d_node}, "env": {"FI_PROVIDER": "efa"},
+     "args": ["node", "--json", "--sysroot", "root"]},
+    {"name": "node-sysroot-efa-p5-missing", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_efa_p5_missing_node},
+     "args": ["node", "--json", "--sysroot", "root"]},
+    {"name": "node-sysroot-efa-g5-device-rdma", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_efa_g5_node},
+     "env": {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"},
+     "args": ["node", "--json", "--sysroot", "root"]},
     {"name": "node-sysroot-empty", "binary": "fabcheck", "schema": "node.schema.json",
      "setup": {"root": sysroots.build_empty_node}, "args": ["node", "--json", "--sysroot", "root"]},
     {"name": "node-sysroot-slurm-health-dry-run", "binary": "fabcheck", "schema": "node.schema.json",

@@ -123,3 +123,39 @@ def build_empty_node(root):
     os.makedirs(root, exist_ok=True)
 
 
+
+
+def _efa_node(root, ttar):
+    """An EFA instance from tests/fixtures/efa (README.md there: reconstructed from public
+    values), plus what the node probe reads beside sysfs: an unlimited memlock (EFA registers
+    memory), /dev/shm, and a /proc/meminfo whose huge page pool the aws-efa-installer reserved."""
+    unpack_ttar(os.path.join(FIXTURES, "efa", ttar), root)
+    make_if(root, "lo", 1, 772, "0x9", "unknown", 65536)
+    # The ENA interface beside the EFA devices (uccl-project/uccl names the p4d's ens32; its PCI
+    # function here is reconstructed); 9001 is the VPC's jumbo MTU.
+    make_if(root, "ens32", 2, 1, "0x1003", "up", 9001, None, "0000:00:05.0")
+    write(os.path.join(root, "proc/self/limits"),
+          "Limit                     Soft Limit           Hard Limit           Units\n"
+          "Max stack size            8388608              unlimited            bytes\n"
+          "Max open files            1048576              1048576              files\n"
+          "Max locked memory         unlimited            unlimited            bytes\n")
+    write(os.path.join(root, "proc/mounts"), "shm /dev/shm tmpfs rw,size=8388608k 0 0\n")
+    write(os.path.join(root, "proc/meminfo"),
+          "MemTotal:       1176587520 kB\nHugePages_Total:   10562\nHugePages_Free:    10562\n"
+          "HugePages_Rsvd:        0\nHugePages_Surp:        0\nHugepagesize:       2048 kB\n")
+
+
+def build_efa_p4d_node(root):
+    """p4d.24xlarge with its 4 EFA devices, all ACTIVE: a healthy EFA node."""
+    _efa_node(root, "sysfs_p4d_4efa.ttar")
+
+
+def build_efa_p5_missing_node(root):
+    """p5.48xlarge with rdmap201s0 gone: 31 of its 32 EFA devices."""
+    _efa_node(root, "sysfs_p5_32efa.ttar")
+    shutil.rmtree(os.path.join(root, "sys/class/infiniband/rdmap201s0"))
+
+
+def build_efa_g5_node(root):
+    """g5.48xlarge with its one EFA device (no device RDMA)."""
+    _efa_node(root, "sysfs_g5_1efa.ttar")
