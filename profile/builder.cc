@@ -140,6 +140,15 @@ Profile build_profile(const std::vector<BuildInput>& inputs, const BuildOptions&
     e.gpu_count = n.gpu_count;
     e.locality = n.locality;
     e.topo_file = n.topo_file;
+    if (n.efa) {
+      e.efa_devices = n.efa->devices;
+      if (n.efa->instance_type && !check_fabric_label(*n.efa->instance_type))
+        e.instance_type = n.efa->instance_type;
+      // EFA registers memory like any verbs device: unlimited memlock, /dev/infiniband inside.
+      any_rdma = any_rdma || n.efa->devices > 0;
+    }
+    e.libfabric_version = n.libfabric_version;
+    e.net_plugin_version = n.net_plugin_version;
     p.nodes.push_back(e);
     for (const auto& f : n.nccl_conf_files)
       if (std::find(p.container.binds.begin(), p.container.binds.end(), f) == p.container.binds.end())

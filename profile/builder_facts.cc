@@ -127,6 +127,19 @@ NodeFacts node_facts_from_report(const Report& r, const std::string& source) {
     const Json& ports = g.arr(*qos, "ports", "ib_qos");
     for (const auto& p : ports) f.ib_qos_ports.push_back(p);
   }
+  if (const Json* efa = section(r, "efa")) {
+    EfaNode e;
+    e.devices = static_cast<int>(g.num(*efa, "device_count", "efa").value_or(0));
+    e.instance_type = g.str(*efa, "product_name", "efa");
+    e.device_rdma = g.boolean(g.obj(*efa, "instance", "efa"), "device_rdma", "efa.instance");
+    f.efa = e;
+  }
+  for (auto [name, slot] : {std::pair{"libfabric", &f.libfabric_version},
+                            std::pair{"nccl_net_plugin", &f.net_plugin_version}})
+    if (const Json* sec = section(r, name)) {
+      *slot = g.str(*sec, "version", name);
+      if (*slot && check_fabric_label(**slot)) *slot = std::nullopt;  // never into a profile
+    }
   if (const Json* net = section(r, "net")) read_interface(g, *net, f);
   if (const Json* gpus = section(r, "gpus"))
     f.gpu_count = static_cast<int>(g.num(*gpus, "count", "gpus").value_or(0));

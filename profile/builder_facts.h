@@ -14,6 +14,13 @@
 
 namespace fabkit::profile {
 
+// The node report's efa section (docs/efa.md): what the EFA settings are decided from.
+struct EfaNode {
+  int devices = 0;
+  std::optional<std::string> instance_type;  // DMI product_name
+  std::optional<bool> device_rdma;           // the instance table's; nullopt: type not in it
+};
+
 struct NodeFacts {
   std::string hostname;
   bool rdma_known = false;         // the report had an "rdma" section
@@ -29,6 +36,11 @@ struct NodeFacts {
   std::vector<std::string> nccl_conf_files;  // present nccl.conf files the job must see
   std::vector<Json> roce_qos_ports;  // the report's roce_qos.ports[] (docs/json/roce_qos.md)
   std::vector<Json> ib_qos_ports;    // the report's ib_qos.ports[] (docs/json/ib_qos.md)
+  std::optional<EfaNode> efa;        // nullopt: the report has no efa section
+  // Section libfabric, field version; section nccl_net_plugin, field version (written by the
+  // libfabric and net-plugin probes; absent from reports of fabchecks without them).
+  std::optional<std::string> libfabric_version;
+  std::optional<std::string> net_plugin_version;
 };
 
 struct PairVerdict {

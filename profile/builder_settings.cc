@@ -323,6 +323,7 @@ std::map<std::string, PerHost> choose_settings(const std::vector<NodeFacts>& nod
                                  {});
     }
   }
+  efa_settings(nodes, s);
   return s;
 }
 

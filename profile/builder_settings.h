@@ -35,4 +35,8 @@ std::map<std::string, PerHost> choose_settings(const std::vector<NodeFacts>& nod
                                                const NcclInfo& nccl,
                                                std::optional<int> master_port);
 
+// FI_PROVIDER, FI_EFA_USE_DEVICE_RDMA, FI_EFA_FORK_SAFE for the hosts whose report has EFA
+// devices (efa_settings.cc); hosts without EFA get none of them.
+void efa_settings(const std::vector<NodeFacts>& nodes, std::map<std::string, PerHost>& s);
+
 }  // namespace fabkit::profile

@@ -49,6 +49,11 @@ Json node_json(const NodeEntry& n) {
                    {"path_level", opt(g.path_level)}});
   j["locality"] = loc;
   j["topo_file"] = opt(n.topo_file);
+  // Written only when known, so profiles of nodes without EFA read as before.
+  if (n.efa_devices) j["efa_devices"] = *n.efa_devices;
+  if (n.instance_type) j["instance_type"] = *n.instance_type;
+  if (n.libfabric_version) j["libfabric_version"] = *n.libfabric_version;
+  if (n.net_plugin_version) j["net_plugin_version"] = *n.net_plugin_version;
   return j;
 }
 

@@ -33,7 +33,11 @@ const std::vector<std::string>& known_variables() {
                                                  "NCCL_IB_TIMEOUT",
                                                  "NCCL_IB_RETRY_CNT",
                                                  "TORCH_NCCL_ASYNC_ERROR_HANDLING",
-                                                 "MASTER_PORT"};
+                                                 "MASTER_PORT",
+                                                 // libfabric's EFA provider (docs/efa.md)
+                                                 "FI_PROVIDER",
+                                                 "FI_EFA_USE_DEVICE_RDMA",
+                                                 "FI_EFA_FORK_SAFE"};
   return kVars;
 }
 

@@ -51,6 +51,12 @@ struct NodeEntry {
   std::vector<GpuNic> locality;
   int gpu_count = 0;
   std::optional<std::string> topo_file;
+  // The fabric stack the host had when the profile was built (docs/efa.md): `validate` reports
+  // a node that drifted from it. Absent from the profile when the node report did not say.
+  std::optional<int> efa_devices;
+  std::optional<std::string> instance_type;       // DMI product_name (efa section)
+  std::optional<std::string> libfabric_version;   // section libfabric, field version
+  std::optional<std::string> net_plugin_version;  // section nccl_net_plugin, field version
 };
 
 struct ContainerNeeds {

@@ -147,7 +147,9 @@ std::map<std::string, Setting> read_settings(const Reader& r, const Json& j,
 
 NodeEntry read_node(const Reader& r, const Json& j, const std::string& path) {
   if (!j.is_object()) r.fail(path, j, "is not an object");
-  r.only_keys(j, path, {"hostname", "interface", "hcas", "gpu_count", "locality", "topo_file"});
+  r.only_keys(j, path, {"hostname", "interface", "hcas", "gpu_count", "locality", "topo_file",
+                        "efa_devices", "instance_type", "libfabric_version",
+                        "net_plugin_version"});
   NodeEntry n;
   n.hostname = r.string(j, path, "hostname");
   check_rule(r, path + ".hostname", n.hostname, check_hostname(n.hostname));
@@ -196,6 +198,14 @@ NodeEntry read_node(const Reader& r, const Json& j, const std::string& path) {
   n.topo_file = r.opt_string(j, path, "topo_file");
   if (n.topo_file)
     check_rule(r, path + ".topo_file", *n.topo_file, check_variable_value("NCCL_TOPO_FILE", *n.topo_file));
+  if (j.contains("efa_devices"))
+    n.efa_devices = static_cast<int>(r.integer(j["efa_devices"], path + ".efa_devices", 0, 1024));
+  for (auto [key, slot] : {std::pair{"instance_type", &n.instance_type},
+                           std::pair{"libfabric_version", &n.libfabric_version},
+                           std::pair{"net_plugin_version", &n.net_plugin_version}}) {
+    if (j.contains(key)) *slot = r.opt_string(j, path, key);  // optional keys (docs/efa.md)
+    if (*slot) check_rule(r, path + "." + key, **slot, check_fabric_label(**slot));
+  }
   return n;
 }
 

@@ -8,6 +8,7 @@
 #include "profile/profile.h"
 #include "profile/resolver.h"
 #include "profile/roce_qos_rules.h"
+#include "profile/validate_fabric.h"
 
 namespace fabkit::profile {
 namespace {
@@ -277,6 +278,7 @@ std::vector<Finding> validate_node(const Profile& p, const Report& node_report,
     check_interface(*node, node_report, out);
     check_hcas(*node, node_report, out);
   }
+  check_fabric_drift(p, node, node_report, out);
   check_memlock(p, node_report, out);
   std::map<std::string, std::string> env;
   if (name || p.hosts.empty()) env = resolve_env(p, name.value_or(host));

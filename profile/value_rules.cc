@@ -121,7 +121,31 @@ RuleError check_variable_value(const std::string& var, const std::string& v) {
   if (var == "NCCL_IB_RETRY_CNT") return check_int_range(v, 0, 7);
   if (var == "TORCH_NCCL_ASYNC_ERROR_HANDLING") return check_int_range(v, 0, 3);
   if (var == "MASTER_PORT") return check_int_range(v, 1, 65535);
+  // fi_getinfo(3) FI_PROVIDER: a comma list of provider names ("efa", "shm"), or one prefixed
+  // with '^' to leave them out. Layered names ("tcp;ofi_rxm") are refused above: ';' ends a
+  // shell command.
+  if (var == "FI_PROVIDER") {
+    const std::string list = !v.empty() && v[0] == '^' ? v.substr(1) : v;
+    for (const auto& name : split(list, ',')) {
+      if (name.empty()) return std::string("has an empty provider name");
+      for (char c : name)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+          return "entry " + quote_for_message(name) +
+                 " is not a libfabric provider name (a-z 0-9 _)";
+    }
+    return std::nullopt;
+  }
+  // fabkit writes libfabric's booleans as 0/1 (fi_param_get_bool also reads yes/no/on/off).
+  if (var == "FI_EFA_USE_DEVICE_RDMA" || var == "FI_EFA_FORK_SAFE") return check_int_range(v, 0, 1);
   return std::string("belongs to no known variable");
+}
+
+RuleError check_fabric_label(const std::string& v) {
+  if (v.empty() || v.size() > 128) return std::string("is not 1-128 characters long");
+  for (char c : v)
+    if (!is_name_char(c) && c != '+' && c != ':' && c != '~')
+      return std::string("is not a version or instance type (allowed: A-Z a-z 0-9 _ . - + : ~)");
+  return std::nullopt;
 }
 
 std::string quote_for_message(const std::string& value) {

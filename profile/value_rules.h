@@ -27,6 +27,8 @@ RuleError check_safe_chars(const std::string& value);
 // refuse anything outside [A-Za-z0-9_.-] because the name ends up in shell and NCCL lists.
 RuleError check_interface_name(const std::string& name);
 RuleError check_hostname(const std::string& name);
+// A version or EC2 instance type recorded for a node ("1.22.0amzn1.0", "p5.48xlarge").
+RuleError check_fabric_label(const std::string& value);
 // The value of one known variable (profile_model.h known_variables()); at most kMaxValueBytes.
 RuleError check_variable_value(const std::string& variable, const std::string& value);
 // A short, printable, quoted rendering of a value for error messages.

@@ -1,0 +1,55 @@
+// The libfabric settings of a profile on EFA hosts. What the AWS FSDP guide's job script sets
+// (aws-samples/awsome-distributed-training@7217859f, 3.test_cases/pytorch/FSDP/slurm/
+// llama2_7b-training.sbatch: FI_PROVIDER=efa, "For G4dn and other G5, comment out all"; older
+// revisions and its EKS manifests also FI_EFA_USE_DEVICE_RDMA=1 for p4d and FI_EFA_FORK_SAFE=1),
+// decided per host from the node report's efa section, and nothing on hosts without EFA.
+#include "profile/builder_settings.h"
+
+namespace fabkit::profile {
+namespace {
+
+Setting make(std::optional<std::string> value, std::string reason, std::vector<std::string> ev) {
+  Setting s;
+  s.value = std::move(value);
+  s.basis = Basis::kInferred;
+  s.reason = std::move(reason);
+  s.evidence = std::move(ev);
+  return s;
+}
+
+}  // namespace
+
+void efa_settings(const std::vector<NodeFacts>& nodes, std::map<std::string, PerHost>& s) {
+  for (const auto& n : nodes) {
+    if (!n.efa || n.efa->devices == 0) continue;
+    const std::string& h = n.hostname;
+    const std::string type = n.efa->instance_type.value_or("an instance of unknown type");
+    const std::vector<std::string> ev = {h + " efa: " + std::to_string(n.efa->devices) +
+                                         " EFA device(s) on " + type};
+    s["FI_PROVIDER"][h] = make("efa",
+                               "the host has EFA devices: libfabric (and NCCL's OFI plugin) must "
+                               "pick the efa provider, not tcp or sockets",
+                               ev);
+    if (n.efa->device_rdma == true)
+      s["FI_EFA_USE_DEVICE_RDMA"][h] =
+          make("1", type + " has EFA device RDMA (read/write): GPUDirect RDMA for NCCL", ev);
+    else
+      s["FI_EFA_USE_DEVICE_RDMA"][h] = make(
+          std::nullopt,
+          n.efa->device_rdma == false
+              ? type + " has no EFA device RDMA: with =1 libfabric aborts the job (fi_efa(7)); "
+                       "the FSDP guide comments it out on G5/G4dn/P3"
+              : type + " is not in fabcheck's EFA table: left unset, libfabric uses device RDMA "
+                       "where the device has it (fi_efa(7))",
+          ev);
+    s["FI_EFA_FORK_SAFE"][h] = make(
+        std::nullopt,
+        "left unset: libfabric needs no fork support where the kernel copies DMA pages on fork "
+        "(prov/efa efa_fork_support.c, ibv_is_fork_initialized IBV_FORK_UNNEEDED), and setting it "
+        "turns off its huge-page buffers (fi_efa(7)); set it by hand only for a job that forks "
+        "after registering memory on an old kernel",
+        ev);
+  }
+}
+
+}  // namespace fabkit::profile
