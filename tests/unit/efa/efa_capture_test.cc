@@ -7,6 +7,7 @@
 #include "probes/efa/efa_facts.h"
 #include "probes/rdma/rdma_facts.h"
 #include "tests/support/ttar.h"
+#include "topo/topology.h"
 
 namespace fabkit::probes {
 namespace {
@@ -31,12 +32,13 @@ struct Node {
   EfaFacts efa;
 };
 
-Node probe(const fs::path& root, std::map<std::string, std::string> env = {}) {
+Node probe(const fs::path& root, std::map<std::string, std::string> env = {},
+           const topo::Topology* topology = nullptr) {
   ProbeContext ctx;
   ctx.roots = SystemRoots::under(root);
   Node n;
   n.rdma = gather_rdma_sysfs(ctx.roots.sys);
-  n.efa = gather_efa(ctx, n.rdma, nullptr);
+  n.efa = gather_efa(ctx, n.rdma, topology);
   set_efa_settings(n.efa, env);
   return n;
 }
@@ -186,6 +188,49 @@ TEST(EfaCapture, VerbsGatheredEfaPortIsNotInfiniBand) {
   EXPECT_EQ(f.devices[0].driver, "efa");
   EXPECT_EQ(f.devices[0].ports[0].link_layer, verbs::LinkLayer::kUnspecified);
   EXPECT_EQ(count_prefix(judge_rdma(f), "rdma."), 0u);
+}
+
+// The p4d's layout as aws-ofi-nccl's capture describes it ("EFA NICs and GPUs meet at host
+// bridges"): per root complex one EFA device and a GPU behind a switch port; the nearest GPU is
+// the one under the same root (PHB), never the one across the socket link (SYS).
+TEST(EfaCapture, NearestGpuIsTheOneUnderTheSameRoot) {
+  topo::Topology t;
+  auto add = [&t](topo::PciKind kind, int parent, const std::string& bus, uint32_t cls, int numa) {
+    topo::PciNode n;
+    n.kind = kind;
+    n.parent = parent;
+    n.bus_id = bus;
+    n.class_id = cls;
+    n.numa_node = numa;
+    t.pci.push_back(n);
+    return static_cast<int>(t.pci.size() - 1);
+  };
+  const int root0 = add(topo::PciKind::kRoot, -1, "", 0, 0);
+  const int root1 = add(topo::PciKind::kRoot, -1, "", 0, 1);
+  add(topo::PciKind::kDevice, root0, "0000:10:1b.0", 0x0200, 0);  // rdmap16s27
+  const int sw0 = add(topo::PciKind::kBridge, root0, "0000:10:00.0", 0x0604, 0);
+  const int gpu0 = add(topo::PciKind::kDevice, sw0, "0000:11:00.0", 0x0302, 0);
+  add(topo::PciKind::kDevice, root1, "0000:90:1b.0", 0x0200, 1);  // rdmap144s27
+  const int sw1 = add(topo::PciKind::kBridge, root1, "0000:90:00.0", 0x0604, 1);
+  const int gpu1 = add(topo::PciKind::kDevice, sw1, "0000:91:00.0", 0x0302, 1);
+  for (int g : {gpu0, gpu1}) {
+    topo::Gpu gpu;
+    gpu.pci = g;
+    gpu.bus_id = t.pci[g].bus_id;
+    gpu.vendor_id = 0x10de;
+    t.gpus.push_back(gpu);
+  }
+  TempDir dir("efa_topo");
+  Node n = probe(unpack(dir, "sysfs_p4d_4efa.ttar"), {}, &t);
+  EXPECT_TRUE(n.efa.topology_known);
+  std::map<std::string, const EfaDevice*> by_name;
+  for (const auto& d : n.efa.devices) by_name[d.name] = &d;
+  ASSERT_TRUE(by_name.count("rdmap16s27") && by_name.count("rdmap144s27"));
+  EXPECT_EQ(by_name["rdmap16s27"]->nearest_gpu, "0000:11:00.0");
+  EXPECT_EQ(by_name["rdmap16s27"]->nearest_gpu_path, "PHB");
+  EXPECT_EQ(by_name["rdmap144s27"]->nearest_gpu, "0000:91:00.0");
+  // Not in the topology (a capture's PCI tree without it): no guess.
+  EXPECT_FALSE(by_name["rdmap32s27"]->nearest_gpu);
 }
 
 }  // namespace
