@@ -26,6 +26,8 @@ std::string number_or_dash(const Json& v) { return v.is_number() ? v.dump() : "-
 // The netdev as this namespace sees it: one in another network namespace (a container on a
 // shared-RDMA host) is not usable here, and a capture may not say.
 std::string netdev_cell(const Json& port) {
+  // An EFA port has no net device of its own (the ENA interface is another PCI function).
+  if (member(port, "link_layer") == "Unspecified") return "-";
   const std::string place = str(member(port, "netdev_place"), "");
   const std::string name = str(member(port, "netdev"));
   if (place == "other_namespace") return name + " (other netns)";
@@ -120,6 +122,7 @@ void render_node_facts(const Report& r, std::ostream& out, const Style& style) {
     if (s.name == "gpus") gpus = &s.facts;
   }
   if (rdma) render_rdma(*rdma, out, style);
+  render_efa(r, out, style);
   if (net) render_interfaces(*net, out);
   render_limits_and_gpus(limits ? *limits : Json(), gpus ? *gpus : Json(), out);
   if (gpus) render_gpu_health(*gpus, r.findings, out, style);

@@ -42,5 +42,8 @@ void render_pcie_and_kernel_log(const Report& node, std::ostream& out, const Sty
 void render_roce_qos(const Report& node, std::ostream& out, const Style& style);
 // A node report's IB QoS per port (ib_qos_text.cc); nothing when there is no IB port.
 void render_ib_qos(const Report& node, std::ostream& out, const Style& style);
+// A node report's EFA line (efa_text.cc): instance, EFA devices against its type, huge pages;
+// nothing on a node that is neither a known EFA type nor has EFA devices.
+void render_efa(const Report& node, std::ostream& out, const Style& style);
 
 }  // namespace fabkit::reports::text

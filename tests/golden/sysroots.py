@@ -159,3 +159,12 @@ def build_efa_p5_missing_node(root):
 def build_efa_g5_node(root):
     """g5.48xlarge with its one EFA device (no device RDMA)."""
     _efa_node(root, "sysfs_g5_1efa.ttar")
+
+
+def build_efa_p4d_memlock_node(root):
+    """The p4d with an 8 MiB memlock limit (Debian's default): EFA registers memory, so the
+    limits probe's memlock finding must count EFA devices as RDMA devices."""
+    _efa_node(root, "sysfs_p4d_4efa.ttar")
+    write(os.path.join(root, "proc/self/limits"),
+          "Limit                     Soft Limit           Hard Limit           Units\n"
+          "Max locked memory         8388608              8388608              bytes\n")
