@@ -85,6 +85,7 @@ TEST(EfaProfile, DeviceRdmaInstancesGetTheGuideSettings) {
   ASSERT_TRUE(p.settings.count("FI_EFA_FORK_SAFE"));
   EXPECT_FALSE(p.settings.at("FI_EFA_FORK_SAFE").value);  // decided, and left unset
   EXPECT_EQ(p.settings.count("NCCL_IB_HCA"), 0u);          // EFA is not NCCL's IB transport
+  EXPECT_NE(p.settings.at("NCCL_IB_DISABLE").reason.find("EFA only"), std::string::npos);
   EXPECT_TRUE(p.container.memlock_unlimited);
   ASSERT_EQ(p.nodes.size(), 2u);
   EXPECT_EQ(p.nodes[0].efa_devices, 4);
