@@ -173,8 +173,9 @@ TransportChoice choose_transport(const std::vector<NodeFacts>& nodes,
     else if (n.active_ports.empty() && n.efa && n.efa->devices > 0)
       // NCCL_IB_DISABLE turns off NCCL's built-in verbs transport only; an external net plugin
       // (aws-ofi-nccl over libfabric's efa provider) is loaded and used regardless.
-      without.push_back(n.hostname + " (EFA only: NCCL's IB transport cannot use EFA devices; "
-                                     "the OFI net plugin carries NCCL's traffic there)");
+      without.push_back(n.hostname +
+                        " (EFA only: NCCL's IB transport cannot use EFA devices; "
+                        "the OFI net plugin carries NCCL's traffic there)");
     else if (n.active_ports.empty())
       without.push_back(n.hostname + " (no ACTIVE RDMA port)");
     for (const auto& e : n.port_evidence) ev.push_back(e);

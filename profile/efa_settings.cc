@@ -34,14 +34,16 @@ void efa_settings(const std::vector<NodeFacts>& nodes, std::map<std::string, Per
       s["FI_EFA_USE_DEVICE_RDMA"][h] =
           make("1", type + " has EFA device RDMA (read/write): GPUDirect RDMA for NCCL", ev);
     else
-      s["FI_EFA_USE_DEVICE_RDMA"][h] = make(
-          std::nullopt,
-          n.efa->device_rdma == false
-              ? type + " has no EFA device RDMA: with =1 libfabric aborts the job (fi_efa(7)); "
-                       "the FSDP guide comments it out on G5/G4dn/P3"
-              : type + " is not in fabcheck's EFA table: left unset, libfabric uses device RDMA "
-                       "where the device has it (fi_efa(7))",
-          ev);
+      s["FI_EFA_USE_DEVICE_RDMA"][h] =
+          make(std::nullopt,
+               n.efa->device_rdma == false
+                   ? type +
+                         " has no EFA device RDMA: with =1 libfabric aborts the job (fi_efa(7)); "
+                         "the FSDP guide comments it out on G5/G4dn/P3"
+                   : type +
+                         " is not in fabcheck's EFA table: left unset, libfabric uses device RDMA "
+                         "where the device has it (fi_efa(7))",
+               ev);
     s["FI_EFA_FORK_SAFE"][h] = make(
         std::nullopt,
         "left unset: libfabric needs no fork support where the kernel copies DMA pages on fork "

@@ -147,9 +147,9 @@ std::map<std::string, Setting> read_settings(const Reader& r, const Json& j,
 
 NodeEntry read_node(const Reader& r, const Json& j, const std::string& path) {
   if (!j.is_object()) r.fail(path, j, "is not an object");
-  r.only_keys(j, path, {"hostname", "interface", "hcas", "gpu_count", "locality", "topo_file",
-                        "efa_devices", "instance_type", "libfabric_version",
-                        "net_plugin_version"});
+  r.only_keys(j, path,
+              {"hostname", "interface", "hcas", "gpu_count", "locality", "topo_file", "efa_devices",
+               "instance_type", "libfabric_version", "net_plugin_version"});
   NodeEntry n;
   n.hostname = r.string(j, path, "hostname");
   check_rule(r, path + ".hostname", n.hostname, check_hostname(n.hostname));

@@ -26,7 +26,8 @@ std::optional<std::string> text(const Json* sec, const char* key) {
 // The value to compare with: this node's recorded one, else the one every recorded node shares.
 template <typename T>
 std::optional<T> expected(const Profile& p, const NodeEntry* node,
-                          std::function<std::optional<T>(const NodeEntry&)> get, std::string* whose) {
+                          std::function<std::optional<T>(const NodeEntry&)> get,
+                          std::string* whose) {
   if (node && get(*node)) {
     *whose = "the profile's entry for " + node->hostname;
     return get(*node);
@@ -97,10 +98,12 @@ void check_fabric_drift(const Profile& p, const NodeEntry* node, const Report& r
     if (now != want_type)
       out.push_back(warn("profile.instance_type_drifted", "instance type",
                          "this node is " + now.value_or("of unknown type") + ", " + *want_type +
-                             " in " + whose + ": the profile's EFA settings were chosen for that "
-                                              "type",
+                             " in " + whose +
+                             ": the profile's EFA settings were chosen for that "
+                             "type",
                          "rebuild the profile with this node's report (`fabcheck profile`), or run "
-                         "the job on " + *want_type + " nodes only"));
+                         "the job on " +
+                             *want_type + " nodes only"));
   }
   check_version(p, node, r, "libfabric", &NodeEntry::libfabric_version,
                 "profile.libfabric_version_drifted", "libfabric",

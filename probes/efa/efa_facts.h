@@ -23,12 +23,12 @@ namespace fabkit::probes {
 
 // One row of the instance table: what AWS documents for the type.
 struct EfaInstanceType {
-  const char* name;        // "p4d.24xlarge", as DMI product_name shows it
-  int efa_devices;         // EFA interfaces at full bandwidth (one per network card)
-  bool device_rdma;        // RDMA read/write on the EFA device (GPUDirect RDMA where GPUs exist)
-  int accelerators;        // GPUs (or Trainium chips) of the type
-  const char* accelerator; // "A100", "H100", "Trainium", "" for none
-  const char* source;      // the AWS page the row follows
+  const char* name;         // "p4d.24xlarge", as DMI product_name shows it
+  int efa_devices;          // EFA interfaces at full bandwidth (one per network card)
+  bool device_rdma;         // RDMA read/write on the EFA device (GPUDirect RDMA where GPUs exist)
+  int accelerators;         // GPUs (or Trainium chips) of the type
+  const char* accelerator;  // "A100", "H100", "Trainium", "" for none
+  const char* source;       // the AWS page the row follows
 };
 // nullptr when the type is not in the table.
 const EfaInstanceType* find_efa_instance(const std::string& product_name);
@@ -38,8 +38,8 @@ struct EfaDevice {
   std::string name;                       // "rdmap16s27"
   std::optional<verbs::PortState> state;  // port 1 (EFA devices have one port)
   std::optional<verbs::PhysState> phys_state;
-  std::string bus_id;                     // PCI function, "0000:10:1b.0" (device link)
-  std::optional<int> numa_node;           // device/numa_node; -1 as the kernel writes it: none
+  std::string bus_id;            // PCI function, "0000:10:1b.0" (device link)
+  std::optional<int> numa_node;  // device/numa_node; -1 as the kernel writes it: none
   // From the locality topology (hwloc): the GPU whose PCI path to this device is shortest.
   std::optional<std::string> nearest_gpu;  // its bus id
   std::string nearest_gpu_path;            // NCCL path level ("PIX", "PXB", "PHB", "SYS")

@@ -40,11 +40,18 @@ void place_nearest_gpu(const topo::Topology& t, EfaDevice& d) {
 
 }  // namespace
 
-const char* const kEfaSettingNames[] = {
-    "FI_PROVIDER",      "FI_EFA_USE_DEVICE_RDMA",       "FI_EFA_FORK_SAFE",
-    "FI_EFA_USE_HUGE_PAGE", "FI_HMEM_CUDA_USE_GDRCOPY", "FI_EFA_SET_CUDA_SYNC_MEMOPS",
-    "FI_EFA_IFACE",     "RDMAV_FORK_SAFE",              "IBV_FORK_SAFE",
-    "NCCL_PROTO",       "NCCL_NET",                     nullptr};
+const char* const kEfaSettingNames[] = {"FI_PROVIDER",
+                                        "FI_EFA_USE_DEVICE_RDMA",
+                                        "FI_EFA_FORK_SAFE",
+                                        "FI_EFA_USE_HUGE_PAGE",
+                                        "FI_HMEM_CUDA_USE_GDRCOPY",
+                                        "FI_EFA_SET_CUDA_SYNC_MEMOPS",
+                                        "FI_EFA_IFACE",
+                                        "RDMAV_FORK_SAFE",
+                                        "IBV_FORK_SAFE",
+                                        "NCCL_PROTO",
+                                        "NCCL_NET",
+                                        nullptr};
 
 void set_efa_settings(EfaFacts& facts, const std::map<std::string, std::string>& variables) {
   for (const char* const* n = kEfaSettingNames; *n; ++n)
@@ -58,7 +65,7 @@ void parse_meminfo_hugepages(const std::string& text, EfaFacts& facts) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
     const std::string key = line.substr(0, colon);
-    std::optional<long long>* slot = key == "HugePages_Total" ? &facts.hugepages_total
+    std::optional<long long>* slot = key == "HugePages_Total"  ? &facts.hugepages_total
                                      : key == "HugePages_Free" ? &facts.hugepages_free
                                      : key == "Hugepagesize"   ? &facts.hugepage_size_kb
                                                                : nullptr;
@@ -71,7 +78,8 @@ void parse_meminfo_hugepages(const std::string& text, EfaFacts& facts) {
   }
 }
 
-EfaFacts gather_efa(const ProbeContext& ctx, const RdmaFacts& rdma, const topo::Topology* topology) {
+EfaFacts gather_efa(const ProbeContext& ctx, const RdmaFacts& rdma,
+                    const topo::Topology* topology) {
   EfaFacts f;
   const auto dmi = ctx.roots.sys / "class" / "dmi" / "id";
   f.sys_vendor = read_line(dmi / "sys_vendor");

@@ -38,17 +38,20 @@ void judge_count(const EfaFacts& f, std::vector<Finding>& out) {
   if (!f.instance) {
     if (have == 0) return;
     if (!f.sys_vendor && !f.product_name)
-      out.push_back(info("efa.instance_unknown", "node",
-                         std::to_string(have) + " EFA device(s) but no DMI identity "
-                         "(/sys/class/dmi/id/sys_vendor and product_name unreadable or not "
-                         "captured): the instance type, and so the device count it should have, "
-                         "is not known",
-                         "capture /sys/class/dmi/id too, or run 'fabcheck node' on the instance"));
+      out.push_back(
+          info("efa.instance_unknown", "node",
+               std::to_string(have) +
+                   " EFA device(s) but no DMI identity "
+                   "(/sys/class/dmi/id/sys_vendor and product_name unreadable or not "
+                   "captured): the instance type, and so the device count it should have, "
+                   "is not known",
+               "capture /sys/class/dmi/id too, or run 'fabcheck node' on the instance"));
     else
       out.push_back(info("efa.instance_not_in_table", "node",
                          std::to_string(have) + " EFA device(s) on '" +
                              f.product_name.value_or("") + "' (vendor '" +
-                             f.sys_vendor.value_or("") + "'), a type fabcheck's table does not "
+                             f.sys_vendor.value_or("") +
+                             "'), a type fabcheck's table does not "
                              "know: the device count is not judged",
                          "compare with 'aws ec2 describe-instance-types --instance-types <type> "
                          "--query InstanceTypes[].NetworkInfo.EfaInfo'"));
@@ -58,12 +61,15 @@ void judge_count(const EfaFacts& f, std::vector<Finding>& out) {
   const std::string n = std::to_string(row.efa_devices);
   if (have == 0) {
     out.push_back(fail("efa.no_devices", "node",
-                       instance_text(f) + " supports " + n + " EFA interface(s) but the node has "
-                       "no EFA device (no /sys/class/infiniband device with driver efa): NCCL "
-                       "falls back to TCP sockets between nodes",
+                       instance_text(f) + " supports " + n +
+                           " EFA interface(s) but the node has "
+                           "no EFA device (no /sys/class/infiniband device with driver efa): NCCL "
+                           "falls back to TCP sockets between nodes",
                        "launch the instance with EFA interfaces (InterfaceType=efa, one per "
-                       "network card: " + n + "); install the EFA driver (the aws-efa-installer) "
-                       "and 'modprobe efa'; then 'fi_info -p efa' lists them"));
+                       "network card: " +
+                           n +
+                           "); install the EFA driver (the aws-efa-installer) "
+                           "and 'modprobe efa'; then 'fi_info -p efa' lists them"));
     return;
   }
   if (have < row.efa_devices) {
@@ -72,8 +78,8 @@ void judge_count(const EfaFacts& f, std::vector<Finding>& out) {
                            " EFA devices (" + std::to_string(row.efa_devices - have) +
                            " missing): NCCL runs on the rails it finds, and the node's "
                            "inter-node bandwidth drops with each missing one",
-                       "attach an EFA interface on every network card (" + n + " for " +
-                           row.name + ") at launch; a device that vanished on a running instance "
+                       "attach an EFA interface on every network card (" + n + " for " + row.name +
+                           ") at launch; a device that vanished on a running instance "
                            "needs the instance stopped and started, or replaced"));
   } else if (have > row.efa_devices) {
     out.push_back(info("efa.devices_over_table", "node",
@@ -93,9 +99,10 @@ void judge_ports(const EfaFacts& f, std::vector<Finding>& out) {
                            (d.phys_state ? " (" + verbs::describe(*d.phys_state) + ")" : "") +
                            "; an EFA port is ACTIVE whenever its interface is attached and the "
                            "driver is up",
-                       "check 'ibv_devinfo -d " + d.name + "' and 'dmesg | grep -i efa'; reload "
-                       "the driver ('modprobe -r efa && modprobe efa') or stop and start the "
-                       "instance"));
+                       "check 'ibv_devinfo -d " + d.name +
+                           "' and 'dmesg | grep -i efa'; reload "
+                           "the driver ('modprobe -r efa && modprobe efa') or stop and start the "
+                           "instance"));
   }
 }
 
@@ -107,17 +114,20 @@ void judge_settings(const EfaFacts& f, std::vector<Finding>& out) {
                        "FI_PROVIDER=" + *provider + " on a node with " +
                            std::to_string(f.devices.size()) +
                            " EFA device(s): libfabric will not use them, and NCCL's OFI plugin "
-                           "runs over " + *provider + " (or fails to start)",
+                           "runs over " +
+                           *provider + " (or fails to start)",
                        "export FI_PROVIDER=efa (or unset it)"));
   if (provider && !has_efa && provider_allows_efa(*provider) && (*provider)[0] != '^')
-    out.push_back(fail("efa.provider_without_device", "FI_PROVIDER",
-                       "FI_PROVIDER=" + *provider + " but the node has no EFA device: libfabric "
-                       "finds no provider, and NCCL's OFI plugin fails to initialise (NCCL falls "
-                       "back to sockets, or the job stops)",
-                       f.instance && f.instance->efa_devices > 0
-                           ? "attach EFA interfaces to the instance (see efa.no_devices)"
-                           : "unset FI_PROVIDER on instances without EFA (the FSDP guide: comment "
-                             "the FI_* lines out there)"));
+    out.push_back(
+        fail("efa.provider_without_device", "FI_PROVIDER",
+             "FI_PROVIDER=" + *provider +
+                 " but the node has no EFA device: libfabric "
+                 "finds no provider, and NCCL's OFI plugin fails to initialise (NCCL falls "
+                 "back to sockets, or the job stops)",
+             f.instance && f.instance->efa_devices > 0
+                 ? "attach EFA interfaces to the instance (see efa.no_devices)"
+                 : "unset FI_PROVIDER on instances without EFA (the FSDP guide: comment "
+                   "the FI_* lines out there)"));
   const auto rdma = bool_setting(f, "FI_EFA_USE_DEVICE_RDMA");
   if (rdma && *rdma && f.instance && !f.instance->device_rdma)
     out.push_back(fail("efa.device_rdma_unsupported", "FI_EFA_USE_DEVICE_RDMA",
@@ -194,15 +204,15 @@ Json to_json(const EfaFacts& f) {
   auto opt = [](const auto& v) { return v ? Json(*v) : Json(nullptr); };
   Json devices = Json::array();
   for (const auto& d : f.devices)
-    devices.push_back({{"name", d.name},
-                       {"state", d.state ? Json(verbs::to_string(*d.state)) : Json(nullptr)},
-                       {"phys_state",
-                        d.phys_state ? Json(verbs::to_string(*d.phys_state)) : Json(nullptr)},
-                       {"bus_id", d.bus_id.empty() ? Json(nullptr) : Json(d.bus_id)},
-                       {"numa_node", opt(d.numa_node)},
-                       {"nearest_gpu", opt(d.nearest_gpu)},
-                       {"nearest_gpu_path",
-                        d.nearest_gpu_path.empty() ? Json(nullptr) : Json(d.nearest_gpu_path)}});
+    devices.push_back(
+        {{"name", d.name},
+         {"state", d.state ? Json(verbs::to_string(*d.state)) : Json(nullptr)},
+         {"phys_state", d.phys_state ? Json(verbs::to_string(*d.phys_state)) : Json(nullptr)},
+         {"bus_id", d.bus_id.empty() ? Json(nullptr) : Json(d.bus_id)},
+         {"numa_node", opt(d.numa_node)},
+         {"nearest_gpu", opt(d.nearest_gpu)},
+         {"nearest_gpu_path",
+          d.nearest_gpu_path.empty() ? Json(nullptr) : Json(d.nearest_gpu_path)}});
   Json instance = nullptr;
   if (f.instance)
     instance = {{"name", f.instance->name},

@@ -10,14 +10,13 @@ namespace fabkit::probes {
 namespace {
 
 // Other variables a NCCL job's transport depends on.
-const char* kAlsoRelevant[] = {"GLOO_SOCKET_IFNAME", "GLOO_DEVICE_TRANSPORT", "TP_SOCKET_IFNAME",
-                               "MASTER_ADDR",        "MASTER_PORT",           "FI_PROVIDER",
-                               "FI_EFA_USE_DEVICE_RDMA", "UCX_NET_DEVICES",   "CUDA_VISIBLE_DEVICES",
-                               // libfabric's EFA provider (fi_efa(7)) and libibverbs' fork
-                               // support, judged by the efa probe against the instance.
-                               "FI_EFA_FORK_SAFE", "FI_EFA_USE_HUGE_PAGE", "FI_HMEM_CUDA_USE_GDRCOPY",
-                               "FI_EFA_SET_CUDA_SYNC_MEMOPS", "FI_EFA_IFACE", "RDMAV_FORK_SAFE",
-                               "IBV_FORK_SAFE"};
+const char* kAlsoRelevant[] = {
+    "GLOO_SOCKET_IFNAME", "GLOO_DEVICE_TRANSPORT", "TP_SOCKET_IFNAME", "MASTER_ADDR", "MASTER_PORT",
+    "FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "UCX_NET_DEVICES", "CUDA_VISIBLE_DEVICES",
+    // libfabric's EFA provider (fi_efa(7)) and libibverbs' fork
+    // support, judged by the efa probe against the instance.
+    "FI_EFA_FORK_SAFE", "FI_EFA_USE_HUGE_PAGE", "FI_HMEM_CUDA_USE_GDRCOPY",
+    "FI_EFA_SET_CUDA_SYNC_MEMOPS", "FI_EFA_IFACE", "RDMAV_FORK_SAFE", "IBV_FORK_SAFE"};
 
 }  // namespace
 

@@ -143,7 +143,8 @@ void read_device_drivers(const fs::path& sys_root, RdmaFacts& facts) {
                    .value_or("");
     if (!is_efa(d)) continue;
     for (auto& p : d.ports)
-      if (p.link_layer == verbs::LinkLayer::kInfiniBand) p.link_layer = verbs::LinkLayer::kUnspecified;
+      if (p.link_layer == verbs::LinkLayer::kInfiniBand)
+        p.link_layer = verbs::LinkLayer::kUnspecified;
   }
 }
 

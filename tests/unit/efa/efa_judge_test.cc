@@ -59,9 +59,7 @@ TEST(EfaJudge, UnknownAwsTypeWithoutEfaIsInfo) {
   EXPECT_EQ(found[0].severity, Severity::kInfo);
 }
 
-TEST(EfaJudge, NotAwsAndNoEfaSaysNothing) {
-  EXPECT_TRUE(judge_efa(EfaFacts{}).empty());
-}
+TEST(EfaJudge, NotAwsAndNoEfaSaysNothing) { EXPECT_TRUE(judge_efa(EfaFacts{}).empty()); }
 
 TEST(EfaJudge, ProviderOtherThanEfaWarns) {
   auto f = on("p4d.24xlarge", 4);

@@ -48,7 +48,8 @@ Json efa_node(const std::string& host, const std::string& type, int devices,
 
 Profile build_from(const std::vector<Json>& nodes) {
   std::vector<BuildInput> in;
-  for (const auto& n : nodes) in.push_back(input_json(n, n["hostname"].get<std::string>() + ".json"));
+  for (const auto& n : nodes)
+    in.push_back(input_json(n, n["hostname"].get<std::string>() + ".json"));
   BuildOptions o;
   o.created_at = "2026-12-05T00:00:00Z";
   return build_profile(in, o);
@@ -77,14 +78,14 @@ std::string emitted(const Profile& p, const std::string& host, reports::env::For
 }
 
 TEST(EfaProfile, DeviceRdmaInstancesGetTheGuideSettings) {
-  Profile p = build_from({efa_node("p4d-1", "p4d.24xlarge", 4, true),
-                          efa_node("p4d-2", "p4d.24xlarge", 4, true)});
+  Profile p = build_from(
+      {efa_node("p4d-1", "p4d.24xlarge", 4, true), efa_node("p4d-2", "p4d.24xlarge", 4, true)});
   ASSERT_TRUE(p.settings.count("FI_PROVIDER"));
   EXPECT_EQ(p.settings.at("FI_PROVIDER").value, "efa");
   EXPECT_EQ(p.settings.at("FI_EFA_USE_DEVICE_RDMA").value, "1");
   ASSERT_TRUE(p.settings.count("FI_EFA_FORK_SAFE"));
   EXPECT_FALSE(p.settings.at("FI_EFA_FORK_SAFE").value);  // decided, and left unset
-  EXPECT_EQ(p.settings.count("NCCL_IB_HCA"), 0u);          // EFA is not NCCL's IB transport
+  EXPECT_EQ(p.settings.count("NCCL_IB_HCA"), 0u);         // EFA is not NCCL's IB transport
   EXPECT_NE(p.settings.at("NCCL_IB_DISABLE").reason.find("EFA only"), std::string::npos);
   EXPECT_TRUE(p.container.memlock_unlimited);
   ASSERT_EQ(p.nodes.size(), 2u);
@@ -113,7 +114,8 @@ TEST(EfaProfile, HostsWithoutEfaGetNoFiVariables) {
   for (const auto& [var, s] : p.settings) EXPECT_NE(var.rfind("FI_", 0), 0u) << var;
   EXPECT_FALSE(p.nodes[0].efa_devices);
   // A mixed cluster: only the EFA host carries them.
-  Profile m = build_from({efa_node("p5-1", "p5.48xlarge", 32, true), fixture_json("node-gpu-ib-01.json")});
+  Profile m =
+      build_from({efa_node("p5-1", "p5.48xlarge", 32, true), fixture_json("node-gpu-ib-01.json")});
   EXPECT_EQ(resolve_env(m, "p5-1").count("FI_PROVIDER"), 1u);
   EXPECT_EQ(resolve_env(m, m.nodes[1].hostname).count("FI_PROVIDER"), 0u);
 }
@@ -153,7 +155,8 @@ class EfaValidate : public ::testing::Test {
     n["nccl_net_plugin"] = {{"version", "1.13.2-aws"}};
     return n;
   }
-  Profile profile_ = build_from({node("p5-1", 32, "1.22.0amzn4.0"), node("p5-2", 32, "1.22.0amzn4.0")});
+  Profile profile_ =
+      build_from({node("p5-1", 32, "1.22.0amzn4.0"), node("p5-2", 32, "1.22.0amzn4.0")});
 };
 
 TEST_F(EfaValidate, MatchingNodeIsClean) {
