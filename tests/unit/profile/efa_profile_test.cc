@@ -95,8 +95,14 @@ TEST(EfaProfile, DeviceRdmaInstancesGetTheGuideSettings) {
   EXPECT_NE(ds.find("FI_PROVIDER=efa\n"), std::string::npos) << ds;
   EXPECT_NE(ds.find("FI_EFA_USE_DEVICE_RDMA=1\n"), std::string::npos) << ds;
   EXPECT_EQ(ds.find("FI_EFA_FORK_SAFE"), std::string::npos) << ds;
-  const std::string sh = emitted(p, "p4d-2", reports::env::Format::kShell);
-  EXPECT_NE(sh.find("FI_PROVIDER"), std::string::npos) << sh;
+  // Every format carries them (reports/env renders whatever the profile resolves to).
+  using reports::env::Format;
+  for (Format f : {Format::kShell, Format::kDotenv, Format::kSlurm, Format::kApptainer,
+                   Format::kDocker, Format::kJson}) {
+    const std::string text = emitted(p, "p4d-2", f);
+    EXPECT_NE(text.find("FI_PROVIDER"), std::string::npos) << reports::env::to_string(f) << text;
+    EXPECT_NE(text.find("FI_EFA_USE_DEVICE_RDMA"), std::string::npos) << reports::env::to_string(f);
+  }
 }
 
 TEST(EfaProfile, InstancesWithoutDeviceRdmaGetNoDeviceRdma) {
