@@ -132,6 +132,7 @@ NodeFacts node_facts_from_report(const Report& r, const std::string& source) {
     e.devices = static_cast<int>(g.num(*efa, "device_count", "efa").value_or(0));
     e.instance_type = g.str(*efa, "product_name", "efa");
     e.device_rdma = g.boolean(g.obj(*efa, "instance", "efa"), "device_rdma", "efa.instance");
+    e.kernel_release = g.str(*efa, "kernel_release", "efa");
     f.efa = e;
   }
   for (auto [name, slot] : {std::pair{"libfabric", &f.libfabric_version},

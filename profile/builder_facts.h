@@ -19,6 +19,7 @@ struct EfaNode {
   int devices = 0;
   std::optional<std::string> instance_type;  // DMI product_name
   std::optional<bool> device_rdma;           // the instance table's; nullopt: type not in it
+  std::optional<std::string> kernel_release;  // /proc/sys/kernel/osrelease
 };
 
 struct NodeFacts {

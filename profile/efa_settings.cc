@@ -3,6 +3,8 @@
 // llama2_7b-training.sbatch: FI_PROVIDER=efa, "For G4dn and other G5, comment out all"; older
 // revisions and its EKS manifests also FI_EFA_USE_DEVICE_RDMA=1 for p4d and FI_EFA_FORK_SAFE=1),
 // decided per host from the node report's efa section, and nothing on hosts without EFA.
+#include <sstream>
+
 #include "profile/builder_settings.h"
 
 namespace fabkit::profile {
@@ -15,6 +17,18 @@ Setting make(std::optional<std::string> value, std::string reason, std::vector<s
   s.reason = std::move(reason);
   s.evidence = std::move(ev);
   return s;
+}
+
+// Linux 5.13+ copies pinned DMA pages on fork: with rdma-core 35+ libfabric then needs no fork
+// support; before it, a fork() with fork support off aborts the job (libfabric prov/efa
+// efa_fork_support.c, "Use Linux Kernel 5.13+ with rdma-core v35.0+"). nullopt: not known.
+std::optional<bool> copies_dma_pages_on_fork(const std::optional<std::string>& release) {
+  if (!release) return std::nullopt;
+  int major = 0, minor = 0;
+  char dot = 0;
+  std::istringstream in(*release);
+  if (!(in >> major >> dot >> minor) || dot != '.') return std::nullopt;
+  return major > 5 || (major == 5 && minor >= 13);
 }
 
 }  // namespace
@@ -44,13 +58,29 @@ void efa_settings(const std::vector<NodeFacts>& nodes, std::map<std::string, Per
                          " is not in fabcheck's EFA table: left unset, libfabric uses device RDMA "
                          "where the device has it (fi_efa(7))",
                ev);
-    s["FI_EFA_FORK_SAFE"][h] = make(
-        std::nullopt,
-        "left unset: libfabric needs no fork support where the kernel copies DMA pages on fork "
-        "(prov/efa efa_fork_support.c, ibv_is_fork_initialized IBV_FORK_UNNEEDED), and setting it "
-        "turns off its huge-page buffers (fi_efa(7)); set it by hand only for a job that forks "
-        "after registering memory on an old kernel",
-        ev);
+    const auto copy = copies_dma_pages_on_fork(n.efa->kernel_release);
+    const std::string kernel = "kernel " + n.efa->kernel_release.value_or("(not in the report)");
+    std::vector<std::string> fev = ev;
+    fev.push_back(h + " efa: " + kernel);
+    if (copy == false)
+      s["FI_EFA_FORK_SAFE"][h] =
+          make("1",
+               kernel +
+                   " does not copy DMA pages on fork: without fork support libfabric aborts "
+                   "the job at the first fork() (DataLoader workers); it costs libfabric's "
+                   "huge-page buffers",
+               fev);
+    else
+      s["FI_EFA_FORK_SAFE"][h] =
+          make(std::nullopt,
+               copy == true ? kernel +
+                                  " copies DMA pages on fork (5.13+): with rdma-core 35+ libfabric "
+                                  "needs no fork support, and setting it would turn off its "
+                                  "huge-page buffers (fi_efa(7))"
+                            : kernel +
+                                  ": whether it copies DMA pages on fork is not known; left "
+                                  "unset (set it by hand before Linux 5.13)",
+               fev);
   }
 }
 

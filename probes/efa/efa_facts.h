@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/finding.h"
@@ -57,6 +58,9 @@ struct EfaFacts {
   std::optional<long long> hugepages_total;
   std::optional<long long> hugepages_free;
   std::optional<long long> hugepage_size_kb;
+  // /proc/sys/kernel/osrelease ("6.14.0-1018-aws"): whether the kernel copies DMA pages on fork
+  // (5.13+), which decides whether libfabric needs fork support at all.
+  std::optional<std::string> kernel_release;
   // The FI_*/RDMAV_* settings the job will see (filled from the nccl_env probe's variables).
   std::map<std::string, std::string> settings;
 };
@@ -74,6 +78,11 @@ void parse_meminfo_hugepages(const std::string& text, EfaFacts& facts);
 // EFA devices included).
 std::vector<Finding> judge_efa(const EfaFacts& facts);
 Json to_json(const EfaFacts& facts);
+
+// Linux 5.13 copies pinned DMA pages on fork; with rdma-core 35+ libibverbs then reports fork
+// support as unneeded (libfabric prov/efa efa_fork_support.c: "Use Linux Kernel 5.13+ with
+// rdma-core v35.0+"). nullopt: release unknown.
+std::optional<bool> kernel_copies_dma_pages_on_fork(const EfaFacts& facts);
 
 // libfabric's boolean spellings (fi_param_get_bool: 1/true/yes/on, 0/false/no/off).
 std::optional<bool> parse_fi_bool(const std::string& value);

@@ -5,6 +5,7 @@
 #include "common/file_reader.h"
 #include "common/root_open.h"
 #include "probes/efa/efa_facts.h"
+#include "probes/gpudirect/gpudirect_facts.h"  // parse_kernel_version
 #include "topo/path_level.h"
 #include "topo/pci_bus_id.h"
 #include "topo/topology.h"
@@ -104,9 +105,20 @@ EfaFacts gather_efa(const ProbeContext& ctx, const RdmaFacts& rdma,
     if (topology) place_nearest_gpu(*topology, d);
     f.devices.push_back(std::move(d));
   }
+  if (auto rel = read_line(ctx.roots.proc / "sys" / "kernel" / "osrelease")) {
+    const std::string r = trim(*rel);
+    if (!r.empty()) f.kernel_release = r;
+  }
   auto meminfo = read_text(ctx.roots.proc / "meminfo", 1 << 16);
   if (ok(meminfo)) parse_meminfo_hugepages(value(meminfo), f);
   return f;
+}
+
+std::optional<bool> kernel_copies_dma_pages_on_fork(const EfaFacts& facts) {
+  if (!facts.kernel_release) return std::nullopt;
+  auto v = parse_kernel_version(*facts.kernel_release);
+  if (!v) return std::nullopt;
+  return *v >= std::make_pair(5, 13);
 }
 
 std::optional<bool> parse_fi_bool(const std::string& value) {

@@ -145,26 +145,55 @@ void judge_settings(const EfaFacts& f, std::vector<Finding>& out) {
                            "instead of offloading it (fi_efa(7))",
                        "export FI_EFA_USE_DEVICE_RDMA=1 (or unset it: libfabric then uses RDMA "
                        "where the device has it)"));
+  // Fork support (libfabric prov/efa efa_fork_support.c): FI_EFA_FORK_SAFE (a libfabric
+  // boolean) or RDMAV_FORK_SAFE / IBV_FORK_SAFE (set at all, ibv_fork_init(3)) turn it on, which
+  // stops huge-page buffers and aborts the process when FI_EFA_USE_HUGE_PAGE=1 is also set; with
+  // it off on a kernel that does not copy DMA pages on fork, libfabric installs an atfork handler
+  // that aborts the job at the first fork() ("Use Linux Kernel 5.13+ with rdma-core v35.0+").
   const auto fork_safe = bool_setting(f, "FI_EFA_FORK_SAFE");
+  const bool fork_on =
+      (fork_safe && *fork_safe) || setting(f, "RDMAV_FORK_SAFE") || setting(f, "IBV_FORK_SAFE");
+  const std::string fork_var = fork_safe && *fork_safe         ? "FI_EFA_FORK_SAFE"
+                               : setting(f, "RDMAV_FORK_SAFE") ? "RDMAV_FORK_SAFE"
+                                                               : "IBV_FORK_SAFE";
   const auto huge = bool_setting(f, "FI_EFA_USE_HUGE_PAGE");
-  if (fork_safe && *fork_safe && huge && *huge)
-    out.push_back(warn("efa.fork_safe_with_huge_pages", "FI_EFA_FORK_SAFE",
-                       "FI_EFA_FORK_SAFE and FI_EFA_USE_HUGE_PAGE are both on: fi_efa(7) says "
-                       "applications that register huge-page memory and need fork support are "
-                       "not supported",
-                       "drop FI_EFA_USE_HUGE_PAGE=1, or FI_EFA_FORK_SAFE=1 where the kernel "
-                       "copies DMA pages on fork ('rdma system' shows copy-on-fork on)"));
-  else if (fork_safe && *fork_safe && has_efa)
-    out.push_back(info("efa.fork_safe_set", "FI_EFA_FORK_SAFE",
-                       "FI_EFA_FORK_SAFE=" + *setting(f, "FI_EFA_FORK_SAFE") +
-                           ": libfabric turns on libibverbs fork support even where the kernel "
-                           "copies DMA pages on fork (then it is unneeded), and stops using huge "
-                           "pages for its buffers (fi_efa(7); prov/efa efa_fork_support.c)",
-                       "keep it only where 'rdma system' shows copy-on-fork off (old kernels); "
-                       "it costs a little on every registration"));
+  const auto copy_on_fork = kernel_copies_dma_pages_on_fork(f);
+  const std::string kernel = f.kernel_release.value_or("unknown");
+  if (has_efa && fork_on && huge && *huge)
+    out.push_back(fail("efa.fork_safe_with_huge_pages", fork_var,
+                       fork_var +
+                           " and FI_EFA_USE_HUGE_PAGE=" + *setting(f, "FI_EFA_USE_HUGE_PAGE") +
+                           " are both set: libfabric's EFA provider aborts the application "
+                           "(\"The usage of huge page is incompatible with rdma-core's fork "
+                           "support\", prov/efa efa_fork_support.c; fi_efa(7): not supported)",
+                       "unset FI_EFA_USE_HUGE_PAGE if the job forks, else unset " + fork_var));
+  else if (has_efa && fork_on)
+    out.push_back(info(
+        "efa.fork_safe_set", fork_var,
+        fork_var +
+            " is set: libfabric's EFA provider turns on libibverbs fork "
+            "support and stops using huge pages for its buffers "
+            "(fi_efa(7), FI_EFA_FORK_SAFE)" +
+            (copy_on_fork == true ? "; kernel " + kernel +
+                                        " copies DMA pages on fork, so with rdma-core 35+ it is "
+                                        "unneeded here"
+                                  : std::string()),
+        "keep it only on kernels before 5.13 (or rdma-core before 35) where the "
+        "job forks after opening the EFA device"));
+  if (has_efa && !fork_on && copy_on_fork == false)
+    out.push_back(
+        warn("efa.fork_unsafe_kernel", "node",
+             "kernel " + kernel +
+                 " does not copy DMA pages on fork (5.13+ does) and no "
+                 "fork support is asked for (FI_EFA_FORK_SAFE, RDMAV_FORK_SAFE): libfabric's "
+                 "EFA provider aborts the job at the first fork() after it opened the "
+                 "device (PyTorch DataLoader workers, subprocess), prov/efa "
+                 "efa_fork_support.c",
+             "export FI_EFA_FORK_SAFE=1 (turns off huge-page buffers), or run Linux "
+             "5.13+ with rdma-core 35+"));
   // Huge pages: the EFA provider takes its internal buffers from the huge page pool unless
-  // FI_EFA_FORK_SAFE or FI_EFA_USE_HUGE_PAGE=0 say otherwise (fi_efa(7), FI_EFA_USE_HUGE_PAGE).
-  const bool uses_huge = has_efa && !(fork_safe && *fork_safe) && !(huge && !*huge);
+  // fork support is on or FI_EFA_USE_HUGE_PAGE=0 (fi_efa(7), FI_EFA_USE_HUGE_PAGE).
+  const bool uses_huge = has_efa && !fork_on && !(huge && !*huge);
   if (uses_huge && f.hugepages_total && *f.hugepages_total == 0)
     out.push_back(info("efa.hugepages_none", "node",
                        "no huge pages reserved (HugePages_Total 0 in /proc/meminfo) on a node "
@@ -231,6 +260,7 @@ Json to_json(const EfaFacts& f) {
           {"hugepages_total", opt(f.hugepages_total)},
           {"hugepages_free", opt(f.hugepages_free)},
           {"hugepage_size_kb", opt(f.hugepage_size_kb)},
+          {"kernel_release", opt(f.kernel_release)},
           {"settings", f.settings}};
 }
 

@@ -140,6 +140,8 @@ def _efa_node(root, ttar):
           "Max open files            1048576              1048576              files\n"
           "Max locked memory         unlimited            unlimited            bytes\n")
     write(os.path.join(root, "proc/mounts"), "shm /dev/shm tmpfs rw,size=8388608k 0 0\n")
+    # The kernel of aws-ofi-nccl's p4d capture (its hwloc XML's OSRelease).
+    write(os.path.join(root, "proc/sys/kernel/osrelease"), "6.14.0-1018-aws\n")
     write(os.path.join(root, "proc/meminfo"),
           "MemTotal:       1176587520 kB\nHugePages_Total:   10562\nHugePages_Free:    10562\n"
           "HugePages_Rsvd:        0\nHugePages_Surp:        0\nHugepagesize:       2048 kB\n")

@@ -100,7 +100,7 @@ TEST(EfaJudge, DeviceRdmaFollowsTheInstance) {
   EXPECT_EQ(w->severity, Severity::kWarn);
 }
 
-TEST(EfaJudge, ForkSafeWithHugePagesWarns) {
+TEST(EfaJudge, ForkSupportWithHugePagesAborts) {
   auto f = on("p5.48xlarge", 32);
   f.settings["FI_EFA_FORK_SAFE"] = "1";
   const auto i = find(judge_efa(f), "efa.fork_safe_set");
@@ -108,8 +108,33 @@ TEST(EfaJudge, ForkSafeWithHugePagesWarns) {
   EXPECT_EQ(i->severity, Severity::kInfo);
   f.settings["FI_EFA_USE_HUGE_PAGE"] = "1";
   const auto found = judge_efa(f);
-  EXPECT_TRUE(find(found, "efa.fork_safe_with_huge_pages"));
+  ASSERT_TRUE(find(found, "efa.fork_safe_with_huge_pages"));
+  EXPECT_EQ(find(found, "efa.fork_safe_with_huge_pages")->severity, Severity::kFail);
   EXPECT_FALSE(find(found, "efa.fork_safe_set"));
+  // libibverbs' own variable turns libfabric's fork support on too, whatever its value.
+  f.settings.erase("FI_EFA_FORK_SAFE");
+  f.settings["RDMAV_FORK_SAFE"] = "1";
+  const auto rdmav = find(judge_efa(f), "efa.fork_safe_with_huge_pages");
+  ASSERT_TRUE(rdmav);
+  EXPECT_EQ(rdmav->subject, "RDMAV_FORK_SAFE");
+}
+
+TEST(EfaJudge, ForkWithoutSupportOnAnOldKernelAborts) {
+  auto f = on("p4d.24xlarge", 4);
+  f.kernel_release = "5.10.228-219.884.amzn2.x86_64";
+  const auto w = find(judge_efa(f), "efa.fork_unsafe_kernel");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->severity, Severity::kWarn);
+  EXPECT_NE(w->message.find("5.10.228"), std::string::npos);
+  f.settings["FI_EFA_FORK_SAFE"] = "1";
+  EXPECT_FALSE(find(judge_efa(f), "efa.fork_unsafe_kernel"));
+  f.settings.clear();
+  f.kernel_release = "6.14.0-1018-aws";
+  EXPECT_FALSE(find(judge_efa(f), "efa.fork_unsafe_kernel"));
+  f.kernel_release = "garbage";
+  EXPECT_FALSE(find(judge_efa(f), "efa.fork_unsafe_kernel"));  // unknown: not judged
+  f.kernel_release = "5.13.0-1031-aws";
+  EXPECT_EQ(kernel_copies_dma_pages_on_fork(f), true);
 }
 
 TEST(EfaJudge, HugePagesAgainstFiEfaUseHugePage) {

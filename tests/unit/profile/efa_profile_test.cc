@@ -42,7 +42,8 @@ Json efa_node(const std::string& host, const std::string& type, int devices,
   n["efa"] = {{"sys_vendor", "Amazon EC2"},
               {"product_name", type},
               {"instance", inst},
-              {"device_count", devices}};
+              {"device_count", devices},
+              {"kernel_release", "6.14.0-1018-aws"}};
   return n;
 }
 
@@ -103,6 +104,15 @@ TEST(EfaProfile, DeviceRdmaInstancesGetTheGuideSettings) {
     EXPECT_NE(text.find("FI_PROVIDER"), std::string::npos) << reports::env::to_string(f) << text;
     EXPECT_NE(text.find("FI_EFA_USE_DEVICE_RDMA"), std::string::npos) << reports::env::to_string(f);
   }
+}
+
+TEST(EfaProfile, ForkSafeOnlyWhereTheKernelNeedsIt) {
+  Json old_kernel = efa_node("p4d-old", "p4d.24xlarge", 4, true);
+  old_kernel["efa"]["kernel_release"] = "5.10.228-219.884.amzn2.x86_64";
+  Profile p = build_from({old_kernel, efa_node("p4d-new", "p4d.24xlarge", 4, true)});
+  EXPECT_EQ(resolve_env(p, "p4d-old").at("FI_EFA_FORK_SAFE"), "1");
+  EXPECT_EQ(resolve_env(p, "p4d-new").count("FI_EFA_FORK_SAFE"), 0u);
+  EXPECT_EQ(resolve_env(p, "p4d-new").at("FI_PROVIDER"), "efa");
 }
 
 TEST(EfaProfile, InstancesWithoutDeviceRdmaGetNoDeviceRdma) {
