@@ -2,7 +2,10 @@
 // (aws-samples/awsome-distributed-training@7217859f, 3.test_cases/pytorch/FSDP/slurm/
 // llama2_7b-training.sbatch: FI_PROVIDER=efa, "For G4dn and other G5, comment out all"; older
 // revisions and its EKS manifests also FI_EFA_USE_DEVICE_RDMA=1 for p4d and FI_EFA_FORK_SAFE=1),
-// decided per host from the node report's efa section, and nothing on hosts without EFA.
+// decided per host from the node report's efa section, and nothing on hosts without EFA. The same
+// script's two workarounds (FI_EFA_USE_HUGE_PAGE=0, FI_EFA_SET_CUDA_SYNC_MEMOPS=0) are carried
+// for every EFA host, with the reasons the script and the repository's EFA cheat sheet
+// (1.architectures/efa-cheatsheet.md) give.
 #include <sstream>
 
 #include "profile/builder_settings.h"
@@ -58,6 +61,18 @@ void efa_settings(const std::vector<NodeFacts>& nodes, std::map<std::string, Per
                          " is not in fabcheck's EFA table: left unset, libfabric uses device RDMA "
                          "where the device has it (fi_efa(7))",
                ev);
+    s["FI_EFA_USE_HUGE_PAGE"][h] =
+        make("0",
+             "DataLoader workers fork: with libfabric's huge-page buffers a fork() can fail with "
+             "'OSError: Cannot allocate memory' when the huge pages run out; the FSDP guide sets "
+             "0 and calls the cost a minor slowdown",
+             ev);
+    s["FI_EFA_SET_CUDA_SYNC_MEMOPS"][h] =
+        make("0",
+             "the FSDP guide sets 0 (CU_POINTER_ATTRIBUTE_SYNC_MEMOPS off: more FSDP throughput); "
+             "with efa-installer < 1.29.1 and NCCL >= 2.19 it also avoids 'NET/OFI Unable to "
+             "register memory ... RC: -22' (the guide's EFA cheat sheet)",
+             ev);
     const auto copy = copies_dma_pages_on_fork(n.efa->kernel_release);
     const std::string kernel = "kernel " + n.efa->kernel_release.value_or("(not in the report)");
     std::vector<std::string> fev = ev;

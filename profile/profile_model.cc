@@ -37,7 +37,9 @@ const std::vector<std::string>& known_variables() {
                                                  // libfabric's EFA provider (docs/efa.md)
                                                  "FI_PROVIDER",
                                                  "FI_EFA_USE_DEVICE_RDMA",
-                                                 "FI_EFA_FORK_SAFE"};
+                                                 "FI_EFA_FORK_SAFE",
+                                                 "FI_EFA_USE_HUGE_PAGE",
+                                                 "FI_EFA_SET_CUDA_SYNC_MEMOPS"};
   return kVars;
 }
 

@@ -136,7 +136,9 @@ RuleError check_variable_value(const std::string& var, const std::string& v) {
     return std::nullopt;
   }
   // fabkit writes libfabric's booleans as 0/1 (fi_param_get_bool also reads yes/no/on/off).
-  if (var == "FI_EFA_USE_DEVICE_RDMA" || var == "FI_EFA_FORK_SAFE") return check_int_range(v, 0, 1);
+  if (var == "FI_EFA_USE_DEVICE_RDMA" || var == "FI_EFA_FORK_SAFE" ||
+      var == "FI_EFA_USE_HUGE_PAGE" || var == "FI_EFA_SET_CUDA_SYNC_MEMOPS")
+    return check_int_range(v, 0, 1);
   return std::string("belongs to no known variable");
 }
 

@@ -96,6 +96,9 @@ TEST(EfaProfile, DeviceRdmaInstancesGetTheGuideSettings) {
   EXPECT_NE(ds.find("FI_PROVIDER=efa\n"), std::string::npos) << ds;
   EXPECT_NE(ds.find("FI_EFA_USE_DEVICE_RDMA=1\n"), std::string::npos) << ds;
   EXPECT_EQ(ds.find("FI_EFA_FORK_SAFE"), std::string::npos) << ds;
+  // The guide's two workarounds, on every EFA host.
+  EXPECT_NE(ds.find("FI_EFA_USE_HUGE_PAGE=0\n"), std::string::npos) << ds;
+  EXPECT_NE(ds.find("FI_EFA_SET_CUDA_SYNC_MEMOPS=0\n"), std::string::npos) << ds;
   // Every format carries them (reports/env renders whatever the profile resolves to).
   using reports::env::Format;
   for (Format f : {Format::kShell, Format::kDotenv, Format::kSlurm, Format::kApptainer,
@@ -123,6 +126,7 @@ TEST(EfaProfile, InstancesWithoutDeviceRdmaGetNoDeviceRdma) {
   const std::string ds = emitted(p, "g5-1", reports::env::Format::kDeepspeed);
   EXPECT_NE(ds.find("FI_PROVIDER=efa"), std::string::npos);
   EXPECT_EQ(ds.find("FI_EFA_USE_DEVICE_RDMA"), std::string::npos) << ds;
+  EXPECT_NE(ds.find("FI_EFA_USE_HUGE_PAGE=0"), std::string::npos) << ds;
 }
 
 TEST(EfaProfile, HostsWithoutEfaGetNoFiVariables) {
@@ -161,6 +165,8 @@ TEST(EfaProfile, FiValuesFollowTheirGrammar) {
   EXPECT_FALSE(check_variable_value("FI_EFA_USE_DEVICE_RDMA", "1"));
   EXPECT_TRUE(check_variable_value("FI_EFA_USE_DEVICE_RDMA", "yes"));
   EXPECT_TRUE(check_variable_value("FI_EFA_FORK_SAFE", "2"));
+  EXPECT_FALSE(check_variable_value("FI_EFA_USE_HUGE_PAGE", "0"));
+  EXPECT_TRUE(check_variable_value("FI_EFA_SET_CUDA_SYNC_MEMOPS", "-1"));
 }
 
 class EfaValidate : public ::testing::Test {
