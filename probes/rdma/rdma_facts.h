@@ -75,6 +75,7 @@ struct RdmaPort {
 
 struct RdmaDevice {
   std::string name;
+  std::string driver;
   std::optional<std::string> node_guid;
   std::optional<std::string> fw_ver;
   // sysfs `parent`: the netdev a software RDMA device (rxe soft-RoCE, siw) was created on; nullopt
