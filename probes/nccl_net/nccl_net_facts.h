@@ -5,6 +5,7 @@
 // which on EFA means TCP sockets at a fraction of the bandwidth.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,12 @@ struct NcclNetFacts {
   std::optional<LibraryFile> plugin;  // the first candidate found: what NCCL would open
   std::optional<LibraryFile> nccl;    // libnccl.so.2 as the loader would find it
   bool trust_checked = false;         // false under --sysroot: a capture's owners mean nothing
+  // GCP (gcp_plugins.cc): DMI's sys_vendor/product_name ("Google", "Google Compute Engine"; the
+  // machine type itself is not in DMI), the GPUDirect plugins' settings as NCCL's merge gives
+  // them, and whether NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX's directory exists.
+  std::string dmi_vendor, dmi_product;
+  std::map<std::string, std::string> gcp_settings;
+  std::optional<bool> unix_client_prefix_exists;
 };
 
 // The NCCL net plugin API versions (ncclNetPlugin_vN) NCCL 2.<minor> dlsym()s, newest first.
@@ -81,6 +88,19 @@ std::vector<std::string> plugin_names_to_try(const std::optional<std::string>& r
 // What the plugin file is, from the version texts in its .rodata; the prefixes it looks for.
 void classify_library(LibraryFile& f);
 std::vector<std::string> version_markers();
+
+// The GCP GPUDirect plugins: what each needs set (gcp_plugins.cc has the table and its sources).
+struct GcpPluginNeed {
+  const char* kind;      // LibraryFile::kind
+  const char* machines;  // "A3 High (a3-highgpu-8g)"
+  const char* variable;  // "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"
+  const char* example;   // the value Google's own configs use: "eth1,eth2,eth3,eth4"
+  const char* source;
+};
+const std::vector<GcpPluginNeed>& gcp_plugin_needs();
+bool is_gcp_setting(const std::string& name);
+void gather_gcp(const ProbeContext& ctx, const NcclEnvFacts& nccl_env, NcclNetFacts& f);
+void judge_gcp(const NcclNetFacts& f, std::vector<Finding>& out);
 
 NcclNetFacts gather_nccl_net(const ProbeContext& ctx, const NcclEnvFacts& nccl_env);
 

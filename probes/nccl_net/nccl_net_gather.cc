@@ -159,6 +159,7 @@ NcclNetFacts gather_nccl_net(const ProbeContext& ctx, const NcclEnvFacts& nccl_e
   // The NCCL a job loads is its own (a PyTorch wheel's nvidia/nccl/lib, a container's): the one the
   // loader finds here is the node's best guess, and the judge says which one it compared with.
   if (auto nccl = find_library(ctx.roots, "libnccl.so.2", f.search_dirs)) f.nccl = examine(ctx, *nccl);
+  gather_gcp(ctx, nccl_env, f);
   return f;
 }
 

@@ -38,6 +38,12 @@ Json to_json(const NcclNetFacts& f) {
   for (const auto& d : f.search_dirs) j["search_dirs"].push_back({{"dir", d.dir}, {"from", d.from}});
   j["search_issues"] = f.search_issues;
   j["trust_checked"] = f.trust_checked;
+  j["dmi_vendor"] = f.dmi_vendor;
+  j["dmi_product"] = f.dmi_product;
+  j["gcp_settings"] = Json::object();
+  for (const auto& [k, v] : f.gcp_settings) j["gcp_settings"][k] = v;
+  j["unix_client_prefix_exists"] =
+      f.unix_client_prefix_exists ? Json(*f.unix_client_prefix_exists) : Json(nullptr);
   return j;
 }
 

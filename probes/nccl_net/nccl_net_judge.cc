@@ -182,6 +182,7 @@ std::vector<Finding> judge_nccl_net(const NcclNetFacts& f, const std::vector<std
                                   : std::string("; no libnccl.so.2 on the loader's path to "
                                                 "compare with"))));
   }
+  judge_gcp(f, out);
   if (f.nccl && f.nccl->distrust)
     out.push_back(fail("nccl_net.plugin_untrusted", f.nccl->path,
                        "the loader's libnccl.so.2 is " + f.nccl->path + ", but " + *f.nccl->distrust,

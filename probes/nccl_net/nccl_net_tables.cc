@@ -35,8 +35,6 @@ const ApiRow kApiRows[] = {
 //    [X.Y.Z]) in configure.ac), logged as "NET/OFI Initializing aws-ofi-nccl 1.7.4-aws";
 //  - GPUDirect-TCPX: "NET/" PRODUCT_NAME " ver. " TCPX_VERSION_STRING (src/net_tcpx.cc:694 of
 //    google/nccl-plugin-gpudirecttcpx@4b8ea7f, "3.1.9." with its empty suffix);
-//  - TCPXO (FasTrak) ships as a binary only; its log says "NET/FasTrak ver. ..."
-//    (tests/fixtures/nccl_net/README.md);
 //  - libnccl: "NCCL version 2.28.9+cuda13.0" (src/init.cc's version banner).
 struct Marker {
   const char* text;
@@ -45,8 +43,6 @@ struct Marker {
 const Marker kMarkers[] = {
     {"aws-ofi-nccl ", "aws-ofi-nccl"},
     {"GPUDirectTCPX ver. ", "gpudirect-tcpx"},
-    {"FasTrak ver. ", "gpudirect-tcpxo"},
-    {"GPUDirectTCPXO ver. ", "gpudirect-tcpxo"},
     {"NCCL version ", "nccl"},
 };
 
@@ -141,6 +137,12 @@ void classify_library(LibraryFile& f) {
         while (!f.version.empty() && f.version.back() == '.') f.version.pop_back();
         return;
       }
+  // TCPXO (FasTrak) and gIB ship as binaries only, with no version text known to us: the
+  // directories GCP installs them in name them (container-engine-accelerators@992db81:
+  // gpudirect-tcpxo/README.md's /usr/local/tcpxo/lib64; gpudirect-rdma's
+  // LD_LIBRARY_PATH="/usr/local/gib/lib64:...", nccl-test-a4x-max-jobset.yaml).
+  if (f.path.find("/tcpxo/") != std::string::npos) f.kind = "gpudirect-tcpxo";
+  else if (f.path.find("/gib/") != std::string::npos) f.kind = "gib";
 }
 
 std::vector<std::string> version_markers() {
