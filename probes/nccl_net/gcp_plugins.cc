@@ -38,8 +38,7 @@ const std::vector<GcpPluginNeed>& gcp_plugin_needs() {
       // "NCCL configs" of kTcpxoReadme: the eight data NICs and the control NIC.
       {"gpudirect-tcpxo", "A3 Mega (a3-megagpu-8g)", "NCCL_FASTRAK_IFNAME",
        "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8", kTcpxoReadme},
-      {"gpudirect-tcpxo", "A3 Mega (a3-megagpu-8g)", "NCCL_FASTRAK_CTRL_DEV", "eth0",
-       kTcpxoReadme},
+      {"gpudirect-tcpxo", "A3 Mega (a3-megagpu-8g)", "NCCL_FASTRAK_CTRL_DEV", "eth0", kTcpxoReadme},
   };
   return kNeeds;
 }
@@ -57,8 +56,7 @@ void gather_gcp(const ProbeContext& ctx, const NcclEnvFacts& nccl_env, NcclNetFa
   // /tmp, src/flags.cc; GKE mounts the manager's /run/tcpx there, gpudirect-tcpx/nccl-test.yaml).
   auto it = f.gcp_settings.find("NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX");
   if (it != f.gcp_settings.end() && !it->second.empty() && it->second.front() == '/')
-    f.unix_client_prefix_exists =
-        path_is_directory(ctx.roots.root / it->second.substr(1));
+    f.unix_client_prefix_exists = path_is_directory(ctx.roots.root / it->second.substr(1));
 }
 
 void judge_gcp(const NcclNetFacts& f, std::vector<Finding>& out) {
@@ -70,8 +68,9 @@ void judge_gcp(const NcclNetFacts& f, std::vector<Finding>& out) {
     bool gib = strcasecmp(f.nccl_net->c_str(), "gIB") == 0;
     out.push_back(fail(
         "nccl_net.network_without_plugin", "NCCL_NET",
-        "NCCL_NET=" + *f.nccl_net + " names a net plugin's network, but the loader finds no net "
-        "plugin: every communicator fails with \"Failed to initialize any NET plugin\"",
+        "NCCL_NET=" + *f.nccl_net +
+            " names a net plugin's network, but the loader finds no net "
+            "plugin: every communicator fails with \"Failed to initialize any NET plugin\"",
         gib ? "export LD_LIBRARY_PATH=/usr/local/gib/lib64:$LD_LIBRARY_PATH (source "
               "/usr/local/gib/scripts/set_nccl_env.sh), or unset NCCL_NET on a node without gIB"
             : "put the plugin's lib directory on LD_LIBRARY_PATH, or unset NCCL_NET"));

@@ -47,8 +47,8 @@ struct NcclNetFacts {
   // NCCL_NET_PLUGIN as NCCL reads it (environment, then NCCL's config files), and its source.
   std::optional<std::string> requested;
   std::string requested_source;
-  bool disabled = false;  // NCCL_NET_PLUGIN=none: NCCL loads no external plugin
-  std::optional<std::string> nccl_net;    // NCCL_NET: the network NCCL must use ("IB", "Socket", …)
+  bool disabled = false;                // NCCL_NET_PLUGIN=none: NCCL loads no external plugin
+  std::optional<std::string> nccl_net;  // NCCL_NET: the network NCCL must use ("IB", "Socket", …)
   std::optional<std::string> nccl_proto;  // NCCL_PROTO
   std::vector<LibrarySearchDir> search_dirs;
   std::vector<std::string> search_issues;  // LD_LIBRARY_PATH entries the loader reads oddly
@@ -105,7 +105,8 @@ void judge_gcp(const NcclNetFacts& f, std::vector<Finding>& out);
 NcclNetFacts gather_nccl_net(const ProbeContext& ctx, const NcclEnvFacts& nccl_env);
 
 // efa_devices: the RDMA devices whose driver is efa (AWS Elastic Fabric Adapter).
-std::vector<Finding> judge_nccl_net(const NcclNetFacts& f, const std::vector<std::string>& efa_devices);
+std::vector<Finding> judge_nccl_net(const NcclNetFacts& f,
+                                    const std::vector<std::string>& efa_devices);
 Json to_json(const NcclNetFacts& f);
 
 }  // namespace fabkit::probes

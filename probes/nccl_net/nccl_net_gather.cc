@@ -56,7 +56,8 @@ void add_ld_so_conf(const SystemRoots& roots, const std::string& node_path, cons
   }
 }
 
-std::vector<LibrarySearchDir> search_dirs(const ProbeContext& ctx, std::vector<std::string>& issues) {
+std::vector<LibrarySearchDir> search_dirs(const ProbeContext& ctx,
+                                          std::vector<std::string>& issues) {
   std::vector<LibrarySearchDir> dirs;
   // ld.so reads LD_LIBRARY_PATH once, when the process starts: only the process environment
   // counts, not an NCCL config file (NCCL's setenv comes too late for the loader).
@@ -66,17 +67,21 @@ std::vector<LibrarySearchDir> search_dirs(const ProbeContext& ctx, std::vector<s
       // An empty entry is the current directory, and so is a relative one's base: whatever
       // directory the job starts in decides what root loads.
       if (cur.empty())
-        issues.push_back("LD_LIBRARY_PATH has an empty entry, which the loader reads as the current "
-                         "directory");
+        issues.push_back(
+            "LD_LIBRARY_PATH has an empty entry, which the loader reads as the current "
+            "directory");
       else if (cur.front() != '/')
-        issues.push_back("LD_LIBRARY_PATH entry '" + cur + "' is relative to the current directory");
+        issues.push_back("LD_LIBRARY_PATH entry '" + cur +
+                         "' is relative to the current directory");
       else
         dirs.push_back({cur, "LD_LIBRARY_PATH"});
       cur.clear();
     };
     for (char c : *llp) {
-      if (c == ':' || c == ';') flush();
-      else cur += c;
+      if (c == ':' || c == ';')
+        flush();
+      else
+        cur += c;
     }
     flush();
   }
@@ -158,7 +163,8 @@ NcclNetFacts gather_nccl_net(const ProbeContext& ctx, const NcclEnvFacts& nccl_e
   }
   // The NCCL a job loads is its own (a PyTorch wheel's nvidia/nccl/lib, a container's): the one the
   // loader finds here is the node's best guess, and the judge says which one it compared with.
-  if (auto nccl = find_library(ctx.roots, "libnccl.so.2", f.search_dirs)) f.nccl = examine(ctx, *nccl);
+  if (auto nccl = find_library(ctx.roots, "libnccl.so.2", f.search_dirs))
+    f.nccl = examine(ctx, *nccl);
   gather_gcp(ctx, nccl_env, f);
   return f;
 }

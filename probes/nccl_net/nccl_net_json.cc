@@ -35,7 +35,8 @@ Json to_json(const NcclNetFacts& f) {
   j["plugin"] = library_json(f.plugin);
   j["nccl"] = library_json(f.nccl);
   j["search_dirs"] = Json::array();
-  for (const auto& d : f.search_dirs) j["search_dirs"].push_back({{"dir", d.dir}, {"from", d.from}});
+  for (const auto& d : f.search_dirs)
+    j["search_dirs"].push_back({{"dir", d.dir}, {"from", d.from}});
   j["search_issues"] = f.search_issues;
   j["trust_checked"] = f.trust_checked;
   j["dmi_vendor"] = f.dmi_vendor;

@@ -57,9 +57,12 @@ std::string describe(const LibraryFile& p) {
 void judge_plugin_file(const NcclNetFacts& f, const LibraryFile& p, std::vector<Finding>& out) {
   if (p.elf.error) {
     out.push_back(fail("nccl_net.plugin_unreadable", p.path,
-                       "NCCL would dlopen " + p.path + " as its net plugin, but it is not a "
-                       "readable shared object: " + *p.elf.error + "; NCCL would then fall back "
-                       "to its own IB or socket transport",
+                       "NCCL would dlopen " + p.path +
+                           " as its net plugin, but it is not a "
+                           "readable shared object: " +
+                           *p.elf.error +
+                           "; NCCL would then fall back "
+                           "to its own IB or socket transport",
                        "reinstall the plugin (aws-ofi-nccl: the EFA installer, into " +
                            std::string(kOfiDir) + ") or remove " + p.path));
     return;
@@ -70,11 +73,11 @@ void judge_plugin_file(const NcclNetFacts& f, const LibraryFile& p, std::vector<
                            host_elf_machine() + ": dlopen fails and NCCL falls back silently",
                        "install the " + host_elf_machine() + " build of the plugin"));
   if (p.elf.net_api_versions.empty()) {
-    out.push_back(fail("nccl_net.plugin_no_api", p.path,
-                       p.path + " exports no ncclNetPlugin_vN symbol: NCCL logs \"External network "
-                       "plugin ... is unsupported\" and falls back to its own transports",
-                       "point NCCL_NET_PLUGIN or LD_LIBRARY_PATH at the real plugin; " + p.path +
-                           " is not one"));
+    out.push_back(fail(
+        "nccl_net.plugin_no_api", p.path,
+        p.path + " exports no ncclNetPlugin_vN symbol: NCCL logs \"External network "
+                 "plugin ... is unsupported\" and falls back to its own transports",
+        "point NCCL_NET_PLUGIN or LD_LIBRARY_PATH at the real plugin; " + p.path + " is not one"));
     return;
   }
   if (!f.nccl || f.nccl->version.empty()) return;
@@ -84,8 +87,10 @@ void judge_plugin_file(const NcclNetFacts& f, const LibraryFile& p, std::vector<
   if (loads.empty()) {
     if (*minor > newest_known_nccl_minor())
       out.push_back(info("nccl_net.nccl_newer_than_table", f.nccl->path,
-                         "NCCL " + f.nccl->version + " is newer than the plugin API table (NCCL "
-                         "2." + std::to_string(newest_known_nccl_minor()) + "): the plugin's " +
+                         "NCCL " + f.nccl->version +
+                             " is newer than the plugin API table (NCCL "
+                             "2." +
+                             std::to_string(newest_known_nccl_minor()) + "): the plugin's " +
                              list_versions(p.elf.net_api_versions) + " was not compared"));
     return;
   }
@@ -95,15 +100,15 @@ void judge_plugin_file(const NcclNetFacts& f, const LibraryFile& p, std::vector<
   for (int v : p.elf.net_api_versions)
     if (auto r = nccl_release_introducing(v); !r.empty())
       since.push_back("v" + std::to_string(v) + " since NCCL " + r);
-  out.push_back(fail(
-      "nccl_net.plugin_api_mismatch", p.path,
-      describe(p) + " offers plugin API " + list_versions(p.elf.net_api_versions) +
-          (since.empty() ? "" : " (" + join(since, ", ") + ")") + "; NCCL " + f.nccl->version +
-          " (" + f.nccl->path + ") loads only " + list_versions(loads) +
-          ": it was built against another NCCL, and NCCL falls back to its own transports",
-      "install the plugin release built for NCCL 2." + std::to_string(*minor) +
-          " (aws-ofi-nccl: a current release from the EFA installer), or an NCCL that loads " +
-          list_versions(p.elf.net_api_versions)));
+  out.push_back(
+      fail("nccl_net.plugin_api_mismatch", p.path,
+           describe(p) + " offers plugin API " + list_versions(p.elf.net_api_versions) +
+               (since.empty() ? "" : " (" + join(since, ", ") + ")") + "; NCCL " + f.nccl->version +
+               " (" + f.nccl->path + ") loads only " + list_versions(loads) +
+               ": it was built against another NCCL, and NCCL falls back to its own transports",
+           "install the plugin release built for NCCL 2." + std::to_string(*minor) +
+               " (aws-ofi-nccl: a current release from the EFA installer), or an NCCL that loads " +
+               list_versions(p.elf.net_api_versions)));
 }
 
 }  // namespace
@@ -115,7 +120,7 @@ std::vector<Finding> judge_nccl_net(const NcclNetFacts& f, const std::vector<std
   for (const auto& issue : f.search_issues)
     out.push_back(warn("nccl_net.search_path_relative", "LD_LIBRARY_PATH",
                        issue + ": a library (an NCCL net plugin among them) would be loaded from "
-                       "wherever the job starts",
+                               "wherever the job starts",
                        "use absolute directories only in LD_LIBRARY_PATH"));
 
   if (f.disabled) {
@@ -134,30 +139,35 @@ std::vector<Finding> judge_nccl_net(const NcclNetFacts& f, const std::vector<std
       out.push_back(fail("nccl_net.plugin_not_found", "NCCL_NET_PLUGIN",
                          "NCCL_NET_PLUGIN=" + *f.requested + " (" + f.requested_source +
                              "), but the loader finds none of " + join(names, ", ") + " in " +
-                             searched(f) + ": NCCL logs \"NET/Plugin: Could not find\" and uses "
+                             searched(f) +
+                             ": NCCL logs \"NET/Plugin: Could not find\" and uses "
                              "its own IB or socket transport",
                          "export LD_LIBRARY_PATH=<the plugin's lib dir>:$LD_LIBRARY_PATH, or set "
                          "NCCL_NET_PLUGIN to the plugin file's full path"));
     else if (on_efa)
       out.push_back(fail("nccl_net.no_ofi_plugin", "libnccl-net.so",
-                         "this node has EFA devices (" + efa_list + ") but the loader finds no "
-                         "libnccl-net.so in " + searched(f) + ": NCCL falls back to TCP sockets "
-                         "silently",
+                         "this node has EFA devices (" + efa_list +
+                             ") but the loader finds no "
+                             "libnccl-net.so in " +
+                             searched(f) +
+                             ": NCCL falls back to TCP sockets "
+                             "silently",
                          "install aws-ofi-nccl (the EFA installer puts it in " +
                              std::string(kOfiDir) + ") and export LD_LIBRARY_PATH=" + kOfiDir +
                              ":$LD_LIBRARY_PATH"));
   } else {
     const LibraryFile& p = *f.plugin;
     if (p.distrust)
-      out.push_back(fail("nccl_net.plugin_untrusted", p.path,
-                         "NCCL would load " + p.path + " into every job run as root, but " +
-                             *p.distrust,
-                         p.distrust_fix));
+      out.push_back(
+          fail("nccl_net.plugin_untrusted", p.path,
+               "NCCL would load " + p.path + " into every job run as root, but " + *p.distrust,
+               p.distrust_fix));
     judge_plugin_file(f, p, out);
     if (on_efa && !p.elf.error && p.kind != "aws-ofi-nccl" && p.kind != "unknown")
       out.push_back(warn("nccl_net.plugin_not_ofi", p.path,
                          "this node has EFA devices (" + efa_list + ") but NCCL would load " +
-                             describe(p) + ", not aws-ofi-nccl: EFA is reached only through "
+                             describe(p) +
+                             ", not aws-ofi-nccl: EFA is reached only through "
                              "libfabric",
                          "export LD_LIBRARY_PATH=" + std::string(kOfiDir) +
                              ":$LD_LIBRARY_PATH and unset NCCL_NET_PLUGIN"));
@@ -167,13 +177,13 @@ std::vector<Finding> judge_nccl_net(const NcclNetFacts& f, const std::vector<std
     if (on_efa && p.kind == "aws-ofi-nccl" && version_at_most(p.version, {1, 5, 0}) &&
         !(f.nccl_proto && strcasecmp(f.nccl_proto->c_str(), "simple") == 0))
       out.push_back(warn("nccl_net.ofi_proto_simple", p.path,
-                         "aws-ofi-nccl " + p.version + " on EFA needs NCCL_PROTO=simple (its "
-                         "documentation asks for it up to 1.5.0); NCCL_PROTO is " +
+                         "aws-ofi-nccl " + p.version +
+                             " on EFA needs NCCL_PROTO=simple (its "
+                             "documentation asks for it up to 1.5.0); NCCL_PROTO is " +
                              (f.nccl_proto ? "'" + *f.nccl_proto + "'" : std::string("unset")),
                          "export NCCL_PROTO=simple, or upgrade aws-ofi-nccl to 1.6.0 or later"));
-    if (out.empty() || std::none_of(out.begin(), out.end(), [](const Finding& x) {
-          return x.severity == Severity::kFail;
-        }))
+    if (out.empty() || std::none_of(out.begin(), out.end(),
+                                    [](const Finding& x) { return x.severity == Severity::kFail; }))
       out.push_back(info("nccl_net.plugin", p.path,
                          "NCCL would load " + describe(p) + ", plugin API " +
                              list_versions(p.elf.net_api_versions) +
@@ -184,9 +194,10 @@ std::vector<Finding> judge_nccl_net(const NcclNetFacts& f, const std::vector<std
   }
   judge_gcp(f, out);
   if (f.nccl && f.nccl->distrust)
-    out.push_back(fail("nccl_net.plugin_untrusted", f.nccl->path,
-                       "the loader's libnccl.so.2 is " + f.nccl->path + ", but " + *f.nccl->distrust,
-                       f.nccl->distrust_fix));
+    out.push_back(
+        fail("nccl_net.plugin_untrusted", f.nccl->path,
+             "the loader's libnccl.so.2 is " + f.nccl->path + ", but " + *f.nccl->distrust,
+             f.nccl->distrust_fix));
   return out;
 }
 

@@ -1,7 +1,7 @@
 // The tables the net-plugin probe reads: which plugin API versions each NCCL release loads, the
 // names NCCL tries, and how each plugin embeds its version.
-#include <cstring>
 #include <strings.h>
+#include <cstring>
 
 #include "common/file_reader.h"
 #include "probes/nccl_net/nccl_net_facts.h"
@@ -47,7 +47,8 @@ const Marker kMarkers[] = {
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -141,8 +142,10 @@ void classify_library(LibraryFile& f) {
   // directories GCP installs them in name them (container-engine-accelerators@992db81:
   // gpudirect-tcpxo/README.md's /usr/local/tcpxo/lib64; gpudirect-rdma's
   // LD_LIBRARY_PATH="/usr/local/gib/lib64:...", nccl-test-a4x-max-jobset.yaml).
-  if (f.path.find("/tcpxo/") != std::string::npos) f.kind = "gpudirect-tcpxo";
-  else if (f.path.find("/gib/") != std::string::npos) f.kind = "gib";
+  if (f.path.find("/tcpxo/") != std::string::npos)
+    f.kind = "gpudirect-tcpxo";
+  else if (f.path.find("/gib/") != std::string::npos)
+    f.kind = "gib";
 }
 
 std::vector<std::string> version_markers() {

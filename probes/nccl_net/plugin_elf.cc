@@ -127,14 +127,22 @@ bool is_version_byte(char c) {
 
 std::string elf_machine_name(uint16_t m) {
   switch (m) {
-    case 3: return "i386";
-    case 20: return "ppc";
-    case 21: return "ppc64";
-    case 40: return "arm";
-    case 62: return "x86_64";
-    case 183: return "aarch64";
-    case 243: return "riscv";
-    default: return "machine " + std::to_string(m);
+    case 3:
+      return "i386";
+    case 20:
+      return "ppc";
+    case 21:
+      return "ppc64";
+    case 40:
+      return "arm";
+    case 62:
+      return "x86_64";
+    case 183:
+      return "aarch64";
+    case 243:
+      return "riscv";
+    default:
+      return "machine " + std::to_string(m);
   }
 }
 
@@ -180,11 +188,14 @@ ElfLibrary read_elf_library(uint64_t file_size, const ElfReadAt& read_at,
 
   auto ident = r.bytes(0, 16, "the ELF identification", &err);
   if (!ident) return fail(err);
-  if (ident->compare(0, 4, "\x7f" "ELF") != 0)
+  if (ident->compare(0, 4,
+                     "\x7f"
+                     "ELF") != 0)
     return fail("not an ELF file (its first bytes are not \\x7fELF)");
   unsigned char cls = static_cast<unsigned char>((*ident)[4]);
   unsigned char data = static_cast<unsigned char>((*ident)[5]);
-  if (cls != 1 && cls != 2) return fail("ELF class " + std::to_string(cls) + " is neither 32 nor 64-bit");
+  if (cls != 1 && cls != 2)
+    return fail("ELF class " + std::to_string(cls) + " is neither 32 nor 64-bit");
   if (data != 1)
     return fail("a big-endian ELF file (EI_DATA " + std::to_string(data) +
                 "): not a library this little-endian host can load");
@@ -195,7 +206,8 @@ ElfLibrary read_elf_library(uint64_t file_size, const ElfReadAt& read_at,
   uint16_t type = uint16_t(le(*ehdr, 16, 2));
   lib.machine = elf_machine_name(uint16_t(le(*ehdr, 18, 2)));
   if (type != kEtDyn)
-    return fail("ELF type " + std::to_string(type) + " is not a shared object (ET_DYN): dlopen "
+    return fail("ELF type " + std::to_string(type) +
+                " is not a shared object (ET_DYN): dlopen "
                 "cannot load it");
   uint64_t shoff = l.is64 ? le(*ehdr, 40, 8) : le(*ehdr, 32, 4);
   uint16_t shentsize = uint16_t(le(*ehdr, l.is64 ? 58 : 46, 2));
@@ -232,8 +244,8 @@ ElfLibrary read_elf_library(uint64_t file_size, const ElfReadAt& read_at,
   }
   if (!dynsym) return fail("no dynamic symbol table (.dynsym): nothing for dlsym to find");
   if (dynsym->link >= shnum)
-    return fail(".dynsym names string table section " + std::to_string(dynsym->link) +
-                " of " + std::to_string(shnum));
+    return fail(".dynsym names string table section " + std::to_string(dynsym->link) + " of " +
+                std::to_string(shnum));
   auto syms = read_table(r, *dynsym, "the dynamic symbol table", &err);
   if (!syms) return fail(err);
   auto names = read_table(r, sections[dynsym->link], "the dynamic string table", &err);

@@ -22,9 +22,9 @@ namespace fabkit::probes {
 using ElfReadAt = std::function<bool(uint64_t offset, uint64_t size, std::string* out)>;
 
 struct ElfLibrary {
-  std::string machine;                    // "x86_64", "aarch64", "machine 40" (unknown ones)
-  std::vector<int> net_api_versions;      // ncclNetPlugin_vN defined here, ascending
-  std::vector<int> collnet_api_versions;  // ncclCollNetPlugin_vN defined here, ascending
+  std::string machine;                       // "x86_64", "aarch64", "machine 40" (unknown ones)
+  std::vector<int> net_api_versions;         // ncclNetPlugin_vN defined here, ascending
+  std::vector<int> collnet_api_versions;     // ncclCollNetPlugin_vN defined here, ascending
   std::vector<std::string> rodata_versions;  // see find_version_texts: what .rodata says
   std::optional<std::string> error;  // not a readable ELF shared object: what is wrong, and where
 };

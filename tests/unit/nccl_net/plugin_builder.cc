@@ -12,7 +12,8 @@ void build_fake_library(const FakeLibrary& lib, const std::filesystem::path& out
   std::ostringstream c;
   // The plugin tables are data symbols in the real plugins too (a struct of function pointers).
   for (int v : lib.net_versions) c << "int ncclNetPlugin_v" << v << "[8] = {" << v << "};\n";
-  for (int v : lib.collnet_versions) c << "int ncclCollNetPlugin_v" << v << "[8] = {" << v << "};\n";
+  for (int v : lib.collnet_versions)
+    c << "int ncclCollNetPlugin_v" << v << "[8] = {" << v << "};\n";
   for (int v : lib.imported_versions) c << "extern int ncclNetPlugin_v" << v << "[8];\n";
   c << "int fake_uses(void) { return 0";
   for (int v : lib.imported_versions) c << " + ncclNetPlugin_v" << v << "[0]";
@@ -30,8 +31,8 @@ void build_fake_library(const FakeLibrary& lib, const std::filesystem::path& out
     std::ofstream f(src);
     f << c.str();
   }
-  std::string cmd = std::string(FABKIT_TEST_CC) + " -shared -fPIC -O1 -o '" + out.string() +
-                    "' '" + src.string() + "'";
+  std::string cmd = std::string(FABKIT_TEST_CC) + " -shared -fPIC -O1 -o '" + out.string() + "' '" +
+                    src.string() + "'";
   int rc = std::system(cmd.c_str());
   std::filesystem::remove(src);
   if (rc != 0) throw std::runtime_error("'" + cmd + "' exited with " + std::to_string(rc));

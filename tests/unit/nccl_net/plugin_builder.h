@@ -10,10 +10,10 @@
 namespace fabkit::testing {
 
 struct FakeLibrary {
-  std::vector<int> net_versions;      // ncclNetPlugin_vN defined
-  std::vector<int> collnet_versions;  // ncclCollNetPlugin_vN defined
-  std::vector<int> imported_versions; // ncclNetPlugin_vN referenced but not defined
-  std::string rodata_text;            // e.g. "NET/OFI Initializing aws-ofi-nccl 1.9.1-aws"
+  std::vector<int> net_versions;       // ncclNetPlugin_vN defined
+  std::vector<int> collnet_versions;   // ncclCollNetPlugin_vN defined
+  std::vector<int> imported_versions;  // ncclNetPlugin_vN referenced but not defined
+  std::string rodata_text;             // e.g. "NET/OFI Initializing aws-ofi-nccl 1.9.1-aws"
 };
 
 // Compiles `lib` into `out` (a shared object); throws std::runtime_error with the compiler's exit

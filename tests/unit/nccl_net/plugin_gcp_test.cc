@@ -54,9 +54,11 @@ TEST(PluginGcp, TcpxNeedsItsDataAndControlInterfaces) {
   EXPECT_EQ(codes(findings, "nccl_net.gcp_setting_missing"),
             (std::vector<std::string>{"NCCL_GPUDIRECTTCPX_SOCKET_IFNAME",
                                       "NCCL_GPUDIRECTTCPX_CTRL_DEV"}));
-  for (const auto& x : findings)
-    if (x.subject == "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME")
+  for (const auto& x : findings) {
+    if (x.subject == "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME") {
       EXPECT_EQ(x.fix.rfind("export NCCL_GPUDIRECTTCPX_SOCKET_IFNAME=eth1,eth2,eth3,eth4", 0), 0u);
+    }
+  }
   n.env["NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"] = "eth1,eth2,eth3,eth4";
   n.env["NCCL_GPUDIRECTTCPX_CTRL_DEV"] = "eth0";
   auto ok = judge_nccl_net(n.gather(), {});

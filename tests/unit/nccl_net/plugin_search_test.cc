@@ -18,7 +18,7 @@ using fabkit::testing::write_file;
 const char* kOfiLib = "/opt/amazon/ofi-nccl/lib";
 // Real version texts (tests/fixtures/nccl_net/README.md).
 const char* kOfi1142 = "NET/OFI Initializing aws-ofi-nccl 1.14.2";  // aws/aws-ofi-nccl#889
-const char* kOfi150 = "Using aws-ofi-nccl 1.5.0aws";  // v1.5.0-aws: "Using " PACKAGE_STRING
+const char* kOfi150 = "Using aws-ofi-nccl 1.5.0aws";     // v1.5.0-aws: "Using " PACKAGE_STRING
 const char* kNccl2289 = "NCCL version 2.28.9+cuda13.0";  // libnccl.so.2 of NCCL 2.28.9
 
 class Node {
