@@ -16,6 +16,7 @@
 #include "probes/limits/limits_facts.h"
 #include "probes/locality/locality_facts.h"
 #include "probes/nccl_env/nccl_env_facts.h"
+#include "probes/nccl_net/nccl_net_facts.h"
 #include "probes/net/net_facts.h"
 #include "probes/pcie/pcie_facts.h"
 #include "probes/rdma/rdma_facts.h"
@@ -70,7 +71,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   r.generated_at = utc_now_rfc3339();
 
   // 1. Gather (I/O), in dependency order. One progress unit per probe.
-  ProgressScope progress(ctx.progress, "node: pcie links", 11);
+  ProgressScope progress(ctx.progress, "node: pcie links", 12);
   // PCIe first: its AER totals are read again after the other probes (the interval without a
   // sleep of its own), and the kernel log names the GPUs and NICs it finds.
   auto pcie = probes::gather_pcie(ctx);
@@ -86,6 +87,9 @@ Report run_node_probe(const ProbeContext& ctx) {
   // /etc/nccl.conf, not only from the environment.
   progress.advance(1, "node: nccl settings");
   auto nccl_env = probes::gather_nccl_env(ctx);
+  // NCCL_NET_PLUGIN, like any NCCL setting, may come from NCCL's config files.
+  progress.advance(1, "node: nccl net plugin");
+  auto nccl_net = probes::gather_nccl_net(ctx, nccl_env);
   // RoCE QoS after the NCCL settings (NCCL_IB_TC/SL) and the RDMA ports; its counters are read
   // again after the other probes, like the AER totals.
   progress.advance(1, "node: roce qos (dcb, ethtool)");
@@ -131,6 +135,11 @@ Report run_node_probe(const ProbeContext& ctx) {
                             p.state == verbs::PortState::kActive});
   }
   append(r.findings, probes::judge_nccl_env(nccl_env, rdma_ports));
+  // Without aws-ofi-nccl, NCCL on an EFA node runs over sockets.
+  std::vector<std::string> efa_devices;
+  for (const auto& d : rdma.devices)
+    if (d.driver == "efa") efa_devices.push_back(d.name);
+  append(r.findings, probes::judge_nccl_net(nccl_net, efa_devices));
   // The nets an NCCL topology file names must exist as RDMA devices here.
   append(r.findings, probes::judge_topo_file(topo_file, rdma_names));
   append(r.findings, probes::judge_locality(locality));
@@ -157,6 +166,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   r.sections.push_back({"limits", probes::to_json(limits)});
   r.sections.push_back({"net", probes::to_json(net)});
   r.sections.push_back({"nccl_env", probes::to_json(nccl_env)});
+  r.sections.push_back({"nccl_net_plugin", probes::to_json(nccl_net)});
   r.sections.push_back({"topo_file", probes::to_json(topo_file)});
   r.sections.push_back({"locality", probes::to_json(locality)});
   r.sections.push_back({"gpus", probes::to_json(gpu)});

@@ -96,6 +96,8 @@ struct NcclLogSummary {
   std::vector<std::string> socket_interfaces;    // from `NET/Socket : Using`
   std::optional<std::string> bootstrap_interface;  // "eth0:10.0.0.1<0>"
   std::optional<std::string> plugin;             // net plugin that loaded, when one did
+  std::optional<std::string> plugin_path;        // the file NCCL loaded it from, when it says
+  std::optional<std::string> plugin_version;     // the plugin's own version ("1.14.2", "3.1.8")
   bool plugin_absent = false;                    // "No plugin found": internal IB/Socket used
   std::optional<bool> gdr;                       // null: no network channel lines seen
   int net_channel_lines = 0;

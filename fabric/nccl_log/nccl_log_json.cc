@@ -29,6 +29,8 @@ Json to_json(const NcclLogSummary& s) {
   j["socket_interfaces"] = s.socket_interfaces;
   j["bootstrap_interface"] = opt(s.bootstrap_interface);
   j["plugin"] = opt(s.plugin);
+  j["plugin_path"] = opt(s.plugin_path);
+  j["plugin_version"] = opt(s.plugin_version);
   j["plugin_absent"] = s.plugin_absent;
   j["ofi_provider"] = opt(s.ofi_provider);
   j["gdr"] = s.gdr ? Json(*s.gdr) : Json(nullptr);

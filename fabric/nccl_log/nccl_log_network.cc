@@ -15,6 +15,19 @@
 
 namespace fabkit::nccl_log::detail {
 
+namespace {
+
+// The word starting at or after `from` (spaces skipped), up to the next space.
+std::string first_word(const std::string& msg, size_t from) {
+  if (from > msg.size()) return "";
+  size_t b = msg.find_first_not_of(' ', from);
+  if (b == std::string::npos) return "";
+  return msg.substr(b, msg.find(' ', b) == std::string::npos ? std::string::npos
+                                                              : msg.find(' ', b) - b);
+}
+
+}  // namespace
+
 void Parser::note_network_seen(const std::string& net) {
   if (s_.networks_seen.size() < kMaxNetworksSeen)
     s_.networks_seen.push_back(net);
@@ -79,9 +92,23 @@ void Parser::nccl_facts(const LogLine& l, const std::string& msg, int lineno, Pr
     s_.ib_disabled = msg.find(" to 0") == std::string::npos;
   } else if (plugin && has(msg, "Loaded net plugin") && std::regex_search(msg, m, plugin_loaded)) {
     s_.plugin = trim_copy(m[1].str());
+  } else if (plugin && (starts(msg, "Successfully loaded external network plugin ") ||
+                        starts(msg, "Plugin Path : "))) {
+    // 2.23+: "Successfully loaded external network plugin /opt/.../libnccl-net.so" (the path
+    // dlinfo gives, else the name); 2.19-2.22: "Plugin Path : /opt/hpcx/.../libnccl-net.so".
+    const size_t at = starts(msg, "Plugin Path : ") ? 14 : 44;
+    if (!s_.plugin_path) s_.plugin_path = trim_copy(sv(msg).substr(at));
   } else if (net && (has(msg, "NET/OFI Using aws-ofi-nccl") ||
                      has(msg, "NET/OFI Initializing aws-ofi-nccl"))) {
+    // "Initializing " PACKAGE_STRING (aws-ofi-nccl >= 1.6), "Using " PACKAGE_STRING before.
     s_.plugin = "aws-ofi-nccl";
+    if (!s_.plugin_version) s_.plugin_version = first_word(msg, msg.find("aws-ofi-nccl") + 12);
+  } else if (net && starts(msg, "NET/GPUDirectTCPX ver. ")) {
+    // google/nccl-plugin-gpudirecttcpx src/net_tcpx.cc: "NET/" PRODUCT_NAME " ver. " X.Y.Z.SUFFIX
+    if (!s_.plugin) s_.plugin = "GPUDirectTCPX";
+    std::string v = first_word(msg, 23);
+    while (!v.empty() && v.back() == '.') v.pop_back();
+    if (!s_.plugin_version && !v.empty()) s_.plugin_version = v;
   } else if (plugin && (has(msg, "No plugin found") || has(msg, "Could not find: libnccl-net") ||
                         (has(msg, "returned 2 ") && has(msg, "No such file or directory")) ||
                         has(msg, "No network plugin found"))) {

@@ -85,11 +85,30 @@ std::string nccl_runner_not_found(const std::vector<std::string>& refused) {
          refused_suffix(refused);
 }
 
+namespace {
+
+Json net_used(const Json& summary) {
+  const auto field = [&](const char* k) { return summary.contains(k) ? summary[k] : Json(); };
+  // The plugin: the file NCCL says it loaded, else the plugin's name. A plugin that loaded but did
+  // not carry the data (NCCL's own IB or Socket network was used: the plugin failed to start, or
+  // found no device) is `loaded_plugin` only, which is the silent fallback this answers.
+  Json loaded = field("plugin_path").is_string() ? field("plugin_path") : field("plugin");
+  const Json& name = field("network");
+  const bool internal = name.is_string() && (name == "IB" || name == "RoCE" || name == "Socket");
+  return {{"name", name},
+          {"plugin", internal ? Json() : loaded},
+          {"plugin_version", internal ? Json() : field("plugin_version")},
+          {"loaded_plugin", loaded}};
+}
+
+}  // namespace
+
 void judge_transport_used(const std::string& expected, const Json& summary, Json* extra) {
   Json& x = *extra;
   x["expected_network"] = expected;
   const Json& net = summary.contains("network") ? summary["network"] : Json();
   x["nccl_network"] = net;
+  x["net"] = net_used(summary);
   x["fallback_evidence"] = Json::array();
   if (!net.is_string()) {
     // No "Using network" line: the run may not have reached transport setup, or NCCL_DEBUG was

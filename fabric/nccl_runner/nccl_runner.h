@@ -27,7 +27,9 @@ std::string find_nccl_runner(const NcclTransportChoice& choice,
 std::string nccl_runner_not_found(const std::vector<std::string>& refused);
 
 // Pure: the transport confirmation from a parsed log. Sets extra.nccl_network, extra.fell_back
-// (true/false, null when the log names no network) and extra.fallback_evidence.
+// (true/false, null when the log names no network), extra.fallback_evidence and extra.net:
+// {name (the network NCCL used), plugin (the net plugin's file, else its name; null: none or not
+// said), plugin_version}.
 void judge_transport_used(const std::string& expected_network, const Json& nccl_log_summary, Json* extra);
 
 }  // namespace fabkit::fabric

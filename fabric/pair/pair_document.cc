@@ -96,6 +96,14 @@ Json to_json(const TransportResult& t, const RankedTransport* r) {
     j["vs_raw_exchange"] = opt(r->vs_raw_exchange);
     j["via"] = r->via.empty() ? Json() : Json(r->via);
   }
+  // NCCL's own account of the network it used, and which net plugin carried it (the NCCL runner
+  // reads its child's log, nccl_runner.cc): the first rank's, as both ranks load the same way.
+  for (const auto& rank : t.ranks)
+    if (rank.is_object() && rank.contains("extra") && rank["extra"].is_object() &&
+        rank["extra"].contains("net")) {
+      j["net"] = rank["extra"]["net"];
+      break;
+    }
   j["sizes"] = sizes;
   j["ranks"] = t.ranks;
   return j;

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "reports/text/table.h"
+#include "reports/text/terminal_safe.h"
 #include "reports/text/text_parts.h"
 
 namespace fabkit::reports::text {
@@ -120,6 +121,18 @@ void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
                  fixed(tr.value("vs_raw_exchange", Json()), 2)});
     }
     t.render(out);
+    // The NCCL rows: the network NCCL said it used and the net plugin that carried it.
+    for (const auto& tr : member(s, "transports")) {
+      const Json& net = member(tr, "net");
+      if (!net.is_object()) continue;
+      // The names and the path come from the NCCL log of each node: shown, never obeyed.
+      out << "NCCL net (" << terminal_safe(str(member(tr, "transport"))) << "): "
+          << terminal_safe(str(member(net, "name"), "unknown")) << ", plugin "
+          << terminal_safe(str(member(net, "plugin"), "none"));
+      if (member(net, "plugin_version").is_string())
+        out << " " << terminal_safe(str(member(net, "plugin_version")));
+      out << "\n";
+    }
     // Which row is the RDMA one and why (reports made before it was recorded have none).
     const Json& rdma = member(s, "rdma_allreduce");
     if (rdma.is_object())

@@ -129,6 +129,51 @@ TEST(NcclTransportJudge, AskedIbGotIbIsNoFallback) {
   EXPECT_TRUE(extra["fallback_evidence"].empty());
 }
 
+Json parsed_real(const std::string& name) { return parsed_fixture("real/" + name); }
+
+// Which net plugin carried the all-reduce, from the child's log (real captures only): the OFI
+// plugin over EFA (NVIDIA/nccl#1597's lines), a plugin whose loader named its file
+// (NVIDIA/nccl#1357's), and plugins that loaded but left the data to NCCL's socket transport
+// (aws/deep-learning-containers#2675: aws-ofi-nccl failed to start; NVIDIA/TensorRT-LLM#448:
+// HPC-X's plugin found no device).
+TEST(CollectiveTransportJudge, SaysWhichNetPluginCarriedIt) {
+  Json extra = Json::object();
+  judge_transport_used(
+      "Libfabric",
+      nccl_log::to_json(nccl_log::parse_nccl_log(
+          "8h200-3:6310:6318 [0] NCCL INFO NET/OFI Selected Provider is efa (found 16 nics)\n"
+          "8h200-2:6831:6840 [0] NCCL INFO NET/OFI Skipping NCCL_PROTO checks on P5en + RDMA\n"
+          "8h200-2:6831:6840 [0] NCCL INFO Using network Libfabric\n")),
+      &extra);
+  EXPECT_EQ(extra["net"]["name"], "Libfabric");
+  EXPECT_EQ(extra["net"]["plugin"], "aws-ofi-nccl");
+  extra = Json::object();
+  judge_transport_used(
+      "IBext",
+      nccl_log::to_json(nccl_log::parse_nccl_log(
+          "qh100-gpu20:39629:39686 [0] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin "
+          "v6 (v6)\n"
+          "qh100-gpu20:39629:39686 [0] NCCL INFO Plugin Path : "
+          "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n"
+          "qh100-gpu19:49355:49414 [1] NCCL INFO Using network IBext\n")),
+      &extra);
+  EXPECT_EQ(extra["net"]["name"], "IBext");
+  EXPECT_EQ(extra["net"]["plugin"], "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so");
+  extra = Json::object();
+  judge_transport_used("AWS Libfabric",
+                       parsed_real("heldout11_dlc_2675_ofi_init_failed_g5_socket_lo.log"), &extra);
+  EXPECT_EQ(extra["net"]["name"], "Socket");
+  EXPECT_TRUE(extra["net"]["plugin"].is_null()) << extra["net"].dump();
+  EXPECT_EQ(extra["net"]["loaded_plugin"], "aws-ofi-nccl");
+  EXPECT_EQ(extra["fell_back"], true);
+  extra = Json::object();
+  judge_transport_used("IBext", parsed_real("heldout_trtllm_448_ibext_no_device_socket.log"),
+                       &extra);
+  EXPECT_EQ(extra["net"]["name"], "Socket");
+  EXPECT_TRUE(extra["net"]["plugin"].is_null());
+  EXPECT_EQ(extra["net"]["loaded_plugin"], "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so");
+}
+
 TEST(NcclTransportJudge, LogWithoutNetworkIsUnknownNotPass) {
   Json extra = Json::object();
   judge_transport_used("IB", nccl_log::to_json(nccl_log::parse_nccl_log("NCCL version 2.21.5+cuda12.4\n")), &extra);
