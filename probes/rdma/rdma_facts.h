@@ -80,6 +80,7 @@ struct RdmaDevice {
   // sysfs `parent`: the netdev a software RDMA device (rxe soft-RoCE, siw) was created on; nullopt
   // for hardware HCAs, which have no such attribute.
   std::optional<std::string> parent;
+  std::string driver;  // sysfs device/driver's basename: "mlx5_core", "efa"; empty when unknown
   // Device-wide hw_counters/ (drivers that count per device rather than per port).
   std::map<std::string, uint64_t> counters;
   std::vector<RdmaPort> ports;
