@@ -27,11 +27,11 @@ std::vector<std::string> caps_of(uint64_t caps) {
 
 std::vector<std::string> mr_mode_of(int mode) {
   static const std::pair<int, const char*> kBits[] = {
-      {FI_MR_LOCAL, "FI_MR_LOCAL"},           {FI_MR_RAW, "FI_MR_RAW"},
-      {FI_MR_VIRT_ADDR, "FI_MR_VIRT_ADDR"},   {FI_MR_ALLOCATED, "FI_MR_ALLOCATED"},
-      {FI_MR_PROV_KEY, "FI_MR_PROV_KEY"},     {FI_MR_MMU_NOTIFY, "FI_MR_MMU_NOTIFY"},
-      {FI_MR_RMA_EVENT, "FI_MR_RMA_EVENT"},   {FI_MR_ENDPOINT, "FI_MR_ENDPOINT"},
-      {FI_MR_HMEM, "FI_MR_HMEM"},             {FI_MR_COLLECTIVE, "FI_MR_COLLECTIVE"}};
+      {FI_MR_LOCAL, "FI_MR_LOCAL"},         {FI_MR_RAW, "FI_MR_RAW"},
+      {FI_MR_VIRT_ADDR, "FI_MR_VIRT_ADDR"}, {FI_MR_ALLOCATED, "FI_MR_ALLOCATED"},
+      {FI_MR_PROV_KEY, "FI_MR_PROV_KEY"},   {FI_MR_MMU_NOTIFY, "FI_MR_MMU_NOTIFY"},
+      {FI_MR_RMA_EVENT, "FI_MR_RMA_EVENT"}, {FI_MR_ENDPOINT, "FI_MR_ENDPOINT"},
+      {FI_MR_HMEM, "FI_MR_HMEM"},           {FI_MR_COLLECTIVE, "FI_MR_COLLECTIVE"}};
   std::vector<std::string> out;
   // FI_MR_BASIC / FI_MR_SCALABLE are the pre-1.5 enum values 1 and 2, not bits.
   if (mode == FI_MR_BASIC) return {"FI_MR_BASIC"};
@@ -43,10 +43,14 @@ std::vector<std::string> mr_mode_of(int mode) {
 
 const char* ep_type_name(fi_ep_type t) {
   switch (t) {
-    case FI_EP_MSG: return "FI_EP_MSG";
-    case FI_EP_DGRAM: return "FI_EP_DGRAM";
-    case FI_EP_RDM: return "FI_EP_RDM";
-    default: return "FI_EP_UNSPEC";
+    case FI_EP_MSG:
+      return "FI_EP_MSG";
+    case FI_EP_DGRAM:
+      return "FI_EP_DGRAM";
+    case FI_EP_RDM:
+      return "FI_EP_RDM";
+    default:
+      return "FI_EP_UNSPEC";
   }
 }
 
@@ -111,8 +115,8 @@ class LibfabricApi final : public OfiApi {
     freeinfo(hints);
     if (rc == -FI_ENODATA) return d;  // no RDM provider at all: an empty list
     if (rc != 0) {
-      d.getinfo_error = "fi_getinfo: " + std::string(strerror(-rc)) + " (" +
-                        std::to_string(rc) + ")";
+      d.getinfo_error =
+          "fi_getinfo: " + std::string(strerror(-rc)) + " (" + std::to_string(rc) + ")";
       return d;
     }
     for (fi_info* i = info; i; i = i->next) {

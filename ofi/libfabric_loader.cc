@@ -88,8 +88,9 @@ LibfabricEntry load_libfabric(const Environment& env) {
     break;
   }
   if (e.path.empty()) {
-    e.error = "no libfabric.so.1 in a trusted library directory (searched LD_LIBRARY_PATH, "
-              "/opt/amazon/efa/lib64, /opt/amazon/efa/lib and the system library directories)";
+    e.error =
+        "no libfabric.so.1 in a trusted library directory (searched LD_LIBRARY_PATH, "
+        "/opt/amazon/efa/lib64, /opt/amazon/efa/lib and the system library directories)";
     if (!refused.empty()) {
       e.error += "; refused:";
       for (const auto& r : refused) e.error += " " + r;
@@ -105,13 +106,12 @@ LibfabricEntry load_libfabric(const Environment& env) {
     return e;
   }
   e.handle = std::shared_ptr<void>(h, [](void*) {});
-  bool ok = bind(h, "fi_getinfo", &e.getinfo, &e.error) &&
-            bind(h, "fi_freeinfo", &e.freeinfo, &e.error) &&
-            bind(h, "fi_dupinfo", &e.dupinfo, &e.error) &&
-            bind(h, "fi_fabric", &e.fabric, &e.error) &&
-            bind(h, "fi_version", &e.version, &e.error) &&
-            bind(h, "fi_strerror", &e.strerror, &e.error) &&
-            bind(h, "fi_tostr", &e.tostr, &e.error);
+  bool ok =
+      bind(h, "fi_getinfo", &e.getinfo, &e.error) &&
+      bind(h, "fi_freeinfo", &e.freeinfo, &e.error) &&
+      bind(h, "fi_dupinfo", &e.dupinfo, &e.error) && bind(h, "fi_fabric", &e.fabric, &e.error) &&
+      bind(h, "fi_version", &e.version, &e.error) &&
+      bind(h, "fi_strerror", &e.strerror, &e.error) && bind(h, "fi_tostr", &e.tostr, &e.error);
   if (!ok) {
     e.error = e.path + ": " + e.error;
     e.handle.reset();

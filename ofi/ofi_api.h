@@ -26,11 +26,11 @@ inline constexpr char kCapHmem[] = "FI_HMEM";
 // One fi_info of fi_getinfo's answer: one provider on one domain (an EFA instance lists one efa
 // entry per EFA device; tcp one per interface).
 struct OfiProvider {
-  std::string name;           // fabric_attr->prov_name: "efa", "tcp;ofi_rxm"
-  std::string fabric;         // fabric_attr->name: "efa", "EFA-fe80::...", "192.0.2.0/24"
-  std::string domain;         // domain_attr->name: "rdmap16s27-rdm", "eth0"
-  std::string version;        // fabric_attr->prov_version as fi_info prints it: "111.20"
-  std::string endpoint_type;  // "FI_EP_RDM"
+  std::string name;                  // fabric_attr->prov_name: "efa", "tcp;ofi_rxm"
+  std::string fabric;                // fabric_attr->name: "efa", "EFA-fe80::...", "192.0.2.0/24"
+  std::string domain;                // domain_attr->name: "rdmap16s27-rdm", "eth0"
+  std::string version;               // fabric_attr->prov_version as fi_info prints it: "111.20"
+  std::string endpoint_type;         // "FI_EP_RDM"
   std::vector<std::string> caps;     // the kCap* bits the provider offers, in that order
   std::vector<std::string> mr_mode;  // domain_attr->mr_mode bits: "FI_MR_LOCAL", "FI_MR_HMEM"
   bool has_cap(const std::string& cap) const;
@@ -51,7 +51,7 @@ struct OfiDiscovery {
   // an error (what `fi_info` prints as "fi_getinfo: -61").
   std::vector<OfiProvider> providers;
   std::optional<std::string> getinfo_error;  // any other failure, with fi_strerror's text
-  std::string source;  // "libfabric" (live) or the replay file
+  std::string source;                        // "libfabric" (live) or the replay file
 };
 
 class OfiApi {

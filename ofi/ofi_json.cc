@@ -51,9 +51,12 @@ class Reader {
 }  // namespace
 
 Json to_json(const OfiProvider& p) {
-  return {{"provider", p.name},   {"fabric", p.fabric},
-          {"domain", p.domain},   {"version", p.version},
-          {"endpoint_type", p.endpoint_type}, {"caps", p.caps},
+  return {{"provider", p.name},
+          {"fabric", p.fabric},
+          {"domain", p.domain},
+          {"version", p.version},
+          {"endpoint_type", p.endpoint_type},
+          {"caps", p.caps},
           {"mr_mode", p.mr_mode}};
 }
 
@@ -89,8 +92,8 @@ OfiDiscovery discovery_from_json(const Json& j, const std::string& what) {
   d.library.api_version = r.string(lib, "api_version", "library.", false);
   d.library.error = r.string(lib, "error", "library.", !d.library.loaded);
   if (d.library.loaded && !parse_major_minor(d.library.version))
-    r.bad("library.version", "a libfabric release such as \"1.17.0\" (it is \"" +
-                                 d.library.version + "\")");
+    r.bad("library.version",
+          "a libfabric release such as \"1.17.0\" (it is \"" + d.library.version + "\")");
   auto err = j.find("getinfo_error");
   if (err != j.end() && !err->is_null()) {
     if (!err->is_string()) r.bad("getinfo_error", "null or a string");

@@ -25,9 +25,9 @@ struct LibfabricFacts {
 
 // What the judge needs from the other probes, as plain values (node_probe.cc fills it).
 struct LibfabricContext {
-  int efa_devices = 0;                           // RDMA devices bound to the efa driver
-  std::optional<std::string> fi_provider;        // FI_PROVIDER, as the job would see it
-  std::optional<std::string> use_device_rdma;    // FI_EFA_USE_DEVICE_RDMA
+  int efa_devices = 0;                         // RDMA devices bound to the efa driver
+  std::optional<std::string> fi_provider;      // FI_PROVIDER, as the job would see it
+  std::optional<std::string> use_device_rdma;  // FI_EFA_USE_DEVICE_RDMA
 };
 
 LibfabricFacts gather_libfabric(const ProbeContext& ctx);

@@ -81,19 +81,19 @@ std::vector<Finding> judge_libfabric(const LibfabricFacts& f, const LibfabricCon
   if (!f.gathered) return out;
   const auto& d = f.discovery;
   const bool efa = c.efa_devices > 0;
-  const std::string devices = std::to_string(c.efa_devices) + " EFA device" +
-                              (c.efa_devices == 1 ? "" : "s");
+  const std::string devices =
+      std::to_string(c.efa_devices) + " EFA device" + (c.efa_devices == 1 ? "" : "s");
   if (!d.library.loaded) {
     const bool unbuilt = d.library.error.rfind("not built with libfabric", 0) == 0;
     if (unbuilt && efa) {
       out.push_back(warn("libfabric.not_built", "libfabric",
-                         "this node has " + devices + " but this fabcheck was " +
-                             d.library.error + ", so it cannot check the EFA provider",
+                         "this node has " + devices + " but this fabcheck was " + d.library.error +
+                             ", so it cannot check the EFA provider",
                          "build fabcheck where libfabric-dev is installed"));
     } else if (!unbuilt && efa) {
       out.push_back(fail("libfabric.not_loadable", "libfabric",
-                         "this node has " + devices + " but no libfabric could be loaded: " +
-                             d.library.error +
+                         "this node has " + devices +
+                             " but no libfabric could be loaded: " + d.library.error +
                              "; aws-ofi-nccl cannot start and NCCL falls back to TCP sockets",
                          kEfaInstallerFix));
     } else if (!unbuilt && c.fi_provider) {
@@ -107,12 +107,11 @@ std::vector<Finding> judge_libfabric(const LibfabricFacts& f, const LibfabricCon
     return out;
   }
   if (d.getinfo_error) {
-    out.push_back(Finding{efa ? Severity::kFail : Severity::kWarn, "libfabric.getinfo_failed",
-                          "libfabric",
-                          describe(d.library) + " refused to list its RDM providers: " +
-                              *d.getinfo_error,
-                          "run `fi_info -t FI_EP_RDM` to see the same error; FI_LOG_LEVEL=warn "
-                          "shows why"});
+    out.push_back(
+        Finding{efa ? Severity::kFail : Severity::kWarn, "libfabric.getinfo_failed", "libfabric",
+                describe(d.library) + " refused to list its RDM providers: " + *d.getinfo_error,
+                "run `fi_info -t FI_EP_RDM` to see the same error; FI_LOG_LEVEL=warn "
+                "shows why"});
     return out;
   }
 
@@ -137,13 +136,13 @@ std::vector<Finding> judge_libfabric(const LibfabricFacts& f, const LibfabricCon
                                         "(--device=/dev/infiniband/uverbs0 ...)"));
   }
   if (efa_provider && older_than(d.library, kPluginEfaMinMajor, kPluginEfaMinMinor)) {
-    out.push_back(fail("libfabric.too_old_for_plugin", "libfabric",
-                       describe(d.library) + " (API " + d.library.api_version +
-                           ") is older than 1.22, which aws-ofi-nccl requires for the efa "
-                           "provider (\"EFA provider requires at least libfabric version "
-                           "1.22.0\"): the plugin refuses EFA and NCCL falls back to sockets",
-                       std::string(kEfaInstallerFix) +
-                           " (the current installer ships libfabric 1.22 or newer)"));
+    out.push_back(fail(
+        "libfabric.too_old_for_plugin", "libfabric",
+        describe(d.library) + " (API " + d.library.api_version +
+            ") is older than 1.22, which aws-ofi-nccl requires for the efa "
+            "provider (\"EFA provider requires at least libfabric version "
+            "1.22.0\"): the plugin refuses EFA and NCCL falls back to sockets",
+        std::string(kEfaInstallerFix) + " (the current installer ships libfabric 1.22 or newer)"));
   } else if (older_than(d.library, kPluginMinMajor, kPluginMinMinor)) {
     out.push_back(warn("libfabric.too_old_for_plugin", "libfabric",
                        describe(d.library) + " is older than 1.11, the oldest aws-ofi-nccl "

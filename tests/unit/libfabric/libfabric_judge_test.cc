@@ -147,9 +147,7 @@ TEST(LibfabricReplay, SectionCarriesTheLibraryVersionAtTheTop) {
   EXPECT_EQ(j["providers"][3]["domain"], "rdmap160s27-rdm");
 }
 
-void write(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 TEST(LibfabricReplay, TruncatedOrMistypedFileIsAUsageErrorNamingFileAndField) {
   std::string dir = ::testing::TempDir();
