@@ -98,6 +98,13 @@ TEST(LibfabricSeam, ReportsWhatFiInfoPrintsEvenWithAProviderFilterSet) {
     }
   }
 }
+#else
+TEST(LibfabricSeam, BuildWithoutLibfabricSaysSo) {
+  OfiDiscovery d = make_libfabric_api(Environment::from_process())->discover();
+  EXPECT_FALSE(d.library.loaded);
+  EXPECT_EQ(d.library.error.rfind("not built with libfabric", 0), 0u) << d.library.error;
+  EXPECT_TRUE(d.providers.empty());
+}
 #endif
 
 }  // namespace

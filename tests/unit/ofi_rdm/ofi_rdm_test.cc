@@ -107,6 +107,13 @@ TEST(OfiRdm, UnknownProviderIsUnavailableNamingIt) {
   EXPECT_EQ(r.code, "no_provider");
   EXPECT_NE(r.reason.find("'no-such-provider'"), std::string::npos) << r.reason;
 }
+#else
+TEST(OfiRdm, BuildWithoutLibfabricSaysSo) {
+  OfiRdmResult r = run_ofi_rdm(small(false), Environment::from_process(),
+                               [](const std::string&) -> std::string { return ""; });
+  EXPECT_EQ(r.status, "unavailable");
+  EXPECT_EQ(r.reason.rfind("not built with libfabric", 0), 0u) << r.reason;
+}
 #endif
 
 }  // namespace
