@@ -12,7 +12,7 @@
 #include "common/errors.h"
 #include "fabkit/config.h"
 #include "fabric/gpu_active/gpu_active_check.h"
-#include "ofi/libfabric_api.h"
+#include "ofi/libfabric_child.h"
 #include "ofi/ofi_json.h"
 #include "probes/gpu/gpu_facts.h"
 #include "probes/ib_qos/mad_codec.h"
@@ -134,7 +134,7 @@ void record_ofi(const NodeArgs& a, const ProbeContext& ctx) {
     throw UsageError(
         "--ofi-record records this machine's libfabric: it cannot be combined with "
         "--sysroot or --ofi-replay");
-  auto api = ofi::make_libfabric_api(ctx.env);
+  auto api = ofi::make_libfabric_child_api("/proc/self/exe");
   write_output_file("--ofi-record", a.ofi_record,
                     ofi::discovery_to_json(api->discover()).dump(2) + "\n");
 }
@@ -150,6 +150,7 @@ int run_node(const NodeArgs& a) {
   if (!a.qos_replay.empty()) ctx.options.qos_replay = a.qos_replay;
   if (!a.ib_qos_replay.empty()) ctx.options.ib_qos_replay = a.ib_qos_replay;
   if (!a.ofi_replay.empty()) ctx.options.ofi_replay = a.ofi_replay;
+  ctx.options.ofi_discovery_program = "/proc/self/exe";
   if (!a.nvml_record.empty()) record_nvml(a, ctx);
   if (!a.ofi_record.empty()) record_ofi(a, ctx);
   if (!a.peer.empty()) ctx.options.peer = a.peer;
@@ -254,6 +255,16 @@ void register_node_command(CLI::App& app, int* exit_code) {
   add_no_progress_flag(sub, &args->no_progress);
   sub->callback([args, exit_code] {
     *exit_code = run_command("node", args->json, [&] { return run_node(*args); });
+  });
+
+  // libfabric's discovery in a child of `fabcheck node` and the agent (ofi/libfabric_child.h).
+  auto* discover = app.add_subcommand(ofi::kDiscoverSubcommand,
+                                      "List libfabric's RDM providers as JSON (internal)");
+  discover->group("");
+  discover->callback([exit_code] {
+    *exit_code = run_command(ofi::kDiscoverSubcommand, false, [] {
+      return ofi::discover_child_main(Environment::from_process());
+    });
   });
 }
 

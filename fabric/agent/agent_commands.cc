@@ -106,6 +106,8 @@ Json AgentSession::facts() {
   ProbeContext ctx;
   ctx.env = Environment::from_process();
   ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
+  // libfabric in a child: its providers' signal handlers must not change how the agent dies.
+  ctx.options.ofi_discovery_program = runner_program_;
   Report r = probe_this_node(ctx);  // the same probe path as `fabcheck node`
   Json report = report_to_json(r);
   Json ifs = interfaces_for_report(report, ctx.roots);

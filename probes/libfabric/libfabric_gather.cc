@@ -1,4 +1,5 @@
 #include "ofi/libfabric_api.h"
+#include "ofi/libfabric_child.h"
 #include "ofi/replay_ofi_api.h"
 #include "probes/libfabric/libfabric_facts.h"
 
@@ -23,7 +24,11 @@ LibfabricFacts gather_libfabric(const ProbeContext& ctx) {
         "answers with --ofi-replay FILE (recorded there with --ofi-record FILE)";
     return f;
   }
-  auto api = ofi::make_libfabric_api(ctx.env);
+  // In a child where the caller names fabcheck: libfabric's providers load libraries that install
+  // signal handlers and threads of their own (ofi/libfabric_child.h says which).
+  const auto& program = ctx.options.ofi_discovery_program;
+  auto api = program && ofi::is_fabcheck_program(*program) ? ofi::make_libfabric_child_api(*program)
+                                                           : ofi::make_libfabric_api(ctx.env);
   return gather_libfabric(*api);
 }
 
