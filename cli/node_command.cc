@@ -12,6 +12,8 @@
 #include "common/errors.h"
 #include "fabkit/config.h"
 #include "fabric/gpu_active/gpu_active_check.h"
+#include "ofi/libfabric_child.h"
+#include "ofi/ofi_json.h"
 #include "probes/gpu/gpu_facts.h"
 #include "probes/ib_qos/mad_codec.h"
 #include "probes/kernel_log/kernel_log_facts.h"
@@ -43,6 +45,8 @@ struct NodeArgs {
   std::string nvml_record;  // write this machine's NVML answers as a replayable fixture
   std::string qos_replay;   // DCB and ethtool answers of the RoCE netdevs from a fixture
   std::string ib_qos_replay;  // PortInfo, SL-to-VL and PathRecord answers of the IB ports
+  std::string ofi_replay;     // libfabric's answers recorded with --ofi-record on another node
+  std::string ofi_record;     // write this machine's libfabric answers as a replayable fixture
   std::string since;        // kernel log window: "2h", an RFC 3339 time; "" = since boot
   bool active = false;      // the active GPU check (docs/gpu-node.md), after the passive probes
   double active_budget_s = probes::GpuActiveSettings{}.budget_s;
@@ -122,16 +126,33 @@ void record_nvml(const NodeArgs& a, const ProbeContext& ctx) {
                     probes::nvml_fixture_from_facts(facts).dump(2) + "\n");
 }
 
+// --ofi-record FILE: what this machine's libfabric answers, in the format --ofi-replay reads
+// (tests/fixtures/libfabric/README.md). A libfabric that cannot be loaded is recorded as such: that
+// answer replays too.
+void record_ofi(const NodeArgs& a, const ProbeContext& ctx) {
+  if (!ctx.roots.live || ctx.options.ofi_replay)
+    throw UsageError(
+        "--ofi-record records this machine's libfabric: it cannot be combined with "
+        "--sysroot or --ofi-replay");
+  auto api = ofi::make_libfabric_child_api("/proc/self/exe");
+  write_output_file("--ofi-record", a.ofi_record,
+                    ofi::discovery_to_json(api->discover()).dump(2) + "\n");
+}
+
 int run_node(const NodeArgs& a) {
   if (!a.html.empty()) check_output_path("--html", a.html);
   if (!a.prom.empty()) check_output_path("--prom", a.prom);
   if (!a.nvml_record.empty()) check_output_path("--nvml-record", a.nvml_record);
+  if (!a.ofi_record.empty()) check_output_path("--ofi-record", a.ofi_record);
   check_active_args(a);
   ProbeContext ctx = node_probe_context(a.sysroot);
   if (!a.nvml_replay.empty()) ctx.options.nvml_replay = a.nvml_replay;
   if (!a.qos_replay.empty()) ctx.options.qos_replay = a.qos_replay;
   if (!a.ib_qos_replay.empty()) ctx.options.ib_qos_replay = a.ib_qos_replay;
+  if (!a.ofi_replay.empty()) ctx.options.ofi_replay = a.ofi_replay;
+  ctx.options.ofi_discovery_program = "/proc/self/exe";
   if (!a.nvml_record.empty()) record_nvml(a, ctx);
+  if (!a.ofi_record.empty()) record_ofi(a, ctx);
   if (!a.peer.empty()) ctx.options.peer = a.peer;
   if (!a.peer_gid.empty()) {
     std::array<uint8_t, 16> raw{};
@@ -211,6 +232,14 @@ void register_node_command(CLI::App& app, int* exit_code) {
                   "InfiniBand ports (FILE, tests/fixtures/ib_qos/README.md) instead of this "
                   "host's umad devices; with --sysroot, the IB QoS of a captured node")
       ->check(CLI::ExistingFile);
+  sub->add_option("--ofi-replay", args->ofi_replay,
+                  "Use libfabric answers (fi_getinfo's RDM providers, the library's version) "
+                  "recorded with --ofi-record (FILE, tests/fixtures/libfabric/README.md) instead "
+                  "of this machine's libfabric; with --sysroot, the libfabric of a captured node")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--ofi-record", args->ofi_record,
+                  "Also write what this machine's libfabric answers to FILE (a fixture for "
+                  "--ofi-replay)");
   sub->add_option("--nvml-record", args->nvml_record,
                   "Also write what this machine's NVML answers to FILE (a fixture for "
                   "--nvml-replay and the tests' NVML fake)");
@@ -226,6 +255,16 @@ void register_node_command(CLI::App& app, int* exit_code) {
   add_no_progress_flag(sub, &args->no_progress);
   sub->callback([args, exit_code] {
     *exit_code = run_command("node", args->json, [&] { return run_node(*args); });
+  });
+
+  // libfabric's discovery in a child of `fabcheck node` and the agent (ofi/libfabric_child.h).
+  auto* discover = app.add_subcommand(ofi::kDiscoverSubcommand,
+                                      "List libfabric's RDM providers as JSON (internal)");
+  discover->group("");
+  discover->callback([exit_code] {
+    *exit_code = run_command(ofi::kDiscoverSubcommand, false, [] {
+      return ofi::discover_child_main(Environment::from_process());
+    });
   });
 }
 

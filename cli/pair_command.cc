@@ -3,6 +3,7 @@
 // (fabcheck pair A B C ...): the all-reduce across all of them, as a ring (group_controller.h).
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
 #include <filesystem>
 #include <iostream>
@@ -37,6 +38,7 @@ struct PairArgs {
   std::string html;  // also write the report as HTML (docs/reports.md)
   ShipArgs ship;
   RcArgs rc;
+  pair::OfiRdmPlan ofi;  // --ofi-provider, --ofi-messages, --ofi-lat-iters
 };
 
 pair::PairOptions pair_options(const PairArgs& a) {
@@ -58,6 +60,7 @@ pair::PairOptions pair_options(const PairArgs& a) {
   o.streams = a.streams;
   o.bandwidth_ms = a.bandwidth_ms;
   o.rc = rc_plan(a.rc);
+  o.ofi = a.ofi;
   return o;
 }
 
@@ -121,6 +124,22 @@ void register_pair_command(CLI::App& app, int* exit_code) {
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/pair.md)");
   sub->add_option("--html", a->html, "Also write the report as one self-contained HTML file");
   add_rc_options(sub, &a->rc);
+  sub->add_option("--ofi-provider", a->ofi.provider,
+                  "The RDM test over libfabric with this provider (efa, tcp, ...; default: efa when "
+                  "both hosts have EFA devices, else the test is skipped)")
+      ->check([](const std::string& v) -> std::string {
+        for (char c : v)
+          if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
+            return "'" + v + "' is not a libfabric provider name (letters, digits, '_', '-')";
+        return v.empty() ? "give a provider name, e.g. efa or tcp" : "";
+      });
+  sub->add_option("--ofi-messages", a->ofi.bw_messages,
+                  "The libfabric RDM test: 1 MiB messages sent for the bandwidth figure (default "
+                  "256)")
+      ->check(CLI::Range(1, 1000000));
+  sub->add_option("--ofi-lat-iters", a->ofi.lat_iters,
+                  "The libfabric RDM test: 8-byte ping-pongs for the latency figure (default 1000)")
+      ->check(CLI::Range(1, 1000000));
   add_ship_options(sub, &a->ship);
   add_no_progress_flag(sub, &a->no_progress);
   sub->callback([a, exit_code] {

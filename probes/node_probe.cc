@@ -13,6 +13,7 @@
 #include "probes/gpudirect/gpudirect_facts.h"
 #include "probes/ib_qos/ib_qos_facts.h"
 #include "probes/kernel_log/kernel_log_facts.h"
+#include "probes/libfabric/libfabric_facts.h"
 #include "probes/limits/limits_facts.h"
 #include "probes/locality/locality_facts.h"
 #include "probes/nccl_env/nccl_env_facts.h"
@@ -62,6 +63,18 @@ void drop_links_judged_by_sysfs(std::vector<Finding>& findings, const probes::Pc
   findings = std::move(kept);
 }
 
+// The libfabric judge's view of the other probes: the EFA devices, and the FI_* settings a job
+// here would run with.
+probes::LibfabricContext libfabric_context(const probes::RdmaFacts& rdma,
+                                           const probes::NcclEnvFacts& nccl_env) {
+  probes::LibfabricContext c;
+  for (const auto& d : rdma.devices) c.efa_devices += d.driver == "efa" ? 1 : 0;
+  if (const auto* v = probes::find_variable(nccl_env, "FI_PROVIDER")) c.fi_provider = v->value;
+  if (const auto* v = probes::find_variable(nccl_env, "FI_EFA_USE_DEVICE_RDMA"))
+    c.use_device_rdma = v->value;
+  return c;
+}
+
 }  // namespace
 
 Report run_node_probe(const ProbeContext& ctx) {
@@ -96,6 +109,8 @@ Report run_node_probe(const ProbeContext& ctx) {
   auto roce_qos = probes::gather_roce_qos(ctx, rdma, nccl_env);
   // The IB side of the same question: the VL NCCL_IB_SL reaches (three MADs per IB port).
   auto ib_qos = probes::gather_ib_qos(ctx, rdma, nccl_env, ctx.options.ib_peer_gid.value_or(""));
+  progress.advance(1, "node: libfabric providers");
+  auto libfabric = probes::gather_libfabric(ctx);
   progress.advance(1, "node: interfaces");
   auto net = probes::gather_net(ctx, probes::net_settings(nccl_env));
   progress.advance(1, "node: nccl topology file");
@@ -156,6 +171,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   append(r.findings, probes::judge_kernel_log(kernel_log));
   append(r.findings, probes::judge_roce_qos(roce_qos));
   append(r.findings, probes::judge_ib_qos(ib_qos));
+  append(r.findings, probes::judge_libfabric(libfabric, libfabric_context(rdma, nccl_env)));
   // Last: every read above has happened, the AER and counter rereads included.
   if (ctx.roots.tree)
     append(r.findings, probes::judge_sysroot_refusals(ctx.roots.tree->refusals()));
@@ -175,6 +191,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   r.sections.push_back({"kernel_log", probes::to_json(kernel_log)});
   r.sections.push_back({"roce_qos", probes::to_json(roce_qos)});
   r.sections.push_back({"ib_qos", probes::to_json(ib_qos)});
+  r.sections.push_back({"libfabric", probes::to_json(libfabric)});
   return r;
 }
 

@@ -42,6 +42,13 @@ struct NodeOptions {
   // --ib-qos-replay FILE: the PortInfo, SLtoVLMappingTable and PathRecord answers of the IB ports,
   // replayed instead of this host's umad devices (tests/fixtures/ib_qos/README.md).
   std::optional<std::filesystem::path> ib_qos_replay;
+  // --ofi-replay FILE: libfabric's answers (fi_version, fi_getinfo) recorded with --ofi-record on
+  // another node, replayed instead of this machine's libfabric (tests/fixtures/libfabric/).
+  std::optional<std::filesystem::path> ofi_replay;
+  // The fabcheck executable whose hidden `ofi-discover` subcommand lists libfabric's providers
+  // in a child process (ofi/libfabric_child.h): "/proc/self/exe" in fabcheck. Unset (tests that
+  // are not fabcheck): in this process.
+  std::optional<std::string> ofi_discovery_program;
   // --peer-gid GID: the IB QoS probe also asks the SA for the PathRecord to this GID.
   std::optional<std::string> ib_peer_gid;
   // The kernel log window; nullopt: every record since boot that the ring buffer still holds.

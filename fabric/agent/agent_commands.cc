@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/report_json.h"
+#include "fabric/agent/agent_ofi.h"
 #include "fabric/agent/agent_rdma.h"
 #include "fabric/agent/agent_requests.h"
 #include "fabric/agent/agent_transports.h"
@@ -53,6 +54,16 @@ Json AgentSession::handle(const wire::Request& req) {
   }
   if (req.op == "free_port") return free_port(a);
   if (req.op == "rdma_rc") return run_rc_op_live(parse_rc_args(a), token_);
+  if (req.op == "ofi_rdm") {
+    // In a runner child, as the all-reduces: libfabric's providers are not ours to trust.
+    RunnerChildSpec spec;
+    spec.program = runner_program_;
+    spec.transport = kOfiRunnerName;
+    spec.args = a;
+    spec.token = token_;
+    spec.deadline_ms = parse_ofi_args(a).budget_ms;
+    return run_transport_in_child(spec, {});
+  }
   // op == "allreduce" (validate() accepted nothing else)
   TransportArgs t = parse_transport_args(a);
   std::function<void(size_t, size_t)> on_size_done;
@@ -95,6 +106,8 @@ Json AgentSession::facts() {
   ProbeContext ctx;
   ctx.env = Environment::from_process();
   ctx.roots = SystemRoots::live_system(ctx.env.get("HOME").value_or(""));
+  // libfabric in a child: its providers' signal handlers must not change how the agent dies.
+  ctx.options.ofi_discovery_program = runner_program_;
   Report r = probe_this_node(ctx);  // the same probe path as `fabcheck node`
   Json report = report_to_json(r);
   Json ifs = interfaces_for_report(report, ctx.roots);

@@ -45,7 +45,7 @@ struct ChannelError : std::runtime_error {
 // Server: the first connection that proves the token for "rdma_rc" within timeout_ms. Strays
 // handshake beside it (wire/handshake_gate.h), each cut off at the data-handshake bound or
 // pushed out by newer ones, so none of them delays the real peer.
-wire::Fd accept_peer(const RcArgs& a, const std::string& token) {
+wire::Fd accept_peer(const PeerChannelArgs& a, const std::string& token) {
   wire::Fd listener;
   try {
     listener = tcp::listen_tcp(a.local_addr, a.port, 1024);
@@ -57,7 +57,8 @@ wire::Fd accept_peer(const RcArgs& a, const std::string& token) {
   std::string last_rejection;
   {
     wire::HandshakeGate gate(
-        listener.get(), {token, "agent", [](const std::string& p) { return p == "rdma_rc"; }, {}},
+        listener.get(),
+        {token, "agent", [purpose = a.purpose](const std::string& p) { return p == purpose; }, {}},
         {kMaxPendingChannelHandshakes, tcp::kDataHandshakeTimeoutMs});
     try {
       admitted = gate.next(deadline);
@@ -74,7 +75,7 @@ wire::Fd accept_peer(const RcArgs& a, const std::string& token) {
   }
   try {
     wire::write_frame(admitted->fd.get(),
-                      wire::welcome_frame(admitted->claims, {{"mode", "rdma_rc"}}), deadline);
+                      wire::welcome_frame(admitted->claims, {{"mode", a.purpose}}), deadline);
   } catch (const wire::WireError& e) {
     throw ChannelError(e.kind() == wire::WireErrorKind::kTimeout ? ETIMEDOUT : EIO,
                        std::string("welcome: ") + e.what());
@@ -82,7 +83,7 @@ wire::Fd accept_peer(const RcArgs& a, const std::string& token) {
   return std::move(admitted->fd);
 }
 
-wire::Fd connect_peer(const RcArgs& a, const std::string& token) {
+wire::Fd connect_peer(const PeerChannelArgs& a, const std::string& token) {
   auto deadline = wire::deadline_in_ms(a.timeout_ms);
   std::string last;
   for (;;) {
@@ -95,7 +96,7 @@ wire::Fd connect_peer(const RcArgs& a, const std::string& token) {
       // The handshake reads the server's answer before sending anything else: a refusal (error
       // frame, then close) is read here, before a later write could turn the close into a reset.
       try {
-        wire::client_handshake(c.fd.get(), token, "peer", "rdma_rc", Json::object(), deadline);
+        wire::client_handshake(c.fd.get(), token, "peer", a.purpose, Json::object(), deadline);
       } catch (const wire::WireError& e) {
         if (e.kind() == wire::WireErrorKind::kImpostor || e.kind() == wire::WireErrorKind::kBadToken ||
             e.kind() == wire::WireErrorKind::kRejected)
@@ -157,11 +158,20 @@ Json base(const RcArgs& a) {
 
 }  // namespace
 
+wire::Fd open_peer_channel(const PeerChannelArgs& a, const std::string& token) {
+  try {
+    return a.server ? accept_peer(a, token) : connect_peer(a, token);
+  } catch (const ChannelError& e) {
+    throw std::runtime_error(e.what());
+  }
+}
+
 Json run_rc_op(verbs::VerbsApi& api, const RcArgs& a, const std::string& token) {
   Json out = base(a);
   wire::Fd ch;
   try {
-    ch = a.role == "server" ? accept_peer(a, token) : connect_peer(a, token);
+    PeerChannelArgs c{a.role == "server", a.local_addr, a.peer_addr, a.port, a.timeout_ms, "rdma_rc"};
+    ch = c.server ? accept_peer(c, token) : connect_peer(c, token);
   } catch (const ChannelError& e) {
     // Nothing was measured: the test did not start, so no RC diagnosis applies.
     rdma::RcTestResult r;

@@ -143,6 +143,7 @@ std::vector<std::string> request_targets(const wire::Request& req) {
     return out;
   }
   if (req.op == "rdma_rc" && wire::get_string(a, "role", 16) == "client") return {get_ipv4(a, "peer_addr")};
+  if (req.op == "ofi_rdm" && wire::get_string(a, "role", 16) == "client") return {get_ipv4(a, "peer_addr")};
   return {};
 }
 
@@ -175,6 +176,33 @@ RcArgs parse_rc_args(const Json& a) {
   return r;
 }
 
+OfiArgs parse_ofi_args(const Json& a) {
+  OfiArgs r;
+  r.role = wire::get_string(a, "role", 16);
+  if (r.role != "server" && r.role != "client")
+    throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                          "field 'role' = '" + r.role + "'; expected server or client");
+  r.provider = wire::get_string(a, "provider", 32);
+  const bool name_ok = !r.provider.empty() && std::all_of(r.provider.begin(), r.provider.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ';' || c == '-';
+  });
+  if (!name_ok)
+    throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                          "field 'provider' = '" + r.provider + "' is not a libfabric provider name");
+  r.local_addr = get_ipv4(a, "local_addr");
+  if (r.role == "client") r.peer_addr = get_ipv4(a, "peer_addr");
+  r.port = static_cast<uint16_t>(get_int(a, "port", 1, 65535));
+  // Up to 16 MiB per message, as rdma_rc: this bounds the agent's buffers.
+  r.bw_size_bytes = static_cast<uint64_t>(get_int_or(a, "bw_size_bytes", 1, 16 << 20, 1 << 20));
+  r.bw_messages = static_cast<int>(get_int_or(a, "bw_messages", 1, 1000000, 256));
+  r.window = static_cast<int>(get_int_or(a, "window", 1, 1024, 16));
+  r.lat_iters = static_cast<int>(get_int_or(a, "lat_iters", 1, 1000000, 1000));
+  r.warmup_iters = static_cast<int>(get_int_or(a, "warmup_iters", 0, 100000, 50));
+  r.timeout_ms = static_cast<int>(get_int_or(a, "timeout_ms", 1, kMaxTimeoutMs, 10000));
+  r.budget_ms = static_cast<int>(get_int_or(a, "budget_ms", 1, kMaxSweepTimeoutMs, 120000));
+  return r;
+}
+
 void validate_request(const wire::Request& req) {
   const Json& a = req.args;
   if (req.op == "facts" || req.op == "port_close" || req.op == "transports") return;
@@ -196,6 +224,7 @@ void validate_request(const wire::Request& req) {
     return void(get_int(a, "timeout_ms", 1, kMaxTimeoutMs));
   }
   if (req.op == "rdma_rc") return void(parse_rc_args(a));
+  if (req.op == "ofi_rdm") return void(parse_ofi_args(a));
   if (req.op == "allreduce") {
     wire::get_string(a, "transport", 64);
     return void(parse_transport_args(a));

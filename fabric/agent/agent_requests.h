@@ -64,6 +64,22 @@ struct RcArgs {
 };
 RcArgs parse_rc_args(const Json& args);
 
+// The "ofi_rdm" request: one side of the RDM point-to-point test over libfabric
+// (fabric/ofi_rdm), run in a runner child (transport_child.h). The endpoint addresses travel on
+// the agents' own channel (as rdma_rc's endpoint info does): the server listens on
+// local_addr:port, the client connects to peer_addr:port.
+struct OfiArgs {
+  std::string role;      // "server" | "client"
+  std::string provider;  // libfabric provider name: "efa", "tcp" (letters, digits, '_', ';', '-')
+  std::string local_addr, peer_addr;  // peer_addr: client only
+  uint16_t port = 0;
+  uint64_t bw_size_bytes = 1 << 20;
+  int bw_messages = 256, window = 16, lat_iters = 1000, warmup_iters = 50;
+  int timeout_ms = 10000;  // each wait on the peer
+  int budget_ms = 120000;  // the whole test: the runner child is killed after it
+};
+OfiArgs parse_ofi_args(const Json& args);
+
 // The "allreduce" request's arguments (throws wire::WireError naming the field).
 TransportArgs parse_transport_args(const Json& args);
 

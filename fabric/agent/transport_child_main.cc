@@ -15,6 +15,7 @@
 
 #include "common/json_read.h"
 #include "fabric/agent/agent_commands.h"
+#include "fabric/agent/agent_ofi.h"
 #include "fabric/agent/agent_requests.h"
 #include "fabric/agent/agent_transports.h"
 #include "fabric/agent/transport_child.h"
@@ -138,8 +139,18 @@ int transport_child_main() {
   };
   Json result;
   try {
-    const TransportArgs t = parse_transport_args(req["args"]);
-    result = run_agent_transport_here(transport, t, req["token"].get<std::string>(), on_size_done);
+    if (transport == kOfiRunnerName) {
+      // No sizes to report progress on: the hook fires before the test, so a hung or aborting
+      // provider is what the peer and the controller see.
+      const OfiArgs o = parse_ofi_args(req["args"]);
+      fired = true;
+      hook.fire();
+      result = run_ofi_op(o, req["token"].get<std::string>());
+    } else {
+      const TransportArgs t = parse_transport_args(req["args"]);
+      result =
+          run_agent_transport_here(transport, t, req["token"].get<std::string>(), on_size_done);
+    }
   } catch (const AgentOpError& e) {
     answer("ERROR " + e.code() + " " + e.what());
     return 0;

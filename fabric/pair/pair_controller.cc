@@ -7,6 +7,7 @@
 #include "fabric/launch/child_process.h"
 #include "fabric/pair/agent_client.h"
 #include "fabric/pair/pair_steps.h"
+#include "fabric/pair/ofi_rdm_step.h"
 #include "fabric/pair/rdma_rails.h"
 #include "fabric/pair/rdma_rc_plan.h"
 #include "fabric/pair/session_peers.h"
@@ -140,6 +141,7 @@ PairFacts run_pair(const PairOptions& o) {
   f.rendezvous_port = o.port;
   f.transports_skipped = o.transports == std::vector<std::string>{"none"};
   f.rdma_rc.plan = o.rc;  // what was asked, whether or not the test gets to run
+  f.ofi_rdm.plan = o.ofi;
   launch::install_stop_handler();
   std::string token = wire::generate_token();
   AgentClient A(o.host_a, token), B(o.host_b, token);
@@ -203,6 +205,10 @@ PairFacts run_pair(const PairOptions& o) {
     // QPs are gone before Gloo or NCCL open the same device.
     if (!run("rdma_rc", [&] { run_rdma_rc(f, A, B, o); }) && f.rdma_rc.reason.empty())
       f.rdma_rc.reason = lost.empty() ? "the step failed: " + f.steps.back().error : lost;
+    // The RDM test over libfabric next, for the same reason: before Gloo and NCCL load, and in
+    // a runner child on each agent (a provider that aborts costs this step only).
+    if (!run("ofi_rdm", [&] { run_ofi_rdm_step(f, A, B, o); }) && f.ofi_rdm.reason.empty())
+      f.ofi_rdm.reason = lost.empty() ? "the step failed: " + f.steps.back().error : lost;
     std::vector<std::string> names;
     for (const auto& t : f.a.transports)
       if (std::find(f.b.transports.begin(), f.b.transports.end(), t) != f.b.transports.end() &&
@@ -211,8 +217,10 @@ PairFacts run_pair(const PairOptions& o) {
     for (const auto& n : names) run("allreduce:" + n, [&] { run_transport(f, A, B, o, n); });
   } else if (ok) {
     f.rdma_rc.reason = "no reachable interface pair for the agents' endpoint exchange";
+    f.ofi_rdm.reason = f.rdma_rc.reason;
   } else {
     f.rdma_rc.reason = "not run: " + first_failure(f.steps);
+    f.ofi_rdm.reason = f.rdma_rc.reason;
   }
   // Orderly end in every case: bye, then the process groups are stopped (~AgentClient too).
   step(f, "bye", "", [&] {

@@ -37,6 +37,8 @@ struct PairOptions {
   // send_lat rc_lat_iters ping-pongs of 2 B. perftest's defaults; a slow link (soft-RoCE under
   // emulation moves ~0.1 Gbit/s) finishes with fewer (--rc-iters, --rc-size, --rc-lat-iters).
   RcPlan rc;
+  // The RDM test over libfabric (ofi_rdm_step.h): --ofi-provider, --ofi-messages.
+  OfiRdmPlan ofi;
   // What the run is measuring now, for the CLI's progress line; null shows nothing. Not shared
   // between parallel runs (the cluster runner gives its pair runs none).
   ProgressSink* progress = nullptr;

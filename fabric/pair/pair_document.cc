@@ -165,6 +165,7 @@ Report build_pair_report(const PairFacts& f) {
                    {{"transport", v.rdma.transport ? Json(*v.rdma.transport) : Json()},
                     {"reason", v.rdma.reason}}},
                   {"rdma_rc", to_json(f.rdma_rc)},
+                  {"ofi_rdm", to_json(f.ofi_rdm)},
                   {"recommended", rec}};
   r.sections.push_back({"pair", section});
   return r;

@@ -10,6 +10,7 @@
 
 #include "common/json.h"
 #include "common/latency_histogram.h"
+#include "fabric/pair/ofi_rdm_facts.h"
 
 namespace fabkit::pair {
 
@@ -154,6 +155,7 @@ struct PairFacts {
   std::vector<TransportResult> transports;
   bool transports_skipped = false;  // --transports none
   RdmaRcFacts rdma_rc;
+  OfiRdmFacts ofi_rdm;  // the RDM test over libfabric (ofi_rdm_step.h)
   std::vector<RefusedAddress>
       refused_addresses;  // claims no agent was let contact (session_peers.h)
   std::vector<StepRecord> steps;

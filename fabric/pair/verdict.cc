@@ -1,6 +1,7 @@
 #include "fabric/pair/verdict.h"
 
 #include "fabric/pair/answer_field.h"
+#include "fabric/pair/ofi_rdm_step.h"
 #include "fabric/pair/rdma_rc_plan.h"
 #include "fabric/pair/transport_plan.h"
 
@@ -343,6 +344,7 @@ std::vector<Finding> judge_pair(const PairFacts& f, const Verdict& v) {
 std::vector<Finding> pair_findings(const PairFacts& f, const Verdict& v) {
   std::vector<Finding> out = judge_pair(f, v);
   for (auto& fd : judge_rdma_rc(f)) out.push_back(std::move(fd));
+  for (auto& fd : judge_ofi_rdm(f)) out.push_back(std::move(fd));
   return out;
 }
 

@@ -48,6 +48,26 @@ void render_rdma_rc(const Json& rc, std::ostream& out, const Style& style) {
   t.render(out);
 }
 
+// The RDM test over libfabric: one line, its figures beside the TCP test's on the same pair.
+void render_ofi_rdm(const Json& r, std::ostream& out) {
+  if (!r.is_object()) return;  // reports made before the test existed
+  const std::string status = r.value("status", "");
+  out << "\nlibfabric RDM point-to-point";
+  if (member(r, "provider").is_string()) out << " (" << str(member(r, "provider")) << ")";
+  if (status != "ran") {
+    out << ": " << status << ": " << str(member(r, "reason"), "") << "\n";
+    return;
+  }
+  const Json& plan = member(r, "plan");
+  out << ": " << fixed(member(r, "bandwidth_gbps"), 2) << " Gbit/s ("
+      << member(plan, "bw_messages").dump() << " x " << member(plan, "bw_size_bytes").dump()
+      << " B), latency " << fixed(member(r, "latency_us"), 2) << " us (8 B, half round trip)";
+  if (member(r, "tcp_gbps").is_number())
+    out << "; TCP on the same pair " << fixed(member(r, "tcp_gbps"), 2) << " Gbit/s ("
+        << fixed(member(r, "ratio_to_tcp"), 2) << "x)";
+  out << "\n";
+}
+
 // The steps that did not complete: a failed one is also a finding; a skipped one says which
 // failure kept it from running, so an operator sees what the report lacks and why.
 void render_incomplete_steps(const Json& steps, std::ostream& out, const Style& style) {
@@ -140,6 +160,7 @@ void render_pair_section(const Json& s, std::ostream& out, const Style& style) {
           << str(member(rdma, "reason"), "") << "\n";
   }
   render_rdma_rc(s.value("rdma_rc", Json()), out, style);
+  render_ofi_rdm(s.value("ofi_rdm", Json()), out);
   render_incomplete_steps(member(s, "steps"), out, style);
 
   const Json& rec = member(s, "recommended");

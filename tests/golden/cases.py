@@ -144,6 +144,17 @@ CASES = [
      "setup": {"root": sysroots.build_ib_roce_node}, "env": {"NCCL_IB_SL": "3"},
      "args": ["node", "--json", "--sysroot", "root", "--ib-qos-replay",
               FIX + "/ib_qos/sl_to_vl15.json"]},
+    # Issue #40: libfabric answers (tests/fixtures/libfabric): a p4d's efa providers, and
+    # FI_PROVIDER=efa against Debian's libfabric, which offers no efa provider here
+    {"name": "node-ofi-replay-p4d", "binary": "fabcheck", "schema": "node.schema.json",
+     "setup": {"root": sysroots.build_empty_node}, "env": {"FI_PROVIDER": "efa"},
+     "args": ["node", "--json", "--sysroot", "root", "--ofi-replay",
+              FIX + "/libfabric/p4d-efa-1.11.2.json"]},
+    {"name": "node-ofi-replay-provider-not-offered", "binary": "fabcheck",
+     "schema": "node.schema.json", "setup": {"root": sysroots.build_empty_node},
+     "env": {"FI_PROVIDER": "efa"},
+     "args": ["node", "--json", "--sysroot", "root", "--ofi-replay",
+              FIX + "/libfabric/debian-1.17-tcp-recorded.json"]},
     # fabcheck node with recorded NVML answers (tests/fixtures/nvml): the GPU health section
     {"name": "node-nvml-h100-healthy", "binary": "fabcheck", "schema": "node.schema.json",
      "setup": {"root": sysroots.build_empty_node},
