@@ -84,7 +84,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   r.generated_at = utc_now_rfc3339();
 
   // 1. Gather (I/O), in dependency order. One progress unit per probe.
-  ProgressScope progress(ctx.progress, "node: pcie links", 12);
+  ProgressScope progress(ctx.progress, "node: pcie links", 13);
   // PCIe first: its AER totals are read again after the other probes (the interval without a
   // sleep of its own), and the kernel log names the GPUs and NICs it finds.
   auto pcie = probes::gather_pcie(ctx);

@@ -8,6 +8,8 @@ import os
 import sysroots
 
 FIX = "{src}/tests/fixtures"
+# Where the EFA installer puts aws-ofi-nccl, as the EFA cases' LD_LIBRARY_PATH names it.
+EFA_LD_PATH = "/" + sysroots.AWS_OFI_NCCL_DIR
 
 
 def _derive(src, change):
@@ -105,20 +107,21 @@ CASES = [
      "setup": {"root": sysroots.build_ib_roce_node},
      "env": {"NCCL_TOPO_FILE": FIX + "/topo/nccl_eth_and_ib_nics.xml", "NCCL_IB_HCA": "mlx5_0"},
      "args": ["node", "--json", "--sysroot", "root"]},
-    # EFA instances (tests/fixtures/efa): healthy p4d; p5 with 31 of 32 EFA devices; a g5 run
+    # EFA instances (tests/fixtures/efa), each with a stand-in aws-ofi-nccl (sysroots.py): healthy p4d; p5 with 31 of 32 EFA devices; a g5 run
     # with the p4d job script's FI_EFA_USE_DEVICE_RDMA=1.
     {"name": "node-sysroot-efa-p4d", "binary": "fabcheck", "schema": "node.schema.json",
-     "setup": {"root": sysroots.build_efa_p4d_node}, "env": {"FI_PROVIDER": "efa"},
+     "setup": {"root": sysroots.build_efa_p4d_node},
+     "env": {"FI_PROVIDER": "efa", "LD_LIBRARY_PATH": EFA_LD_PATH},
      "args": ["node", "--json", "--sysroot", "root"]},
     {"name": "node-sysroot-efa-p4d-memlock", "binary": "fabcheck", "schema": "node.schema.json",
-     "setup": {"root": sysroots.build_efa_p4d_memlock_node},
+     "setup": {"root": sysroots.build_efa_p4d_memlock_node}, "env": {"LD_LIBRARY_PATH": EFA_LD_PATH},
      "args": ["node", "--json", "--sysroot", "root"]},
     {"name": "node-sysroot-efa-p5-missing", "binary": "fabcheck", "schema": "node.schema.json",
-     "setup": {"root": sysroots.build_efa_p5_missing_node},
+     "setup": {"root": sysroots.build_efa_p5_missing_node}, "env": {"LD_LIBRARY_PATH": EFA_LD_PATH},
      "args": ["node", "--json", "--sysroot", "root"]},
     {"name": "node-sysroot-efa-g5-device-rdma", "binary": "fabcheck", "schema": "node.schema.json",
      "setup": {"root": sysroots.build_efa_g5_node},
-     "env": {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"},
+     "env": {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1", "LD_LIBRARY_PATH": EFA_LD_PATH},
      "args": ["node", "--json", "--sysroot", "root"]},
     {"name": "node-sysroot-empty", "binary": "fabcheck", "schema": "node.schema.json",
      "setup": {"root": sysroots.build_empty_node}, "args": ["node", "--json", "--sysroot", "root"]},

@@ -145,6 +145,30 @@ def _efa_node(root, ttar):
     write(os.path.join(root, "proc/meminfo"),
           "MemTotal:       1176587520 kB\nHugePages_Total:   10562\nHugePages_Free:    10562\n"
           "HugePages_Rsvd:        0\nHugePages_Surp:        0\nHugepagesize:       2048 kB\n")
+    _aws_ofi_nccl_plugin(root)
+
+
+# The net plugin where the EFA installer puts it (the cases point LD_LIBRARY_PATH at it, as the
+# AWS guides do). The real aws-ofi-nccl is not redistributable here, so this is a stand-in the
+# C compiler builds when the tree is made: an ELF shared object with the plugin tables NCCL
+# looks up (ncclNetPlugin_v8/_v7) and the version line aws-ofi-nccl 1.9.1 logs
+# (aws/aws-k8s-tester#454). The probe reads only those, without loading the file.
+AWS_OFI_NCCL_DIR = "opt/amazon/ofi-nccl/lib"
+
+
+def _aws_ofi_nccl_plugin(root):
+    import subprocess
+    import tempfile
+    out = os.path.join(root, AWS_OFI_NCCL_DIR, "libnccl-net.so")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    src = ("int ncclNetPlugin_v8[8] = {8};\nint ncclNetPlugin_v7[8] = {7};\n"
+           "const char ofi_version_text[] = \"NET/OFI Initializing aws-ofi-nccl 1.9.1-aws\";\n"
+           "const char* ofi_version(void) { return ofi_version_text; }\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        c = os.path.join(tmp, "plugin.c")
+        write(c, src)
+        subprocess.run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-O1", "-o", out, c],
+                       check=True)
 
 
 def build_efa_p4d_node(root):
