@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/progress_option.h"
+#include "cli/ofi_option.h"
 #include "cli/rc_option.h"
 #include "cli/ship_option.h"
 #include "common/environment.h"
@@ -54,6 +55,7 @@ struct ClusterArgs {
   bool no_progress = false;
   ShipArgs ship;
   RcArgs rc;
+  pair::OfiRdmPlan ofi;  // --ofi-provider, --ofi-messages, --ofi-lat-iters
 };
 
 // The --baseline file, read and checked before anything is launched.
@@ -108,6 +110,7 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.plan = slurm::pair_plan_from_string(a.pairs);
   o.max_parallel = a.max_parallel;
   o.pair.rc = rc_plan(a.rc);  // a bad --rc-* is a usage error before anything starts
+  o.pair.ofi = a.ofi;
   if (a.plan_only && !a.baseline.empty())
     throw UsageError(
         "--baseline compares a run with a saved one; --plan-only runs nothing: "
@@ -274,6 +277,7 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0.0, 100.0));
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/cluster.md)");
   add_rc_options(sub, &a->rc);
+  add_ofi_options(sub, &a->ofi);
   add_ship_options(sub, &a->ship);
   add_no_progress_flag(sub, &a->no_progress);
   sub->callback([a, exit_code] {

@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/progress_option.h"
+#include "cli/ofi_option.h"
 #include "cli/rc_option.h"
 #include "cli/ship_option.h"
 #include "common/errors.h"
@@ -124,22 +125,7 @@ void register_pair_command(CLI::App& app, int* exit_code) {
   sub->add_flag("--json", a->json, "Print the report as JSON (docs/json/pair.md)");
   sub->add_option("--html", a->html, "Also write the report as one self-contained HTML file");
   add_rc_options(sub, &a->rc);
-  sub->add_option("--ofi-provider", a->ofi.provider,
-                  "The RDM test over libfabric with this provider (efa, tcp, ...; default: efa when "
-                  "both hosts have EFA devices, else the test is skipped)")
-      ->check([](const std::string& v) -> std::string {
-        for (char c : v)
-          if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-')
-            return "'" + v + "' is not a libfabric provider name (letters, digits, '_', '-')";
-        return v.empty() ? "give a provider name, e.g. efa or tcp" : "";
-      });
-  sub->add_option("--ofi-messages", a->ofi.bw_messages,
-                  "The libfabric RDM test: 1 MiB messages sent for the bandwidth figure (default "
-                  "256)")
-      ->check(CLI::Range(1, 1000000));
-  sub->add_option("--ofi-lat-iters", a->ofi.lat_iters,
-                  "The libfabric RDM test: 8-byte ping-pongs for the latency figure (default 1000)")
-      ->check(CLI::Range(1, 1000000));
+  add_ofi_options(sub, &a->ofi);
   add_ship_options(sub, &a->ship);
   add_no_progress_flag(sub, &a->no_progress);
   sub->callback([a, exit_code] {

@@ -130,6 +130,18 @@ PairMeasurement measurement_from_pair(const PairRun& run) {
     m.source = "rdma_rc write_bw (slowest rail)";
     return m;
   }
+  // EFA (or --ofi-provider): the libfabric RDM test measured the path NCCL's OFI plugin takes,
+  // which the TCP figure of the ENA interface does not.
+  if (f.ofi_rdm.status == "ran" && f.ofi_rdm.bandwidth_gbps) {
+    m.ok = true;
+    m.gbit_s = f.ofi_rdm.bandwidth_gbps;
+    m.source = "ofi_rdm " + f.ofi_rdm.provider + " bandwidth";
+    return m;
+  }
+  if (f.ofi_rdm.status == "failed") {
+    m.error = "ofi_rdm (" + f.ofi_rdm.provider + "): " + f.ofi_rdm.reason;
+    return m;
+  }
   m.ok = true;
   m.gbit_s = link.single_stream_gbit_s;
   m.link_rate_gbit_s = pair::link_rate_gbit_s(link.a, link.b);

@@ -137,11 +137,17 @@ class Session {
     sent_bytes_ += len;
   }
 
-  // Polls until `sends` sends and `recvs` receives have completed in all, or the deadline.
+  // Polls until `sends` sends and `recvs` receives have completed in all, or until no completion
+  // came for timeout_ms. The deadline restarts at each completion: a slow link that keeps
+  // completing is measured (slow), not failed; a peer that stops is named. The whole step is
+  // bounded by the agent's runner child deadline.
   void wait(uint64_t sends, uint64_t recvs, const std::string& phase) {
-    auto deadline = Clock::now() + std::chrono::milliseconds(spec_.timeout_ms);
+    const auto quiet = std::chrono::milliseconds(spec_.timeout_ms);
+    auto deadline = Clock::now() + quiet;
     while (sends_done_ < sends || recvs_done_ < recvs) {
-      if (!progress() && Clock::now() >= deadline)
+      if (progress())
+        deadline = Clock::now() + quiet;
+      else if (Clock::now() >= deadline)
         throw Failure("timeout",
                       "no completion from the peer within " + std::to_string(spec_.timeout_ms) +
                           " ms while " + phase + " (" + std::to_string(recvs_done_) + " of " +
@@ -197,7 +203,9 @@ class Session {
       if (rc != -FI_EAGAIN)
         throw Failure("send_failed", phase + ": " + strerror_(static_cast<int>(-rc)));
       // The queue is full: completions free it, and the provider progresses while we read.
-      if (!progress() && Clock::now() >= deadline)
+      if (progress())
+        deadline = Clock::now() + std::chrono::milliseconds(spec_.timeout_ms);
+      else if (Clock::now() >= deadline)
         throw Failure("timeout", "the send queue stayed full for " +
                                      std::to_string(spec_.timeout_ms) + " ms while " + phase);
     }

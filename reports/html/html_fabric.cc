@@ -15,6 +15,29 @@ std::string num_or(const std::optional<double>& v, const char* none = "—") {
   return v ? chart::format_number(*v) : none;
 }
 
+// The RDM test over libfabric (EFA's path, or --ofi-provider): one paragraph, its figures beside
+// the TCP test's on the same pair, as the text report has them.
+std::string ofi_rdm_paragraph(const Json& r) {
+  if (!r.is_object()) return "";  // reports made before the test existed
+  const std::string w = "pair.ofi_rdm";
+  std::ostringstream o;
+  o << "<p class=\"ofi-rdm\">libfabric RDM point-to-point";
+  const std::string provider = opt_string(r, "provider", w);
+  if (!provider.empty()) o << " (" << escape(provider) << ")";
+  const std::string status = opt_string(r, "status", w);
+  if (status != "ran") {
+    o << ": " << escape(status) << " — " << escape(opt_string(r, "reason", w)) << "</p>\n";
+    return o.str();
+  }
+  o << ": " << num_or(opt_number(r, "bandwidth_gbps", w)) << " Gbit/s, latency "
+    << num_or(opt_number(r, "latency_us", w)) << " µs (8 B, half round trip)";
+  if (auto tcp = opt_number(r, "tcp_gbps", w))
+    o << "; TCP on the same pair " << num_or(tcp) << " Gbit/s ("
+      << num_or(opt_number(r, "ratio_to_tcp", w)) << "×)";
+  o << "</p>\n";
+  return o.str();
+}
+
 }  // namespace
 
 std::string pair_section(const Json& doc) {
@@ -150,6 +173,7 @@ std::string pair_section(const Json& doc) {
                                                  : "")
       << "</p>\n";
   }
+  o << ofi_rdm_paragraph(p.value("ofi_rdm", Json()));
   return o.str();
 }
 

@@ -199,6 +199,25 @@ class ClusterTest(unittest.TestCase):
         self.assertIsNone(doc["cluster"]["search"])
         self.assertLess(elapsed, 120)
 
+    def test_libfabric_rdm_figure_names_the_slow_link(self):
+        """On EFA nodes the matrix's figure is the libfabric RDM test's (docs/cluster.md); here the
+        tcp provider stands in for efa, through --ofi-provider, over the same shaped link."""
+        w = self.world(3)
+        shape_link(w, 0, 1)
+        shape_link(w, 1, 0)
+        # 8 MiB a pair: a few seconds through the 20 Mbit/s link.
+        rc, doc, elapsed = self.cluster(w, "--ofi-provider", "tcp", "--ofi-messages", "8",
+                                        "--ofi-lat-iters", "50")
+        self.assertEqual(rc, 1, codes(doc))
+        by = {(p["a"], p["b"]): p for p in doc["cluster"]["matrix"]["pairs"]}
+        for key, p in by.items():
+            self.assertTrue(p["ok"], p)
+            self.assertEqual(p["source"], "ofi_rdm tcp bandwidth", p)
+        self.assertIn(("cluster.link_slow", "%s<->%s" % (w.hosts[0], w.hosts[1])), codes(doc))
+        self.assertNotIn("cluster.node_slow", [k for k, _ in codes(doc)])
+        self.assertLess(by[(w.hosts[0], w.hosts[1])]["gbit_s"], 0.04)  # tbf at 20 Mbit/s
+        self.assertLess(elapsed, 240)
+
     def test_slow_node_named_with_the_ring_plan(self):
         w = self.world(4)
         # All of h3's traffic shaped, both ways (its fab0 and the switch port toward it: the pair

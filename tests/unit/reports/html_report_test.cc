@@ -119,6 +119,24 @@ TEST(PairSection, RdmaRcPairsWithBandwidthAgainstThePortRate) {
             std::string::npos);
 }
 
+TEST(PairSection, LibfabricRdmFiguresStandBesideTheTcpFigure) {
+  Json doc = load("reports/pair-netns-veth.json");
+  EXPECT_EQ(pair_section(doc).find("libfabric RDM"), std::string::npos);  // a report before it
+  doc["pair"]["ofi_rdm"] = {{"status", "ran"},          {"provider", "tcp"},
+                            {"bandwidth_gbps", 3.0},   {"latency_us", 83.5},
+                            {"tcp_gbps", 13.0},        {"ratio_to_tcp", 0.23}};
+  EXPECT_NE(pair_section(doc).find("libfabric RDM point-to-point (tcp): 3 Gbit/s, latency 83.5 µs "
+                                   "(8 B, half round trip); TCP on the same pair 13 Gbit/s (0.23×)"),
+            std::string::npos)
+      << pair_section(doc);
+  doc["pair"]["ofi_rdm"] = {{"status", "skipped"}, {"provider", nullptr},
+                            {"reason", "no EFA devices on h0"}};
+  EXPECT_NE(pair_section(doc).find("libfabric RDM point-to-point: skipped — no EFA devices on h0"),
+            std::string::npos);
+  doc["pair"]["ofi_rdm"]["reason"] = 7;
+  EXPECT_THROW(pair_section(doc), std::invalid_argument);
+}
+
 TEST(ClusterSection, HeatMapHasACellPerHostPair) {
   Json doc = load("reports/cluster-4-hosts.json");
   std::string h = cluster_section(doc);

@@ -112,6 +112,27 @@ TEST(ClusterReport, RdmaFigureIsTheSlowestRailAndAllRailsFailedIsAFailure) {
   EXPECT_NE(f.error.find("failed on every rail: mlx5_0<->mlx5_0: timeout"), std::string::npos);
 }
 
+// On EFA nodes the ENA interface's TCP figure says nothing of the EFA path NCCL uses: the
+// libfabric RDM test's bandwidth is the link's figure, and its failure is the link's error.
+TEST(ClusterReport, EfaLinkFigureIsTheLibfabricRdmTestsAndItsFailureIsTheLinks) {
+  auto run = three_nodes().pairs[1];
+  run.facts.ofi_rdm.status = "ran";
+  run.facts.ofi_rdm.provider = "efa";
+  run.facts.ofi_rdm.bandwidth_gbps = 92.5;
+  auto m = measurement_from_pair(run);
+  ASSERT_TRUE(m.ok);
+  EXPECT_DOUBLE_EQ(*m.gbit_s, 92.5);
+  EXPECT_EQ(m.source, "ofi_rdm efa bandwidth");
+  run.facts.ofi_rdm.status = "failed";
+  run.facts.ofi_rdm.bandwidth_gbps.reset();
+  run.facts.ofi_rdm.reason = "client: timeout: no completion in 10000 ms";
+  auto f = measurement_from_pair(run);
+  EXPECT_FALSE(f.ok);
+  EXPECT_EQ(f.error, "ofi_rdm (efa): client: timeout: no completion in 10000 ms");
+  run.facts.ofi_rdm.status = "skipped";  // no EFA: the TCP figure, as before
+  EXPECT_EQ(measurement_from_pair(run).source.rfind("tcp single stream", 0), 0u);
+}
+
 TEST(ClusterReport, FindingsFoldedJudgedAndDrift) {
   auto f = three_nodes();
   Report r = slurm::build_cluster_report(f, MatrixOptions{0.5});
