@@ -28,4 +28,10 @@ Report new_report(const std::string& kind) {
   return r;
 }
 
+const Json* find_section(const Report& r, const std::string& name) {
+  for (const auto& s : r.sections)
+    if (s.name == name && s.facts.is_object()) return &s.facts;
+  return nullptr;
+}
+
 }  // namespace fabkit

@@ -26,6 +26,10 @@ struct Report {
   std::vector<Section> sections;
 };
 
+// The facts of the section named `name` when it is a JSON object, else nullptr (a report read
+// back from a file may lack a section, or hold a hostile one).
+const Json* find_section(const Report& r, const std::string& name);
+
 // 0 clean (info only), 1 warn or fail findings, 2 usage error, 3 internal error (docs/architecture.md).
 enum ExitCode : int { kExitClean = 0, kExitFindings = 1, kExitUsage = 2, kExitInternal = 3 };
 int exit_code_for(const std::vector<Finding>& findings);

@@ -9,12 +9,6 @@
 namespace fabkit::profile {
 namespace {
 
-const Json* section(const Report& r, const std::string& name) {
-  for (const auto& s : r.sections)
-    if (s.name == name && s.facts.is_object()) return &s.facts;
-  return nullptr;
-}
-
 // Tolerant getters: absent or null -> nullopt; present with the wrong type -> UsageError, since
 // a report that says "rate_gbps": "fast" is a broken input, not an unknown.
 struct Get {
@@ -118,16 +112,16 @@ NodeFacts node_facts_from_report(const Report& r, const std::string& source) {
   if (auto e = check_hostname(f.hostname))
     throw UsageError(source + ": field 'hostname': value " + quote_for_message(f.hostname) + " " +
                      *e + "; run `fabcheck node --json` on the host itself (not under --sysroot)");
-  if (const Json* rdma = section(r, "rdma")) read_rdma(g, *rdma, f);
-  if (const Json* qos = section(r, "roce_qos")) {
+  if (const Json* rdma = find_section(r, "rdma")) read_rdma(g, *rdma, f);
+  if (const Json* qos = find_section(r, "roce_qos")) {
     const Json& ports = g.arr(*qos, "ports", "roce_qos");
     for (const auto& p : ports) f.roce_qos_ports.push_back(p);
   }
-  if (const Json* qos = section(r, "ib_qos")) {
+  if (const Json* qos = find_section(r, "ib_qos")) {
     const Json& ports = g.arr(*qos, "ports", "ib_qos");
     for (const auto& p : ports) f.ib_qos_ports.push_back(p);
   }
-  if (const Json* efa = section(r, "efa")) {
+  if (const Json* efa = find_section(r, "efa")) {
     EfaNode e;
     e.devices = static_cast<int>(g.num(*efa, "device_count", "efa").value_or(0));
     e.instance_type = g.str(*efa, "product_name", "efa");
@@ -137,14 +131,14 @@ NodeFacts node_facts_from_report(const Report& r, const std::string& source) {
   }
   for (auto [name, slot] : {std::pair{"libfabric", &f.libfabric_version},
                             std::pair{"nccl_net_plugin", &f.net_plugin_version}})
-    if (const Json* sec = section(r, name)) {
+    if (const Json* sec = find_section(r, name)) {
       *slot = g.str(*sec, "version", name);
       if (*slot && check_fabric_label(**slot)) *slot = std::nullopt;  // never into a profile
     }
-  if (const Json* net = section(r, "net")) read_interface(g, *net, f);
-  if (const Json* gpus = section(r, "gpus"))
+  if (const Json* net = find_section(r, "net")) read_interface(g, *net, f);
+  if (const Json* gpus = find_section(r, "gpus"))
     f.gpu_count = static_cast<int>(g.num(*gpus, "count", "gpus").value_or(0));
-  if (const Json* loc = section(r, "locality")) {
+  if (const Json* loc = find_section(r, "locality")) {
     const Json& gl = g.arr(*loc, "gpus", "locality");
     for (size_t i = 0; i < gl.size(); ++i) {
       std::string p = "locality.gpus[" + std::to_string(i) + "]";
@@ -156,13 +150,13 @@ NodeFacts node_facts_from_report(const Report& r, const std::string& source) {
     }
     if (f.gpu_count == 0) f.gpu_count = static_cast<int>(gl.size());
   }
-  if (const Json* topo = section(r, "topo_file")) {
+  if (const Json* topo = find_section(r, "topo_file")) {
     auto path = g.str(*topo, "path", "topo_file");
     if (path && g.boolean(*topo, "present", "topo_file").value_or(false) &&
         !check_variable_value("NCCL_TOPO_FILE", *path))
       f.topo_file = path;
   }
-  if (const Json* lim = section(r, "limits")) {
+  if (const Json* lim = find_section(r, "limits")) {
     if (lim->contains("memlock_bytes") && (*lim)["memlock_bytes"].is_object()) {
       const Json& soft = (*lim)["memlock_bytes"]["soft"];
       f.memlock_unlimited = soft.is_string() && soft.get<std::string>() == "unlimited";
@@ -170,7 +164,7 @@ NodeFacts node_facts_from_report(const Report& r, const std::string& source) {
     if (lim->contains("container") && (*lim)["container"].is_object())
       f.in_container = g.boolean((*lim)["container"], "detected", "limits.container").value_or(false);
   }
-  if (const Json* env = section(r, "nccl_env")) {
+  if (const Json* env = find_section(r, "nccl_env")) {
     const Json& files = g.arr(*env, "files_read", "nccl_env");
     for (size_t i = 0; i < files.size(); ++i) {
       std::string p = "nccl_env.files_read[" + std::to_string(i) + "]";
@@ -208,7 +202,7 @@ std::optional<std::string> network_of(const std::string& transport, const Json& 
 // hosts {a, b}, agents.{a,b}.hostname, recommended {transport, interface_a, interface_b},
 // rendezvous {port, status}, transports[] {transport, peak_busbw_gbps}.
 std::optional<PairVerdict> pair_verdict_from_report(const Report& r, const std::string& source) {
-  const Json* pair = section(r, "pair");
+  const Json* pair = find_section(r, "pair");
   if (!pair) return std::nullopt;
   Get g{source};
   PairVerdict v;

@@ -12,12 +12,6 @@
 namespace fabkit::profile {
 namespace {
 
-const Json* section(const Report& r, const std::string& name) {
-  for (const auto& s : r.sections)
-    if (s.name == name && s.facts.is_object()) return &s.facts;
-  return nullptr;
-}
-
 std::optional<std::string> text(const Json* sec, const char* key) {
   if (!sec || !sec->contains(key) || !(*sec)[key].is_string()) return std::nullopt;
   return (*sec)[key].get<std::string>();
@@ -56,7 +50,7 @@ void check_version(const Profile& p, const NodeEntry* node, const Report& r, con
   auto want = expected<std::string>(
       p, node, [field](const NodeEntry& n) { return n.*field; }, &whose);
   if (!want) return;
-  const Json* sec = section(r, sec_name);
+  const Json* sec = find_section(r, sec_name);
   if (!sec) return skipped(out, what, sec_name);
   auto now = text(sec, "version");
   if (now == want) return;
@@ -73,7 +67,7 @@ void check_fabric_drift(const Profile& p, const NodeEntry* node, const Report& r
   std::string whose;
   const auto want_devices = expected<int>(
       p, node, [](const NodeEntry& n) { return n.efa_devices; }, &whose);
-  const Json* efa = section(r, "efa");
+  const Json* efa = find_section(r, "efa");
   if (want_devices && !efa) skipped(out, "EFA devices", "efa");
   if (want_devices && efa) {
     const Json& c = efa->contains("device_count") ? (*efa)["device_count"] : Json();

@@ -13,12 +13,6 @@
 namespace fabkit::profile {
 namespace {
 
-const Json* section(const Report& r, const std::string& name) {
-  for (const auto& s : r.sections)
-    if (s.name == name && s.facts.is_object()) return &s.facts;
-  return nullptr;
-}
-
 std::string str(const Json& j, const char* k) {
   return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : "";
 }
@@ -41,7 +35,7 @@ void skipped(std::vector<Finding>& out, const std::string& what, const std::stri
 
 void check_interface(const NodeEntry& n, const Report& r, std::vector<Finding>& out) {
   if (!n.interface) return;
-  const Json* net = section(r, "net");
+  const Json* net = find_section(r, "net");
   if (!net) return skipped(out, *n.interface, "net");
   const Json& ifs = (*net).contains("interfaces") ? (*net)["interfaces"] : Json::array();
   for (const auto& i : ifs) {
@@ -77,7 +71,7 @@ const Json* find_port(const Json& rdma, const HcaPort& h) {
 
 void check_hcas(const NodeEntry& n, const Report& r, std::vector<Finding>& out) {
   if (n.hcas.empty()) return;
-  const Json* rdma = section(r, "rdma");
+  const Json* rdma = find_section(r, "rdma");
   if (!rdma) return skipped(out, "RDMA ports", "rdma");
   for (const auto& h : n.hcas) {
     std::string id = h.device + ":" + std::to_string(h.port);
@@ -121,7 +115,7 @@ void check_hcas(const NodeEntry& n, const Report& r, std::vector<Finding>& out) 
 
 void check_memlock(const Profile& p, const Report& r, std::vector<Finding>& out) {
   if (!p.container.memlock_unlimited) return;
-  const Json* lim = section(r, "limits");
+  const Json* lim = find_section(r, "limits");
   if (!lim) return skipped(out, "RLIMIT_MEMLOCK", "limits");
   const Json& m = (*lim).contains("memlock_bytes") ? (*lim)["memlock_bytes"] : Json();
   if (!m.is_object()) return skipped(out, "RLIMIT_MEMLOCK", "limits.memlock_bytes");
@@ -143,11 +137,11 @@ void check_topo(const std::map<std::string, std::string>& env, const Report& r,
   // The validate command stats the profile's file into "profile_files"; a node probe's own
   // topo_file section counts when it looked at the same path.
   std::optional<bool> present;
-  if (const Json* pf = section(r, "profile_files"))
+  if (const Json* pf = find_section(r, "profile_files"))
     if (pf->contains("topo_file") && str((*pf)["topo_file"], "path") == path)
       present = flag((*pf)["topo_file"], "present");
   if (!present)
-    if (const Json* t = section(r, "topo_file"))
+    if (const Json* t = find_section(r, "topo_file"))
       if (str(*t, "path") == path) present = flag(*t, "present");
   if (!present) return skipped(out, path, "topo_file");
   if (!*present)
@@ -163,7 +157,7 @@ void check_roce_qos(const std::map<std::string, std::string>& env, const Report&
                     std::vector<Finding>& out) {
   auto it = env.find("NCCL_IB_TC");
   if (it == env.end()) return;
-  const Json* qos = section(r, "roce_qos");
+  const Json* qos = find_section(r, "roce_qos");
   if (!qos) return skipped(out, "NCCL_IB_TC", "roce_qos");
   const int tc = std::atoi(it->second.c_str());
   const Json& ports = (*qos).contains("ports") ? (*qos)["ports"] : Json::array();
@@ -200,7 +194,7 @@ void check_ib_qos(const std::map<std::string, std::string>& env, const Report& r
                   std::vector<Finding>& out) {
   auto it = env.find("NCCL_IB_SL");
   if (it == env.end()) return;
-  const Json* qos = section(r, "ib_qos");
+  const Json* qos = find_section(r, "ib_qos");
   if (!qos) return skipped(out, "NCCL_IB_SL", "ib_qos");
   const int sl = std::atoi(it->second.c_str());
   const Json& ports = (*qos).contains("ports") ? (*qos)["ports"] : Json::array();
@@ -238,7 +232,7 @@ void check_ib_qos(const std::map<std::string, std::string>& env, const Report& r
 
 void check_env_conflicts(const std::map<std::string, std::string>& env, const Report& r,
                          std::vector<Finding>& out) {
-  const Json* ne = section(r, "nccl_env");
+  const Json* ne = find_section(r, "nccl_env");
   if (!ne || !ne->contains("variables") || !(*ne)["variables"].is_array()) return;
   for (const auto& v : (*ne)["variables"]) {
     auto it = env.find(str(v, "name"));

@@ -147,12 +147,22 @@ std::vector<std::string> request_targets(const wire::Request& req) {
   return {};
 }
 
+namespace {
+
+// The side of a two-agent test (the RC and libfabric RDM tests): "server" or "client".
+std::string parse_role(const Json& a) {
+  std::string role = wire::get_string(a, "role", 16);
+  if (role != "server" && role != "client")
+    throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                          "field 'role' = '" + role + "'; expected server or client");
+  return role;
+}
+
+}  // namespace
+
 RcArgs parse_rc_args(const Json& a) {
   RcArgs r;
-  r.role = wire::get_string(a, "role", 16);
-  if (r.role != "server" && r.role != "client")
-    throw wire::WireError(wire::WireErrorKind::kBadMessage,
-                          "field 'role' = '" + r.role + "'; expected server or client");
+  r.role = parse_role(a);
   r.mode = wire::get_string(a, "mode", 16);
   if (r.mode != "write_bw" && r.mode != "send_lat")
     throw wire::WireError(wire::WireErrorKind::kBadMessage,
@@ -178,10 +188,7 @@ RcArgs parse_rc_args(const Json& a) {
 
 OfiArgs parse_ofi_args(const Json& a) {
   OfiArgs r;
-  r.role = wire::get_string(a, "role", 16);
-  if (r.role != "server" && r.role != "client")
-    throw wire::WireError(wire::WireErrorKind::kBadMessage,
-                          "field 'role' = '" + r.role + "'; expected server or client");
+  r.role = parse_role(a);
   r.provider = wire::get_string(a, "provider", 32);
   const bool name_ok = !r.provider.empty() && std::all_of(r.provider.begin(), r.provider.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ';' || c == '-';
