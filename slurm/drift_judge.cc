@@ -94,6 +94,13 @@ const Kind kKinds[] = {
      "ports alike (opensm: one qos_ca_sl2vl / qos_ca_max_vls for all CAs, then a heavy sweep or "
      "restart; a port it skipped shows an old table); `fabcheck node` on the node shows its "
      "table, OperationalVLs and PathRecord SL"},
+    {"libfabric_version", "cluster.drift_libfabric", "libfabric release",
+     "install the same libfabric everywhere (on AWS the same EFA installer, which puts it in "
+     "/opt/amazon/efa; one container image); aws-ofi-nccl is built against one libfabric"},
+    {"net_plugin", "cluster.drift_net_plugin", "NCCL net plugin",
+     "give every node the same NCCL net plugin (on AWS the same aws-ofi-nccl from the EFA "
+     "installer, /opt/amazon/ofi-nccl/lib, and the same LD_LIBRARY_PATH or NCCL_NET_PLUGIN): a "
+     "node without it runs NCCL over sockets and slows every collective"},
     {"gid_types:", "cluster.drift_gid", "GID table types",
      "give every node the same GID layout (the same addresses on the RoCE netdev, RoCE v2 "
      "enabled: `cma_roce_mode -d DEV -p PORT -m 2`)"},
@@ -127,6 +134,24 @@ std::map<std::string, std::string> drift_facts_from_node_report(const Json& r) {
         continue;
       if (i.contains("mtu") && i["mtu"].is_number() && i.contains("name") && i["name"].is_string())
         out["mtu:" + i["name"].get<std::string>()] = text_of(i["mtu"]);
+    }
+  }
+  // The fabric stack NCCL's OFI path runs on (docs/efa.md): which libfabric, and which plugin
+  // NCCL would load (kind, version and file), "(none)" where none would.
+  if (const Json* lf = section(r, "libfabric"))
+    if (lf->contains("version") && (*lf)["version"].is_string())
+      out["libfabric_version"] = (*lf)["version"].get<std::string>();
+  if (const Json* np = section(r, "nccl_net_plugin")) {
+    if (np->contains("plugin") && (*np)["plugin"].is_object()) {
+      const Json& p = (*np)["plugin"];
+      auto field = [&](const char* k) {
+        return p.contains(k) && p[k].is_string() ? p[k].get<std::string>() : std::string();
+      };
+      std::string v = field("kind");
+      if (!field("version").empty()) v += " " + field("version");
+      out["net_plugin"] = v + " (" + field("path") + ")";
+    } else if (np->contains("plugin") && (*np)["plugin"].is_null()) {
+      out["net_plugin"] = "(none)";
     }
   }
   add_gpu_drift_facts(r, out);

@@ -102,6 +102,35 @@ TEST(DriftJudge, ANodeThatLostAnHcaIsNamed) {
   EXPECT_EQ(f[1].subject, "c:hcas");
 }
 
+TEST(DriftJudge, ANodeOnAnotherLibfabricOrWithoutTheNetPluginIsNamed) {
+  auto node = [](Json libfabric_version, Json plugin) {
+    return drift_facts_from_node_report(
+        Json{{"kind", "node"},
+             {"libfabric", {{"version", libfabric_version}}},
+             {"nccl_net_plugin", {{"version", ""}, {"plugin", plugin}}}});
+  };
+  const Json ofi = {{"path", "/opt/amazon/ofi-nccl/lib/libnccl-net.so"},
+                    {"kind", "aws-ofi-nccl"},
+                    {"version", "1.14.2"}};
+  auto f = node("1.22.0amzn1.0", ofi);
+  EXPECT_EQ(f["libfabric_version"], "1.22.0amzn1.0");
+  EXPECT_EQ(f["net_plugin"], "aws-ofi-nccl 1.14.2 (/opt/amazon/ofi-nccl/lib/libnccl-net.so)");
+  EXPECT_EQ(node(nullptr, nullptr).count("libfabric_version"), 0u);  // not loadable: unknown
+  EXPECT_EQ(node(nullptr, nullptr)["net_plugin"], "(none)");
+  std::vector<NodeDriftFacts> n{{"p4d-1", node("1.22.0amzn1.0", ofi)},
+                                {"p4d-2", node("1.22.0amzn1.0", ofi)},
+                                {"p4d-3", node("1.17.0", nullptr)}};
+  auto got = judge_drift(n);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].code, "cluster.drift_libfabric");
+  EXPECT_EQ(got[0].subject, "p4d-3:libfabric_version");
+  EXPECT_EQ(got[1].code, "cluster.drift_net_plugin");
+  EXPECT_NE(got[1].message.find("NCCL net plugin is (none) on p4d-3; 2 of 3 nodes have "
+                                "aws-ofi-nccl 1.14.2"),
+            std::string::npos)
+      << got[1].message;
+}
+
 TEST(DriftJudge, NoMajorityNamesEveryGroup) {
   std::vector<NodeDriftFacts> n{{"a", {{"mtu:eth0", "1500"}}}, {"b", {{"mtu:eth0", "9000"}}}};
   auto f = judge_drift(n);
