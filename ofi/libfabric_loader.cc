@@ -1,4 +1,5 @@
 #include <dlfcn.h>
+#include <cstdlib>
 
 #include <filesystem>
 #include <system_error>
@@ -97,6 +98,13 @@ LibfabricEntry load_libfabric(const Environment& env) {
     }
     return e;
   }
+  // Debian's libfabric links libpsm_infinipath, whose libinfinipath constructor installs
+  // SIGSEGV/SIGABRT handlers that write "<program>.80s-<pid>,<host>.btr" into the current
+  // directory and exit(1): root writing files where it happens to stand, and a crash no longer
+  // reported as one. IPATH_NO_BACKTRACE (read by that constructor, so set before the load) keeps
+  // the handlers out. Only the children that load libfabric (ofi-discover, the RDM test's runner)
+  // reach this.
+  ::setenv("IPATH_NO_BACKTRACE", "1", 1);
   // RTLD_LOCAL: its symbols must not satisfy anything loaded later. Never dlclose'd: providers
   // start progress threads (rxm, efa) that would run on in unmapped code.
   void* h = ::dlopen(e.path.c_str(), RTLD_NOW | RTLD_LOCAL);

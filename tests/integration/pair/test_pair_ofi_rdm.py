@@ -3,7 +3,8 @@ network-namespace hosts (tests/integration/netns/netns.py) over the installed li
 provider (--ofi-provider tcp): it runs, moves bytes, reports bandwidth and latency beside the TCP
 test's figure; without EFA devices and without the flag it is skipped, saying why; a peer that
 never answers (the runner hook FABKIT_TEST_RUNNER_FAULT=ofi_rdm:hang, docs/pair.md) ends in a
-named timeout, not a hang, and costs only its step.
+named timeout, not a hang, and costs only its step; so does a transfer that stalls mid-window on
+a shaped link, on both sides, without crashing either runner.
 
 Run: test_pair_ofi_rdm.py /path/to/fabcheck   (root; skips with the reason otherwise)
 """
@@ -25,6 +26,15 @@ FAST = ["--pings", "50", "--bandwidth-ms", "200", "--transports", "none", "--tim
         "--ofi-messages", "64", "--ofi-lat-iters", "200"]
 
 
+def fast_without(extra):
+    """FAST less the flags `extra` gives itself (each flag may be given once)."""
+    out = []
+    for i in range(0, len(FAST), 2):
+        if FAST[i] not in extra:
+            out += FAST[i:i + 2]
+    return out
+
+
 class OfiRdmPairTest(unittest.TestCase):
     def setUp(self):
         self.world = netns.NetnsWorld(hosts=2, decoys=False, controller=True).__enter__()
@@ -33,7 +43,7 @@ class OfiRdmPairTest(unittest.TestCase):
     def pair(self, *extra, launcher="ip netns exec {host}", json_out=True):
         w = self.world
         argv = ["ip", "netns", "exec", w.ctl, FABCHECK, "pair", *w.hosts, "--launcher", launcher,
-                *FAST, *extra] + (["--json"] if json_out else [])
+                *fast_without(extra), *extra] + (["--json"] if json_out else [])
         t0 = time.monotonic()
         p = subprocess.run(argv, capture_output=True, text=True, timeout=180)
         return p, time.monotonic() - t0
@@ -102,6 +112,26 @@ class OfiRdmPairTest(unittest.TestCase):
         self.assertEqual("ok", steps["bye"]["status"], d["pair"]["steps"])
         self.assertNotIn("pair.agent_lost", [x["code"] for x in d["findings"]])
         self.assertLess(elapsed, 60)
+        time.sleep(0.3)
+        self.assertEqual([], self.world.pids(0) + self.world.pids(1))
+
+    def test_transfer_that_stalls_mid_window_is_a_named_timeout_on_both_sides(self):
+        """A link so slow that one 1 MiB message takes longer than --timeout-ms: the client gives
+        up with messages in flight while the server still has receives posted. Both sides must
+        report the timeout; closing Debian's libfabric 1.17 rxm endpoint in that state crashed
+        the server's runner with SIGSEGV before the session was left to the process's exit."""
+        w = self.world
+        for a, b in ((0, 1), (1, 0)):
+            netns.shape_to_peer(w.hosts[a], "fab0", w.addr(b), "4mbit")
+        p, elapsed = self.pair("--ofi-provider", "tcp", "--ofi-messages", "32",
+                               "--ofi-lat-iters", "20", "--timeout-ms", "1000")
+        d = self.doc(p)
+        r = d["pair"]["ofi_rdm"]
+        self.assertEqual("failed", r["status"], r)
+        for side in ("client", "server"):
+            self.assertEqual("timeout", r[side].get("code"), r[side])
+            self.assertIn("no completion from the peer within 1000 ms", r[side]["reason"])
+        self.assertLess(elapsed, 120)
         time.sleep(0.3)
         self.assertEqual([], self.world.pids(0) + self.world.pids(1))
 

@@ -193,7 +193,7 @@ TEST(EfaCapture, VerbsGatheredEfaPortIsNotInfiniBand) {
 // The p4d's layout as aws-ofi-nccl's capture describes it ("EFA NICs and GPUs meet at host
 // bridges"): per root complex one EFA device and a GPU behind a switch port; the nearest GPU is
 // the one under the same root (PHB), never the one across the socket link (SYS).
-TEST(EfaCapture, NearestGpuIsTheOneUnderTheSameRoot) {
+TEST(EfaCapture, NearestAcceleratorIsTheOneUnderTheSameRoot) {
   topo::Topology t;
   auto add = [&t](topo::PciKind kind, int parent, const std::string& bus, uint32_t cls, int numa) {
     topo::PciNode n;

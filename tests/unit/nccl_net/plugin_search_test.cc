@@ -125,7 +125,7 @@ TEST(PluginSearch, DisabledPluginOnEfaFails) {
   ASSERT_TRUE(find(judge_nccl_net(f, {"rdmap16s27"}), "nccl_net.plugin_disabled"));
 }
 
-TEST(PluginSearch, PluginBuiltForAnotherNcclFails) {
+TEST(PluginSearch, PluginBuiltForAnotherCollectiveLibraryFails) {
   Node n;
   // Offers only v4 (NCCL 2.8 to 2.18); NCCL 2.28 loads v11 down to v6.
   n.library(std::string(kOfiLib) + "/libnccl-net.so", {{4}, {4}, {}, kOfi150});

@@ -25,7 +25,7 @@ std::string text_of(const Json& doc) {
   return out.str();
 }
 
-TEST(PairNetText, NcclRowsSayWhichPluginCarriedThem) {
+TEST(PairNetText, CollectiveRowsSayWhichPluginCarriedThem) {
   Json doc = pair_fixture();
   ASSERT_FALSE(doc["pair"]["transports"].empty());
   EXPECT_EQ(text_of(doc).find("NCCL net ("), std::string::npos) << "no net: no line";
