@@ -65,10 +65,10 @@ void drop_links_judged_by_sysfs(std::vector<Finding>& findings, const probes::Pc
 
 // The libfabric judge's view of the other probes: the EFA devices, and the FI_* settings a job
 // here would run with.
-probes::LibfabricContext libfabric_context(const probes::RdmaFacts& rdma,
+probes::LibfabricContext libfabric_context(const probes::EfaFacts& efa,
                                            const probes::NcclEnvFacts& nccl_env) {
   probes::LibfabricContext c;
-  for (const auto& d : rdma.devices) c.efa_devices += d.driver == "efa" ? 1 : 0;
+  c.efa_devices = static_cast<int>(efa.devices.size());
   if (const auto* v = probes::find_variable(nccl_env, "FI_PROVIDER")) c.fi_provider = v->value;
   if (const auto* v = probes::find_variable(nccl_env, "FI_EFA_USE_DEVICE_RDMA"))
     c.use_device_rdma = v->value;
@@ -152,8 +152,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   append(r.findings, probes::judge_nccl_env(nccl_env, rdma_ports));
   // Without aws-ofi-nccl, NCCL on an EFA node runs over sockets.
   std::vector<std::string> efa_devices;
-  for (const auto& d : rdma.devices)
-    if (d.driver == "efa") efa_devices.push_back(d.name);
+  for (const auto& d : efa.devices) efa_devices.push_back(d.name);
   append(r.findings, probes::judge_nccl_net(nccl_net, efa_devices));
   // The nets an NCCL topology file names must exist as RDMA devices here.
   append(r.findings, probes::judge_topo_file(topo_file, rdma_names));
@@ -171,7 +170,7 @@ Report run_node_probe(const ProbeContext& ctx) {
   append(r.findings, probes::judge_kernel_log(kernel_log));
   append(r.findings, probes::judge_roce_qos(roce_qos));
   append(r.findings, probes::judge_ib_qos(ib_qos));
-  append(r.findings, probes::judge_libfabric(libfabric, libfabric_context(rdma, nccl_env)));
+  append(r.findings, probes::judge_libfabric(libfabric, libfabric_context(efa, nccl_env)));
   // Last: every read above has happened, the AER and counter rereads included.
   if (ctx.roots.tree)
     append(r.findings, probes::judge_sysroot_refusals(ctx.roots.tree->refusals()));
