@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/progress_option.h"
 #include "cli/ofi_option.h"
+#include "cli/plan_option.h"
 #include "cli/rc_option.h"
 #include "cli/ship_option.h"
 #include "common/environment.h"
@@ -31,7 +32,6 @@ struct ClusterArgs {
   std::vector<std::string> hosts;
   std::string launcher;  // default: srun inside an allocation, else ssh
   std::string agent_path;
-  std::string pairs = "all";
   std::string profile_out;
   std::string json_out;  // the JSON report to a file, beside the text on stdout
   std::string prom;      // the key figures as a Prometheus textfile (node_exporter)
@@ -50,7 +50,7 @@ struct ClusterArgs {
   bool search = false, no_search = false;
   std::string search_bytes = "1M";
   double search_fraction = 0.25;
-  double per_pair_s = 6.0;
+  PlanArgs plan;  // --pairs, --budget, --topology, --per-pair-s
   bool json = false;
   bool no_progress = false;
   ShipArgs ship;
@@ -107,8 +107,10 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.launcher = launch::parse_launcher(o.launcher_text, std::max(1, a.timeout_ms / 1000));
   o.agent_path = a.agent_path.empty() ? self_path() : a.agent_path;
   for (const auto& h : o.hosts) launch::launcher_argv(o.launcher, h, {o.agent_path});  // names
-  o.plan = slurm::pair_plan_from_string(a.pairs);
   o.max_parallel = a.max_parallel;
+  const slurm::ClusterPlan plan = make_cluster_plan(a.plan, o.hosts, o.max_parallel);
+  o.plan = plan.asked;
+  o.rounds = plan.rounds;
   o.pair.rc = rc_plan(a.rc);  // a bad --rc-* is a usage error before anything starts
   o.pair.ofi = a.ofi;
   if (a.plan_only && !a.baseline.empty())
@@ -121,7 +123,7 @@ int run_cluster_cmd(const ClusterArgs& a) {
   check_stdout_or_path("--profile-out", a.profile_out);
   if (!a.prom.empty()) check_output_path("--prom", a.prom);
   if (a.plan_only) {
-    Report r = slurm::build_plan_report(o.hosts, o.plan, o.max_parallel, a.per_pair_s);
+    Report r = slurm::build_plan_report(o.hosts, plan);
     r.hostname = profile::local_hostname();
     return reports::render_report(r, a.json, std::cout);
   }
@@ -155,7 +157,7 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.progress = progress.get();
   slurm::ClusterFacts facts = slurm::run_cluster(o);
   progress.reset();  // its line is gone before anything else is printed
-  Report r = slurm::build_cluster_report(facts, o.matrix);
+  Report r = slurm::build_cluster_report(facts, o.matrix, &plan);
   r.hostname = profile::local_hostname();
   if (!a.profile_out.empty()) {
     // The profile needs at least one node report; without one the report says why. Writing it
@@ -204,9 +206,7 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
                   "such as 'ip netns exec {host}'");
   sub->add_option("--agent-path", a->agent_path,
                   "fabcheck on the hosts (default: this binary's path)");
-  sub->add_option("--pairs", a->pairs,
-                  "all (round-robin: every pair, N-1 rounds) or ring "
-                  "(neighbours, 2-3 rounds)");
+  add_plan_options(sub, &a->plan);
   sub->add_option("--profile-out", a->profile_out, "Write the merged cluster.json here");
   sub->add_option("--json-out", a->json_out,
                   "Also write the JSON report here (temp file + rename); stdout keeps the text");
@@ -248,9 +248,8 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
                   "links' TCP figure (default 0.25)")
       ->check(CLI::Range(0.001, 0.99));
   sub->add_flag("--plan-only", a->plan_only,
-                "Print the schedule and its estimated time; launch nothing");
-  sub->add_option("--per-pair-s", a->per_pair_s, "With --plan-only: seconds one pair run takes")
-      ->check(CLI::Range(0.01, 3600.0));
+                "Print the plan (strategy, rounds, estimate against --budget, coverage); launch "
+                "nothing");
   auto* baseline =
       sub->add_option("--baseline", a->baseline,
                       "Compare the run with this saved fabcheck cluster --json report (a "

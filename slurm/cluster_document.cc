@@ -4,6 +4,7 @@
 
 #include "slurm/cluster_judge.h"
 #include "slurm/link_search.h"
+#include "slurm/plan_document.h"
 
 namespace fabkit::slurm {
 using namespace slurm;  // the facts' types: this file renders nothing else
@@ -51,7 +52,8 @@ Json search_json(const ClusterFacts& f) {
 
 }  // namespace
 
-Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOptions& mo) {
+Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOptions& mo,
+                            const ClusterPlan* plan) {
   Report r;
   r.kind = "cluster";
   r.generated_at = utc_now_rfc3339();
@@ -119,7 +121,7 @@ Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOpt
   Json c = {{"cluster_version", 1},
             {"hosts", f.hosts},
             {"launcher", f.launcher},
-            {"plan", to_string(f.plan)},
+            {"plan", plan ? to_string(plan->strategy) : to_string(f.plan)},
             {"max_parallel", f.max_parallel},
             {"schedule",
              {{"rounds", cost.rounds},
@@ -130,7 +132,8 @@ Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOpt
               {"pairs_ms", f.pairs_ms},
               {"retest_ms", f.retest_ms},
               {"retest_runs", f.retests.size()},
-              {"round_ms", f.round_ms}}},
+              {"round_ms", f.round_ms},
+              {"planner", plan ? planner_json(*plan) : Json()}}},
             {"nodes", nodes},
             {"matrix",
              {{"reference_gbit_s", opt(v.reference_gbit_s)},
@@ -142,35 +145,41 @@ Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOpt
   return r;
 }
 
-Report build_plan_report(const std::vector<std::string>& hosts, slurm::PairPlan plan,
-                         int max_parallel, double per_pair_s) {
+Report build_plan_report(const std::vector<std::string>& hosts, const ClusterPlan& plan) {
   Report r;
   r.kind = "cluster";
   r.generated_at = utc_now_rfc3339();
   const int n = static_cast<int>(hosts.size());
-  auto rounds = make_schedule(plan, n);
-  auto cost = schedule_cost(rounds, n, per_pair_s, max_parallel);
-  auto all = schedule_cost(round_robin(n), n, per_pair_s, max_parallel);
+  const ScheduleCost& cost = plan.cost;
   Json rj = Json::array();
-  for (const auto& rd : rounds) {
+  for (const auto& rd : plan.rounds) {
     Json pairs = Json::array(), idle = Json::array();
     for (const auto& p : rd.pairs) pairs.push_back({hosts[p.a], hosts[p.b]});
     for (int i : rd.idle) idle.push_back(hosts[i]);
     rj.push_back({{"pairs", pairs}, {"idle", idle}});
   }
+  const Json pj = planner_json(plan);
   r.sections.push_back({"plan",
                         {{"hosts", hosts},
-                         {"plan", to_string(plan)},
-                         {"max_parallel", max_parallel},
-                         {"per_pair_s", per_pair_s},
+                         {"pairs", pj["pairs"]},
+                         {"plan", pj["plan"]},
+                         {"why", pj["why"]},
+                         {"max_parallel", plan.max_parallel},
+                         {"per_pair_s", plan.per_pair_s},
+                         {"budget_s", plan.budget_s},
+                         {"search_reserve_s", plan.search_reserve_s},
                          {"rounds", cost.rounds},
                          {"waves", cost.waves},
                          {"pair_runs", cost.pair_runs},
                          {"sequential_runs", cost.sequential_runs},
                          {"estimated_s", cost.seconds},
-                         {"sequential_estimated_s", cost.sequential_runs * per_pair_s},
-                         {"all_pairs_estimated_s", all.seconds},
+                         {"total_estimated_s", plan.estimated_s},
+                         {"fits_budget", plan.fits_budget},
+                         {"sequential_estimated_s", cost.sequential_runs * plan.per_pair_s},
+                         {"all_pairs_estimated_s", plan.all_pairs_s},
                          {"link_search_rounds_bound", n >= 2 ? link_search_round_bound(n) : 0},
+                         {"shifts", pj["shifts"]},
+                         {"coverage", pj["coverage"]},
                          {"schedule", rj}}});
   return r;
 }

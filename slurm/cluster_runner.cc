@@ -147,7 +147,8 @@ ClusterFacts run_cluster(const ClusterOptions& o) {
   f.nodes_ms = ms_since(t0);
   if (o.skip_pairs) return f;
 
-  f.rounds = make_schedule(o.plan, static_cast<int>(o.hosts.size()));
+  f.rounds = !o.rounds.empty() ? o.rounds
+                               : make_schedule(o.plan, static_cast<int>(o.hosts.size()));
   auto t1 = Clock::now();
   {
     // One bar over every pair of every round: its ETA is the matrix's.

@@ -38,6 +38,8 @@ struct ClusterOptions {
   launch::LauncherSpec launcher;
   std::string agent_path;  // fabcheck on the hosts
   PairPlan plan = PairPlan::kAll;
+  // The rounds to run, from plan_cluster (slurm/planner.h); empty = make_schedule(plan).
+  std::vector<Round> rounds;
   int max_parallel = 32;  // pair runs (and node runs) at once
   int node_timeout_ms = 60000;
   bool skip_pairs = false;

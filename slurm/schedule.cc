@@ -7,14 +7,18 @@
 
 namespace fabkit::slurm {
 
-const char* to_string(PairPlan p) { return p == PairPlan::kRing ? "ring" : "all"; }
+const char* to_string(PairPlan p) {
+  return p == PairPlan::kRing ? "ring" : p == PairPlan::kAuto ? "auto" : "all";
+}
 
 PairPlan pair_plan_from_string(const std::string& text) {
   if (text == "all") return PairPlan::kAll;
   if (text == "ring") return PairPlan::kRing;
+  if (text == "auto") return PairPlan::kAuto;
   throw UsageError("--pairs '" + text +
-                   "' is not a pair plan: use --pairs all (every pair, N-1 rounds) or --pairs "
-                   "ring (neighbours only, 2-3 rounds)");
+                   "' is not a pair plan: use --pairs auto (all pairs when they fit --budget, "
+                   "else a ring and shifts that do), --pairs all (every pair, N-1 rounds) or "
+                   "--pairs ring (neighbours only, 2-3 rounds)");
 }
 
 std::vector<Round> round_robin(int nodes) {
@@ -66,6 +70,7 @@ std::vector<Round> ring_rounds(int nodes) {
 }
 
 std::vector<Round> make_schedule(PairPlan plan, int nodes) {
+  FABKIT_ENFORCE(plan != PairPlan::kAuto, "--pairs auto is planned by plan_cluster");
   return plan == PairPlan::kRing ? ring_rounds(nodes) : round_robin(nodes);
 }
 

@@ -20,9 +20,10 @@ struct Round {
   std::vector<int> idle;  // nodes with no partner this round (the bye of an odd tournament)
 };
 
-enum class PairPlan { kAll, kRing };
+// --pairs: kAuto lets the planner choose within the budget (slurm/planner.h).
+enum class PairPlan { kAll, kRing, kAuto };
 const char* to_string(PairPlan p);
-// "all" | "ring". Throws UsageError naming the value and the choices.
+// "auto" | "all" | "ring". Throws UsageError naming the value and the choices.
 PairPlan pair_plan_from_string(const std::string& text);
 
 // Round-robin tournament (circle method): node 0 stays fixed, the others rotate one place per
@@ -36,6 +37,8 @@ std::vector<Round> round_robin(int nodes);
 // but a bad link between non-neighbours is not tested.
 std::vector<Round> ring_rounds(int nodes);
 
+// kAll or kRing over the host order; kAuto needs the topology and the budget: plan_cluster
+// (slurm/planner.h).
 std::vector<Round> make_schedule(PairPlan plan, int nodes);
 
 // Any list of pairs (the links to re-test) packed greedily, in order, into rounds of disjoint

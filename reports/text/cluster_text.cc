@@ -126,6 +126,32 @@ void render_search(const Json& se, std::ostream& out, const Style& style) {
   t.render(out);
 }
 
+// Shifts and coverage: shared by --plan-only and a run's "plan:" lines.
+void render_plan_coverage(const Json& planner, const Json& cov, std::ostream& out) {
+  std::string shifts;
+  for (const auto& s : member(planner, "shifts"))
+    shifts += (shifts.empty() ? "" : ", ") + s.dump() + (s == 1 ? " (ring)" : "");
+  if (!shifts.empty())
+    out << "shifts (pairs i, i+s over the hosts "
+        << (str(member(cov, "topology")) == "unknown" ? "as given" : "sorted by leaf")
+        << "): " << shifts << "\n";
+  out << "coverage: " << member(cov, "pairs_measured") << " of " << member(cov, "pairs_total")
+      << " pairs; pairs per node min " << member(cov, "min_pairs_per_node") << ", median "
+      << fixed(member(cov, "median_pairs_per_node"), 1) << "; topology "
+      << str(member(cov, "topology"));
+  if (str(member(cov, "topology")) != "unknown")
+    out << " (" << member(cov, "leaves") << " leaves, " << member(cov, "spines") << " spines)";
+  out << ", " << member(cov, "rails") << " rail(s) a node\n";
+  const Json& paths = member(cov, "leaf_spine_paths");
+  if (paths.is_number() && paths.get<int>() > 0)
+    out << "  leaf<->spine paths (each direction): " << member(cov, "leaf_spine_paths")
+        << ", loaded fewer than 2 times: " << member(cov, "paths_under_2_loads") << "\n";
+  if (member(cov, "leaf_pairs").is_number() && member(cov, "leaf_pairs").get<int64_t>() > 0)
+    out << "  pairs of leaves met: " << member(cov, "leaf_pairs_met") << " of "
+        << member(cov, "leaf_pairs") << "\n";
+  for (const auto& n : member(cov, "notes")) out << "  - " << str(n) << "\n";
+}
+
 }  // namespace
 
 void render_cluster_section(const Json& s, std::ostream& out, const Style& style) {
@@ -135,23 +161,36 @@ void render_cluster_section(const Json& s, std::ostream& out, const Style& style
       << member(sch, "sequential_runs") << " pairs in all), launcher " << str(member(s, "launcher"))
       << "\n"
       << "time: node checks " << seconds(member(sch, "nodes_ms")) << " s, pair rounds "
-      << seconds(member(sch, "pairs_ms")) << " s\n\n";
+      << seconds(member(sch, "pairs_ms")) << " s\n";
+  const Json planner = sch.value("planner", Json());
+  if (planner.is_object()) {
+    out << "plan: " << str(member(planner, "why")) << "\n";
+    render_plan_coverage(planner, member(planner, "coverage"), out);
+  }
+  out << "\n";
   render_nodes(s, out, style);
   render_matrix(s, out, style);
   render_search(s.value("search", Json()), out, style);
 }
 
 void render_plan_section(const Json& p, std::ostream& out) {
-  out << "plan " << str(member(p, "plan")) << " for " << member(p, "hosts").size()
-      << " nodes: " << member(p, "rounds") << " rounds (" << member(p, "waves")
-      << " waves at --max-parallel " << member(p, "max_parallel") << "), " << member(p, "pair_runs")
-      << " pair runs\n"
+  const Json& cov = member(p, "coverage");
+  out << "plan " << str(member(p, "plan")) << " (--pairs " << str(member(p, "pairs")) << ") for "
+      << member(p, "hosts").size() << " nodes: " << member(p, "rounds") << " rounds ("
+      << member(p, "waves") << " waves at --max-parallel " << member(p, "max_parallel") << "), "
+      << member(p, "pair_runs") << " pair runs\n"
+      << "why: " << str(member(p, "why")) << "\n"
       << "estimate at " << fixed(member(p, "per_pair_s"), 1)
-      << " s per pair run: " << fixed(member(p, "estimated_s"), 0)
-      << " s (every pair, one at a time: " << fixed(member(p, "sequential_estimated_s"), 0)
+      << " s per pair run: " << fixed(member(p, "estimated_s"), 0) << " s pair rounds + "
+      << fixed(member(p, "search_reserve_s"), 0) << " s kept for the bad-link search = "
+      << fixed(member(p, "total_estimated_s"), 0) << " s of the "
+      << fixed(member(p, "budget_s"), 0) << " s budget"
+      << (member(p, "fits_budget") == false ? " (OVER BUDGET)" : "") << "\n"
+      << "  (every pair, one at a time: " << fixed(member(p, "sequential_estimated_s"), 0)
       << " s; --pairs all in rounds: " << fixed(member(p, "all_pairs_estimated_s"), 0)
-      << " s); a bad-link search adds at most " << member(p, "link_search_rounds_bound")
+      << " s); a bad-link search takes at most " << member(p, "link_search_rounds_bound")
       << " rounds\n";
+  if (cov.is_object()) render_plan_coverage(p, cov, out);
   Table t({{"round", Align::kRight}, {"pairs"}, {"idle"}});
   size_t shown = 0;
   for (const auto& rd : member(p, "schedule")) {
@@ -159,10 +198,16 @@ void render_plan_section(const Json& p, std::ostream& out) {
       t.add_row({"...", std::to_string(member(p, "schedule").size() - 8) + " more rounds"});
       break;
     }
+    // A round of a 1,000-node plan holds 500 pairs: the first few, then how many more (--json
+    // has them all).
     std::string pairs, idle;
-    for (const auto& pr : member(rd, "pairs"))
-      pairs += (pairs.empty() ? "" : " ") + str(pr.at(0)) + "<->" + str(pr.at(1));
-    for (const auto& h : member(rd, "idle")) idle += (idle.empty() ? "" : " ") + str(h);
+    const Json& rp = member(rd, "pairs");
+    for (size_t i = 0; i < rp.size() && i < 6; ++i)
+      pairs += (pairs.empty() ? "" : " ") + str(rp[i].at(0)) + "<->" + str(rp[i].at(1));
+    if (rp.size() > 6) pairs += " ... (" + std::to_string(rp.size()) + " pairs)";
+    const Json& ri = member(rd, "idle");
+    for (size_t i = 0; i < ri.size() && i < 6; ++i) idle += (idle.empty() ? "" : " ") + str(ri[i]);
+    if (ri.size() > 6) idle += " ... (" + std::to_string(ri.size()) + ")";
     t.add_row({std::to_string(shown), pairs, idle});
   }
   t.render(out);

@@ -231,9 +231,18 @@ namespace fabkit::slurm {
 namespace {
 
 TEST(ClusterReport, PlanNamesTheRoundsAndTheEstimate) {
-  Report r = slurm::build_plan_report({"a", "b", "c", "d"}, PairPlan::kRing, 1, 10.0);
+  PlanInput in;
+  in.nodes = 4;
+  in.pairs = PairPlan::kRing;
+  in.max_parallel = 1;
+  in.per_pair_s = 10.0;
+  Report r = slurm::build_plan_report({"a", "b", "c", "d"}, plan_cluster(in));
   const Json& p = r.sections.at(0).facts;
   EXPECT_EQ(r.sections[0].name, "plan");
+  EXPECT_EQ(p["pairs"], "ring");
+  EXPECT_EQ(p["plan"], "ring");
+  EXPECT_EQ(p["coverage"]["pairs_measured"], 4);
+  EXPECT_EQ(p["coverage"]["pairs_total"], 6);
   EXPECT_EQ(p["rounds"], 2);
   EXPECT_EQ(p["waves"], 4);  // two pairs per round, one at a time
   EXPECT_DOUBLE_EQ(p["estimated_s"].get<double>(), 40.0);

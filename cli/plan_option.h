@@ -1,0 +1,28 @@
+// `fabcheck cluster`'s plan flags (docs/cluster.md, "The schedule"): --pairs auto|all|ring,
+// --budget, --topology FILE, --per-pair-s; the plan is made before anything is launched.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "slurm/planner.h"
+
+namespace fabkit::cli {
+
+struct PlanArgs {
+  std::string pairs = "auto";
+  std::string budget = "10m";
+  std::string topology;  // a Slurm topology.conf; empty = unknown (scontrol is not asked)
+  double per_pair_s = slurm::kDefaultPerPairS;
+};
+
+void add_plan_options(CLI::App* sub, PlanArgs* args);
+
+// Reads --topology (a usage error names the file, line and field) and plans the rounds. Throws
+// UsageError (exit 2) for a bad --pairs, --budget or topology file.
+slurm::ClusterPlan make_cluster_plan(const PlanArgs& args, const std::vector<std::string>& hosts,
+                                     int max_parallel);
+
+}  // namespace fabkit::cli
