@@ -13,11 +13,18 @@
 
 namespace fabkit::slurm {
 
-// One pair run's wall time with the cluster defaults, when --per-pair-s is not given. Measured
-// here over network-namespace hosts (docs/cluster.md, "Cost model", has the command and figures):
-// a node with RDMA rails adds its RC runs, so give --per-pair-s from a real run's
-// matrix.pairs[].elapsed_ms there.
-inline constexpr double kDefaultPerPairS = 6.0;
+// One pair run's wall time with the cluster defaults (--bandwidth-ms 300, --pings 200, no
+// transports), when --per-pair-s is not given: a wave lasts as long as its slowest pair run.
+// Measured 2026-12-06 over 8 network-namespace hosts on this 2-core machine while other builds
+// loaded it (load average 9-11), one interface a host:
+//   ip netns exec CTL fabcheck cluster h0 .. h7 --launcher 'ip netns exec {host}' --json
+//     --pairs ring --no-search [--max-parallel 1]
+// (NetnsWorld(hosts=8, controller=True) as tests/integration/cluster/test_cluster.py builds it;
+// matrix.pairs[].elapsed_ms): 4 pairs at once 2.3-2.7 s each (median 2.5 s, rounds 2.4-2.7 s),
+// one at a time 1.2-1.6 s (median 1.3-1.4 s). 3 s covers the slowest of a round. A node with
+// RDMA rails adds two RC runs per rail and more interface pairs add C_a x C_b TCP tests
+// (docs/cluster.md, "Cost model"): give --per-pair-s from a real run's elapsed_ms there.
+inline constexpr double kDefaultPerPairS = 3.0;
 // `--budget 10m`: the target for a cluster check at any N.
 inline constexpr double kDefaultBudgetS = 600.0;
 
