@@ -12,8 +12,7 @@
 // picks, while the budget lasts, the shift that adds the most of what is still missing, in this
 // order: every leaf<->spine path loaded twice each way (a bad spine port shows in two pair runs,
 // not one), every pair of leaves met once, then more peers per node (spread-out distances).
-// Fleet checks at scale take the same line instead of all pairs (imbue's 4,000-GPU bring-up and
-// Azure's NHC run per-rail and per-switch tests, not N^2): docs/cluster.md, "The schedule".
+// docs/cluster.md, "The schedule" and "Cost model", has the figures.
 #include "slurm/planner.h"
 
 #include <algorithm>
