@@ -345,7 +345,7 @@ ClusterPlan plan_cluster(const PlanInput& in) {
       // Say only the aims that applied: without spines or leaves the greedy spread the shifts.
       std::string aims = topo.spines > 0 ? "load every leaf<->spine path twice each way, " : "";
       if (!topo.leaf_of.empty()) aims += "meet every pair of leaves, ";
-      aims += "then give each node more peers";
+      aims += aims.empty() ? "give each node more peers" : "then give each node more peers";
       p.why = "--pairs all would take " + secs(all.seconds) + ", over " + budget_text + ": " +
               ring + " plus " + std::to_string(p.shifts.size() - 1) + " shift" +
               (p.shifts.size() == 2 ? "" : "s") + " chosen to " + aims + ", while the budget lasts";
