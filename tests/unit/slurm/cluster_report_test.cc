@@ -252,6 +252,23 @@ TEST(ClusterReport, PlanNamesTheRoundsAndTheEstimate) {
   EXPECT_TRUE(r.findings.empty());
 }
 
+TEST(ClusterReport, RunCarriesThePlannersChoiceAndCoverage) {
+  auto f = three_nodes();
+  const Json plain = build_cluster_report(f, MatrixOptions{}).sections[0].facts;
+  EXPECT_TRUE(plain["schedule"]["planner"].is_null());
+  PlanInput in;
+  in.nodes = 3;
+  in.budget_s = 1;  // all pairs do not fit; the ring (every pair of 3) runs anyway
+  ClusterPlan plan = plan_cluster(in);
+  const Json c = build_cluster_report(f, MatrixOptions{}, &plan).sections[0].facts;
+  EXPECT_EQ(c["plan"], "ring");
+  const Json& p = c["schedule"]["planner"];
+  EXPECT_EQ(p["pairs"], "auto");
+  EXPECT_EQ(p["fits_budget"], false);
+  EXPECT_EQ(p["coverage"]["pairs_measured"], 3);
+  EXPECT_EQ(p["coverage"]["min_pairs_per_node"], 2);
+}
+
 TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   auto f = three_nodes();
   // Not considered: no finding, search is null.
