@@ -74,9 +74,10 @@ class Search {
       if (groups.empty()) continue;
       res = round(groups);
       for (size_t i = 0; i < groups.size() && !stop_; ++i)
-        if (res[i]) decide(NodePair{std::min(groups[i][0], groups[i][1]),
-                                    std::max(groups[i][0], groups[i][1])},
-                           true);
+        if (res[i])
+          decide(
+              NodePair{std::min(groups[i][0], groups[i][1]), std::max(groups[i][0], groups[i][1])},
+              true);
     }
     bool named = false;
     for (const auto& f : r_.faults) named = named || f.kind != "not_reproduced";
@@ -159,8 +160,12 @@ class Search {
     int pos = first_positive ? 1 : 0;
     for (int i = 1; i < p_.repeats; ++i) pos += round({{p.a, p.b}})[0] ? 1 : 0;
     std::vector<SearchFault> out;
-    SearchFault f{pos == 0 ? "not_reproduced" : pos == p_.repeats ? "link" : "flaky_link", p, -1,
-                  pos, p_.repeats, 0};
+    SearchFault f{pos == 0 ? "not_reproduced" : pos == p_.repeats ? "link" : "flaky_link",
+                  p,
+                  -1,
+                  pos,
+                  p_.repeats,
+                  0};
     if (pos > 0) {
       std::vector<int> partners = node_test_partners(p);
       if (partners.size() == 2) {
@@ -208,8 +213,7 @@ class Search {
     std::vector<int> out;
     auto fits = [&](int x) {
       return x != p.a && x != p.b && active_.count(x) && !partners_[p.a].count(x) &&
-             !partners_[p.b].count(x) &&
-             std::find(out.begin(), out.end(), x) == out.end();
+             !partners_[p.b].count(x) && std::find(out.begin(), out.end(), x) == out.end();
     };
     for (int x : healthy_)
       if (out.size() < 2 && fits(x)) out.push_back(x);

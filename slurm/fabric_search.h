@@ -52,9 +52,9 @@ struct SearchPolicy {
 };
 
 struct SearchFault {
-  std::string kind;  // link | node | flaky_link | not_reproduced
-  NodePair pair;     // the pair the rounds narrowed to
-  int node = -1;     // kind node: the bad node (one end of pair)
+  std::string kind;                // link | node | flaky_link | not_reproduced
+  NodePair pair;                   // the pair the rounds narrowed to
+  int node = -1;                   // kind node: the bad node (one end of pair)
   int positives = 0, repeats = 0;  // the pair alone: positive in `positives` of `repeats` tests
   int round = 0;                   // the round (1-based) that decided it
 };
@@ -63,7 +63,7 @@ struct FabricSearchResult {
   std::vector<SearchFault> faults;
   int rounds = 0, group_tests = 0;
   int blocks = 1;
-  int bound = 0;             // fabric_search_round_bound for the candidates and policy
+  int bound = 0;                // fabric_search_round_bound for the candidates and policy
   bool stopped_at_cap = false;  // max_links faults named: more may be left
   // found (a link, node or flaky link named) | not_reproduced (only pairs that did not show
   // again) | none (every test of the first stage clean)

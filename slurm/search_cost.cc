@@ -35,8 +35,8 @@ double expected_ring_busbw_gbit_s(int n, double bytes, double link_gbit_s, doubl
   return link_gbit_s / (1 + alpha_s * bytes_per_s * n / bytes);
 }
 
-double group_test_threshold_gbit_s(int n, uint64_t bytes, double reference_gbit_s,
-                                   double fraction, double alpha_s) {
+double group_test_threshold_gbit_s(int n, uint64_t bytes, double reference_gbit_s, double fraction,
+                                   double alpha_s) {
   return fraction *
          expected_ring_busbw_gbit_s(n, static_cast<double>(bytes), reference_gbit_s, alpha_s);
 }

@@ -25,8 +25,8 @@ namespace fabkit::slurm {
 // (docs/cluster.md, "Bad-link search", has the table). A real cluster has its own: the planner
 // may pass figures from the matrix (B: the TCP reference) and from a first group test.
 struct RingCostModel {
-  double alpha_s = 250e-6;         // per ring step (latency, wake-up, reduction of a small chunk)
-  double bandwidth_Bps = 0.17e9;   // per link, bytes/s
+  double alpha_s = 250e-6;        // per ring step (latency, wake-up, reduction of a small chunk)
+  double bandwidth_Bps = 0.17e9;  // per link, bytes/s
   // run_group's set-up is sequential over the hosts (launch, hello, connect, facts), and so are
   // its reachability probes (one per ring-neighbour pair, 20 pings and 50 ms of bandwidth).
   double setup_s_per_host = 0.255;
@@ -58,8 +58,8 @@ struct GroupTestReading {
 
 // The bar (Gbit/s): fraction x the expected busbw of a healthy ring at the group's n and bytes
 // when its links give reference_gbit_s (the matrix's median TCP figure).
-double group_test_threshold_gbit_s(int n, uint64_t bytes, double reference_gbit_s,
-                                   double fraction, double alpha_s);
+double group_test_threshold_gbit_s(int n, uint64_t bytes, double reference_gbit_s, double fraction,
+                                   double alpha_s);
 
 // The one rule of a group test, for the runner and the simulator: positive when it failed, or
 // when the slowest ring's busbw x 8 is below group_test_threshold_gbit_s. A reading with no figure

@@ -75,7 +75,8 @@ using Named = std::set<std::tuple<std::string, int, int>>;
 Named named(const FabricSearchResult& r) {
   Named out;
   for (const auto& f : r.faults)
-    out.insert({f.kind, f.kind == "node" ? f.node : f.pair.a, f.kind == "node" ? f.node : f.pair.b});
+    out.insert(
+        {f.kind, f.kind == "node" ? f.node : f.pair.a, f.kind == "node" ? f.node : f.pair.b});
   return out;
 }
 
@@ -96,8 +97,7 @@ TEST(FabricSearch, OneBadLinkIsNamedAloneWithinTheBound) {
       f.bad = {random_pair(rng, sc.n)};
       auto r = search_fabric(iota(sc.n), f, policy_with_blocks(sc.blocks));
       ASSERT_EQ(r.outcome, "found") << sc.n << "/" << sc.blocks << " seed " << seed;
-      EXPECT_EQ(named(r), link(f.bad[0]))
-          << sc.n << "/" << sc.blocks << " seed " << seed;
+      EXPECT_EQ(named(r), link(f.bad[0])) << sc.n << "/" << sc.blocks << " seed " << seed;
       EXPECT_EQ(r.faults[0].positives, 3);
       EXPECT_EQ(r.rounds, f.rounds);
       EXPECT_LE(r.rounds, r.bound) << sc.n << "/" << sc.blocks << " seed " << seed;
@@ -223,8 +223,7 @@ TEST(FabricSearch, SmallSetsAndBadInput) {
         Fabric f(n, 1);
         f.bad_nodes = {x};
         auto r = search_fabric(iota(n), f, policy_with_blocks(blocks));
-        EXPECT_EQ(named(r), (Named{{"node", x, x}}))
-            << n << "/" << blocks << ": node " << x;
+        EXPECT_EQ(named(r), (Named{{"node", x, x}})) << n << "/" << blocks << ": node " << x;
       }
     }
   Fabric f(4, 1);
@@ -239,18 +238,18 @@ TEST(FabricSearch, TheRoundBoundIsLogarithmicPerFault) {
   // 1024 in 16 blocks of 64: 1 + 15 (first stage) + 4 x (3 x L(128) + 1; L(128) = 15) + 16 + 3.
   EXPECT_EQ(fabric_search_round_bound(1024, policy_with_blocks(16)), 1 + 15 + 4 * 46 + 16 + 3);
   // Doubling N at the same block size adds rounds to the first stage, not per fault.
-  int per_fault_1024 = fabric_search_round_bound(1024, policy_with_blocks(16)) -
-                       fabric_search_round_bound(1024, [] {
-                         auto p = policy_with_blocks(16);
-                         p.max_links = 3;
-                         return p;
-                       }());
-  int per_fault_4096 = fabric_search_round_bound(4096, policy_with_blocks(64)) -
-                       fabric_search_round_bound(4096, [] {
-                         auto p = policy_with_blocks(64);
-                         p.max_links = 3;
-                         return p;
-                       }());
+  int per_fault_1024 =
+      fabric_search_round_bound(1024, policy_with_blocks(16)) - fabric_search_round_bound(1024, [] {
+        auto p = policy_with_blocks(16);
+        p.max_links = 3;
+        return p;
+      }());
+  int per_fault_4096 =
+      fabric_search_round_bound(4096, policy_with_blocks(64)) - fabric_search_round_bound(4096, [] {
+        auto p = policy_with_blocks(64);
+        p.max_links = 3;
+        return p;
+      }());
   EXPECT_EQ(per_fault_1024, 46);
   EXPECT_EQ(per_fault_4096, per_fault_1024);  // the same block size: the same rounds per fault
 }

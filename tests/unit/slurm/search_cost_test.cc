@@ -37,8 +37,8 @@ TEST(SearchCost, AFixedSizeOverManyRanksIsLatencyBoundAndTheRuleAllowsForIt) {
   EXPECT_GT(healthy_scaled * 8, 0.7 * ref_gbit);
   EXPECT_NEAR(healthy_scaled * 8, expected_ring_busbw_gbit_s(n, scaled, ref_gbit, m.alpha_s),
               1e-3 * ref_gbit);
-  EXPECT_FALSE(group_test_positive({false, healthy_scaled, n, scaled}, ref_gbit, fraction,
-                                   m.alpha_s));
+  EXPECT_FALSE(
+      group_test_positive({false, healthy_scaled, n, scaled}, ref_gbit, fraction, m.alpha_s));
   const double slow_link = model_busbw_gbps(n, scaled, m.alpha_s, m.bandwidth_Bps / 10);
   EXPECT_TRUE(group_test_positive({false, slow_link, n, scaled}, ref_gbit, fraction, m.alpha_s));
   // A failed run is positive whatever its figure; no figure and no failure is not.
@@ -57,7 +57,8 @@ TEST(SearchCost, BlocksMakeTheFirstStageFarCheaperThanOneGroupOfAll) {
   for (int n : {1024, 4096}) {
     const int g = choose_search_blocks(n, p, m);
     EXPECT_GT(g, 1) << n;
-    const double blocks = search_first_stage_s(n, g, p, m), whole = search_first_stage_s(n, 1, p, m);
+    const double blocks = search_first_stage_s(n, g, p, m),
+                 whole = search_first_stage_s(n, 1, p, m);
     EXPECT_LT(blocks * 10, whole) << n << ": " << blocks << " s vs " << whole << " s";
     for (int other : {std::max(1, g / 2), std::min(n / 2, g * 2)})
       EXPECT_LE(blocks, search_first_stage_s(n, other, p, m)) << n;
