@@ -1,6 +1,7 @@
 #include "slurm/fabric_search.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -94,8 +95,15 @@ class Search {
     if (out.size() != groups.size())
       throw std::logic_error("GroupTester answered " + std::to_string(out.size()) +
                              " results for " + std::to_string(groups.size()) + " groups");
-    for (size_t i = 0; i < groups.size(); ++i)
-      if (!out[i] && groups[i].size() >= 2) healthy_.insert(groups[i].begin(), groups[i].end());
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const auto& g = groups[i];
+      if (out[i] || g.size() < 2) continue;
+      healthy_.insert(g.begin(), g.end());
+      // Two nodes each member is known fast with: its node test's partner (a node healthy as a
+      // node may still have an unknown bad link to this end; one it was clean with has not).
+      for (size_t j = 0; j < g.size(); ++j)
+        clean_with_[g[j]] = {g[(j + 1) % g.size()], g[(j + g.size() - 1) % g.size()]};
+    }
     return out;
   }
 
@@ -167,14 +175,34 @@ class Search {
                   p_.repeats,
                   0};
     if (pos > 0) {
-      std::vector<int> partners = node_test_partners(p);
+      std::vector<int> partners = node_test_partners(p, {});
       if (partners.size() == 2) {
+        const int ends[2] = {p.a, p.b};
         auto res = round({{p.a, partners[0]}, {p.b, partners[1]}});
+        // An end slow with a node it was never in a clean group with may have a second bad link
+        // to that very node (healthy as a node): it is a bad node only when slow with a second
+        // one too (one more round; otherwise that link is left for the search to find).
+        std::vector<std::vector<int>> again;
+        std::vector<int> again_end;
+        for (int i = 0; i < 2; ++i)
+          if (res[static_cast<size_t>(i)] && !clean_pair(ends[i], partners[static_cast<size_t>(i)]))
+            again_end.push_back(i);
+        if (!again_end.empty()) {
+          std::vector<int> more = node_test_partners(p, partners);
+          for (size_t j = 0; j < again_end.size() && j < more.size(); ++j)
+            again.push_back({ends[again_end[j]], more[j]});
+          // Too few nodes for a second partner (4 candidates): the one answer stands.
+          if (again.size() == again_end.size()) {
+            auto res2 = round(again);
+            for (size_t j = 0; j < again_end.size(); ++j)
+              res[static_cast<size_t>(again_end[j])] = res2[j];
+          }
+        }
         for (int i = 0; i < 2; ++i)
           if (res[static_cast<size_t>(i)]) {
             SearchFault nf = f;
             nf.kind = "node";
-            nf.node = i == 0 ? p.a : p.b;
+            nf.node = ends[i];
             out.push_back(nf);
           }
       }
@@ -207,18 +235,33 @@ class Search {
     }
   }
 
-  // Two distinct nodes for the ends of p to be tested with: known healthy (a clean group of two or
-  // more), still active, no known pair with either end; failing that, any other active node.
-  std::vector<int> node_test_partners(NodePair p) {
+  // A node for each end of p to be tested with, distinct: one that end was in a clean group with
+  // (known healthy, and fast with it), still active, no known pair with either end; failing that,
+  // any known healthy node; failing that, any other active node. Fewer than two: no node test.
+  bool clean_pair(int end, int x) {
+    auto it = clean_with_.find(end);
+    return it != clean_with_.end() && (it->second[0] == x || it->second[1] == x);
+  }
+
+  std::vector<int> node_test_partners(NodePair p, const std::vector<int>& not_these) {
     std::vector<int> out;
     auto fits = [&](int x) {
       return x != p.a && x != p.b && active_.count(x) && !partners_[p.a].count(x) &&
-             !partners_[p.b].count(x) && std::find(out.begin(), out.end(), x) == out.end();
+             !partners_[p.b].count(x) && std::find(out.begin(), out.end(), x) == out.end() &&
+             std::find(not_these.begin(), not_these.end(), x) == not_these.end();
     };
-    for (int x : healthy_)
-      if (out.size() < 2 && fits(x)) out.push_back(x);
-    for (int x : active_)
-      if (out.size() < 2 && fits(x)) out.push_back(x);
+    for (int end : {p.a, p.b}) {
+      const size_t want = out.size() + 1;
+      auto it = clean_with_.find(end);
+      if (it != clean_with_.end())
+        for (int x : it->second)
+          if (out.size() < want && fits(x)) out.push_back(x);
+      for (auto h = healthy_.begin(); out.size() < want && h != healthy_.end(); ++h)
+        if (fits(*h)) out.push_back(*h);
+      for (auto h = active_.begin(); out.size() < want && h != active_.end(); ++h)
+        if (fits(*h)) out.push_back(*h);
+      if (out.size() < want) return {};
+    }
     return out;
   }
 
@@ -229,6 +272,7 @@ class Search {
   std::set<int> active_, healthy_, dead_;
   std::vector<int> removed_;
   std::map<int, std::set<int>> partners_;
+  std::map<int, std::array<int, 2>> clean_with_;
   bool stop_ = false;
 };
 
@@ -242,7 +286,7 @@ int fabric_search_round_bound(int n, const SearchPolicy& policy) {
   const int g = effective_search_blocks(n, policy);
   const int m = (n + g - 1) / g, k = policy.max_links, R = policy.repeats;
   const int s = g == 1 ? n : std::min(n, 2 * m);
-  return 1 + round_robin_rounds(g) + k * (R * link_search_round_bound(s) + 1) + std::max(k, g) +
+  return 1 + round_robin_rounds(g) + k * (R * link_search_round_bound(s) + 2) + std::max(k, g) +
          round_robin_rounds(k);
 }
 

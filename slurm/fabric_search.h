@@ -11,10 +11,12 @@
 //     through a link that crosses its two blocks.
 //  2. A positive group is resolved: bisected to one pair (find_bad_link, known positive), the pair
 //     alone tested `repeats` times (every time = bad, sometimes = flaky, never = not reproduced),
-//     then each end tested with a node known healthy in one round (an end slow with a healthy
-//     node is a bad node). A found pair must not mask the next one, and a group holding both ends
-//     of a known bad link is always positive: so one end of the pair (the bad node, for a node) is
-//     taken out of the active set, and the group is tested again without it until it is clean.
+//     then each end tested with a node known healthy in one round, one it was in a clean group
+//     with where there is one (an end slow with a healthy node is a bad node; with one it was
+//     never in a clean group with, only when slow with a second one too). A found pair must not
+//     mask the next one, and a group holding both ends of a known bad link is always positive: so
+//     one end of the pair (the bad node, for a node) is taken out of the active set, and the group
+//     is tested again without it until it is clean.
 //  3. The ends taken out are swept at the end: each against every block of the active set (its
 //     known partners left out), a removed end and a block at most once per round (max(r, g)
 //     rounds for r ends), then the removed ends among themselves, pair by pair.
@@ -82,15 +84,17 @@ int effective_search_blocks(int n, const SearchPolicy& policy);
 // Worst-case rounds of search_fabric for n candidates, g = effective_search_blocks blocks of at
 // most m = ceil(n/g) nodes, k = max_links, R = repeats, L(s) = link_search_round_bound(s):
 //   1 + rr(g)               the first stage (rr = round-robin rounds: g-1, g when g is odd)
-//   + k x (R L(s) + 1)      per fault: a re-test of its group (1), the bisection with the pair's
+//   + k x (R L(s) + 2)      per fault: a re-test of its group (1), the bisection with the pair's
 //                           first test (L(s) - 1 rounds; R(L(s) - 1) when robust, see below), R - 1
-//                           more tests of the pair, the node test (1)
+//                           more tests of the pair, the node test (1, and 1 more when an end was
+//                           slow with a node it was never in a clean group with: a bad node is
+//                           slow with a second one too, an end with a second bad link is not)
 //   + max(k, g) + rr(k)     the sweep of the k ends taken out, then among themselves
 // with s the largest group resolved (n when g = 1, else min(n, 2m)): O(g + R k log(N/g)). After a
 // pair that did not show again the next bisection of that group is robust: a clean answer is
 // believed only after R clean tests (a flaky link hides in some tests; one clean answer would
 // send the halving the wrong way). A bad link never makes the search robust, so it costs
-// L(s) + R rounds.
+// L(s) + R (+1) rounds.
 int fabric_search_round_bound(int n, const SearchPolicy& policy);
 
 }  // namespace fabkit::slurm
