@@ -27,6 +27,15 @@
 namespace fabkit::cli {
 namespace {
 
+// pair::parse_sizes names --sizes in its message; a search flag's bad value names the flag.
+std::vector<uint64_t> one_size(const std::string& flag, const std::string& text) {
+  try {
+    return pair::parse_sizes(text);
+  } catch (const UsageError&) {
+    throw UsageError(flag + " '" + text + "': give one size from 4 to 4G with an optional K, M or G suffix, e.g. " + flag + " 128K");
+  }
+}
+
 struct ClusterArgs {
   std::vector<std::string> hosts;
   std::string launcher;  // default: srun inside an allocation, else ssh
@@ -134,12 +143,12 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.search.force = a.search;
   o.search.enabled = !a.no_search;
   if (!a.search_bytes.empty()) {
-    auto search_bytes = pair::parse_sizes(a.search_bytes);
+    auto search_bytes = one_size("--search-bytes", a.search_bytes);
     if (search_bytes.size() != 1)
       throw UsageError("--search-bytes '" + a.search_bytes + "': give one size, e.g. --search-bytes 1M");
     o.search.policy.fixed_bytes = search_bytes[0];
   }
-  auto chunk = pair::parse_sizes(a.search_chunk);
+  auto chunk = one_size("--search-chunk", a.search_chunk);
   if (chunk.size() != 1 || chunk[0] == 0)
     throw UsageError("--search-chunk '" + a.search_chunk + "': give one size above 0, e.g. --search-chunk 128K");
   o.search.policy.chunk_bytes = chunk[0];

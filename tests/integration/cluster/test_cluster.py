@@ -365,6 +365,8 @@ class ClusterTest(unittest.TestCase):
                                      ([], [w.hosts[0]], "needs 2 or more"),
                                      (["--search", "--no-search"], None, "contradict"),
                                      (["--search-bytes", "1M,4M"], None, "one size"),
+                                     (["--search-chunk", "0"], None, "--search-chunk '0'"),
+                                     (["--search-repeats", "0"], None, "--search-repeats"),
                                      # --baseline FILE is checked before anything is launched.
                                      (["--baseline", PAIR_FIXTURE], None, "is a pair report"),
                                      (["--baseline", PAIR_FIXTURE + ".missing"], None, ".missing"),
