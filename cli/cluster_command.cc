@@ -28,6 +28,15 @@
 namespace fabkit::cli {
 namespace {
 
+// pair::parse_sizes names --sizes in its message; a search flag's bad value names the flag.
+std::vector<uint64_t> one_size(const std::string& flag, const std::string& text) {
+  try {
+    return pair::parse_sizes(text);
+  } catch (const UsageError&) {
+    throw UsageError(flag + " '" + text + "': give one size from 4 to 4G with an optional K, M or G suffix, e.g. " + flag + " 128K");
+  }
+}
+
 struct ClusterArgs {
   std::vector<std::string> hosts;
   std::string launcher;  // default: srun inside an allocation, else ssh
@@ -48,7 +57,9 @@ struct ClusterArgs {
   bool plan_only = false;
   bool no_retest = false;
   bool search = false, no_search = false;
-  std::string search_bytes = "1M";
+  std::string search_bytes;  // empty: n x --search-chunk per group
+  std::string search_chunk = "128K";
+  int search_max_links = 4, search_repeats = 3, search_blocks = 0;
   double search_fraction = 0.25;
   PlanArgs plan;  // --pairs, --budget, --topology, --per-pair-s
   bool json = false;
@@ -133,10 +144,19 @@ int run_cluster_cmd(const ClusterArgs& a) {
   if (a.search && a.no_search) throw UsageError("--search and --no-search contradict each other; give one");
   o.search.force = a.search;
   o.search.enabled = !a.no_search;
-  auto search_bytes = pair::parse_sizes(a.search_bytes);
-  if (search_bytes.size() != 1)
-    throw UsageError("--search-bytes '" + a.search_bytes + "': give one size, e.g. --search-bytes 1M");
-  o.search.bytes = search_bytes[0];
+  if (!a.search_bytes.empty()) {
+    auto search_bytes = one_size("--search-bytes", a.search_bytes);
+    if (search_bytes.size() != 1)
+      throw UsageError("--search-bytes '" + a.search_bytes + "': give one size, e.g. --search-bytes 1M");
+    o.search.policy.fixed_bytes = search_bytes[0];
+  }
+  auto chunk = one_size("--search-chunk", a.search_chunk);
+  if (chunk.size() != 1 || chunk[0] == 0)
+    throw UsageError("--search-chunk '" + a.search_chunk + "': give one size above 0, e.g. --search-chunk 128K");
+  o.search.policy.chunk_bytes = chunk[0];
+  o.search.policy.max_links = a.search_max_links;
+  o.search.policy.repeats = a.search_repeats;
+  o.search.policy.blocks = a.search_blocks;
   o.search.fraction = a.search_fraction;
   auto& p = o.pair;
   p.launcher_text = o.launcher_text;
@@ -242,7 +262,23 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
                 "matrix is clean");
   sub->add_flag("--no-search", a->no_search,
                 "Never run the bad-link search (by default it runs when a flagged link stays bad)");
-  sub->add_option("--search-bytes", a->search_bytes, "All-reduce size of a group test (default 1M)");
+  sub->add_option("--search-bytes", a->search_bytes,
+                  "One all-reduce size for every group test (default: the group's nodes x "
+                  "--search-chunk)");
+  sub->add_option("--search-chunk", a->search_chunk,
+                  "Bytes per rank of a group test's all-reduce: a group of n runs n x this "
+                  "(default 128K)");
+  sub->add_option("--search-max-links", a->search_max_links,
+                  "Stop the search after this many bad links, bad nodes, flaky links or pairs not "
+                  "reproduced (default 4)")
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--search-repeats", a->search_repeats,
+                  "Tests of a found pair alone: slow in all = bad, in some = flaky (default 3)")
+      ->check(CLI::Range(1, 20));
+  sub->add_option("--search-blocks", a->search_blocks,
+                  "Blocks of the search's first stage (default 0: the cheapest by the cost model; "
+                  "1: one group of every node)")
+      ->check(CLI::Range(0, 1 << 20));
   sub->add_option("--search-fraction", a->search_fraction,
                   "A group is slow when a ring's busbw is below this fraction of the healthy "
                   "links' TCP figure (default 0.25)")

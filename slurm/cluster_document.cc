@@ -23,6 +23,8 @@ Json search_json(const ClusterFacts& f) {
       for (int n : g.nodes) hosts.push_back(f.hosts[static_cast<size_t>(n)]);
       groups.push_back({{"hosts", hosts},
                         {"positive", g.positive},
+                        {"bytes", g.bytes},
+                        {"threshold_gbit_s", opt(g.threshold_gbit_s)},
                         {"rings", g.rings},
                         {"min_busbw_gbps", opt(g.min_busbw_gbps)},
                         {"error", g.error.empty() ? Json() : Json(g.error)},
@@ -33,15 +35,35 @@ Json search_json(const ClusterFacts& f) {
   }
   Json cands = Json::array();
   for (int n : s.candidates) cands.push_back(f.hosts[static_cast<size_t>(n)]);
+  Json faults = Json::array(), link;
+  for (const auto& x : s.result.faults) {
+    faults.push_back(
+        {{"kind", x.kind},
+         {"hosts",
+          {f.hosts[static_cast<size_t>(x.pair.a)], f.hosts[static_cast<size_t>(x.pair.b)]}},
+         {"node", x.node >= 0 ? Json(f.hosts[static_cast<size_t>(x.node)]) : Json()},
+         {"positives", x.positives},
+         {"repeats", x.repeats},
+         {"round", x.round}});
+    if (x.kind == "link" && link.is_null()) link = link_name(f, x.pair);
+  }
+  const SearchPolicy& p = s.policy;
   return {{"trigger", s.trigger},
           {"ran", s.ran},
           {"skipped", s.skipped.empty() ? Json() : Json(s.skipped)},
           {"candidates", cands},
-          {"bytes", s.bytes},
+          {"bytes", p.fixed_bytes > 0 ? Json(p.fixed_bytes) : Json()},
+          {"chunk_bytes", p.chunk_bytes},
+          {"blocks", s.ran ? Json(s.result.blocks) : Json()},
+          {"max_links", p.max_links},
+          {"repeats", p.repeats},
           {"reference_gbit_s", opt(s.reference_gbit_s)},
           {"threshold_gbit_s", opt(s.threshold_gbit_s)},
           {"outcome", s.ran ? Json(s.result.outcome) : Json()},
-          {"link", s.result.link ? Json(link_name(f, *s.result.link)) : Json()},
+          {"link", link},
+          {"faults", faults},
+          {"stopped_at_cap", s.result.stopped_at_cap},
+          {"estimated_s", s.ran ? Json(s.estimated_s) : Json()},
           {"rounds_used", s.result.rounds},
           {"group_tests", s.result.group_tests},
           {"rounds_bound", s.rounds_bound},

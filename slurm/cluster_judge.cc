@@ -48,48 +48,72 @@ void fold_findings(const std::vector<std::pair<std::string, const std::vector<Fi
   }
 }
 
-// The search's verdict: the named link (fail), a link that did not show again (warn), or a clean
-// group test of every candidate (info).
+// The search's verdicts: each bad link (fail), bad node (fail) and flaky link (warn) it named, each
+// pair that did not show again (warn), a search that stopped at its cap (warn), or a clean first
+// stage (info).
 void search_findings(const ClusterFacts& f, std::vector<Finding>& out) {
   const SearchFacts& s = f.search;
   if (!s.ran) return;
-  char figures[256];
-  std::snprintf(
-      figures, sizeof figures,
-      "%d rounds, %d group tests (bound %d; a full pair schedule over the %zu nodes: %d rounds); "
-      "a group is slow below %.3g Gbit/s",
-      s.result.rounds, s.result.group_tests, s.rounds_bound, s.candidates.size(),
-      s.full_schedule_rounds, s.threshold_gbit_s.value_or(0));
-  if (s.result.outcome == "found") {
-    const NodePair& l = *s.result.link;
-    const std::string a = f.hosts[static_cast<size_t>(l.a)], b = f.hosts[static_cast<size_t>(l.b)];
-    std::string last;
-    if (!s.rounds.empty() && !s.rounds.back().empty()) {
-      const auto& g = s.rounds.back().front();
-      last = g.min_busbw_gbps ? "; the pair alone: ring all-reduce busbw " +
-                                    std::to_string(*g.min_busbw_gbps * 8) + " Gbit/s"
-                              : "; the pair alone: " + g.error;
+  const FabricSearchResult& r = s.result;
+  char figures[320];
+  std::snprintf(figures, sizeof figures,
+                "%d rounds, %d group tests (bound %d; first stage in %d blocks; a full pair "
+                "schedule over the %zu nodes: %d rounds); a bandwidth-bound group is slow below "
+                "%.3g Gbit/s",
+                r.rounds, r.group_tests, s.rounds_bound, r.blocks, s.candidates.size(),
+                s.full_schedule_rounds, s.threshold_gbit_s.value_or(0));
+  const std::string of_all =
+      r.faults.size() > 1 ? " (one of " + std::to_string(r.faults.size()) + " faults named)" : "";
+  auto host = [&](int i) { return f.hosts[static_cast<size_t>(i)]; };
+  for (const auto& x : r.faults) {
+    const std::string a = host(x.pair.a), b = host(x.pair.b);
+    const std::string alone = "; the pair alone was slow in " + std::to_string(x.positives) +
+                              " of " + std::to_string(x.repeats) + " tests";
+    if (x.kind == "link") {
+      out.push_back(fail("cluster.link_search_found", link_name(f, x.pair),
+                         "group testing (ring all-reduces of node groups) named the bad link" +
+                             of_all + ": " + figures + alone +
+                             "; each end was fast with a node known healthy",
+                         "check the cable, transceiver and switch ports between " + a + " and " +
+                             b + " (`fabcheck pair " + a + " " + b +
+                             "` shows the interface pairs); drain one of them until it is fixed"));
+    } else if (x.kind == "node") {
+      const std::string other = x.node == x.pair.a ? b : a;
+      out.push_back(fail("cluster.link_search_bad_node", host(x.node),
+                         "group testing narrowed to " + link_name(f, x.pair) + ", and " +
+                             host(x.node) + " was slow with a node known healthy too, while " +
+                             other + " was not: the node, not one link" + of_all + ": " + figures +
+                             alone,
+                         "run `fabcheck node` on " + host(x.node) +
+                             " (NIC, PCIe, CPU load, port counters); drain it until it is fixed"));
+    } else if (x.kind == "flaky_link") {
+      out.push_back(
+          warn("cluster.link_search_flaky", link_name(f, x.pair),
+               "group testing named a link that comes and goes" + of_all + ": " + figures + alone,
+               "watch the error counters on both ends (`ethtool -S`, `perfquery`) and "
+               "re-seat or replace the cable; `fabcheck pair " +
+                   a + " " + b + "` a few times"));
+    } else {
+      out.push_back(warn("cluster.link_search_not_reproduced", "search",
+                         "the groups narrowed to " + link_name(f, x.pair) +
+                             ", whose own tests were fast: a flaky link elsewhere in the group, "
+                             "or load that came and went: " +
+                             figures + alone,
+                         "re-run fabcheck cluster --search; watch the port counters of the "
+                         "nodes the rounds named"));
     }
-    out.push_back(fail("cluster.link_search_found", link_name(f, l),
-                       "group testing (ring all-reduces of node groups) named the bad link: " +
-                           std::string(figures) + last,
-                       "check the cable, transceiver and switch ports between " + a + " and " + b +
-                           " (`fabcheck pair " + a + " " + b +
-                           "` shows the interface pairs); drain one of them "
-                           "until it is fixed"));
-  } else if (s.result.outcome == "not_reproduced") {
-    out.push_back(warn(
-        "cluster.link_search_not_reproduced", "search",
-        "the groups narrowed to a pair whose own test was fast: a flaky link, or load that "
-        "came and went: " +
-            std::string(figures),
-        "re-run fabcheck cluster --search; watch the port counters of the nodes the rounds named"));
-  } else {
+  }
+  if (r.stopped_at_cap)
+    out.push_back(warn("cluster.link_search_stopped_at_cap", "search",
+                       "the search stopped after " + std::to_string(r.faults.size()) +
+                           " faults (--search-max-links): more may be left: " + figures,
+                       "fix or drain what it named and run it again, or raise --search-max-links"));
+  if (r.faults.empty())
     out.push_back(
         info("cluster.link_search_clean", "search",
-             "the all-reduce across every searched node was not slow in any ring order: " +
+             "every group of the first stage (each block, then each union of two blocks, every "
+             "pair of nodes in one group, every ring order) was not slow: " +
                  std::string(figures)));
-  }
 }
 
 }  // namespace

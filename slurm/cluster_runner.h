@@ -14,22 +14,30 @@
 #include "common/report.h"
 #include "fabric/launch/launcher.h"
 #include "fabric/pair/pair_controller.h"
+#include "slurm/fabric_search.h"
 #include "slurm/link_search.h"
+#include "slurm/search_cost.h"
 #include "slurm/matrix_judge.h"
 #include "slurm/schedule.h"
 
 namespace fabkit::slurm {
 
 // The bad-link search after the matrix (docs/cluster.md, "Bad-link search in the command"): group
-// tests are ring all-reduces of fabkit-socket across the group (fabric/pair/group_controller.h).
+// tests are ring all-reduces of fabkit-socket across the group (fabric/pair/group_controller.h),
+// the rounds those of slurm/fabric_search.h.
 struct SearchOptions {
   bool force = false;    // --search: run it even when the matrix is clean
   bool enabled = true;   // --no-search: never
-  uint64_t bytes = 1u << 20;  // the one all-reduce size of a group test
-  int iters = 3, warmup_iters = 1;
-  // A group is positive when a ring's busbw (as Gbit/s) is below fraction x the reference (the
-  // median single-stream TCP figure of the matrix's healthy links), or a ring run failed.
+  // The rounds' policy: --search-max-links, --search-repeats, --search-blocks (0: the cheapest by
+  // the cost model), --search-chunk (a group of n runs n x chunk), --search-bytes (one size for
+  // every group, fixed_bytes), iterations.
+  SearchPolicy policy;
+  // A group is positive when a ring run failed or a ring's busbw (as Gbit/s) is below fraction x
+  // the busbw a healthy ring of its size reaches when each link gives the reference (the median
+  // single-stream TCP figure of the matrix's healthy links), with alpha_s per ring step
+  // (group_test_positive, slurm/search_cost.h).
   double fraction = 0.25;
+  double alpha_s = RingCostModel{}.alpha_s;
 };
 
 struct ClusterOptions {
@@ -75,10 +83,12 @@ struct PairRun {
 struct GroupTestRun {
   std::vector<int> nodes;
   bool positive = false;
-  std::optional<double> min_busbw_gbps;  // the slowest ring's busbw at SearchOptions::bytes
+  std::optional<double> min_busbw_gbps;  // the slowest ring's busbw at bytes
   int rings = 0;                         // ring orders that ran
   std::string error;                     // a failed step or ring run (positive)
   double elapsed_ms = 0;
+  uint64_t bytes = 0;                      // the all-reduce size (group_test_bytes)
+  std::optional<double> threshold_gbit_s;  // the group's bar (group_test_threshold_gbit_s)
 };
 
 struct SearchFacts {
@@ -86,12 +96,15 @@ struct SearchFacts {
   std::string trigger;  // "--search", or the link the matrix flagged that its re-test kept
   std::string skipped;  // why it did not run (when !ran and it was considered)
   std::vector<int> candidates;  // nodes searched: node check ok, not a slow node
+  // threshold_gbit_s: fraction x reference, the bar of a bandwidth-bound ring (each group's own
+  // bar, at its size, is in its GroupTestRun).
   std::optional<double> reference_gbit_s, threshold_gbit_s;
-  uint64_t bytes = 0;
+  SearchPolicy policy;  // as run: blocks chosen, chunk or fixed size
   std::vector<std::vector<GroupTestRun>> rounds;
   std::vector<double> round_ms;
-  LinkSearchResult result;
-  int rounds_bound = 0;          // link_search_round_bound(candidates)
+  FabricSearchResult result;
+  double estimated_s = 0;        // search_cost_s for the candidates (the planner's reserve)
+  int rounds_bound = 0;          // fabric_search_round_bound(candidates, policy)
   int full_schedule_rounds = 0;  // a round-robin over the candidates: n-1 (n even) or n
   double elapsed_ms = 0;
 };

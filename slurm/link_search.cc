@@ -97,6 +97,7 @@ LinkSearchResult find_bad_link(const std::vector<int>& candidates, GroupTester& 
   // A flaky link may pass the test that decided a branch: confirm the pair alone, unless the
   // last positive two-node test was this pair.
   std::vector<int> pair = {std::min(a[0], b[0]), std::max(a[0], b[0])};
+  r.narrowed_to = NodePair{pair[0], pair[1]};
   if (positive_pair != pair && !c.run({pair})[0]) {
     r.outcome = "not_reproduced";
     return r;

@@ -26,6 +26,8 @@ class GroupTester {
 
 struct LinkSearchResult {
   std::optional<NodePair> link;  // the bad link, confirmed by a last test of the pair alone
+  // The pair the rounds narrowed to (also when its own test was clean: outcome not_reproduced).
+  std::optional<NodePair> narrowed_to;
   int rounds = 0;                // rounds spent (each one call of run_round)
   int group_tests = 0;           // groups tested over all rounds
   std::string outcome;           // found | none (the whole set tested clean) | not_reproduced

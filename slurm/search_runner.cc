@@ -82,7 +82,7 @@ class RingGroupTester : public GroupTester {
     if (!again.error.empty()) return r;  // slow, then failed: still positive, the slow figure kept
     if (again.min_busbw_gbps && *again.min_busbw_gbps > *r.min_busbw_gbps)
       r.min_busbw_gbps = again.min_busbw_gbps;
-    r.positive = *r.min_busbw_gbps * 8 < *s_.threshold_gbit_s;
+    r.positive = positive(r);
     return r;
   }
 
@@ -96,9 +96,14 @@ class RingGroupTester : public GroupTester {
     for (int n : nodes) g.hosts.push_back(o_.hosts[static_cast<size_t>(n)]);
     g.pair = o_.pair;
     g.pair.progress = nullptr;  // the groups of a round are parallel: the round has the line
-    g.pair.sizes_bytes = {o_.search.bytes};
-    g.pair.iters = o_.search.iters;
-    g.pair.warmup_iters = o_.search.warmup_iters;
+    // n x chunk: a fixed size over many ranks is latency-bound (slurm/search_cost.h).
+    r.bytes = group_test_bytes(static_cast<int>(nodes.size()), s_.policy);
+    r.threshold_gbit_s =
+        group_test_threshold_gbit_s(static_cast<int>(nodes.size()), r.bytes, *s_.reference_gbit_s,
+                                    o_.search.fraction, o_.search.alpha_s);
+    g.pair.sizes_bytes = {r.bytes};
+    g.pair.iters = s_.policy.iters;
+    g.pair.warmup_iters = s_.policy.warmup_iters;
     g.pair.transports = {"fabkit-socket"};
     // The links were measured in the matrix; here reachability only has to pick the addresses.
     g.pair.pings = 20;
@@ -127,10 +132,16 @@ class RingGroupTester : public GroupTester {
     } catch (const std::exception& e) {  // a worker thread must not throw (std::terminate)
       r.error = std::string("internal error in the group test: ") + e.what();
     }
-    r.positive =
-        !r.error.empty() || (r.min_busbw_gbps && *r.min_busbw_gbps * 8 < *s_.threshold_gbit_s);
+    r.positive = positive(r);
     r.elapsed_ms = ms_since(t0);
     return r;
+  }
+
+  // The one rule (slurm/search_cost.h), the simulator's too.
+  bool positive(const GroupTestRun& r) const {
+    return group_test_positive(
+        {!r.error.empty(), r.min_busbw_gbps, static_cast<int>(r.nodes.size()), r.bytes},
+        *s_.reference_gbit_s, o_.search.fraction, o_.search.alpha_s);
   }
 
   const ClusterOptions& o_;
@@ -155,8 +166,8 @@ void run_search(const ClusterOptions& o, ClusterFacts& f) {
     bool slow = i < v.nodes.size() && v.nodes[i].slow;
     if (f.nodes[i].ok && !slow) s.candidates.push_back(static_cast<int>(i));
   }
-  s.bytes = o.search.bytes;
   s.reference_gbit_s = tcp_reference(f, v);
+  s.policy = o.search.policy;
   if (s.candidates.size() < 2) {
     s.skipped = "fewer than 2 healthy nodes to search (node checks failed or nodes slow)";
     return;
@@ -166,13 +177,22 @@ void run_search(const ClusterOptions& o, ClusterFacts& f) {
     return;
   }
   s.threshold_gbit_s = o.search.fraction * *s.reference_gbit_s;
-  s.rounds_bound = link_search_round_bound(static_cast<int>(s.candidates.size()));
-  s.full_schedule_rounds =
-      static_cast<int>(make_schedule(PairPlan::kAll, static_cast<int>(s.candidates.size())).size());
+  const int n = static_cast<int>(s.candidates.size());
+  // The blocks of the first stage: the cheapest by the cost model, its bandwidth the matrix's TCP
+  // reference (the other figures are the defaults measured on netns hosts, slurm/search_cost.h).
+  RingCostModel model;
+  model.alpha_s = o.search.alpha_s;
+  model.bandwidth_Bps = *s.reference_gbit_s * 1e9 / 8;
+  s.policy.max_parallel = o.max_parallel;
+  if (s.policy.blocks <= 0) s.policy.blocks = choose_search_blocks(n, s.policy, model);
+  s.policy.blocks = effective_search_blocks(n, s.policy);
+  s.estimated_s = search_cost_s(n, s.policy, model);
+  s.rounds_bound = fabric_search_round_bound(n, s.policy);
+  s.full_schedule_rounds = static_cast<int>(make_schedule(PairPlan::kAll, n).size());
   auto t0 = Clock::now();
   RingGroupTester tester(o, s);
   s.ran = true;
-  s.result = find_bad_link(s.candidates, tester);
+  s.result = search_fabric(s.candidates, tester, s.policy);
   s.elapsed_ms = ms_since(t0);
 }
 

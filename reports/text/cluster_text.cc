@@ -107,15 +107,38 @@ void render_search(const Json& se, std::ostream& out, const Style& style) {
   out << str(member(se, "outcome"))
       << (member(se, "link").is_string() ? " " + str(member(se, "link")) : "") << " in "
       << member(se, "rounds_used") << " rounds (bound " << member(se, "rounds_bound")
-      << ", full schedule " << member(se, "full_schedule_rounds") << "), slow below "
-      << fixed(member(se, "threshold_gbit_s"), 2) << " Gbit/s\n";
+      << ", full schedule " << member(se, "full_schedule_rounds") << ")";
+  if (se.contains("blocks") && se["blocks"].is_number())
+    out << ", first stage in " << se["blocks"] << " blocks";
+  out << ", slow below " << fixed(member(se, "threshold_gbit_s"), 2) << " Gbit/s\n";
+  // Every fault named: a node as the node, a pair as the link and how often it was slow alone.
+  if (se.contains("faults") && se["faults"].is_array())
+    for (const auto& x : se["faults"]) {
+      const std::string kind = str(member(x, "kind"));
+      const Json& h = member(x, "hosts");
+      const std::string pair = str(h[0]) + "<->" + str(h[1]);
+      out << "  " << (kind == "not_reproduced" ? kind : style.bad(kind)) << " "
+          << (kind == "node" ? str(member(x, "node")) + " (narrowed to " + pair + ")" : pair)
+          << ": slow alone in " << member(x, "positives") << " of " << member(x, "repeats")
+          << " tests, round " << member(x, "round") << "\n";
+    }
+  if (se.value("stopped_at_cap", false))
+    out << "  " << style.bad("stopped at --search-max-links") << ": more may be left\n";
   Table t({{"round", Align::kRight}, {"group"}, {"result"}, {"min_busbw_Gb/s", Align::kRight}});
   int k = 0;
   for (const auto& rd : member(se, "rounds")) {
     ++k;
     for (const auto& g : member(rd, "groups")) {
+      // A group of the first stage at scale holds hundreds of nodes: its first and last 3.
       std::string hs;
-      for (const auto& h : member(g, "hosts")) hs += (hs.empty() ? "" : ",") + str(h);
+      const Json& hosts = member(g, "hosts");
+      for (size_t i = 0; i < hosts.size(); ++i) {
+        if (hosts.size() > 8 && i == 3) {
+          hs += ",...(" + std::to_string(hosts.size()) + " nodes)";
+          i = hosts.size() - 3;
+        }
+        hs += (hs.empty() ? "" : ",") + str(hosts[i]);
+      }
       const Json bits = member(g, "min_busbw_gbps").is_number()
                             ? Json(member(g, "min_busbw_gbps").get<double>() * 8)
                             : Json();

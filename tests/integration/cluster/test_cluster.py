@@ -246,8 +246,8 @@ class ClusterTest(unittest.TestCase):
     def test_search_names_a_link_the_ring_plan_never_measured(self):
         # 8 nodes, --pairs ring (neighbours only: h0-h2 is never measured) and one link, h0<->h2,
         # shaped both ways with tbf. The matrix is clean; --search runs the group tests (ring
-        # all-reduces of node groups) and must name h0<->h2 in fewer rounds than the 7 of a full
-        # round-robin schedule over 8 nodes.
+        # all-reduces of node groups) and must name h0<->h2, a link (each end fast with a healthy
+        # node), slow in each of its 3 tests alone.
         w = self.world(8)
         shape_link(w, 0, 2)
         shape_link(w, 2, 0)
@@ -263,25 +263,60 @@ class ClusterTest(unittest.TestCase):
         se = c["search"]
         self.assertEqual((se["trigger"], se["ran"], se["outcome"], se["link"]), ("--search", True, "found", link))
         self.assertIn(("cluster.link_search_found", link), codes(doc))
+        self.assertEqual([(x["kind"], x["hosts"], x["positives"], x["repeats"]) for x in se["faults"]],
+                         [("link", [h[0], h[2]], 3, 3)])
         self.assertEqual(se["candidates"], h)
-        self.assertEqual((se["full_schedule_rounds"], se["rounds_bound"]), (7, 7))
-        self.assertLess(se["rounds_used"], se["full_schedule_rounds"])
+        # 8 nodes: the first stage is one group of all (the cost model's choice); a full schedule
+        # is 7 rounds, the search's bound 100 (up to 4 faults, each tested 3 times alone).
+        self.assertEqual((se["blocks"], se["full_schedule_rounds"], se["rounds_bound"]), (1, 7, 100))
+        self.assertLessEqual(se["rounds_used"], se["rounds_bound"])
         self.assertEqual(se["rounds_used"], len(se["rounds"]))
         self.assertEqual(se["group_tests"], sum(len(r["groups"]) for r in se["rounds"]))
-        # Every group test's answer is the truth: positive iff it holds both ends of the link, and
-        # the figures agree with the threshold (busbw in GB/s, the threshold in Gbit/s).
+        self.check_group_truth(se, [(h[0], h[2])])
+        self.assertLess(elapsed, 240)
+
+    def check_group_truth(self, se, bad):
+        # Every group test's answer is the truth: positive iff it holds both ends of a bad link,
+        # and the figures agree with its bar (busbw in GB/s, the bar in Gbit/s); its size is n x
+        # the 128 KiB chunk.
         for rd in se["rounds"]:
             seen = [x for g in rd["groups"] for x in g["hosts"]]
             self.assertEqual(len(seen), len(set(seen)), "groups of a round must be disjoint")
             for g in rd["groups"]:
-                holds = h[0] in g["hosts"] and h[2] in g["hosts"]
+                holds = any(a in g["hosts"] and b in g["hosts"] for a, b in bad)
                 self.assertEqual(g["positive"], holds, g)
+                if len(g["hosts"]) < 2:  # a bisection's split of 3 into 1 + 2: nothing to run
+                    self.assertEqual((g["rings"], g["bytes"], g["min_busbw_gbps"]), (0, 0, None))
+                    continue
                 self.assertIsNone(g["error"], g)
                 self.assertEqual(g["rings"], len(g["hosts"]) // 2)
+                self.assertEqual(g["bytes"], len(g["hosts"]) * (128 << 10))
+                self.assertLessEqual(g["threshold_gbit_s"], se["threshold_gbit_s"])
                 if holds:
-                    self.assertLess(g["min_busbw_gbps"] * 8, se["threshold_gbit_s"])
+                    self.assertLess(g["min_busbw_gbps"] * 8, g["threshold_gbit_s"])
                 else:
-                    self.assertGreaterEqual(g["min_busbw_gbps"] * 8, se["threshold_gbit_s"])
+                    self.assertGreaterEqual(g["min_busbw_gbps"] * 8, g["threshold_gbit_s"])
+
+    def test_search_names_two_links_without_one_hiding_the_other(self):
+        # Issue #43: 6 nodes, --pairs ring, two links the ring never measures (h0<->h2, h3<->h5),
+        # shaped both ways. A group holding both ends of the first named link stays positive, so
+        # the search takes one end out and goes on: both links named, no node, nothing else.
+        w = self.world(6)
+        for a, b in ((0, 2), (3, 5)):
+            shape_link(w, a, b)
+            shape_link(w, b, a)
+        rc, doc, elapsed = self.cluster(w, "--pairs", "ring", "--search", "--search-fraction", "0.05")
+        self.assertEqual(rc, 1, codes(doc))
+        h = w.hosts
+        se = doc["cluster"]["search"]
+        self.assertEqual(se["outcome"], "found")
+        self.assertEqual(sorted((x["kind"], tuple(x["hosts"])) for x in se["faults"]),
+                         [("link", (h[0], h[2])), ("link", (h[3], h[5]))])
+        self.assertFalse(se["stopped_at_cap"])
+        found = sorted(s for k, s in codes(doc) if k.startswith("cluster.link_search"))
+        self.assertEqual(found, sorted(["%s<->%s" % (h[0], h[2]), "%s<->%s" % (h[3], h[5])]))
+        self.assertLessEqual(se["rounds_used"], se["rounds_bound"])
+        self.check_group_truth(se, [(h[0], h[2]), (h[3], h[5])])
         self.assertLess(elapsed, 240)
 
     def test_progress_bar_over_the_matrix_on_a_terminal(self):
@@ -333,6 +368,8 @@ class ClusterTest(unittest.TestCase):
                                      ([], [w.hosts[0]], "needs 2 or more"),
                                      (["--search", "--no-search"], None, "contradict"),
                                      (["--search-bytes", "1M,4M"], None, "one size"),
+                                     (["--search-chunk", "0"], None, "--search-chunk '0'"),
+                                     (["--search-repeats", "0"], None, "--search-repeats"),
                                      # --baseline FILE is checked before anything is launched.
                                      (["--baseline", PAIR_FIXTURE], None, "is a pair report"),
                                      (["--baseline", PAIR_FIXTURE + ".missing"], None, ".missing"),

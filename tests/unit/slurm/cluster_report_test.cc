@@ -277,21 +277,20 @@ TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   f.search.trigger = "n0<->n1 slow after its re-test";
   f.search.ran = true;
   f.search.candidates = {0, 1, 2};
-  f.search.bytes = 1 << 20;
   f.search.reference_gbit_s = 10.0;
   f.search.threshold_gbit_s = 2.5;
   f.search.rounds_bound = 5;
   f.search.full_schedule_rounds = 3;
-  GroupTestRun whole{{0, 1, 2}, true, 0.002, 1, "", 900};
-  GroupTestRun alone{{0, 1}, true, 0.0025, 1, "", 400};
+  GroupTestRun whole{{0, 1, 2}, true, 0.002, 1, "", 900, 3 << 17, 2.0};
+  GroupTestRun alone{{0, 1}, true, 0.0025, 1, "", 400, 2 << 17, 2.2};
   f.search.rounds = {{whole},
-                     {GroupTestRun{{0}, false, std::nullopt, 0, "", 0},
-                      GroupTestRun{{1, 2}, false, 1.2, 1, "", 300}},
+                     {GroupTestRun{{0}, false, std::nullopt, 0, "", 0, 0, std::nullopt},
+                      GroupTestRun{{1, 2}, false, 1.2, 1, "", 300, 2 << 17, 2.2}},
                      {alone}};
   f.search.result.rounds = 3;
   f.search.result.group_tests = 4;
   f.search.result.outcome = "found";
-  f.search.result.link = NodePair{0, 1};
+  f.search.result.faults = {{"link", NodePair{0, 1}, -1, 3, 3, 3}};
   Report r = slurm::build_cluster_report(f, MatrixOptions{});
   const Finding* found = nullptr;
   for (const auto& x : r.findings)
@@ -299,21 +298,24 @@ TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   ASSERT_NE(found, nullptr);
   EXPECT_EQ(found->subject, "n0<->n1");
   EXPECT_EQ(found->severity, Severity::kFail);
-  EXPECT_NE(
-      found->message.find(
-          "3 rounds, 4 group tests (bound 5; a full pair schedule over the 3 nodes: 3 rounds)"),
-      std::string::npos)
+  EXPECT_NE(found->message.find("3 rounds, 4 group tests (bound 5; first stage in 1 blocks; a "
+                                "full pair schedule over the 3 nodes: 3 rounds)"),
+            std::string::npos)
       << found->message;
+  EXPECT_NE(found->message.find("slow in 3 of 3 tests"), std::string::npos) << found->message;
   const Json& s = r.sections[0].facts["search"];
   EXPECT_EQ(s["link"], "n0<->n1");
+  EXPECT_EQ(s["faults"][0]["kind"], "link");
+  EXPECT_EQ(s["faults"][0]["hosts"], Json::array({"n0", "n1"}));
   EXPECT_EQ(s["rounds_used"], 3);
   EXPECT_EQ(s["rounds"].size(), 3u);
   EXPECT_EQ(s["rounds"][1]["groups"][1]["hosts"], Json::array({"n1", "n2"}));
+  EXPECT_EQ(s["rounds"][1]["groups"][1]["bytes"], 2 << 17);
   EXPECT_FALSE(s["rounds"][1]["groups"][1]["positive"].get<bool>());
   EXPECT_DOUBLE_EQ(s["threshold_gbit_s"].get<double>(), 2.5);
   // A pair that hid when tested alone is a warning, never a named link.
   f.search.result.outcome = "not_reproduced";
-  f.search.result.link.reset();
+  f.search.result.faults = {{"not_reproduced", NodePair{0, 1}, -1, 0, 3, 3}};
   Report r2 = slurm::build_cluster_report(f, MatrixOptions{});
   bool warned = false;
   for (const auto& x : r2.findings) {
@@ -325,5 +327,50 @@ TEST(ClusterReport, SearchOutcomesBecomeFindingsAndTheSearchObject) {
   EXPECT_TRUE(r2.sections[0].facts["search"]["link"].is_null());
 }
 
+// Issue #43: a bad node is named as the node (not as a link to its partner), a flaky link is a
+// warning, two links are two findings, and a search that stopped at its cap says more may be left.
+TEST(ClusterReport, SearchNamesNodesFlakyLinksAndEveryLink) {
+  auto f = three_nodes();
+  f.search.trigger = "--search";
+  f.search.ran = true;
+  f.search.candidates = {0, 1, 2};
+  f.search.reference_gbit_s = 10.0;
+  f.search.threshold_gbit_s = 2.5;
+  f.search.result.outcome = "found";
+  f.search.result.faults = {{"node", NodePair{1, 2}, 2, 3, 3, 7},
+                            {"flaky_link", NodePair{0, 1}, -1, 2, 3, 12},
+                            {"link", NodePair{0, 2}, -1, 3, 3, 15}};
+  f.search.result.stopped_at_cap = true;
+  Report r = slurm::build_cluster_report(f, MatrixOptions{});
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const auto& x : r.findings)
+    if (x.code.rfind("cluster.link_search", 0) == 0) got.push_back({x.code, x.subject});
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, std::string>>{
+                     {"cluster.link_search_bad_node", "n2"},
+                     {"cluster.link_search_flaky", "n0<->n1"},
+                     {"cluster.link_search_found", "n0<->n2"},
+                     {"cluster.link_search_stopped_at_cap", "search"}}));
+  for (const auto& x : r.findings) {
+    if (x.code == "cluster.link_search_bad_node") {
+      EXPECT_EQ(x.severity, Severity::kFail);
+    }
+    if (x.code == "cluster.link_search_flaky") {
+      EXPECT_EQ(x.severity, Severity::kWarn);
+      EXPECT_NE(x.message.find("slow in 2 of 3 tests"), std::string::npos) << x.message;
+    }
+    if (x.code == "cluster.link_search_found") {
+      EXPECT_NE(x.message.find("one of 3 faults named"), std::string::npos) << x.message;
+    }
+  }
+  const Json& s = r.sections[0].facts["search"];
+  EXPECT_EQ(s["faults"][0]["node"], "n2");
+  EXPECT_EQ(s["link"], "n0<->n2");
+  EXPECT_TRUE(s["stopped_at_cap"].get<bool>());
+}
+
 }  // namespace
+}  // namespace fabkit::slurm
+
+namespace fabkit::slurm {
+namespace {}  // namespace
 }  // namespace fabkit::slurm

@@ -1,0 +1,89 @@
+// What a group test of the bad-link search costs, and when it is positive. Pure: the runner
+// (slurm/search_runner.cc), the planner (its budget) and the fabric simulator apply the same rule.
+//
+// A ring all-reduce of S bytes over n ranks moves S/n per step in 2(n-1) steps, each costing
+// alpha + S/(n B) (the alpha-beta model, e.g. Thakur, Rabenseifner & Gropp, "Optimization of
+// Collective Communication Operations in MPICH", IJHPCA 2005; nccl-tests' busbw is the same
+// 2(n-1)/n x S / T correction: github.com/NVIDIA/nccl-tests doc/PERFORMANCE.md). Its busbw is
+// then (S/n) / (alpha + S/(n B)) = B / (1 + alpha B n / S): a fixed S over a large n is
+// latency-bound, and a healthy group reads slow against a bandwidth yardstick. The fix here is
+// both: S = n x chunk (the runner's sizing) and the threshold taken from the expected busbw at
+// the group's n and S, not from B alone.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "slurm/fabric_search.h"
+
+namespace fabkit::slurm {
+
+// The figures of the search's cost. The defaults are medians measured between network-namespace
+// hosts on the 2-core development machine (fabkit-socket over veth, the whole group on 2 cores):
+//   sudo /usr/bin/python3 bench/search_cost/measure_ring_cost.py
+//        --fabcheck build-dev/cli/fabcheck --hosts 4,8,16 --repeat 3
+// (docs/cluster.md, "Bad-link search", has the table). A real cluster has its own: the planner
+// may pass figures from the matrix (B: the TCP reference) and from a first group test.
+struct RingCostModel {
+  double alpha_s = 250e-6;        // per ring step (latency, wake-up, reduction of a small chunk)
+  double bandwidth_Bps = 0.17e9;  // per link, bytes/s
+  // run_group's set-up is sequential over the hosts (launch, hello, connect, facts), and so are
+  // its reachability probes (one per ring-neighbour pair, 20 pings and 50 ms of bandwidth).
+  double setup_s_per_host = 0.255;
+  double reach_s_per_host = 0.105;
+  // A ring order's runner start and connections: a constant plus a part per rank (on this
+  // machine every rank's start shares 2 cores; on real nodes they start in parallel).
+  double ring_start_s = 0.1;
+  double ring_start_s_per_rank = 0.05;
+};
+
+// The all-reduce size of a group test of n nodes: policy.fixed_bytes, or n x chunk_bytes.
+uint64_t group_test_bytes(int n, const SearchPolicy& policy);
+
+// Seconds of one ring all-reduce of `bytes` over n ranks: 2(n-1)(alpha + bytes/(n B)).
+double ring_allreduce_s(int n, double bytes, const RingCostModel& m);
+
+// The busbw (Gbit/s) a healthy ring of n ranks reaches at `bytes` when each link gives
+// link_gbit_s: link_gbit_s / (1 + alpha B n / bytes).
+double expected_ring_busbw_gbit_s(int n, double bytes, double link_gbit_s, double alpha_s);
+
+// A group test's reading: failed (a ring run or a step failed), the slowest ring's busbw (GB/s,
+// as the runners report it), the ranks and the all-reduce size.
+struct GroupTestReading {
+  bool failed = false;
+  std::optional<double> min_busbw_gbps;
+  int ranks = 0;
+  uint64_t bytes = 0;
+};
+
+// The bar (Gbit/s): fraction x the expected busbw of a healthy ring at the group's n and bytes
+// when its links give reference_gbit_s (the matrix's median TCP figure).
+double group_test_threshold_gbit_s(int n, uint64_t bytes, double reference_gbit_s, double fraction,
+                                   double alpha_s);
+
+// The one rule of a group test, for the runner and the simulator: positive when it failed, or
+// when the slowest ring's busbw x 8 is below group_test_threshold_gbit_s. A reading with no figure
+// and no failure is not positive (a group of one node runs nothing).
+bool group_test_positive(const GroupTestReading& r, double reference_gbit_s, double fraction,
+                         double alpha_s);
+
+// Seconds of one clean group test of n nodes: set-up and reachability, then floor(n/2) ring
+// orders, each started and run warmup + iters times.
+double group_test_s(int n, const SearchPolicy& policy, const RingCostModel& m);
+
+// The first stage for n candidates in g blocks: one round of the blocks, then the tournament's
+// rounds of block-pair unions; a round is its largest group's test, times the waves when
+// policy.max_parallel caps the groups at once.
+double search_first_stage_s(int n, int blocks, const SearchPolicy& policy, const RingCostModel& m);
+
+// The blocks (1 .. n/2) whose first stage costs least by the model.
+int choose_search_blocks(int n, const SearchPolicy& policy, const RingCostModel& m);
+
+// What the planner reserves for the search over n candidates: the first stage (at policy.blocks,
+// or choose_search_blocks when 0), then one fault resolved at its worst (the bisection's rounds
+// of fabric_search_round_bound, each at the size of the group resolved and measured twice, as a
+// positive group is; the pair's repeats and the node test; the re-test), and the sweep of the one
+// end taken out (max(1, g) rounds of a block and the end).
+double search_cost_s(int n, const SearchPolicy& policy, const RingCostModel& m);
+
+}  // namespace fabkit::slurm
