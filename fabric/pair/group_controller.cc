@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <exception>
 #include <set>
+#include <system_error>
+#include <thread>
 
 #include "fabric/launch/child_process.h"
 #include "fabric/pair/agent_client.h"
@@ -156,6 +159,79 @@ std::vector<std::string> shared_transports(const GroupFacts& f, const PairOption
   return names;
 }
 
+
+// The first order's neighbour pairs (first[r] -> first[r+1]) measured in rounds of disjoint
+// pairs, the pairs of a round at once (2 rounds, 3 when n is odd). One after the other, a group's
+// probes (20 pings and 50 ms of bandwidth each, per interface pair) grew with n: ~100 ms a host
+// on the netns bench, minutes at 1,024 hosts before the first ring ran. Disjoint pairs share no
+// agent, so each thread talks to its own two. Steps and probed pairs are recorded in r order, up
+// to the first round with a failed probe (as the sequential loop stopped at the first failure).
+bool probe_ring_neighbours(GroupFacts& f, Agents& ag, const PairOptions& o,
+                           const SessionPeers& peers, const std::vector<int>& first) {
+  const size_t n = first.size();
+  std::vector<std::vector<size_t>> rounds;
+  {
+    std::vector<std::vector<char>> busy;
+    for (size_t r = 0; r < n; ++r) {
+      const size_t a = static_cast<size_t>(first[r]), b = static_cast<size_t>(first[(r + 1) % n]);
+      size_t k = 0;
+      while (k < rounds.size() && (busy[k][a] || busy[k][b])) ++k;
+      if (k == rounds.size()) {
+        rounds.emplace_back();
+        busy.emplace_back(n, 0);
+      }
+      rounds[k].push_back(r);
+      busy[k][a] = busy[k][b] = 1;
+    }
+  }
+  // One progress line per probe from parallel threads would interleave: the round is one step.
+  PairOptions quiet = o;
+  quiet.progress = nullptr;
+  std::vector<ProbedPair> probed(n);
+  std::vector<std::vector<StepRecord>> steps(n);
+  std::vector<char> measured(n, 0);
+  bool ok = true;
+  for (const auto& round : rounds) {
+    std::vector<char> passed(n, 0);
+    std::vector<std::exception_ptr> escaped(n);
+    auto probe = [&](size_t r) {
+      const int a = first[r], b = first[(r + 1) % n];
+      try {
+        passed[r] = step(steps[r], "reachability", f.hosts[a] + "->" + f.hosts[b], [&] {
+          PairFacts pf;
+          pf.a = f.agents[a];
+          pf.b = f.agents[b];
+          measure_links(pf, *ag[a], *ag[b], quiet, peers.allowed[static_cast<size_t>(a)],
+                        peers.allowed[static_cast<size_t>(b)]);
+          probed[r] = {a, b, pf.links, choose_link(pf.links)};
+        });
+        measured[r] = 1;
+      } catch (...) {  // not a StepError: rethrown below, as the sequential loop let it out
+        escaped[r] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t r : round) {
+      try {
+        threads.emplace_back(probe, r);
+      } catch (const std::system_error&) {  // no thread to be had: this pair in this thread
+        probe(r);
+      }
+    }
+    for (auto& t : threads) t.join();
+    for (size_t r : round)
+      if (escaped[r]) std::rethrow_exception(escaped[r]);
+    for (size_t r : round) ok = ok && passed[r];
+    if (!ok) break;
+  }
+  for (size_t r = 0; r < n; ++r) {
+    if (!measured[r]) continue;
+    f.steps.insert(f.steps.end(), steps[r].begin(), steps[r].end());
+    if (steps[r].back().status == "ok") f.probed.push_back(std::move(probed[r]));
+  }
+  return ok;
+}
+
 }  // namespace
 
 std::vector<std::vector<int>> ring_orders_covering_all_pairs(int n) {
@@ -226,18 +302,7 @@ GroupFacts run_group(const GroupOptions& o) {
   starting.reset();
   // Reachability stays pairwise, over the first order's ring neighbours only: n pairs, not
   // n(n-1)/2; later orders reuse the addresses (a pair they cannot join fails its ring run).
-  const auto& first = orders[0];
-  for (size_t r = 0; ok && r < n; ++r) {
-    int a = first[r], b = first[(r + 1) % n];
-    ok = step(f.steps, "reachability", o.hosts[a] + "->" + o.hosts[b], [&] {
-      PairFacts pf;
-      pf.a = f.agents[a];
-      pf.b = f.agents[b];
-      measure_links(pf, *ag[a], *ag[b], o.pair, peers.allowed[static_cast<size_t>(a)],
-                    peers.allowed[static_cast<size_t>(b)]);
-      f.probed.push_back({a, b, pf.links, choose_link(pf.links)});
-    });
-  }
+  ok = ok && probe_ring_neighbours(f, ag, o.pair, peers, orders[0]);
   ok = ok && step(f.steps, "ring", "", [&] { choose_ring_addrs(f); });
   const auto names = ok ? shared_transports(f, o.pair) : std::vector<std::string>{};
   // One unit per size of every ring run, from rank 0's progress notes: one bar and ETA for all.
