@@ -5,6 +5,7 @@
 
 #include "fabric/pair/group_controller.h"
 #include "slurm/cluster_judge.h"
+#include "slurm/group_rule.h"
 
 namespace fabkit::slurm {
 namespace {
@@ -76,13 +77,14 @@ class RingGroupTester : public GroupTester {
   // ring run per positive group.
   GroupTestRun test_group(const std::vector<int>& nodes) const {
     GroupTestRun r = measure_group(nodes);
-    if (!r.positive || !r.error.empty()) return r;
+    const GroupRunFigure first{!r.error.empty(), r.min_busbw_gbps};
+    if (!group_needs_second_run(first, *s_.threshold_gbit_s)) return r;
     GroupTestRun again = measure_group(nodes);
     r.elapsed_ms += again.elapsed_ms;
-    if (!again.error.empty()) return r;  // slow, then failed: still positive, the slow figure kept
-    if (again.min_busbw_gbps && *again.min_busbw_gbps > *r.min_busbw_gbps)
-      r.min_busbw_gbps = again.min_busbw_gbps;
-    r.positive = *r.min_busbw_gbps * 8 < *s_.threshold_gbit_s;
+    GroupAnswer a = group_answer(first, GroupRunFigure{!again.error.empty(), again.min_busbw_gbps},
+                                 *s_.threshold_gbit_s);
+    r.positive = a.positive;
+    r.min_busbw_gbps = a.min_busbw_gbps;
     return r;
   }
 
@@ -128,7 +130,7 @@ class RingGroupTester : public GroupTester {
       r.error = std::string("internal error in the group test: ") + e.what();
     }
     r.positive =
-        !r.error.empty() || (r.min_busbw_gbps && *r.min_busbw_gbps * 8 < *s_.threshold_gbit_s);
+        group_run_positive(GroupRunFigure{!r.error.empty(), r.min_busbw_gbps}, *s_.threshold_gbit_s);
     r.elapsed_ms = ms_since(t0);
     return r;
   }
