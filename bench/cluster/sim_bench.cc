@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   std::string plan = "ring", search = "force";
   int seeds = 100, seeds_large = 20, max_parallel = 32, per_leaf = 32, spines = 32, rails = 1;
   double factor = 0.01, p_slow = 0.5;
-  double slow_fraction = -1;
+  double slow_fraction = -1, search_fraction = -1, search_bytes = -1;
   bool predict = false, show_false = false;
   app.add_option("--measured", measured, "a `fabcheck cluster --json` report: per-pair time, "
                  "healthy figures (and the group-test model when it ran the search)");
@@ -139,6 +139,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--slow-fraction", slow_fraction, "the matrix threshold (default: the report's)")
       ->check(CLI::Range(0.01, 1.0));
+  app.add_option("--search-fraction", search_fraction,
+                 "a group's bar, x the healthy figure (default: the measured run's)")
+      ->check(CLI::Range(0.001, 1.0));
+  app.add_option("--search-bytes", search_bytes,
+                 "a group test's all-reduce size (default: the measured run's --search-bytes)")
+      ->check(CLI::Range(1.0, 1e12));
   app.add_flag("--predict", predict, "the simulator's prediction for --measured's own N, plan and "
                "--max-parallel, next to what that run found");
   app.add_flag("--show-false", show_false, "each run with a false blame, on stderr");
@@ -188,6 +194,8 @@ int main(int argc, char** argv) {
     so.search = search != "off";
     so.force_search = search == "force";
     so.group = *group;
+    if (search_fraction > 0) so.group.fraction = search_fraction;
+    if (search_bytes > 0) so.group.bytes = search_bytes;
     so.per_pair_s = m.per_wave_s;
     so.node_checks_s = m.node_checks_s;
     if (predict) ns = {m.hosts};
@@ -198,14 +206,15 @@ int main(int argc, char** argv) {
                 *std::min_element(m.healthy_gbit_s.begin(), m.healthy_gbit_s.end()),
                 *std::max_element(m.healthy_gbit_s.begin(), m.healthy_gbit_s.end()),
                 median(m.healthy_gbit_s), m.per_wave_s, m.median_pair_s, m.node_checks_s);
-    std::printf("group model (%s): %.0f bytes, alpha %.1f us/step, %.2f s per group, %.2f s per "
+    std::printf("group model (%s): %.0f bytes (measured), alpha %.1f us/step, %.2f s per group, %.2f s per "
                 "ring order, fraction %.3g\n",
                 group_source.c_str(), group->bytes, group->alpha_s * 1e6, group->group_overhead_s,
                 group->ring_setup_s, group->fraction);
-    std::printf("plan %s, --max-parallel %s, search %s, slow fraction %.2f; fat tree %d nodes per "
+    std::printf("plan %s, --max-parallel %s, search %s (%.0f bytes, fraction %.3g), slow "
+                "fraction %.2f; fat tree %d nodes per "
                 "leaf, %d spines, %d rail(s); fault factor %.3g, flapping p %.2f\n\n",
                 so.plan.c_str(), so.max_parallel >= (1 << 30) ? "unbounded" : std::to_string(so.max_parallel).c_str(),
-                search.c_str(), so.matrix.slow_fraction, per_leaf, spines, rails, factor, p_slow);
+                search.c_str(), so.group.bytes, so.group.fraction, so.matrix.slow_fraction, per_leaf, spines, rails, factor, p_slow);
     std::printf("| N | fault | runs | detected | false blame | other blame | wall median | wall "
                 "p95 | plan waves | search rounds (median) | search outcomes |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");

@@ -137,12 +137,14 @@ TEST(FabricSim, AFlappingLinkIsFlakyOrBadOrUnseenNeverAHealthyNode) {
 }
 
 TEST(PathJudge, ManySlowPairsThroughOneCableNameItButOneNodesPairsDoNot) {
-  FabricTopology t = fat_tree(8, 4, 2, 1);  // leaf0: 0-3, leaf1: 4-7; spine = destination % 2
-  std::vector<std::string> hosts = {"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"};
-  auto verdict = [&](const std::vector<NodePair>& slow) {
+  // leaf0: h0-h3, leaf1: h4-h7, leaf2: h8-h11; spine = destination % 2.
+  FabricTopology t = fat_tree(12, 4, 2, 1);
+  std::vector<std::string> hosts;
+  for (int i = 0; i < 12; ++i) hosts.push_back("h" + std::to_string(i));
+  auto verdict = [&](int n, const std::vector<NodePair>& slow) {
     MatrixVerdict v;
-    for (int a = 0; a < 8; ++a)
-      for (int b = a + 1; b < 8; ++b) {
+    for (int a = 0; a < n; ++a)
+      for (int b = a + 1; b < n; ++b) {
         LinkVerdict l{a, b, std::nullopt, "ok"};
         for (const auto& s : slow)
           if (s.a == a && s.b == b) l.state = "slow";
@@ -150,25 +152,31 @@ TEST(PathJudge, ManySlowPairsThroughOneCableNameItButOneNodesPairsDoNot) {
       }
     return v;
   };
-  // Every pair through leaf0<->spine1: leaf0's nodes to odd nodes of leaf1 (up), and odd nodes
-  // of leaf0 from leaf1 (down).
-  std::vector<NodePair> through;
-  for (int a = 0; a < 4; ++a)
-    for (int b = 4; b < 8; ++b)
-      for (const auto& p : pair_spine_paths(t, a, b))
-        if (p == SpinePath{0, 1}) through.push_back({a, b});
-  auto j = judge_spine_paths(hosts, t, verdict(through));
+  auto through = [](const FabricTopology& t, SpinePath cable) {
+    std::vector<NodePair> out;
+    for (int a = 0; a < t.nodes; ++a)
+      for (int b = a + 1; b < t.nodes; ++b)
+        for (const auto& p : pair_spine_paths(t, a, b))
+          if (p == cable) out.push_back({a, b});
+    return out;
+  };
+  auto j = judge_spine_paths(hosts, t, verdict(12, through(t, {0, 1})));
   ASSERT_EQ(j.slow_paths.size(), 1u);
   EXPECT_EQ(j.slow_paths[0].path, (SpinePath{0, 1}));
   ASSERT_EQ(j.findings.size(), 1u);
   EXPECT_EQ(j.findings[0].code, "cluster.spine_path_slow");
   EXPECT_EQ(j.findings[0].subject, "leaf0<->spine1");
-  // h1's pairs to leaf1 all slow: one node in all of them, the node's call, not a cable's.
-  EXPECT_TRUE(judge_spine_paths(hosts, t, verdict({{1, 4}, {1, 5}, {1, 6}, {1, 7}})).findings.empty());
+  // h1's pairs to the other leaves all slow: one node in all of them, the node's call.
+  std::vector<NodePair> h1;
+  for (int b = 4; b < 12; ++b) h1.push_back({1, b});
+  EXPECT_TRUE(judge_spine_paths(hosts, t, verdict(12, h1)).findings.empty());
+  // Two leaves: leaf0<->spine1 and leaf1<->spine1 carry the very same pairs; neither is named.
+  FabricTopology two = fat_tree(8, 4, 2, 1);
+  EXPECT_TRUE(judge_spine_paths(hosts, two, verdict(8, through(two, {0, 1}))).findings.empty());
   // No spines known: nothing judged.
   FabricTopology flat = t;
   flat.spines = 0;
-  EXPECT_TRUE(judge_spine_paths(hosts, flat, verdict(through)).findings.empty());
+  EXPECT_TRUE(judge_spine_paths(hosts, flat, verdict(12, through(t, {0, 1}))).findings.empty());
 }
 
 TEST(GroupRule, ASlowRunIsRepeatedAndTheFasterFigureDecides) {
