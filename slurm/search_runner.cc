@@ -129,8 +129,8 @@ class RingGroupTester : public GroupTester {
     } catch (const std::exception& e) {  // a worker thread must not throw (std::terminate)
       r.error = std::string("internal error in the group test: ") + e.what();
     }
-    r.positive =
-        group_run_positive(GroupRunFigure{!r.error.empty(), r.min_busbw_gbps}, *s_.threshold_gbit_s);
+    r.positive = group_run_positive(GroupRunFigure{!r.error.empty(), r.min_busbw_gbps},
+                                    *s_.threshold_gbit_s);
     r.elapsed_ms = ms_since(t0);
     return r;
   }

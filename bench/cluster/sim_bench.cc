@@ -9,9 +9,9 @@
 #include <map>
 #include <sstream>
 
+#include "common/errors.h"
 #include "common/input_file.h"
 #include "common/json_read.h"
-#include "common/errors.h"
 #include "slurm/sim/fabric.h"
 #include "slurm/sim/measured.h"
 #include "slurm/sim/run.h"
@@ -68,8 +68,7 @@ Cell run_cell(int n, FaultKind kind, int seeds, const SimOptions& so, const Meas
       for (int x : o.blamed_nodes) what += " node n" + std::to_string(x);
       for (const auto& l : o.blamed_links)
         what += " link n" + std::to_string(l.a) + "<->n" + std::to_string(l.b);
-      for (const auto& p : o.blamed_paths)
-        what += " path " + spine_path_name(t, p);
+      for (const auto& p : o.blamed_paths) what += " path " + spine_path_name(t, p);
       std::fprintf(stderr, "false blame: N %d %s at (%d,%d) seed %d; named:%s; search %s\n", n,
                    to_string(kind), fab.fault().a, fab.fault().b, s, what.c_str(),
                    o.search_ran ? o.search.outcome.c_str() : "not run");
@@ -90,9 +89,12 @@ std::string pct(int k, int n) {
 
 std::string secs(double s) {
   char b[32];
-  if (s < 600) std::snprintf(b, sizeof b, "%.0f s", s);
-  else if (s < 36000) std::snprintf(b, sizeof b, "%.1f min", s / 60);
-  else std::snprintf(b, sizeof b, "%.1f h", s / 3600);
+  if (s < 600)
+    std::snprintf(b, sizeof b, "%.0f s", s);
+  else if (s < 36000)
+    std::snprintf(b, sizeof b, "%.1f min", s / 60);
+  else
+    std::snprintf(b, sizeof b, "%.1f h", s / 3600);
   return b;
 }
 
@@ -105,7 +107,8 @@ std::string outcomes(const Cell& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fabkit-fabric-sim: the fabric simulator's tables, or its prediction for a real run"};
+  CLI::App app{
+      "fabkit-fabric-sim: the fabric simulator's tables, or its prediction for a real run"};
   std::string measured = std::string(FABKIT_SIM_TESTDATA) + "/netns-8-ring-search.json";
   std::string group_from;
   std::string nodes_text = "8,16,32,64,128,256,512,1024,2048,4096";
@@ -115,7 +118,8 @@ int main(int argc, char** argv) {
   double factor = 0.01, p_slow = 0.5;
   double slow_fraction = -1, search_fraction = -1, search_bytes = -1;
   bool predict = false, show_false = false;
-  app.add_option("--measured", measured, "a `fabcheck cluster --json` report: per-pair time, "
+  app.add_option("--measured", measured,
+                 "a `fabcheck cluster --json` report: per-pair time, "
                  "healthy figures (and the group-test model when it ran the search)");
   app.add_option("--group-measured", group_from,
                  "a report with a search to fit the group-test model from (default: --measured, "
@@ -123,14 +127,18 @@ int main(int argc, char** argv) {
   app.add_option("--nodes", nodes_text, "comma-separated node counts");
   app.add_option("--faults", faults_text, "comma-separated fault kinds");
   app.add_option("--plan", plan, "ring | all")->check(CLI::IsMember({"ring", "all"}));
-  app.add_option("--search", search, "auto (as the command: when a link stays flagged) | force "
-                 "(--search) | off")->check(CLI::IsMember({"auto", "force", "off"}));
-  app.add_option("--seeds", seeds, "seeded runs per cell up to 1024 nodes")->check(CLI::PositiveNumber);
+  app.add_option("--search", search,
+                 "auto (as the command: when a link stays flagged) | force "
+                 "(--search) | off")
+      ->check(CLI::IsMember({"auto", "force", "off"}));
+  app.add_option("--seeds", seeds, "seeded runs per cell up to 1024 nodes")
+      ->check(CLI::PositiveNumber);
   app.add_option("--seeds-large", seeds_large, "seeded runs per cell above 1024 nodes")
       ->check(CLI::PositiveNumber);
   app.add_option("--max-parallel", max_parallel, "pair runs at once (0: the report's in --predict)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--nodes-per-leaf", per_leaf)->check(CLI::PositiveNumber);
+  app.add_option("--nodes-per-leaf", per_leaf, "default 32; --predict: every host on one leaf")
+      ->check(CLI::PositiveNumber);
   app.add_option("--spines", spines)->check(CLI::PositiveNumber);
   app.add_option("--rails", rails)->check(CLI::PositiveNumber);
   app.add_option("--factor", factor, "a faulty element's capacity (1 = healthy)")
@@ -145,7 +153,8 @@ int main(int argc, char** argv) {
   app.add_option("--search-bytes", search_bytes,
                  "a group test's all-reduce size (default: the measured run's --search-bytes)")
       ->check(CLI::Range(1.0, 1e12));
-  app.add_flag("--predict", predict, "the simulator's prediction for --measured's own N, plan and "
+  app.add_flag("--predict", predict,
+               "the simulator's prediction for --measured's own N, plan and "
                "--max-parallel, next to what that run found");
   app.add_flag("--show-false", show_false, "each run with a false blame, on stderr");
   CLI11_PARSE(app, argc, argv);
@@ -161,7 +170,8 @@ int main(int argc, char** argv) {
       group = load(group_source).group;
     }
     if (!group)
-      throw UsageError(group_source + ": no clean group test in its search to fit the group "
+      throw UsageError(group_source +
+                       ": no clean group test in its search to fit the group "
                        "model from; give --group-measured with a `--search` run");
     std::vector<int> ns;
     std::vector<FaultKind> kinds;
@@ -180,7 +190,8 @@ int main(int argc, char** argv) {
       for (std::string x; std::getline(fs, x, ',');) {
         auto k = fault_kind_from_string(x);
         if (!k)
-          throw UsageError("--faults: '" + x + "' is not one of none, slow_link, flapping_link, "
+          throw UsageError("--faults: '" + x +
+                           "' is not one of none, slow_link, flapping_link, "
                            "slow_nic, bad_spine_port");
         kinds.push_back(*k);
       }
@@ -188,8 +199,8 @@ int main(int argc, char** argv) {
     SimOptions so;
     so.plan = predict ? m.plan : plan;
     so.max_parallel = predict && max_parallel == 0 ? m.max_parallel
-                      : max_parallel == 0           ? 1 << 30
-                                                    : max_parallel;
+                      : max_parallel == 0          ? 1 << 30
+                                                   : max_parallel;
     so.matrix.slow_fraction = slow_fraction > 0 ? slow_fraction : m.slow_fraction;
     so.search = search != "off";
     so.force_search = search == "force";
@@ -199,24 +210,32 @@ int main(int argc, char** argv) {
     so.per_pair_s = m.per_wave_s;
     so.node_checks_s = m.node_checks_s;
     if (predict) ns = {m.hosts};
+    // A netns world is one bridge: one leaf, unless the fabric's shape is given.
+    if (predict && app.count("--nodes-per-leaf") == 0) per_leaf = m.hosts;
 
-    std::printf("measured: %s (%d hosts, plan %s, %zu healthy figures %.3g-%.3g Gbit/s, median "
-                "%.3g; one wave of pairs %.2f s, median pair run %.2f s; node checks %.1f s)\n",
-                measured.c_str(), m.hosts, m.plan.c_str(), m.healthy_gbit_s.size(),
-                *std::min_element(m.healthy_gbit_s.begin(), m.healthy_gbit_s.end()),
-                *std::max_element(m.healthy_gbit_s.begin(), m.healthy_gbit_s.end()),
-                median(m.healthy_gbit_s), m.per_wave_s, m.median_pair_s, m.node_checks_s);
-    std::printf("group model (%s): %.0f bytes (measured), alpha %.1f us/step, %.2f s per group, %.2f s per "
-                "ring order, fraction %.3g\n",
-                group_source.c_str(), group->bytes, group->alpha_s * 1e6, group->group_overhead_s,
-                group->ring_setup_s, group->fraction);
-    std::printf("plan %s, --max-parallel %s, search %s (%.0f bytes, fraction %.3g), slow "
-                "fraction %.2f; fat tree %d nodes per "
-                "leaf, %d spines, %d rail(s); fault factor %.3g, flapping p %.2f\n\n",
-                so.plan.c_str(), so.max_parallel >= (1 << 30) ? "unbounded" : std::to_string(so.max_parallel).c_str(),
-                search.c_str(), so.group.bytes, so.group.fraction, so.matrix.slow_fraction, per_leaf, spines, rails, factor, p_slow);
-    std::printf("| N | fault | runs | detected | false blame | other blame | wall median | wall "
-                "p95 | plan waves | search rounds (median) | search outcomes |\n");
+    std::printf(
+        "measured: %s (%d hosts, plan %s, %zu healthy figures %.3g-%.3g Gbit/s, median "
+        "%.3g; one wave of pairs %.2f s, median pair run %.2f s; node checks %.1f s)\n",
+        measured.c_str(), m.hosts, m.plan.c_str(), m.healthy_gbit_s.size(),
+        *std::min_element(m.healthy_gbit_s.begin(), m.healthy_gbit_s.end()),
+        *std::max_element(m.healthy_gbit_s.begin(), m.healthy_gbit_s.end()),
+        median(m.healthy_gbit_s), m.per_wave_s, m.median_pair_s, m.node_checks_s);
+    std::printf(
+        "group model (%s): %.0f bytes (measured), alpha %.1f us/step, %.2f s per group, %.2f s per "
+        "ring order, fraction %.3g\n",
+        group_source.c_str(), group->bytes, group->alpha_s * 1e6, group->group_overhead_s,
+        group->ring_setup_s, group->fraction);
+    std::printf(
+        "plan %s, --max-parallel %s, search %s (%.0f bytes, fraction %.3g), slow "
+        "fraction %.2f; fat tree %d nodes per "
+        "leaf, %d spines, %d rail(s); fault factor %.3g, flapping p %.2f\n\n",
+        so.plan.c_str(),
+        so.max_parallel >= (1 << 30) ? "unbounded" : std::to_string(so.max_parallel).c_str(),
+        search.c_str(), so.group.bytes, so.group.fraction, so.matrix.slow_fraction, per_leaf,
+        spines, rails, factor, p_slow);
+    std::printf(
+        "| N | fault | runs | detected | false blame | other blame | wall median | wall "
+        "p95 | plan waves | search rounds (median) | search outcomes |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int n : ns)
       for (FaultKind k : kinds) {
@@ -229,21 +248,23 @@ int main(int argc, char** argv) {
         Cell c = run_cell(n, k, s, so, m, per_leaf, spines, rails, factor, p_slow, show_false);
         FabricTopology t = fat_tree(n, per_leaf, spines, rails);
         const int waves = schedule_cost(plan_rounds(so.plan, t), n, 1, so.max_parallel).waves;
-        std::printf("| %d | %s | %d | %s | %s | %s | %s | %s | %d | %s | %s |\n", n, to_string(k),
-                    c.runs, k == FaultKind::kNone ? "—" : pct(c.detected, c.runs).c_str(),
-                    pct(c.false_blame, c.runs).c_str(), pct(c.other_blame, c.runs).c_str(),
-                    secs(quantile(c.wall, 0.5)).c_str(), secs(quantile(c.wall, 0.95)).c_str(),
-                    waves, c.rounds.empty() ? "—" : std::to_string(static_cast<int>(quantile(c.rounds, 0.5))).c_str(),
-                    outcomes(c).c_str());
+        std::printf(
+            "| %d | %s | %d | %s | %s | %s | %s | %s | %d | %s | %s |\n", n, to_string(k), c.runs,
+            k == FaultKind::kNone ? "—" : pct(c.detected, c.runs).c_str(),
+            pct(c.false_blame, c.runs).c_str(), pct(c.other_blame, c.runs).c_str(),
+            secs(quantile(c.wall, 0.5)).c_str(), secs(quantile(c.wall, 0.95)).c_str(), waves,
+            c.rounds.empty() ? "—"
+                             : std::to_string(static_cast<int>(quantile(c.rounds, 0.5))).c_str(),
+            outcomes(c).c_str());
         std::fflush(stdout);
       }
     if (predict) {
-      std::printf("\nthe real run: wall %.1f s (node checks %.1f, pair rounds %.1f, re-tests %.1f, "
-                  "search %.1f s in %d rounds, %s%s%s); verdict:",
-                  m.wall_s, m.node_checks_s, m.per_wave_s * m.schedule_waves, m.retest_s,
-                  m.search_s, m.search_rounds, m.search_ran ? "outcome " : "no search",
-                  m.search_outcome.c_str(),
-                  m.search_link.empty() ? "" : (" " + m.search_link).c_str());
+      std::printf(
+          "\nthe real run: wall %.1f s (node checks %.1f, pair rounds %.1f, re-tests %.1f, "
+          "search %.1f s in %d rounds, %s%s%s); verdict:",
+          m.wall_s, m.node_checks_s, m.per_wave_s * m.schedule_waves, m.retest_s, m.search_s,
+          m.search_rounds, m.search_ran ? "outcome " : "no search", m.search_outcome.c_str(),
+          m.search_link.empty() ? "" : (" " + m.search_link).c_str());
       if (m.verdict.empty()) std::printf(" no warn or fail finding");
       for (const auto& v : m.verdict) std::printf("\n  %s", v.c_str());
       std::printf("\n");

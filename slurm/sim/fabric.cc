@@ -55,11 +55,16 @@ FabricTopology fat_tree(int nodes, int nodes_per_leaf, int spines, int rails) {
 
 const char* to_string(FaultKind k) {
   switch (k) {
-    case FaultKind::kNone: return "none";
-    case FaultKind::kSlowLink: return "slow_link";
-    case FaultKind::kFlappingLink: return "flapping_link";
-    case FaultKind::kSlowNic: return "slow_nic";
-    case FaultKind::kBadSpinePort: return "bad_spine_port";
+    case FaultKind::kNone:
+      return "none";
+    case FaultKind::kSlowLink:
+      return "slow_link";
+    case FaultKind::kFlappingLink:
+      return "flapping_link";
+    case FaultKind::kSlowNic:
+      return "slow_nic";
+    case FaultKind::kBadSpinePort:
+      return "bad_spine_port";
   }
   return "?";
 }
@@ -77,14 +82,14 @@ std::optional<FaultKind> fault_kind_from_string(const std::string& text) {
   return std::nullopt;
 }
 
-Fault place_fault(FaultKind kind, const FabricTopology& t, Rng& rng, double factor,
-                  double p_slow) {
+Fault place_fault(FaultKind kind, const FabricTopology& t, Rng& rng, double factor, double p_slow) {
   Fault f;
   f.kind = kind;
   f.factor = factor;
   f.p_slow = p_slow;
   switch (kind) {
-    case FaultKind::kNone: break;
+    case FaultKind::kNone:
+      break;
     case FaultKind::kSlowLink:
     case FaultKind::kFlappingLink: {
       if (t.nodes < 2) throw std::invalid_argument("a link fault needs 2 or more nodes");
@@ -124,12 +129,15 @@ double Fabric::path_capacity(int a, int b, int rail, Rng& rng) const {
   const Fault& f = fault_;
   const int lo = std::min(a, b), hi = std::max(a, b);
   switch (f.kind) {
-    case FaultKind::kNone: return 1;
-    case FaultKind::kSlowLink: return lo == f.a && hi == f.b ? f.factor : 1;
+    case FaultKind::kNone:
+      return 1;
+    case FaultKind::kSlowLink:
+      return lo == f.a && hi == f.b ? f.factor : 1;
     case FaultKind::kFlappingLink:
       if (lo != f.a || hi != f.b) return 1;
       return rng.uniform() < f.p_slow ? f.factor : 1;
-    case FaultKind::kSlowNic: return (a == f.a || b == f.a) && rail == f.rail ? f.factor : 1;
+    case FaultKind::kSlowNic:
+      return (a == f.a || b == f.a) && rail == f.rail ? f.factor : 1;
     case FaultKind::kBadSpinePort:
       for (const SpinePath& p : pair_spine_paths(t_, a, b))
         if (p.leaf == f.a && p.spine == f.b) return f.factor;
@@ -142,10 +150,13 @@ bool Fabric::touched(int a, int b) const {
   const Fault& f = fault_;
   const int lo = std::min(a, b), hi = std::max(a, b);
   switch (f.kind) {
-    case FaultKind::kNone: return false;
+    case FaultKind::kNone:
+      return false;
     case FaultKind::kSlowLink:
-    case FaultKind::kFlappingLink: return lo == f.a && hi == f.b;
-    case FaultKind::kSlowNic: return a == f.a || b == f.a;
+    case FaultKind::kFlappingLink:
+      return lo == f.a && hi == f.b;
+    case FaultKind::kSlowNic:
+      return a == f.a || b == f.a;
     case FaultKind::kBadSpinePort:
       for (const SpinePath& p : pair_spine_paths(t_, a, b))
         if (p.leaf == f.a && p.spine == f.b) return true;

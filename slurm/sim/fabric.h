@@ -23,8 +23,8 @@ class Rng {
  public:
   explicit Rng(uint64_t seed);
   uint64_t next();
-  double uniform();   // [0, 1)
-  int below(int n);   // [0, n), n >= 1
+  double uniform();           // [0, 1)
+  int below(int n);           // [0, n), n >= 1
   Rng fork(uint64_t stream);  // an independent generator for one part of a run
 
  private:

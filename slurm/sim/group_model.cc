@@ -39,9 +39,14 @@ GroupRunFigure SimGroupTester::run_once(const std::vector<int>& nodes, double& s
       const double g = fabric_.link_gbit_s(u, v, rng_);
       if (i == 0 || g < slowest) slowest = g;
     }
+    const double t = ring_seconds(model_, n, slowest);
+    seconds += model_.ring_setup_s + std::min(t, model_.ring_timeout_s);
+    if (t > model_.ring_timeout_s) {
+      fig.failed = true;
+      continue;
+    }
     const double bw = ring_busbw_gbps(model_, n, slowest);
     if (!fig.min_busbw_gbps || bw < *fig.min_busbw_gbps) fig.min_busbw_gbps = bw;
-    seconds += model_.ring_setup_s + ring_seconds(model_, n, slowest);
   }
   return fig;
 }

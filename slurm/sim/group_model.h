@@ -25,6 +25,9 @@ struct GroupModel {
   double alpha_s = 0;           // one ring step's latency
   double group_overhead_s = 0;  // per group test: agents started, reachability probes
   double ring_setup_s = 0;      // per ring order: its connections
+  // One ring run's bound: the controller's transport_timeout_ms (fabric/pair/pair_controller.h,
+  // 300 s); a ring still running then is a failed run (the group positive) and costs the bound.
+  double ring_timeout_s = 300;
 };
 
 // One ring's busbw (GB/s) and wall time (s) for n ranks at slowest link min_gbit_s.

@@ -20,25 +20,35 @@ void score(const Fabric& fab, SimOutcome& o) {
   const Fault& f = fab.fault();
   for (int x : o.blamed_nodes) {
     const bool exact = f.kind == FaultKind::kSlowNic && x == f.a;
-    if (exact) o.detected = true;
-    else if (f.kind != FaultKind::kFlappingLink && fab.node_touched(x)) o.other_blames++;
-    else o.false_blames++;
+    if (exact)
+      o.detected = true;
+    else if (f.kind != FaultKind::kFlappingLink && fab.node_touched(x))
+      o.other_blames++;
+    else
+      o.false_blames++;
   }
   for (const auto& l : o.blamed_links) {
     const bool link_fault = f.kind == FaultKind::kSlowLink || f.kind == FaultKind::kFlappingLink;
-    if (link_fault && same(l, f.a, f.b)) o.detected = true;
-    else if (fab.touched(l.a, l.b)) o.other_blames++;
-    else o.false_blames++;
+    if (link_fault && same(l, f.a, f.b))
+      o.detected = true;
+    else if (fab.touched(l.a, l.b))
+      o.other_blames++;
+    else
+      o.false_blames++;
   }
   for (const auto& l : o.flaky_links) {
-    if (f.kind == FaultKind::kFlappingLink && same(l, f.a, f.b)) o.detected = true;
-    else if (fab.touched(l.a, l.b)) o.other_blames++;
+    if (f.kind == FaultKind::kFlappingLink && same(l, f.a, f.b))
+      o.detected = true;
+    else if (fab.touched(l.a, l.b))
+      o.other_blames++;
     // A healthy link called flaky is a warning, not a blame: noise on the retest is what
     // link_flaky is for. Counted nowhere.
   }
   for (const auto& p : o.blamed_paths) {
-    if (f.kind == FaultKind::kBadSpinePort && p.leaf == f.a && p.spine == f.b) o.detected = true;
-    else o.false_blames++;
+    if (f.kind == FaultKind::kBadSpinePort && p.leaf == f.a && p.spine == f.b)
+      o.detected = true;
+    else
+      o.false_blames++;
   }
 }
 
@@ -143,9 +153,10 @@ SimOutcome simulate_run(const Fabric& fab, const SimOptions& o, uint64_t seed) {
             out.blamed_nodes.end())
           out.blamed_nodes.push_back(x);
       for (const auto& l : out.search.flaky_links) out.flaky_links.push_back(l);
-      out.codes.push_back(out.search.outcome == "found"            ? "cluster.link_search_found"
-                          : out.search.outcome == "not_reproduced" ? "cluster.link_search_not_reproduced"
-                                                                   : "cluster.link_search_clean");
+      out.codes.push_back(out.search.outcome == "found" ? "cluster.link_search_found"
+                          : out.search.outcome == "not_reproduced"
+                              ? "cluster.link_search_not_reproduced"
+                              : "cluster.link_search_clean");
     }
   }
   out.wall_s = out.node_checks_s + out.plan_s + out.retest_s + out.search_s;

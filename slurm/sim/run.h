@@ -35,10 +35,10 @@ SearchOutcome search_candidates(const std::vector<int>& candidates, GroupTester&
 
 struct SimOptions {
   std::string plan = "ring";
-  int max_parallel = 32;   // --max-parallel: pair runs at once
-  MatrixOptions matrix;    // --slow-fraction
-  bool retest = true;      // --no-retest: false
-  bool search = true;      // --no-search: false
+  int max_parallel = 32;      // --max-parallel: pair runs at once
+  MatrixOptions matrix;       // --slow-fraction
+  bool retest = true;         // --no-retest: false
+  bool search = true;         // --no-search: false
   bool force_search = false;  // --search
   GroupModel group;
   double per_pair_s = 0;     // one pair run's wall time (measured)
@@ -52,11 +52,11 @@ struct SimOutcome {
   bool search_ran = false;
   SearchOutcome search;
   // What the judges named.
-  std::vector<int> blamed_nodes;          // node_slow / node_unreachable, search's bad nodes
-  std::vector<NodePair> blamed_links;     // link_slow / link_failed, search's bad links
-  std::vector<NodePair> flaky_links;      // link_flaky
-  std::vector<SpinePath> blamed_paths;    // spine_path_slow
-  std::vector<std::string> codes;         // every finding code, in order
+  std::vector<int> blamed_nodes;        // node_slow / node_unreachable, search's bad nodes
+  std::vector<NodePair> blamed_links;   // link_slow / link_failed, search's bad links
+  std::vector<NodePair> flaky_links;    // link_flaky
+  std::vector<SpinePath> blamed_paths;  // spine_path_slow
+  std::vector<std::string> codes;       // every finding code, in order
   // Scored against the fault: the fault named as what it is (a slow or flapping link as that
   // link, a flapping one as flaky or bad; a slow NIC as its node; a bad spine port as its
   // cable); false blames name a node, link or cable the fault does not touch (a flapping link's

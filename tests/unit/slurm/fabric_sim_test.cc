@@ -117,8 +117,7 @@ TEST(FabricSim, ABadSpinePortIsNamedByThePathJudge) {
     EXPECT_EQ(o.blamed_paths[0], (SpinePath{f.fault().a, f.fault().b}));
     EXPECT_TRUE(o.detected);
     EXPECT_EQ(o.false_blames, 0) << "seed " << seed;
-    EXPECT_NE(std::find(o.codes.begin(), o.codes.end(), "cluster.spine_path_slow"),
-              o.codes.end());
+    EXPECT_NE(std::find(o.codes.begin(), o.codes.end(), "cluster.spine_path_slow"), o.codes.end());
   }
 }
 
