@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   app.add_option("--plan", plan, "ring | all")->check(CLI::IsMember({"ring", "all"}));
   app.add_option("--search", search,
                  "auto (as the command: when a link stays flagged) | force "
-                 "(--search) | off")
+                 "(--search) | off; default force, --predict: as the run")
       ->check(CLI::IsMember({"auto", "force", "off"}));
   app.add_option("--seeds", seeds, "seeded runs per cell up to 1024 nodes")
       ->check(CLI::PositiveNumber);
@@ -196,6 +196,9 @@ int main(int argc, char** argv) {
         kinds.push_back(*k);
       }
     }
+    // --predict mirrors the run: its search forced only when the run forced it.
+    if (predict && app.count("--search") == 0)
+      search = m.search_trigger == "--search" ? "force" : "auto";
     SimOptions so;
     so.plan = predict ? m.plan : plan;
     so.max_parallel = predict && max_parallel == 0 ? m.max_parallel

@@ -145,6 +145,7 @@ MeasuredRun measured_from_report(const Json& doc, const std::string& source) {
     r.search_rounds = static_cast<int>(num_or(s, "rounds_used", 0));
     if (s.contains("outcome") && s["outcome"].is_string()) r.search_outcome = s["outcome"];
     if (s.contains("link") && s["link"].is_string()) r.search_link = s["link"];
+    if (s.contains("trigger") && s["trigger"].is_string()) r.search_trigger = s["trigger"];
     r.group = fit_group_model(s, &r.groups_fitted);
   }
   if (doc.contains("findings") && doc["findings"].is_array())

@@ -31,6 +31,7 @@ struct MeasuredRun {
   double search_s = 0;
   int search_rounds = 0;
   std::string search_outcome, search_link;
+  std::string search_trigger;       // "--search" when forced, else the link that triggered it
   std::optional<GroupModel> group;  // fitted from the search's clean groups (fit_group_model)
   int groups_fitted = 0;
   // The real verdict: every warn/fail finding as "code subject".

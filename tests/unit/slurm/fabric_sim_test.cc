@@ -51,6 +51,29 @@ TEST(FabricSim, TheMeasuredRunGivesFiguresAndAGroupModel) {
   EXPECT_GT(m.per_wave_s, 0);
 }
 
+TEST(FabricSim, AReportThatIsNotAClusterRunIsRefusedNamingTheField) {
+  auto why = [](const Json& doc) {
+    try {
+      measured_from_report(doc, "r.json");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(why(Json{{"kind", "pair"}}).find("r.json: kind: not \"cluster\""), std::string::npos);
+  Json doc = parse_json(R"({"kind": "cluster", "cluster": {"hosts": ["a", "b"], "max_parallel": 4,
+      "schedule": {"waves": 1, "pairs_ms": 900},
+      "matrix": {"pairs": [{"a": "a", "b": "b", "state": "slow", "gbit_s": 0.1}]}}})",
+                        "inline");
+  EXPECT_NE(why(doc).find("cluster.matrix.pairs[].gbit_s: no pair in state \"ok\""),
+            std::string::npos)
+      << why(doc);
+  doc["cluster"]["matrix"]["pairs"][0]["state"] = "ok";
+  EXPECT_EQ(why(doc), "accepted");
+  doc["cluster"]["schedule"].erase("waves");
+  EXPECT_NE(why(doc).find("cluster.schedule.waves: missing"), std::string::npos) << why(doc);
+}
+
 TEST(FabricSim, TheSameSeedGivesTheSameRunAndAnotherSeedAnother) {
   Fabric f = fabric(256, FaultKind::kSlowLink, 3);
   SimOutcome a = simulate_run(f, options("ring"), 42), b = simulate_run(f, options("ring"), 42);
