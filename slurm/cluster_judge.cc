@@ -8,6 +8,7 @@
 #include "fabric/pair/verdict.h"
 #include "slurm/drift_judge.h"
 #include "slurm/link_search.h"
+#include "slurm/path_judge.h"
 
 namespace fabkit::slurm {
 namespace {
@@ -250,6 +251,11 @@ ClusterJudgement judge_cluster(const ClusterFacts& f, const MatrixOptions& mo) {
     pair_findings.push_back({link_name(f, {f.pairs[i].a, f.pairs[i].b}), &per_pair[i]});
   j.matrix = judge_matrix(f.hosts, j.measurements, mo);
   j.findings.insert(j.findings.end(), j.matrix.findings.begin(), j.matrix.findings.end());
+  if (f.topology.spines > 0 &&
+      (f.topology.leaf_of.empty() || f.topology.leaf_of.size() == f.hosts.size())) {
+    auto paths = judge_spine_paths(f.hosts, f.topology, j.matrix);
+    j.findings.insert(j.findings.end(), paths.findings.begin(), paths.findings.end());
+  }
   fold_findings(pair_findings, j.findings);
 
   // 3. Drift between the node reports.

@@ -15,6 +15,7 @@
 #include "fabric/launch/launcher.h"
 #include "fabric/pair/pair_controller.h"
 #include "slurm/fabric_search.h"
+#include "slurm/fabric_topology.h"
 #include "slurm/link_search.h"
 #include "slurm/search_cost.h"
 #include "slurm/matrix_judge.h"
@@ -121,6 +122,9 @@ struct ClusterFacts {
   std::vector<double> round_ms;
   double nodes_ms = 0, pairs_ms = 0, retest_ms = 0;
   SearchFacts search;
+  // The fabric's shape when known (--topology): the judge then names a bad leaf<->spine path
+  // (slurm/path_judge.h). spines = 0: unknown, no path judged.
+  FabricTopology topology;
 };
 
 ClusterFacts run_cluster(const ClusterOptions& o);

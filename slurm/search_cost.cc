@@ -1,5 +1,7 @@
 #include "slurm/search_cost.h"
 
+#include "slurm/group_rule.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -43,10 +45,9 @@ double group_test_threshold_gbit_s(int n, uint64_t bytes, double reference_gbit_
 
 bool group_test_positive(const GroupTestReading& r, double reference_gbit_s, double fraction,
                          double alpha_s) {
-  if (r.failed) return true;
-  if (!r.min_busbw_gbps) return false;
-  return *r.min_busbw_gbps * 8 <
-         group_test_threshold_gbit_s(r.ranks, r.bytes, reference_gbit_s, fraction, alpha_s);
+  return group_run_positive(
+      GroupRunFigure{r.failed, r.min_busbw_gbps},
+      group_test_threshold_gbit_s(r.ranks, r.bytes, reference_gbit_s, fraction, alpha_s));
 }
 
 double group_test_s(int n, const SearchPolicy& p, const RingCostModel& m) {

@@ -4,6 +4,7 @@
 #include "slurm/cluster_document.h"
 #include "slurm/cluster_judge.h"
 #include "slurm/cluster_profile.h"
+#include "slurm/path_judge.h"
 
 #include <gtest/gtest.h>
 
@@ -366,6 +367,41 @@ TEST(ClusterReport, SearchNamesNodesFlakyLinksAndEveryLink) {
   EXPECT_EQ(s["faults"][0]["node"], "n2");
   EXPECT_EQ(s["link"], "n0<->n2");
   EXPECT_TRUE(s["stopped_at_cap"].get<bool>());
+}
+
+TEST(ClusterReport, ABadSpinePathIsNamedWhenTheTopologyIsKnown) {
+  // 12 nodes, 3 leaves of 4, 2 spines; every pair routed through leaf0<->spine1 measures 0.02.
+  ClusterFacts f;
+  f.launcher = "srun";
+  f.max_parallel = 4;
+  FabricTopology t;
+  t.nodes = 12;
+  t.spines = 2;
+  t.leaf_names = {"leafA", "leafB", "leafC"};
+  for (int i = 0; i < 12; ++i) {
+    f.hosts.push_back("n" + std::to_string(i));
+    t.leaf_of.push_back(i / 4);
+    NodeRun n;
+    n.host = f.hosts.back();
+    n.ok = true;
+    n.report = node_report(1500);
+    f.nodes.push_back(n);
+  }
+  f.rounds = round_robin(12);
+  for (const auto& r : f.rounds)
+    for (const auto& p : r.pairs) {
+      const auto paths = pair_spine_paths(t, p.a, p.b);
+      bool bad = std::find(paths.begin(), paths.end(), SpinePath{0, 1}) != paths.end();
+      f.pairs.push_back(tcp_pair(p.a, p.b, f.hosts, bad ? 0.02 : 10.0));
+    }
+  auto has_path = [](const ClusterJudgement& j) {
+    for (const auto& x : j.findings)
+      if (x.code == "cluster.spine_path_slow") return x.subject == "leafA<->spine1";
+    return false;
+  };
+  EXPECT_FALSE(has_path(judge_cluster(f, MatrixOptions{})));  // no topology: no path judged
+  f.topology = t;
+  EXPECT_TRUE(has_path(judge_cluster(f, MatrixOptions{})));
 }
 
 }  // namespace

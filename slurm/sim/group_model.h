@@ -1,0 +1,57 @@
+// The bad-link search's group test on the simulated fabric: the group's ring all-reduces (each of
+// its Walecki ring orders, pair::ring_orders_covering_all_pairs, as slurm/search_runner.cc runs
+// them) in the alpha-beta model, each ring bounded by its slowest link, judged by the command's
+// own rule (slurm/group_rule.h). Pure.
+//
+// A ring all-reduce of S bytes over n ranks takes 2(n-1) steps of S/n bytes (Patarasuk & Yuan,
+// "Bandwidth optimal all-reduce algorithms", JPDC 2009; NCCL's ring); with a per-step latency
+// alpha and the ring's slowest link B: t = 2(n-1)(alpha + S/(n B)), and NCCL's bus bandwidth
+// (nccl-tests doc/PERFORMANCE.md: busbw = algbw x 2(n-1)/n) is busbw = (S/n) / (alpha + S/(n B)).
+#pragma once
+
+#include <vector>
+
+#include "slurm/group_rule.h"
+#include "slurm/link_search.h"
+#include "slurm/sim/fabric.h"
+
+namespace fabkit::slurm::sim {
+
+struct GroupModel {
+  double bytes = 1 << 20;  // --search-bytes
+  int iters = 3, warmup_iters = 1;
+  double fraction = 0.25;  // --search-fraction
+  // Measured (slurm/sim/measured.h fits them from a real run's search rounds):
+  double alpha_s = 0;           // one ring step's latency
+  double group_overhead_s = 0;  // per group test: agents started, reachability probes
+  double ring_setup_s = 0;      // per ring order: its connections
+  // One ring run's bound: the controller's transport_timeout_ms (fabric/pair/pair_controller.h,
+  // 300 s); a ring still running then is a failed run (the group positive) and costs the bound.
+  double ring_timeout_s = 300;
+};
+
+// One ring's busbw (GB/s) and wall time (s) for n ranks at slowest link min_gbit_s.
+double ring_busbw_gbps(const GroupModel& m, int n, double min_gbit_s);
+double ring_seconds(const GroupModel& m, int n, double min_gbit_s);
+
+class SimGroupTester : public GroupTester {
+ public:
+  // threshold_gbit_s: fraction x the matrix's healthy figure, as run_search sets it.
+  SimGroupTester(const Fabric& fabric, const GroupModel& model, double threshold_gbit_s, Rng rng);
+  std::vector<bool> run_round(const std::vector<std::vector<int>>& groups) override;
+
+  // Per round: its wall time (the slowest group; the groups of a round run at once).
+  const std::vector<double>& round_seconds() const { return round_s_; }
+  double seconds() const;
+
+ private:
+  GroupRunFigure run_once(const std::vector<int>& nodes, double& seconds);
+
+  const Fabric& fabric_;
+  GroupModel model_;
+  double threshold_;
+  Rng rng_;
+  std::vector<double> round_s_;
+};
+
+}  // namespace fabkit::slurm::sim

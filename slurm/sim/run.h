@@ -1,0 +1,71 @@
+// One simulated `fabcheck cluster` run through the command's own verdict code: the plan's pairs
+// measured on the simulated fabric become PairMeasurements for judge_matrix, the flagged links
+// are measured again as retest_flagged does, the bad-link search runs when run_search would
+// (a link still flagged, or forced) over the same candidates with the same threshold rule, and
+// the path judge names a bad leaf<->spine cable. The outcome is scored against the injected
+// fault. Pure: no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "slurm/matrix_judge.h"
+#include "slurm/path_judge.h"
+#include "slurm/schedule.h"
+#include "slurm/sim/fabric.h"
+#include "slurm/sim/group_model.h"
+
+namespace fabkit::slurm::sim {
+
+// The plan: the one place the planner is called. Today "ring" | "all" (make_schedule); the
+// planner with a budget (plan_cluster) goes here. Throws std::invalid_argument on another name.
+std::vector<Round> plan_rounds(const std::string& plan, const FabricTopology& t);
+
+// What the search concluded, whichever search ran. Today find_bad_link (one bad link); the
+// search for several links, nodes and flaky links (search_fabric) goes here.
+struct SearchOutcome {
+  std::string outcome;              // found | none | not_reproduced
+  std::vector<NodePair> bad_links;  // named bad
+  std::vector<int> bad_nodes;       // named bad
+  std::vector<NodePair> flaky_links;
+  int rounds = 0, group_tests = 0;
+};
+SearchOutcome search_candidates(const std::vector<int>& candidates, GroupTester& tester);
+
+struct SimOptions {
+  std::string plan = "ring";
+  int max_parallel = 32;      // --max-parallel: pair runs at once
+  MatrixOptions matrix;       // --slow-fraction
+  bool retest = true;         // --no-retest: false
+  bool search = true;         // --no-search: false
+  bool force_search = false;  // --search
+  GroupModel group;
+  double per_pair_s = 0;     // one pair run's wall time (measured)
+  double node_checks_s = 0;  // the node checks' wall time (measured)
+};
+
+struct SimOutcome {
+  int nodes = 0;
+  int plan_rounds = 0, plan_waves = 0, pair_runs = 0, retest_waves = 0;
+  double node_checks_s = 0, plan_s = 0, retest_s = 0, search_s = 0, wall_s = 0;
+  bool search_ran = false;
+  SearchOutcome search;
+  // What the judges named.
+  std::vector<int> blamed_nodes;        // node_slow / node_unreachable, search's bad nodes
+  std::vector<NodePair> blamed_links;   // link_slow / link_failed, search's bad links
+  std::vector<NodePair> flaky_links;    // link_flaky
+  std::vector<SpinePath> blamed_paths;  // spine_path_slow
+  std::vector<std::string> codes;       // every finding code, in order
+  // Scored against the fault: the fault named as what it is (a slow or flapping link as that
+  // link, a flapping one as flaky or bad; a slow NIC as its node; a bad spine port as its
+  // cable); false blames name a node, link or cable the fault does not touch (a flapping link's
+  // node always counts: "never as a healthy node"); other blames touch it but are not it.
+  bool detected = false;
+  int false_blames = 0;
+  int other_blames = 0;
+};
+
+SimOutcome simulate_run(const Fabric& fabric, const SimOptions& options, uint64_t seed);
+
+}  // namespace fabkit::slurm::sim
