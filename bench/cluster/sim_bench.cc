@@ -12,6 +12,7 @@
 #include "common/errors.h"
 #include "common/input_file.h"
 #include "common/json_read.h"
+#include "slurm/planner.h"
 #include "slurm/sim/fabric.h"
 #include "slurm/sim/measured.h"
 #include "slurm/sim/run.h"
@@ -113,7 +114,8 @@ int main(int argc, char** argv) {
   std::string group_from;
   std::string nodes_text = "8,16,32,64,128,256,512,1024,2048,4096";
   std::string faults_text = "none,slow_link,flapping_link,slow_nic,bad_spine_port";
-  std::string plan = "ring", search = "force";
+  std::string plan = "auto", search = "force";
+  std::string budget = "10m";
   int seeds = 100, seeds_large = 20, max_parallel = 32, per_leaf = 32, spines = 32, rails = 1;
   double factor = 0.01, p_slow = 0.5;
   double slow_fraction = -1, search_fraction = -1, search_bytes = -1;
@@ -126,7 +128,9 @@ int main(int argc, char** argv) {
                  "else the testdata run)");
   app.add_option("--nodes", nodes_text, "comma-separated node counts");
   app.add_option("--faults", faults_text, "comma-separated fault kinds");
-  app.add_option("--plan", plan, "ring | all")->check(CLI::IsMember({"ring", "all"}));
+  app.add_option("--plan", plan, "auto (the command's default, within --budget) | ring | all")
+      ->check(CLI::IsMember({"auto", "ring", "all"}));
+  app.add_option("--budget", budget, "the auto plan's --budget (default 10m)");
   app.add_option("--search", search,
                  "auto (as the command: when a link stays flagged) | force "
                  "(--search) | off; default force, --predict: as the run")
@@ -151,7 +155,8 @@ int main(int argc, char** argv) {
                  "a group's bar, x the healthy figure (default: the measured run's)")
       ->check(CLI::Range(0.001, 1.0));
   app.add_option("--search-bytes", search_bytes,
-                 "a group test's all-reduce size (default: the measured run's --search-bytes)")
+                 "one all-reduce size for every group test (default: n x 128 KiB for a group "
+                 "of n, as the command; --predict: the measured run's)")
       ->check(CLI::Range(1.0, 1e12));
   app.add_flag("--predict", predict,
                "the simulator's prediction for --measured's own N, plan and "
@@ -200,7 +205,8 @@ int main(int argc, char** argv) {
     if (predict && app.count("--search") == 0)
       search = m.search_trigger == "--search" ? "force" : "auto";
     SimOptions so;
-    so.plan = predict ? m.plan : plan;
+    so.plan = !predict ? plan : (m.plan == "ring" || m.plan == "all") ? m.plan : "auto";
+    so.budget_s = parse_budget_s(budget);
     so.max_parallel = predict && max_parallel == 0 ? m.max_parallel
                       : max_parallel == 0          ? 1 << 30
                                                    : max_parallel;
@@ -209,7 +215,9 @@ int main(int argc, char** argv) {
     so.force_search = search == "force";
     so.group = *group;
     if (search_fraction > 0) so.group.fraction = search_fraction;
-    if (search_bytes > 0) so.group.bytes = search_bytes;
+    // The fit keeps the measured run's sizing; tables use the command's (n x chunk) unless told.
+    if (!predict) so.group.policy.fixed_bytes = 0;
+    if (search_bytes > 0) so.group.policy.fixed_bytes = static_cast<uint64_t>(search_bytes);
     so.per_pair_s = m.per_wave_s;
     so.node_checks_s = m.node_checks_s;
     if (predict) ns = {m.hosts};
@@ -224,17 +232,18 @@ int main(int argc, char** argv) {
         *std::max_element(m.healthy_gbit_s.begin(), m.healthy_gbit_s.end()),
         median(m.healthy_gbit_s), m.per_wave_s, m.median_pair_s, m.node_checks_s);
     std::printf(
-        "group model (%s): %.0f bytes (measured), alpha %.1f us/step, %.2f s per group, %.2f s per "
-        "ring order, fraction %.3g\n",
-        group_source.c_str(), group->bytes, group->alpha_s * 1e6, group->group_overhead_s,
+        "group model (%s): %.0f bytes a group (measured; 0: n x chunk), alpha %.1f us/step, %.2f s "
+        "per group, %.2f s per ring order, fraction %.3g\n",
+        group_source.c_str(), static_cast<double>(group->policy.fixed_bytes), group->alpha_s * 1e6, group->group_overhead_s,
         group->ring_setup_s, group->fraction);
     std::printf(
-        "plan %s, --max-parallel %s, search %s (%.0f bytes, fraction %.3g), slow "
+        "plan %s, --max-parallel %s, search %s (%.0f bytes a group, 0: n x %llu; fraction %.3g), slow "
         "fraction %.2f; fat tree %d nodes per "
         "leaf, %d spines, %d rail(s); fault factor %.3g, flapping p %.2f\n\n",
         so.plan.c_str(),
         so.max_parallel >= (1 << 30) ? "unbounded" : std::to_string(so.max_parallel).c_str(),
-        search.c_str(), so.group.bytes, so.group.fraction, so.matrix.slow_fraction, per_leaf,
+        search.c_str(), static_cast<double>(so.group.policy.fixed_bytes),
+        static_cast<unsigned long long>(so.group.policy.chunk_bytes), so.group.fraction, so.matrix.slow_fraction, per_leaf,
         spines, rails, factor, p_slow);
     std::printf(
         "| N | fault | runs | detected | false blame | other blame | wall median | wall "
@@ -250,7 +259,7 @@ int main(int argc, char** argv) {
         const int s = n > 1024 ? seeds_large : seeds;
         Cell c = run_cell(n, k, s, so, m, per_leaf, spines, rails, factor, p_slow, show_false);
         FabricTopology t = fat_tree(n, per_leaf, spines, rails);
-        const int waves = schedule_cost(plan_rounds(so.plan, t), n, 1, so.max_parallel).waves;
+        const int waves = schedule_cost(plan_rounds(so, t), n, 1, so.max_parallel).waves;
         std::printf(
             "| %d | %s | %d | %s | %s | %s | %s | %s | %d | %s | %s |\n", n, to_string(k), c.runs,
             k == FaultKind::kNone ? "—" : pct(c.detected, c.runs).c_str(),

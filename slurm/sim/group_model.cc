@@ -4,22 +4,25 @@
 
 #include "fabric/pair/group_controller.h"
 #include "slurm/group_rule.h"
+#include "slurm/search_cost.h"
 
 namespace fabkit::slurm::sim {
 
 double ring_busbw_gbps(const GroupModel& m, int n, double min_gbit_s) {
-  const double chunk = m.bytes / n, bytes_per_s = min_gbit_s * 1e9 / 8;
+  const double bytes = static_cast<double>(group_test_bytes(n, m.policy));
+  const double chunk = bytes / n, bytes_per_s = min_gbit_s * 1e9 / 8;
   return chunk / (m.alpha_s + chunk / bytes_per_s) / 1e9;
 }
 
 double ring_seconds(const GroupModel& m, int n, double min_gbit_s) {
-  const double chunk = m.bytes / n, bytes_per_s = min_gbit_s * 1e9 / 8;
-  return (m.warmup_iters + m.iters) * 2.0 * (n - 1) * (m.alpha_s + chunk / bytes_per_s);
+  const double bytes = static_cast<double>(group_test_bytes(n, m.policy));
+  const double chunk = bytes / n, bytes_per_s = min_gbit_s * 1e9 / 8;
+  return (m.policy.warmup_iters + m.policy.iters) * 2.0 * (n - 1) * (m.alpha_s + chunk / bytes_per_s);
 }
 
 SimGroupTester::SimGroupTester(const Fabric& fabric, const GroupModel& model,
-                               double threshold_gbit_s, Rng rng)
-    : fabric_(fabric), model_(model), threshold_(threshold_gbit_s), rng_(rng) {}
+                               double reference_gbit_s, Rng rng)
+    : fabric_(fabric), model_(model), reference_(reference_gbit_s), rng_(rng) {}
 
 double SimGroupTester::seconds() const {
   double s = 0;
@@ -61,10 +64,13 @@ std::vector<bool> SimGroupTester::run_round(const std::vector<std::vector<int>>&
       out.push_back(false);
       continue;
     }
+    const int n = static_cast<int>(g.size());
+    const double bar = group_test_threshold_gbit_s(n, group_test_bytes(n, model_.policy),
+                                                   reference_, model_.fraction, model_.alpha_s);
     GroupRunFigure first = run_once(g, s);
     std::optional<GroupRunFigure> second;
-    if (group_needs_second_run(first, threshold_)) second = run_once(g, s);
-    out.push_back(group_answer(first, second, threshold_).positive);
+    if (group_needs_second_run(first, bar)) second = run_once(g, s);
+    out.push_back(group_answer(first, second, bar).positive);
     slowest = std::max(slowest, s);
   }
   round_s_.push_back(slowest);

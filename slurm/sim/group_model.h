@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "slurm/fabric_search.h"
 #include "slurm/group_rule.h"
 #include "slurm/link_search.h"
 #include "slurm/sim/fabric.h"
@@ -18,8 +19,9 @@
 namespace fabkit::slurm::sim {
 
 struct GroupModel {
-  double bytes = 1 << 20;  // --search-bytes
-  int iters = 3, warmup_iters = 1;
+  // The command's search policy: a group of n sends n x chunk_bytes (fixed_bytes: --search-bytes),
+  // its iterations, repeats, first-stage blocks (0: choose_search_blocks, as run_search).
+  SearchPolicy policy;
   double fraction = 0.25;  // --search-fraction
   // Measured (slurm/sim/measured.h fits them from a real run's search rounds):
   double alpha_s = 0;           // one ring step's latency
@@ -30,14 +32,16 @@ struct GroupModel {
   double ring_timeout_s = 300;
 };
 
-// One ring's busbw (GB/s) and wall time (s) for n ranks at slowest link min_gbit_s.
+// One ring's busbw (GB/s) and wall time (s) for n ranks at slowest link min_gbit_s, at the
+// all-reduce size the policy gives a group of n (group_test_bytes).
 double ring_busbw_gbps(const GroupModel& m, int n, double min_gbit_s);
 double ring_seconds(const GroupModel& m, int n, double min_gbit_s);
 
 class SimGroupTester : public GroupTester {
  public:
-  // threshold_gbit_s: fraction x the matrix's healthy figure, as run_search sets it.
-  SimGroupTester(const Fabric& fabric, const GroupModel& model, double threshold_gbit_s, Rng rng);
+  // reference_gbit_s: the matrix's median healthy figure, as run_search takes it; each group is
+  // held to the bar of its own size and bytes (group_test_threshold_gbit_s), as the command does.
+  SimGroupTester(const Fabric& fabric, const GroupModel& model, double reference_gbit_s, Rng rng);
   std::vector<bool> run_round(const std::vector<std::vector<int>>& groups) override;
 
   // Per round: its wall time (the slowest group; the groups of a round run at once).
@@ -49,7 +53,7 @@ class SimGroupTester : public GroupTester {
 
   const Fabric& fabric_;
   GroupModel model_;
-  double threshold_;
+  double reference_;
   Rng rng_;
   std::vector<double> round_s_;
 };

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "slurm/matrix_judge.h"
+#include "slurm/search_cost.h"
 
 namespace fabkit::slurm::sim {
 namespace {
@@ -35,13 +36,17 @@ double num_or(const Json& j, const char* key, double fallback) {
 std::optional<GroupModel> fit_group_model(const Json& s, int* used) {
   if (!s.is_object() || !s.contains("rounds") || !s["rounds"].is_array()) return std::nullopt;
   GroupModel m;
-  m.bytes = num_or(s, "bytes", m.bytes);
+  // The run's sizing: one size for every group (a report from before per-group sizing, or
+  // --search-bytes), else n x chunk_bytes; each clean group's own bytes when it has them.
+  const double run_bytes = num_or(s, "bytes", 0);
+  if (run_bytes > 0) m.policy.fixed_bytes = static_cast<uint64_t>(run_bytes);
+  m.policy.chunk_bytes = static_cast<uint64_t>(num_or(s, "chunk_bytes", m.policy.chunk_bytes));
   const double ref = num_or(s, "reference_gbit_s", 0), thr = num_or(s, "threshold_gbit_s", 0);
   if (ref <= 0) return std::nullopt;
   if (thr > 0) m.fraction = thr / ref;
   struct Group {
     int n, rings;
-    double busbw, elapsed_s;
+    double busbw, elapsed_s, bytes;
   };
   std::vector<Group> clean;
   for (const auto& r : s["rounds"])
@@ -51,20 +56,22 @@ std::optional<GroupModel> fit_group_model(const Json& s, int* used) {
       if (!g.contains("min_busbw_gbps") || !g["min_busbw_gbps"].is_number()) continue;
       const int n = static_cast<int>(g.value("hosts", Json::array()).size());
       if (n < 2) continue;
+      const double bytes =
+          num_or(g, "bytes", static_cast<double>(group_test_bytes(n, m.policy)));
       clean.push_back({n, g.value("rings", 0), g["min_busbw_gbps"].get<double>(),
-                       num_or(g, "elapsed_ms", 0) / 1000});
+                       num_or(g, "elapsed_ms", 0) / 1000, bytes});
     }
   if (used) *used = static_cast<int>(clean.size());
   if (clean.empty()) return std::nullopt;
-  // 1/busbw = n alpha / S + 1/B: a least-squares line through the clean groups gives alpha
-  // (slope) and the ring's link figure B (intercept). When the groups cannot separate the two
+  // 1/busbw = alpha n / S + 1/B: a least-squares line in x = n / S through the clean groups gives
+  // alpha (slope) and the ring's link figure B (intercept). When the groups cannot separate the two
   // (one group size, or a line with no positive intercept: on a loaded machine a small group's
   // ring can beat the matrix's pair figure), all of a group's time is taken as latency, the
   // upper bound alpha <= S / (n busbw), its median over the groups.
   {
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (const auto& g : clean) {
-      const double x = g.n, y = 1 / (g.busbw * 1e9);
+      const double x = g.n / g.bytes, y = 1 / (g.busbw * 1e9);
       sx += x;
       sy += y;
       sxx += x * x;
@@ -73,17 +80,19 @@ std::optional<GroupModel> fit_group_model(const Json& s, int* used) {
     const double k = static_cast<double>(clean.size()), den = k * sxx - sx * sx;
     const double slope = den > 0 ? (k * sxy - sx * sy) / den : 0, icpt = (sy - slope * sx) / k;
     if (den > 0 && slope > 0 && icpt > 0) {
-      m.alpha_s = slope * m.bytes;
+      m.alpha_s = slope;
     } else {
       std::vector<double> alphas;
-      for (const auto& g : clean) alphas.push_back(m.bytes / g.n / (g.busbw * 1e9));
+      for (const auto& g : clean) alphas.push_back(g.bytes / g.n / (g.busbw * 1e9));
       m.alpha_s = median(alphas);
     }
   }
   // elapsed - rings x ring_seconds = overhead + rings x setup: least squares over the groups.
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& g : clean) {
-    const double x = g.rings, y = g.elapsed_s - g.rings * ring_seconds(m, g.n, ref);
+    GroupModel at = m;  // this group's own size
+    at.policy.fixed_bytes = static_cast<uint64_t>(g.bytes);
+    const double x = g.rings, y = g.elapsed_s - g.rings * ring_seconds(at, g.n, ref);
     sx += x;
     sy += y;
     sxx += x * x;

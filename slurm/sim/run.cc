@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "slurm/planner.h"
+#include "slurm/search_cost.h"
+
 namespace fabkit::slurm::sim {
 namespace {
 
@@ -54,19 +57,32 @@ void score(const Fabric& fab, SimOutcome& o) {
 
 }  // namespace
 
-std::vector<Round> plan_rounds(const std::string& plan, const FabricTopology& t) {
-  if (plan == "ring") return make_schedule(PairPlan::kRing, t.nodes);
-  if (plan == "all") return make_schedule(PairPlan::kAll, t.nodes);
-  throw std::invalid_argument("unknown plan '" + plan + "' (ring or all)");
+std::vector<Round> plan_rounds(const SimOptions& o, const FabricTopology& t) {
+  if (o.plan == "ring") return make_schedule(PairPlan::kRing, t.nodes);
+  if (o.plan == "all") return make_schedule(PairPlan::kAll, t.nodes);
+  if (o.plan != "auto")
+    throw std::invalid_argument("unknown plan '" + o.plan + "' (auto, ring or all)");
+  PlanInput in;
+  in.nodes = t.nodes;
+  in.topology = t;
+  in.budget_s = o.budget_s;
+  in.per_pair_s = o.per_pair_s > 0 ? o.per_pair_s : kDefaultPerPairS;
+  in.max_parallel = o.max_parallel;
+  return plan_cluster(in).rounds;
 }
 
-SearchOutcome search_candidates(const std::vector<int>& candidates, GroupTester& tester) {
-  LinkSearchResult r = find_bad_link(candidates, tester);
+SearchOutcome search_candidates(const std::vector<int>& candidates, GroupTester& tester,
+                                const SearchPolicy& policy) {
+  FabricSearchResult r = search_fabric(candidates, tester, policy);
   SearchOutcome s;
   s.outcome = r.outcome;
   s.rounds = r.rounds;
   s.group_tests = r.group_tests;
-  if (r.link) s.bad_links.push_back(*r.link);
+  for (const auto& f : r.faults) {
+    if (f.kind == "link") s.bad_links.push_back(f.pair);
+    if (f.kind == "node") s.bad_nodes.push_back(f.node);
+    if (f.kind == "flaky_link") s.flaky_links.push_back(f.pair);
+  }
   return s;
 }
 
@@ -80,7 +96,7 @@ SimOutcome simulate_run(const Fabric& fab, const SimOptions& o, uint64_t seed) {
   Rng measure_rng = rng.fork(1), retest_rng = rng.fork(2), search_rng = rng.fork(3);
 
   // 1. The plan's rounds, every pair measured once.
-  const auto rounds = plan_rounds(o.plan, t);
+  const auto rounds = plan_rounds(o, t);
   ScheduleCost cost = schedule_cost(rounds, n, o.per_pair_s, o.max_parallel);
   out.plan_rounds = cost.rounds;
   out.plan_waves = cost.waves;
@@ -140,8 +156,19 @@ SimOutcome simulate_run(const Fabric& fab, const SimOptions& o, uint64_t seed) {
     for (size_t i = 0; i < v.links.size(); ++i)
       if (v.links[i].state == "ok" && ms[i].gbit_s) healthy.push_back(*ms[i].gbit_s);
     if (candidates.size() >= 2 && !healthy.empty()) {
-      SimGroupTester tester(fab, o.group, o.group.fraction * median(healthy), search_rng);
-      out.search = search_candidates(candidates, tester);
+      const double reference = median(healthy);
+      // The first stage's blocks as run_search chooses them: the cost model with the reference
+      // as its bandwidth and the measured per-step latency.
+      SearchPolicy policy = o.group.policy;
+      policy.max_parallel = o.max_parallel;
+      RingCostModel cost;
+      cost.alpha_s = o.group.alpha_s;
+      cost.bandwidth_Bps = reference * 1e9 / 8;
+      const int nc = static_cast<int>(candidates.size());
+      if (policy.blocks <= 0) policy.blocks = choose_search_blocks(nc, policy, cost);
+      policy.blocks = effective_search_blocks(nc, policy);
+      SimGroupTester tester(fab, o.group, reference, search_rng);
+      out.search = search_candidates(candidates, tester, policy);
       out.search_ran = true;
       out.search_s = tester.seconds();
       for (const auto& l : out.search.bad_links)

@@ -18,12 +18,14 @@
 
 namespace fabkit::slurm::sim {
 
-// The plan: the one place the planner is called. Today "ring" | "all" (make_schedule); the
-// planner with a budget (plan_cluster) goes here. Throws std::invalid_argument on another name.
-std::vector<Round> plan_rounds(const std::string& plan, const FabricTopology& t);
+struct SimOptions;
+// The plan, as the command makes it: "auto" (the default: plan_cluster within budget_s at
+// per_pair_s and max_parallel, on the simulated topology), "all" or "ring". Throws
+// std::invalid_argument on another name.
+std::vector<Round> plan_rounds(const SimOptions& o, const FabricTopology& t);
 
-// What the search concluded, whichever search ran. Today find_bad_link (one bad link); the
-// search for several links, nodes and flaky links (search_fabric) goes here.
+// What the search concluded: search_fabric's faults (every bad link up to the policy's cap, bad
+// nodes, flaky links).
 struct SearchOutcome {
   std::string outcome;              // found | none | not_reproduced
   std::vector<NodePair> bad_links;  // named bad
@@ -31,11 +33,14 @@ struct SearchOutcome {
   std::vector<NodePair> flaky_links;
   int rounds = 0, group_tests = 0;
 };
-SearchOutcome search_candidates(const std::vector<int>& candidates, GroupTester& tester);
+// policy: the blocks already chosen (choose_search_blocks, as run_search does).
+SearchOutcome search_candidates(const std::vector<int>& candidates, GroupTester& tester,
+                                const SearchPolicy& policy);
 
 struct SimOptions {
-  std::string plan = "ring";
-  int max_parallel = 32;      // --max-parallel: pair runs at once
+  std::string plan = "auto";
+  double budget_s = 600;      // --budget, for the auto plan
+  int max_parallel = 32;      // --max-parallel: pair runs at once (0: a whole round)
   MatrixOptions matrix;       // --slow-fraction
   bool retest = true;         // --no-retest: false
   bool search = true;         // --no-search: false
