@@ -119,7 +119,26 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.agent_path = a.agent_path.empty() ? self_path() : a.agent_path;
   for (const auto& h : o.hosts) launch::launcher_argv(o.launcher, h, {o.agent_path});  // names
   o.max_parallel = a.max_parallel;
-  const slurm::ClusterPlan plan = make_cluster_plan(a.plan, o.hosts, o.max_parallel);
+  if (a.search && a.no_search) throw UsageError("--search and --no-search contradict each other; give one");
+  o.search.force = a.search;
+  o.search.enabled = !a.no_search;
+  if (!a.search_bytes.empty()) {
+    auto search_bytes = one_size("--search-bytes", a.search_bytes);
+    if (search_bytes.size() != 1)
+      throw UsageError("--search-bytes '" + a.search_bytes + "': give one size, e.g. --search-bytes 1M");
+    o.search.policy.fixed_bytes = search_bytes[0];
+  }
+  auto chunk = one_size("--search-chunk", a.search_chunk);
+  if (chunk.size() != 1 || chunk[0] == 0)
+    throw UsageError("--search-chunk '" + a.search_chunk + "': give one size above 0, e.g. --search-chunk 128K");
+  o.search.policy.chunk_bytes = chunk[0];
+  o.search.policy.max_links = a.search_max_links;
+  o.search.policy.repeats = a.search_repeats;
+  o.search.policy.blocks = a.search_blocks;
+  o.search.fraction = a.search_fraction;
+  // The search's flags before the plan: --search reserves its estimated cost from the budget.
+  const slurm::ClusterPlan plan =
+      make_cluster_plan(a.plan, o.hosts, o.max_parallel, o.search.policy, o.search.force);
   o.plan = plan.asked;
   o.rounds = plan.rounds;
   o.pair.rc = rc_plan(a.rc);  // a bad --rc-* is a usage error before anything starts
@@ -141,23 +160,6 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.node_timeout_ms = a.node_timeout_ms;
   o.retest = !a.no_retest;
   o.matrix.slow_fraction = a.slow_fraction;
-  if (a.search && a.no_search) throw UsageError("--search and --no-search contradict each other; give one");
-  o.search.force = a.search;
-  o.search.enabled = !a.no_search;
-  if (!a.search_bytes.empty()) {
-    auto search_bytes = one_size("--search-bytes", a.search_bytes);
-    if (search_bytes.size() != 1)
-      throw UsageError("--search-bytes '" + a.search_bytes + "': give one size, e.g. --search-bytes 1M");
-    o.search.policy.fixed_bytes = search_bytes[0];
-  }
-  auto chunk = one_size("--search-chunk", a.search_chunk);
-  if (chunk.size() != 1 || chunk[0] == 0)
-    throw UsageError("--search-chunk '" + a.search_chunk + "': give one size above 0, e.g. --search-chunk 128K");
-  o.search.policy.chunk_bytes = chunk[0];
-  o.search.policy.max_links = a.search_max_links;
-  o.search.policy.repeats = a.search_repeats;
-  o.search.policy.blocks = a.search_blocks;
-  o.search.fraction = a.search_fraction;
   auto& p = o.pair;
   p.launcher_text = o.launcher_text;
   p.launcher = o.launcher;

@@ -1,6 +1,9 @@
 #include "cli/plan_option.h"
 
+#include <cstdio>
+
 #include "common/input_file.h"
+#include "slurm/search_cost.h"
 #include "slurm/topology_conf.h"
 
 namespace fabkit::cli {
@@ -24,7 +27,8 @@ void add_plan_options(CLI::App* sub, PlanArgs* a) {
 }
 
 slurm::ClusterPlan make_cluster_plan(const PlanArgs& a, const std::vector<std::string>& hosts,
-                                     int max_parallel) {
+                                     int max_parallel, const slurm::SearchPolicy& search,
+                                     bool search_forced) {
   slurm::PlanInput in;
   in.pairs = slurm::pair_plan_from_string(a.pairs);
   in.budget_s = slurm::parse_budget_s(a.budget);
@@ -40,7 +44,23 @@ slurm::ClusterPlan make_cluster_plan(const PlanArgs& a, const std::vector<std::s
                                             &in.topology_notes);
   }
   in.topology.nodes = in.nodes;
-  return slurm::plan_cluster(in);
+  // The search over every node, by its cost model at the figures measured on netns hosts (the
+  // run re-chooses its blocks with the matrix's own bandwidth): an estimate, said as one.
+  slurm::SearchPolicy policy = search;
+  policy.max_parallel = max_parallel;
+  const double search_s =
+      in.nodes >= 2 ? slurm::search_cost_s(in.nodes, policy, slurm::RingCostModel{}) : 0;
+  if (search_forced) in.search_reserve_s = search_s;
+  slurm::ClusterPlan plan = slurm::plan_cluster(in);
+  if (plan.coverage.pairs_measured < plan.coverage.pairs_total && !search_forced) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.0f s (%.1f min)", search_s, search_s / 60);
+    plan.coverage.notes.push_back(
+        std::string("--search covers every pair in its group tests: estimated ") + text +
+        " at " + std::to_string(in.nodes) +
+        " nodes by its cost model (slurm/search_cost.h, figures measured between netns hosts)");
+  }
+  return plan;
 }
 
 }  // namespace fabkit::cli

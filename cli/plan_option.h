@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "slurm/fabric_search.h"
 #include "slurm/planner.h"
 
 namespace fabkit::cli {
@@ -21,8 +22,11 @@ struct PlanArgs {
 void add_plan_options(CLI::App* sub, PlanArgs* args);
 
 // Reads --topology (a usage error names the file, line and field) and plans the rounds. Throws
-// UsageError (exit 2) for a bad --pairs, --budget or topology file.
+// UsageError (exit 2) for a bad --pairs, --budget or topology file. search: the bad-link search's
+// policy; with search_forced (--search) its estimated cost (search_cost_s) is reserved from the
+// budget, and a plan that leaves pairs unmeasured says what --search would cost to cover them.
 slurm::ClusterPlan make_cluster_plan(const PlanArgs& args, const std::vector<std::string>& hosts,
-                                     int max_parallel);
+                                     int max_parallel, const slurm::SearchPolicy& search,
+                                     bool search_forced);
 
 }  // namespace fabkit::cli
