@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <system_error>
 #include <thread>
 
 #include <sys/wait.h>
@@ -123,7 +124,17 @@ void run_parallel(size_t n, int parallel, const std::function<void(size_t)>& fn)
   };
   std::vector<std::thread> threads;
   size_t k = std::min(n, static_cast<size_t>(std::max(1, parallel)));
-  for (size_t t = 0; t < k; ++t) threads.emplace_back(worker);
+  threads.reserve(k);
+  for (size_t t = 0; t < k; ++t) {
+    try {
+      threads.emplace_back(worker);
+    } catch (const std::system_error&) {
+      // EAGAIN: the host ran out of threads (RLIMIT_NPROC, threads-max) past the budget's
+      // estimate. The threads already started share the work; none at all: this one does it.
+      break;
+    }
+  }
+  if (threads.empty()) worker();
   for (auto& t : threads) t.join();
 }
 
@@ -139,7 +150,8 @@ ClusterFacts run_cluster(const ClusterOptions& o) {
   f.nodes.resize(o.hosts.size());
   {
     ProgressScope progress(o.progress, "cluster: node checks", o.hosts.size());
-    run_parallel(o.hosts.size(), o.max_parallel, [&](size_t i) {
+    const int node_parallel = o.max_parallel_nodes > 0 ? o.max_parallel_nodes : o.max_parallel;
+    run_parallel(o.hosts.size(), node_parallel, [&](size_t i) {
       f.nodes[i] = run_node(o, o.hosts[i]);
       progress.advance(1);
     });
