@@ -109,6 +109,11 @@ std::vector<PairRun> run_round(const ClusterOptions& o, const std::vector<NodePa
       runs[i].facts.host_b = po.host_b;
       runs[i].facts.steps.push_back({"run", "", "failed", "cluster.internal", e.what(), 0});
     }
+    // The cluster judges a pair from its measurements; both agents' node reports (the node checks
+    // brought their own) were the largest part of what the controller kept per finished pair
+    // run (docs/cluster.md, "The controller at scale").
+    runs[i].facts.a.report = Json();
+    runs[i].facts.b.report = Json();
     runs[i].elapsed_ms = ms_since(tp);
     progress.advance(1);
   });
