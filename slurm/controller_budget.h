@@ -10,15 +10,18 @@
 
 namespace fabkit::slurm {
 
-// Measured per unit on the controller (bench/cluster/controller_scale.py reads /proc): an agent
-// holds its launcher's stdout pipe, its stderr file and its control socket (3); while the second
-// agent of a pair starts, the first's 3 and the spawn's 5 (stdin and stdout pipes, both ends,
-// and the stderr file) are open at once. A node check holds the same 5 while it starts.
+// Per unit on the controller: an agent holds its launcher's stdout pipe, its stderr file and its
+// control socket (3: bench/cluster/controller_scale.py saw 771 descriptors at 128 pair runs at
+// once); while the second agent of a pair starts, the first's 3 and the spawn's 5 (stdin and
+// stdout pipes, both ends, and the stderr file) are open at once. A node check holds the same 5
+// while it starts.
 inline constexpr int kFdsPerPairRun = 8;
 inline constexpr int kFdsPerNodeCheck = 5;
-// The pair's controller thread and its two launcher processes (ssh, srun or the template's
-// command: counted once, their own threads on top), or a node check's thread and its process.
-inline constexpr int kTasksPerPairRun = 3;
+// The pair's controller thread, the two resolver threads of its peers step while they run
+// (fabric/pair/session_peers.cc: getaddrinfo cannot be cancelled, so each lookup has a thread)
+// and its two launcher processes (ssh, srun or the template's command: counted once, their own
+// threads on top); a node check's thread and its process.
+inline constexpr int kTasksPerPairRun = 5;
 inline constexpr int kTasksPerNodeCheck = 2;
 // Left for everything else the controller and the host open meanwhile (the report files, the
 // libraries, a search round's extra agents are budgeted by the search itself).

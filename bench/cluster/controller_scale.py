@@ -10,8 +10,8 @@ NetnsWorld (one bridge, one address each, 198.18.1.0/24, deleted after): a launc
 this run's private directory (--launcher 'DIR/launch {host}') starts host cI's `fabcheck agent`
 or `fabcheck node` with `ip netns exec` in namespace I mod K. Every agent is a real process the
 controller launched, said hello to, connected to and drove through its pair run; two agents in
-one namespace listen on different ports. K is 2 x the pair runs at once (at most 1000: a Linux
-bridge takes 1024 ports), so the agents of one wave mostly sit in namespaces of their own. What
+one namespace listen on different ports. K is 2 x the pair runs at once, at most 98 (NetnsWorld names
+its controller's bridge port p99), so at 256 pairs at once about five agents share a namespace. What
 this does not measure is the network: pairs in one namespace talk over its veth, and 2 cores
 carry every agent's probe and transfer, hence the short pair settings (--pings 5,
 --bandwidth-ms 20, no re-test, no search) and generous timeouts.
@@ -39,6 +39,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "integration", "netns"))
 import netns  # noqa: E402
 
+# NetnsWorld: host i is bridge port p<i> and 198.18.1.(10 + i); its controller is port p99.
+MAX_NAMESPACES = 98
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
@@ -139,7 +141,7 @@ REPLAY = """if [ "$2" = node ]; then exec cat {report}; fi
 
 
 def one(fabcheck, n, parallel, extra, min_free_gib, timeout_s, replay_node_checks):
-    k = min(1000, max(2, 2 * parallel), n)
+    k = min(MAX_NAMESPACES, max(2, 2 * parallel), n)
     with netns.NetnsWorld(hosts=k, decoys=False, controller=True) as w, \
             tempfile.TemporaryDirectory(prefix="fk-ctlscale-") as d:
         launch = os.path.join(d, "launch")
