@@ -135,6 +135,7 @@ def main():
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--link", choices=["neighbour", "far"], default="neighbour")
     ap.add_argument("--save", action="store_true", help="write bench/cluster/testdata/netns-N.json")
+    ap.add_argument("--tag", default="", help="with --save: netns-N-TAG.json (runs with other flags)")
     ap.add_argument("--timeout-s", type=int, default=3600)
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
@@ -164,7 +165,8 @@ def main():
                 n, sum(r["right"] for r in results), a.runs,
                 " ".join("%.0f" % r["wall_s"] for r in results)), flush=True)
         if a.save:
-            out = os.path.join(HERE, "testdata", "netns-%d%s.json" % (n, "" if a.link == "neighbour" else "-far"))
+            out = os.path.join(HERE, "testdata", "netns-%d%s%s.json" % (
+                n, "" if a.link == "neighbour" else "-far", "-" + a.tag if a.tag else ""))
             os.makedirs(os.path.dirname(out), exist_ok=True)
             rec = dict(results[-1])
             rec.pop("pair_elapsed_ms", None)  # the pairs' rows hold them
