@@ -24,6 +24,8 @@
 #include "reports/report_render.h"
 #include "slurm/cluster_document.h"
 #include "slurm/cluster_profile.h"
+#include "slurm/controller_budget.h"
+#include "slurm/controller_limits.h"
 
 namespace fabkit::cli {
 namespace {
@@ -46,7 +48,7 @@ struct ClusterArgs {
   std::string prom;      // the key figures as a Prometheus textfile (node_exporter)
   std::string baseline;  // a saved fabcheck cluster --json report to compare this run with
   reports::baseline::ClusterBaselineOptions baseline_opts;
-  int max_parallel = 32;
+  int max_parallel = 0;  // 0: every pair of a round at once, within the controller's budget
   int node_timeout_ms = 60000;
   int timeout_ms = 10000;
   int transport_timeout_ms = 120000;
@@ -68,6 +70,13 @@ struct ClusterArgs {
   RcArgs rc;
   pair::OfiRdmPlan ofi;  // --ofi-provider, --ofi-messages, --ofi-lat-iters
 };
+
+// The default asked for every pair of a round at once and the controller's limits allow fewer:
+// the run is still right, only slower (more waves), and the fix is the limit's.
+Finding parallel_limited(const slurm::ParallelChoice& c) {
+  return info("cluster.parallel_limited", "controller", c.why,
+              "raise the limit named (the run's waves at this width are in the schedule)");
+}
 
 // The --baseline file, read and checked before anything is launched.
 Json load_cluster_baseline(const std::string& path) {
@@ -118,7 +127,13 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.launcher = launch::parse_launcher(o.launcher_text, std::max(1, a.timeout_ms / 1000));
   o.agent_path = a.agent_path.empty() ? self_path() : a.agent_path;
   for (const auto& h : o.hosts) launch::launcher_argv(o.launcher, h, {o.agent_path});  // names
-  o.max_parallel = a.max_parallel;
+  // Any plan's rounds are disjoint pairs: at most N/2 of them at once.
+  const int widest_round = static_cast<int>(o.hosts.size() / 2);
+  const slurm::ParallelChoice parallel =
+      slurm::choose_parallel(a.max_parallel, widest_round, static_cast<int>(o.hosts.size()),
+                             slurm::parallel_budget(slurm::gather_controller_limits()));
+  o.max_parallel = parallel.pair_runs;
+  o.max_parallel_nodes = parallel.node_checks;
   if (a.search && a.no_search) throw UsageError("--search and --no-search contradict each other; give one");
   o.search.force = a.search;
   o.search.enabled = !a.no_search;
@@ -155,6 +170,7 @@ int run_cluster_cmd(const ClusterArgs& a) {
   if (a.plan_only) {
     Report r = slurm::build_plan_report(o.hosts, plan);
     r.hostname = profile::local_hostname();
+    if (parallel.limited) r.findings.push_back(parallel_limited(parallel));
     return reports::render_report(r, a.json, std::cout);
   }
   o.node_timeout_ms = a.node_timeout_ms;
@@ -181,6 +197,7 @@ int run_cluster_cmd(const ClusterArgs& a) {
   progress.reset();  // its line is gone before anything else is printed
   Report r = slurm::build_cluster_report(facts, o.matrix, &plan);
   r.hostname = profile::local_hostname();
+  if (parallel.limited) r.findings.push_back(parallel_limited(parallel));
   if (!a.profile_out.empty()) {
     // The profile needs at least one node report; without one the report says why. Writing it
     // is not guarded here: its path was checked before the run, and a write that still fails
@@ -235,8 +252,10 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
   sub->add_option("--prom", a->prom,
                   "Also write the key figures (per node and per pair) as a Prometheus textfile "
                   "for node_exporter (docs/reports.md)");
-  sub->add_option("--max-parallel", a->max_parallel, "Pair runs (and node checks) at once")
-      ->check(CLI::Range(1, 512));
+  sub->add_option("--max-parallel", a->max_parallel,
+                  "Pair runs (and node checks) at once (default: every pair of a round, as far "
+                  "as the controller's descriptor and thread limits allow)")
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_option("--node-timeout-ms", a->node_timeout_ms, "Bound on each node check")
       ->check(CLI::Range(1000, 3600000));
   sub->add_option("--timeout-ms", a->timeout_ms, "Bound on each control step of a pair run")

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <system_error>
 #include <thread>
 
 #include <sys/wait.h>
@@ -108,6 +109,12 @@ std::vector<PairRun> run_round(const ClusterOptions& o, const std::vector<NodePa
       runs[i].facts.host_b = po.host_b;
       runs[i].facts.steps.push_back({"run", "", "failed", "cluster.internal", e.what(), 0});
     }
+    // The cluster judges a pair from its measurements; both agents' node reports (the node checks
+    // brought their own) are ~90 KiB each once parsed: a 4096-node ring would keep 8192 of them
+    // (~0.7 GiB), `--pairs all` at 1024 nodes 1,047,552 (docs/cluster.md, "The controller at
+    // scale").
+    runs[i].facts.a.report = Json();
+    runs[i].facts.b.report = Json();
     runs[i].elapsed_ms = ms_since(tp);
     progress.advance(1);
   });
@@ -123,7 +130,17 @@ void run_parallel(size_t n, int parallel, const std::function<void(size_t)>& fn)
   };
   std::vector<std::thread> threads;
   size_t k = std::min(n, static_cast<size_t>(std::max(1, parallel)));
-  for (size_t t = 0; t < k; ++t) threads.emplace_back(worker);
+  threads.reserve(k);
+  for (size_t t = 0; t < k; ++t) {
+    try {
+      threads.emplace_back(worker);
+    } catch (const std::system_error&) {
+      // EAGAIN: the host ran out of threads (RLIMIT_NPROC, threads-max) past the budget's
+      // estimate. The threads already started share the work; none at all: this one does it.
+      break;
+    }
+  }
+  if (threads.empty()) worker();
   for (auto& t : threads) t.join();
 }
 
@@ -139,7 +156,8 @@ ClusterFacts run_cluster(const ClusterOptions& o) {
   f.nodes.resize(o.hosts.size());
   {
     ProgressScope progress(o.progress, "cluster: node checks", o.hosts.size());
-    run_parallel(o.hosts.size(), o.max_parallel, [&](size_t i) {
+    const int node_parallel = o.max_parallel_nodes > 0 ? o.max_parallel_nodes : o.max_parallel;
+    run_parallel(o.hosts.size(), node_parallel, [&](size_t i) {
       f.nodes[i] = run_node(o, o.hosts[i]);
       progress.advance(1);
     });

@@ -49,7 +49,11 @@ struct ClusterOptions {
   PairPlan plan = PairPlan::kAll;
   // The rounds to run, from plan_cluster (slurm/planner.h); empty = make_schedule(plan).
   std::vector<Round> rounds;
-  int max_parallel = 32;  // pair runs (and node runs) at once
+  // Pair runs at once: one thread each, blocked on its agents under the pair's deadlines
+  // (docs/cluster.md, "The controller at scale"). The CLI sets it from controller_budget.h:
+  // every pair of a round at once unless the descriptor or thread budget says less.
+  int max_parallel = 32;
+  int max_parallel_nodes = 0;  // node checks at once; 0: max_parallel
   int node_timeout_ms = 60000;
   bool skip_pairs = false;
   // After the rounds, the links the matrix judge flags (slow or failed between healthy nodes) are

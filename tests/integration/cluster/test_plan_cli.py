@@ -91,7 +91,8 @@ class PlanOnlyTest(unittest.TestCase):
         self.assertTrue(doc["plan"]["fits_budget"])
         self.assertTrue(any("destination-based routing" in n for n in c["notes"]), c["notes"])
         # A budget for the ring alone: the paths it leaves under 2 loads are named.
-        rc, doc = self.plan("--topology", conf, "--budget", "100s", "--per-pair-s", "3")
+        rc, doc = self.plan("--topology", conf, "--budget", "100s", "--per-pair-s", "3",
+                            "--max-parallel", "32")
         c = doc["plan"]["coverage"]
         self.assertEqual(doc["plan"]["plan"], "ring")
         self.assertGreater(c["paths_under_2_loads"], 0)
@@ -104,12 +105,18 @@ class PlanOnlyTest(unittest.TestCase):
         for needle in ("plan shifts (--pairs auto) for 1024 nodes", "why: --pairs all would take",
                        "of the 600 s budget\n", "coverage: ", "... (512 pairs)"):
             self.assertIn(needle, r.stdout)
-        # --pairs all: what the issue measured, 27 h at 6 s a pair run, over the budget.
-        rc, doc = self.plan("--pairs", "all", "--per-pair-s", "6")
+        # --pairs all: what the issue measured, 27 h at 6 s a pair run with 32 at once (the old
+        # default), over the budget; the default now runs a round's 512 pairs at once: 1023 waves.
+        rc, doc = self.plan("--pairs", "all", "--per-pair-s", "6", "--max-parallel", "32")
         p = doc["plan"]
         self.assertEqual((p["plan"], p["rounds"], p["waves"]), ("all", 1023, 16368))
         self.assertEqual(p["estimated_s"], 98208.0)
         self.assertFalse(p["fits_budget"])
+        rc, doc = self.plan("--pairs", "all", "--per-pair-s", "6")
+        p = doc["plan"]
+        self.assertEqual((p["plan"], p["rounds"], p["waves"], p["max_parallel"]),
+                         ("all", 1023, 1023, 512))
+        self.assertEqual(p["estimated_s"], 6138.0)
 
     def test_usage_errors_name_the_value_and_the_fix(self):
         conf = self.write("topology.conf", topology_conf())
