@@ -83,6 +83,21 @@ int choose_search_blocks(int n, const SearchPolicy& p, const RingCostModel& m) {
   return best;
 }
 
+RingCostModel ring_cost_model(double alpha_s, double reference_gbit_s) {
+  RingCostModel m;
+  m.alpha_s = alpha_s;
+  m.bandwidth_Bps = reference_gbit_s * 1e9 / 8;
+  return m;
+}
+
+SearchPolicy resolve_search_policy(int n, SearchPolicy p, int max_parallel,
+                                   const RingCostModel& m) {
+  p.max_parallel = max_parallel;
+  if (p.blocks <= 0) p.blocks = choose_search_blocks(n, p, m);
+  p.blocks = effective_search_blocks(n, p);
+  return p;
+}
+
 double search_cost_s(int n, const SearchPolicy& policy, const RingCostModel& m) {
   SearchPolicy p = policy;
   if (p.blocks <= 0) p.blocks = choose_search_blocks(n, p, m);

@@ -79,6 +79,14 @@ double search_first_stage_s(int n, int blocks, const SearchPolicy& policy, const
 // The blocks (1 .. n/2) whose first stage costs least by the model.
 int choose_search_blocks(int n, const SearchPolicy& policy, const RingCostModel& m);
 
+// The cost model of a search whose links give reference_gbit_s (the matrix's TCP figure) at a
+// per-step latency alpha_s; the other figures stay the netns-measured defaults.
+RingCostModel ring_cost_model(double alpha_s, double reference_gbit_s);
+// The policy a search over n candidates runs with: max_parallel groups at once and the
+// first-stage blocks fixed (policy.blocks, else choose_search_blocks), clamped as search_fabric
+// clamps them. run_search and the simulator both call it, so both search with the same blocks.
+SearchPolicy resolve_search_policy(int n, SearchPolicy policy, int max_parallel,
+                                   const RingCostModel& m);
 // What the planner reserves for the search over n candidates: the first stage (at policy.blocks,
 // or choose_search_blocks when 0), then one fault resolved at its worst (the bisection's rounds
 // of fabric_search_round_bound, each at the size of the group resolved and measured twice, as a

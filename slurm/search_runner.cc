@@ -179,12 +179,8 @@ void run_search(const ClusterOptions& o, ClusterFacts& f) {
   const int n = static_cast<int>(s.candidates.size());
   // The blocks of the first stage: the cheapest by the cost model, its bandwidth the matrix's TCP
   // reference (the other figures are the defaults measured on netns hosts, slurm/search_cost.h).
-  RingCostModel model;
-  model.alpha_s = o.search.alpha_s;
-  model.bandwidth_Bps = *s.reference_gbit_s * 1e9 / 8;
-  s.policy.max_parallel = o.max_parallel;
-  if (s.policy.blocks <= 0) s.policy.blocks = choose_search_blocks(n, s.policy, model);
-  s.policy.blocks = effective_search_blocks(n, s.policy);
+  const RingCostModel model = ring_cost_model(o.search.alpha_s, *s.reference_gbit_s);
+  s.policy = resolve_search_policy(n, s.policy, o.max_parallel, model);
   s.estimated_s = search_cost_s(n, s.policy, model);
   s.rounds_bound = fabric_search_round_bound(n, s.policy);
   s.full_schedule_rounds = static_cast<int>(make_schedule(PairPlan::kAll, n).size());

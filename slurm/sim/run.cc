@@ -159,14 +159,9 @@ SimOutcome simulate_run(const Fabric& fab, const SimOptions& o, uint64_t seed) {
       const double reference = median(healthy);
       // The first stage's blocks as run_search chooses them: the cost model with the reference
       // as its bandwidth and the measured per-step latency.
-      SearchPolicy policy = o.group.policy;
-      policy.max_parallel = o.max_parallel;
-      RingCostModel cost;
-      cost.alpha_s = o.group.alpha_s;
-      cost.bandwidth_Bps = reference * 1e9 / 8;
-      const int nc = static_cast<int>(candidates.size());
-      if (policy.blocks <= 0) policy.blocks = choose_search_blocks(nc, policy, cost);
-      policy.blocks = effective_search_blocks(nc, policy);
+      const SearchPolicy policy =
+          resolve_search_policy(static_cast<int>(candidates.size()), o.group.policy,
+                                o.max_parallel, ring_cost_model(o.group.alpha_s, reference));
       SimGroupTester tester(fab, o.group, reference, search_rng);
       out.search = search_candidates(candidates, tester, policy);
       out.search_ran = true;
