@@ -1,7 +1,8 @@
 // Pipeline schedules and the stage split, as data (trainer/parallel/pipeline_schedule.h,
 // pipeline_split.h): every list runs to its end under rendezvous semantics, each (micro-batch,
 // chunk) is forwarded and backpropagated exactly once per rank in a valid order, broken lists
-// are refused with the reason, and each schedule holds the activations its design promises.
+// are refused with the reason, each schedule holds the activations its design promises, and the
+// timelines of 1F1B, interleaved 1F1B and ZB-H1 have the published shapes and bubbles.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -332,6 +333,145 @@ TEST(PipeSchedule, BubbleTagsAndNames) {
   }
   EXPECT_EQ(to_string(PipeAction{PipeOp::kBackwardWeight, 3, 1}), "backward_weight(3, chunk 1)");
   EXPECT_EQ(to_string(PipeAction{PipeOp::kSendGrad, 2}), "send_grad(2)");
+}
+
+// The published shapes, P = 4, M = 8. The figures themselves (Narayanan et al. 2021, "Efficient
+// Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", Figure 4; Qi et al.
+// 2023, "Zero Bubble Pipeline Parallelism", Figure 3 top) are images we could not view here, so
+// the rows below were derived from the authors' published rules, not from this generator: the
+// order of each rank from Megatron-LM's schedules.py (1F1B: P-1-r warm-up forwards;
+// interleaved: get_schedule_table with groups of P, warm-up (P-1-r) x 2 + (V-1) x P) and from
+// the zero-bubble authors' efficiency.py get_hand_schedule(4, 8, 1, 1, 1, 0, warmup_c=1) (the
+// call left in their code beside it, i.e. this figure), then each computation placed as early as
+// its rank and its input allow, as their simulators do. Their simulators give the same
+// makespans: 33 (1F1B), 57 (interleaved), 27 (ZB-H1). Cells read as the figures draw them: one
+// column per forward, a backward twice as wide in Megatron's figure (F = 1, B = 2), F = B = W = 1
+// in the zero-bubble one; in the interleaved figure a column is one chunk's forward (half of a
+// 1F1B forward) and chunk 1 is the lighter shade, here lower case. The figures number
+// micro-batches from 1; the rows here from 0 (the figure's 1 is F0).
+TEST(PipeSchedule, TimelinesHaveThePublishedShapes) {
+  const PipeShape s{4, 8, 1};
+  auto text = [](PipeSchedule k, const PipeShape& shape, PipeCosts c) {
+    return render_timeline_text(simulate_timeline(make_pipe_schedules(k, shape), shape, c), shape);
+  };
+  // Megatron-LM Figure 4 top (1F1B): rank 0 idles 6 columns between its warm-up and B0, the
+  // last rank alternates from the start; 33 columns.
+  EXPECT_EQ(text(PipeSchedule::k1F1B, s, {1, 2, 0}),
+            "rank 0 | F0 F1 F2 F3 .  .  .  .  .  .  B0 B0 F4 B1 B1 F5 B2 B2 F6 B3 B3 F7 B4 B4 .  "
+            "B5 B5 .  B6 B6 .  B7 B7\n"
+            "rank 1 | .  F0 F1 F2 .  .  .  .  B0 B0 F3 B1 B1 F4 B2 B2 F5 B3 B3 F6 B4 B4 F7 B5 B5 "
+            ".  B6 B6 .  B7 B7 .  .\n"
+            "rank 2 | .  .  F0 F1 .  .  B0 B0 F2 B1 B1 F3 B2 B2 F4 B3 B3 F5 B4 B4 F6 B5 B5 F7 B6 "
+            "B6 .  B7 B7 .  .  .  .\n"
+            "rank 3 | .  .  .  F0 B0 B0 F1 B1 B1 F2 B2 B2 F3 B3 B3 F4 B4 B4 F5 B5 B5 F6 B6 B6 F7 "
+            "B7 B7 .  .  .  .  .  .\n");
+  // Megatron-LM Figure 4 bottom (interleaved, 2 chunks per device): rank 0 runs micro-batches
+  // 0-3 through chunk 0, the same through chunk 1, then 4-6 before its first backward.
+  const PipeShape vs{4, 8, 2};
+  EXPECT_EQ(text(PipeSchedule::kInterleaved1F1B, vs, {1, 2, 0}),
+            "rank 0 | F0 F1 F2 F3 f0 f1 f2 f3 F4 F5 F6 .  .  .  b0 b0 F7 b1 b1 .  f4 b2 b2 f5 b3 "
+            "b3 f6 B0 B0 f7 B1 B1 B2 B2 .  B3 B3 .  b4 b4 .  b5 b5 .  b6 b6 .  b7 b7 B4 B4 B5 B5 "
+            "B6 B6 B7 B7\n"
+            "rank 1 | .  F0 F1 F2 F3 f0 f1 f2 f3 F4 .  .  b0 b0 F5 b1 b1 F6 b2 b2 F7 b3 b3 f4 B0 "
+            "B0 f5 B1 B1 f6 B2 B2 f7 B3 B3 .  b4 b4 .  b5 b5 .  b6 b6 .  b7 b7 B4 B4 B5 B5 B6 B6 "
+            "B7 B7 .  .\n"
+            "rank 2 | .  .  F0 F1 F2 F3 f0 f1 f2 .  b0 b0 f3 b1 b1 F4 b2 b2 F5 b3 b3 F6 B0 B0 F7 "
+            "B1 B1 f4 B2 B2 f5 B3 B3 f6 b4 b4 f7 b5 b5 .  b6 b6 .  b7 b7 B4 B4 B5 B5 B6 B6 B7 B7 "
+            ".  .  .  .\n"
+            "rank 3 | .  .  .  F0 F1 F2 F3 f0 b0 b0 f1 b1 b1 f2 b2 b2 f3 b3 b3 F4 B0 B0 F5 B1 B1 "
+            "F6 B2 B2 F7 B3 B3 f4 b4 b4 f5 b5 b5 f6 b6 b6 f7 b7 b7 B4 B4 B5 B5 B6 B6 B7 B7 .  .  "
+            ".  .  .  .\n");
+  // Zero-bubble Figure 3 top (ZB-H1): the B passes go back one column per rank, rank r runs its
+  // W passes r behind its B passes, and the last r columns of rank r are the deferred W's.
+  EXPECT_EQ(text(PipeSchedule::kZBH1, s, {1, 1, 1}),
+            "rank 0 | F0 F1 F2 F3 .  .  .  B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 B6 W6 "
+            "B7 W7\n"
+            "rank 1 | .  F0 F1 F2 .  .  B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 F6 B4 W3 F7 B5 W4 B6 W5 B7 "
+            "W6 W7\n"
+            "rank 2 | .  .  F0 F1 .  B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 F6 B5 W3 F7 B6 W4 B7 W5 "
+            "W6 W7\n"
+            "rank 3 | .  .  .  F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 W4 W5 "
+            "W6 W7\n");
+}
+
+// The step's makespan and idle share, each against the closed form. Cost model: a stage's
+// forward costs 1 and its backward 2 (B = W = 1, a whole backward B + W = 2), Megatron's and
+// the zero-bubble paper's assumption; an interleaved chunk holds 1/V of a stage's layers, so it
+// costs 1/V forward and 2/V backward.
+TEST(PipeSchedule, MakespansAndBubblesMatchTheory) {
+  for (const Case& c : all_cases()) {
+    const double p = c.shape.ranks, m = c.shape.micro_batches, v = c.shape.chunks;
+    const PipeCosts cost{1 / v, 1 / v, 1 / v};
+    const PipeTimeline t = simulate_timeline(make_pipe_schedules(c.kind, c.shape), c.shape, cost);
+    switch (c.kind) {
+      case PipeSchedule::kGPipe:
+      case PipeSchedule::k1F1B:
+        // 3M of work on each rank, and the first and last ranks wait out P-1 forwards and P-1
+        // backwards: 3(M+P-1).
+        EXPECT_NEAR(t.makespan, 3 * (m + p - 1), 1e-9) << name(c);
+        EXPECT_NEAR(t.bubble, (p - 1) / (m + p - 1), 1e-9) << name(c);
+        break;
+      case PipeSchedule::kInterleaved1F1B:
+        EXPECT_NEAR(t.makespan, 3 * (m + (p - 1) / v), 1e-9) << name(c);
+        EXPECT_NEAR(t.bubble, (p - 1) / (v * m + p - 1), 1e-9) << name(c);
+        break;
+      case PipeSchedule::kZBH1:
+        // (P-1)(F + B - W) = P-1 idle per rank once each rank has r <= M-1 W passes to defer.
+        if (m >= p) {
+          EXPECT_NEAR(t.makespan, 3 * m + p - 1, 1e-9) << name(c);
+          EXPECT_NEAR(t.bubble, (p - 1) / (3 * m + p - 1), 1e-9) << name(c);
+        } else {
+          EXPECT_GT(t.bubble, (p - 1) / (3 * m + p - 1)) << name(c);
+        }
+        break;
+    }
+    if (c.kind == PipeSchedule::kZBH1 && m < p) continue;  // its closed form needs M >= P
+    EXPECT_NEAR(t.bubble, bubble_fraction(c.kind, c.shape), 1e-9) << name(c);
+  }
+  // ZB-H1 against 1F1B at P = 4, M = 8: 3 idle units per rank against 9, a third; as shares
+  // of the step 1/9 against 3/11.
+  const PipeShape s{4, 8, 1};
+  const PipeTimeline one = simulate_timeline(make_pipe_schedules(PipeSchedule::k1F1B, s), s);
+  const PipeTimeline zb = simulate_timeline(make_pipe_schedules(PipeSchedule::kZBH1, s), s);
+  EXPECT_DOUBLE_EQ(one.bubble, 3.0 / 11.0);
+  EXPECT_DOUBLE_EQ(zb.bubble, 1.0 / 9.0);
+  EXPECT_DOUBLE_EQ(zb.bubble * zb.makespan * 3, one.bubble * one.makespan);
+}
+
+TEST(PipeSchedule, TimelineRenderings) {
+  const PipeShape s{4, 8, 1};
+  const PipeTimeline t = simulate_timeline(make_pipe_schedules(PipeSchedule::k1F1B, s), s);
+  const std::string html = render_timeline_html(t, s, "1f1b <P=4> & M=8");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("<title>1f1b &lt;P=4&gt; &amp; M=8</title>"), std::string::npos);
+  // Self-contained: nothing fetched, nothing run.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("http"), std::string::npos);
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = html.find(needle); at != std::string::npos; at = html.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("<tr>"), 4u);
+  EXPECT_EQ(count("<td class=\"F0\" colspan=\"1\""), 32u);  // a forward: one column
+  EXPECT_EQ(count("<td class=\"X0\" colspan=\"2\""), 32u);  // a whole backward: two
+  EXPECT_EQ(count("<td class=\"idle\">"), 4u * 33 - 32 * 3);
+  EXPECT_NE(html.find("makespan 33, bubble 27.3%"), std::string::npos);
+  // More than two chunks: every label names its chunk.
+  const PipeShape three{2, 2, 3};
+  const std::string txt = render_timeline_text(
+      simulate_timeline(make_pipe_schedules(PipeSchedule::kInterleaved1F1B, three), three), three);
+  EXPECT_EQ(txt.rfind("rank 0 | F0.0 F1.0 F0.1 F1.1 F0.2 F1.2", 0), 0u) << txt;
+  EXPECT_NE(txt.find("B1.2"), std::string::npos) << txt;
+  // A list that can never finish is not timed.
+  using O = PipeOp;
+  // Rank 0 backpropagates before it forwards: its B waits on rank 1's, which waits on rank 0's
+  // forward.
+  const Lists stuck = {{{O::kRecvGrad, 0}, {O::kBackward, 0}, {O::kForward, 0}},
+                       {{O::kForward, 0}, {O::kBackward, 0}}};
+  EXPECT_THROW(simulate_timeline(stuck, PipeShape{2, 1, 1}), InternalError);
 }
 
 TEST(StageSplit, BalancesParametersCountingEmbeddingAndHead) {
