@@ -51,6 +51,8 @@ enum class PipeOp {
 };
 std::string to_string(PipeOp op);
 bool is_compute(PipeOp op);
+// The op the peer posts for the same transfer (send_act <-> recv_act, send_grad <-> recv_grad).
+PipeOp pipe_matching_op(PipeOp op);
 
 struct PipeAction {
   PipeOp op;
@@ -60,11 +62,13 @@ struct PipeAction {
     return op == o.op && micro_batch == o.micro_batch && chunk == o.chunk;
   }
 };
+// "send_act(3)", "forward(3, chunk 1)": what validation and deadlock messages name.
+std::string to_string(const PipeAction& a);
 
 struct PipeShape {
-  int ranks = 1;           // P: pipeline ranks (--pp)
-  int micro_batches = 1;   // M
-  int chunks = 1;          // V: model chunks per rank (--virtual-stages; 1 unless interleaved)
+  int ranks = 1;          // P: pipeline ranks (--pp)
+  int micro_batches = 1;  // M
+  int chunks = 1;         // V: model chunks per rank (--virtual-stages; 1 unless interleaved)
   int virtual_stages() const { return ranks * chunks; }
 };
 
@@ -82,7 +86,9 @@ std::vector<PipeAction> make_pipe_schedule(PipeSchedule kind, int stage, int sta
                                            int micro_batches);
 
 // The other end of a communication action of `rank`: its rank and chunk, and the boundary's
-// lower virtual stage (g for the transfer between virtual stages g and g + 1).
+// lower virtual stage (g for the transfer between virtual stages g and g + 1). rank -1 when there
+// is no such virtual stage (a receive of activations on virtual stage 0, ...). Throws
+// InternalError for a computation.
 struct PipePeer {
   int rank = -1;
   int chunk = 0;
@@ -92,7 +98,9 @@ PipePeer pipe_peer(const PipeShape& shape, int rank, const PipeAction& a);
 
 // Runs every rank's list together, a send completing only with its matching receive (same
 // boundary, direction and micro-batch). Returns "" when every list ran to its end, else what
-// blocked (each rank's next action), or the first mismatched pair.
+// blocked ("rank 0 waits at send_act(0); rank 1 waits at send_grad(0)"), or the first pair that
+// faces each other on one boundary and direction with different micro-batches ("... met ...":
+// their tags differ, so both would wait). The V = 1 overload takes M from the lists.
 std::string simulate_rendezvous(const std::vector<std::vector<PipeAction>>& per_rank,
                                 const PipeShape& shape);
 std::string simulate_rendezvous(const std::vector<std::vector<PipeAction>>& per_stage);  // V = 1
@@ -101,7 +109,8 @@ std::string simulate_rendezvous(const std::vector<std::vector<PipeAction>>& per_
 // forwarded once and backpropagated once (kBackward, or kBackwardInput then kBackwardWeight)
 // after its forward; a receive before the computation that uses it and a send after the one that
 // produces it; no deadlock (simulate_rendezvous). "" or the first violation, naming the rank and
-// the action. make_pipe_schedules' lists pass by construction; the runner checks again.
+// the action; a deadlock's reason starts "deadlock: ". make_pipe_schedules' lists pass by
+// construction; the runner checks again.
 std::string validate_pipe_schedules(const std::vector<std::vector<PipeAction>>& per_rank,
                                     const PipeShape& shape);
 
@@ -110,14 +119,15 @@ std::string validate_pipe_schedules(const std::vector<std::vector<PipeAction>>& 
 // inputs until its W).
 int peak_in_flight(const std::vector<PipeAction>& actions);
 
-// The idle share of a step when every forward and backward costs the same: (P-1)/(M+P-1) for
-// GPipe and 1F1B, (P-1)/(V*M+P-1) interleaved.
+// The idle share of a step in theory: (P-1)/(M+P-1) for GPipe and 1F1B (any F:B ratio),
+// (P-1)/(V*M+P-1) interleaved (a chunk costs 1/V of a stage), ZB-H1 (P-1)/(3M+P-1), the
+// zero-bubble paper's figure for F = B = W (M >= P; see pipeline_schedule_check.cc).
 double bubble_fraction(int stages, int micro_batches);
 double bubble_fraction(PipeSchedule kind, const PipeShape& shape);
 
 // Point-to-point tag of one transfer: 2 x (mb x P*V + boundary) (+1 for gradients), unique per
 // transfer of a step and below 2^30 (the comm backend's tags, comm.h) when
-// check_pipe_tags_fit(shape) passes.
+// pipe_tags_fit(shape) (check_pipe_shape refuses a shape whose tags do not fit).
 int pipe_tag(const PipeShape& shape, PipeOp op, int micro_batch, int boundary);
 bool pipe_tags_fit(const PipeShape& shape);
 
@@ -138,8 +148,19 @@ struct PipeTimeline {
 };
 PipeTimeline simulate_timeline(const std::vector<std::vector<PipeAction>>& per_rank,
                                const PipeShape& shape, const PipeCosts& costs = {});
-// One line per rank, one column per time unit: "F0" forward of micro-batch 0 (chunk 1: "f0";
-// more chunks: "F0.2"), "B0" backward (whole or input), "W0" weight pass, "." idle.
+// Throws InternalError if a list waits forever (validate first).
+//
+// One line per rank, "rank r |" then one column per unit of time, the unit being the shortest
+// computation in the timeline (so F = 1, B = 2 gives a backward two columns); each column holds
+// the label of the computation running then, repeated across its columns, padded to the longest
+// label: "F0" forward of micro-batch 0 (with V = 2, chunk 1 is lower case: "f0"; with V > 2
+// every label carries its chunk: "F0.2"), "B0" backward (whole or input), "W0" weight pass,
+// "." idle. Trailing spaces are trimmed.
 std::string render_timeline_text(const PipeTimeline& t, const PipeShape& shape);
+// The same timeline as a self-contained HTML page (no script, no external file): one table row
+// per rank, one cell per computation spanning its columns, coloured by kind (forward, input
+// gradient, weight gradient, whole backward; later chunks lighter), the makespan and bubble above.
+std::string render_timeline_html(const PipeTimeline& t, const PipeShape& shape,
+                                 const std::string& title);
 
 }  // namespace fabkit::trainer
