@@ -17,14 +17,18 @@
 // still deadlocks GPipe at the turn from forwards to backwards for 3 stages and more (found by the
 // test). So the lists are made by playing all ranks together and recording the order in which
 // the transfers could complete; every list is then checked under rendezvous semantics (a send
-// and its receive complete together, simulate_rendezvous()).
+// and its receive complete together, simulate_rendezvous()). Interleaving closes a ring (rank 0
+// sends gradients back to rank P-1), so there a few sends come after the rank's next computation
+// (pipeline_schedule.cc says why): the runner keeps an output until its send, not just until
+// the next computation.
 //
 // GPipe: all M forwards, then all M backwards (in reverse order). 1F1B (PipeDream-flush,
 // Megatron's default): rank s runs min(P-1-s, M) warm-up forwards, then alternates one forward and
 // one backward, then drains the remaining backwards. Interleaved 1F1B: Megatron's virtual-pipeline
 // schedule (M a multiple of P), bubble (P-1)/(V*M+P-1). ZB-H1 (zero-bubble, Qi et al.): 1F1B's
 // order with each backward split into B (input gradient, on the critical path) and W (weight
-// gradient), the W passes delayed into what would be 1F1B's bubble; 1F1B's activation memory.
+// gradient), rank r running each W r micro-batches after its B, so the W passes fill what would
+// be 1F1B's drain; 1F1B's peak activation memory (every rank holds what 1F1B's rank 0 holds).
 #pragma once
 
 #include <string>

@@ -338,17 +338,18 @@ TEST(PipeSchedule, BubbleTagsAndNames) {
 // The published shapes, P = 4, M = 8. The figures themselves (Narayanan et al. 2021, "Efficient
 // Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", Figure 4; Qi et al.
 // 2023, "Zero Bubble Pipeline Parallelism", Figure 3 top) are images we could not view here, so
-// the rows below were derived from the authors' published rules, not from this generator: the
-// order of each rank from Megatron-LM's schedules.py (1F1B: P-1-r warm-up forwards;
-// interleaved: get_schedule_table with groups of P, warm-up (P-1-r) x 2 + (V-1) x P) and from
-// the zero-bubble authors' efficiency.py get_hand_schedule(4, 8, 1, 1, 1, 0, warmup_c=1) (the
-// call left in their code beside it, i.e. this figure), then each computation placed as early as
-// its rank and its input allow, as their simulators do. Their simulators give the same
-// makespans: 33 (1F1B), 57 (interleaved), 27 (ZB-H1). Cells read as the figures draw them: one
-// column per forward, a backward twice as wide in Megatron's figure (F = 1, B = 2), F = B = W = 1
-// in the zero-bubble one; in the interleaved figure a column is one chunk's forward (half of a
-// 1F1B forward) and chunk 1 is the lighter shade, here lower case. The figures number
-// micro-batches from 1; the rows here from 0 (the figure's 1 is F0).
+// the rows below were not transcribed from them cell by cell: they were derived, by a separate
+// script and not from this generator, from the authors' published rules: each rank's order from
+// Megatron-LM's schedules.py (1F1B: P-1-r warm-up forwards; interleaved: get_schedule_table with
+// groups of P, warm-up (P-1-r) x 2 + (V-1) x P) and from the zero-bubble authors' efficiency.py
+// get_hand_schedule(..., warmup_c=1), their handcrafted ZB-H1 (a call with P = 4, M = 8,
+// F = B = W = 1 sits commented out beside it), then each computation placed as early as its rank
+// and its input allow, as their simulators do. Their own simulators (get_hand_schedule,
+// get_interleave_schedule) give the same makespans: 33 (1F1B, F = 1, B = 2), 57 (interleaved,
+// per chunk F = 1, B = 2), 27 (ZB-H1). Cells as the figures draw them: one column per forward, a
+// backward twice as wide in Megatron's figure, F = B = W in the zero-bubble one; in the
+// interleaved figure a column is one chunk's forward (half of a 1F1B forward) and chunk 1 is the
+// lighter shade, here lower case. The figures number micro-batches from 1, the rows from 0.
 TEST(PipeSchedule, TimelinesHaveThePublishedShapes) {
   const PipeShape s{4, 8, 1};
   auto text = [](PipeSchedule k, const PipeShape& shape, PipeCosts c) {
