@@ -5,8 +5,10 @@
 #include <malloc.h>
 
 #include <chrono>
+#include <map>
 
 #include "common/errors.h"
+#include "trainer/model/weight_grad_store.h"
 
 #if FABKIT_TORCH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -25,12 +27,27 @@ int64_t heap_in_use() { return static_cast<int64_t>(mallinfo2().uordblks); }
 
 #if FABKIT_TORCH_CUDA
 struct PipelineRunner::DeviceTimers {
-  // Timing events (the default kind disables timing), one pair per receive of the step.
-  std::vector<std::pair<std::unique_ptr<at::cuda::CUDAEvent>, std::unique_ptr<at::cuda::CUDAEvent>>>
-      pairs;
+  using Event = std::unique_ptr<at::cuda::CUDAEvent>;
+  // Timing events (the default kind disables timing), one pair per receive, per computation, and
+  // one for the whole pipeline part of the step.
+  std::vector<std::pair<Event, Event>> recv, compute;
+  Event span_start, span_end;
+  static Event record_now(c10::DeviceIndex device) {
+    auto e = std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault);
+    e->record(c10::cuda::getCurrentCUDAStream(device));
+    return e;
+  }
+  void clear() {
+    recv.clear();
+    compute.clear();
+    span_start.reset();
+    span_end.reset();
+  }
 };
 #else
-struct PipelineRunner::DeviceTimers {};
+struct PipelineRunner::DeviceTimers {
+  void clear() {}
+};
 #endif
 
 PipelineRunner::~PipelineRunner() = default;
@@ -46,45 +63,67 @@ int64_t PipelineRunner::memory_in_use() const {
   return heap_in_use();
 }
 
+void PipelineRunner::note_memory(int64_t base) {
+  stats_.activation_bytes_peak = std::max(stats_.activation_bytes_peak, memory_in_use() - base);
+}
+
 const PipelineStepStats& PipelineRunner::stats() {
 #if FABKIT_TORCH_CUDA
   if (timers_) {
-    for (auto& [start, end] : timers_->pairs) {
+    for (auto& [start, end] : timers_->recv) {
       end->synchronize();
       stats_.recv_wait_ms += start->elapsed_time(*end);
     }
-    timers_->pairs.clear();
+    for (auto& [start, end] : timers_->compute) {
+      end->synchronize();
+      stats_.compute_ms += start->elapsed_time(*end);
+    }
+    if (timers_->span_start && timers_->span_end) {
+      timers_->span_end->synchronize();
+      stats_.span_ms = timers_->span_start->elapsed_time(*timers_->span_end);
+    }
+    timers_->clear();
   }
 #endif
   return stats_;
 }
 
-PipelineRunner::PipelineRunner(Comm& world, ShardedModel& model, int stage, int stages,
-                               int prev_rank, int next_rank, PipeSchedule kind, int micro_batches,
+PipelineRunner::PipelineRunner(Comm& world, ShardedModel& model, int rank, int replicas,
+                               int replica, PipeSchedule kind, const PipeShape& shape,
                                at::ScalarType compute_dtype)
     : world_(world),
       model_(model),
-      stage_(stage),
-      stages_(stages),
-      prev_rank_(prev_rank),
-      next_rank_(next_rank),
-      micro_batches_(micro_batches),
-      compute_dtype_(compute_dtype),
-      actions_(make_pipe_schedule(kind, stage, stages, micro_batches)) {}
+      rank_(rank),
+      replicas_(replicas),
+      replica_(replica),
+      kind_(kind),
+      shape_(shape),
+      compute_dtype_(compute_dtype) {
+  check_pipe_shape(kind, shape);
+  FABKIT_ENFORCE(pipe_tags_fit(shape), "pipeline tags exceed the comm backend's range");
+  FABKIT_ENFORCE(model.chunks() == shape.chunks, "the model's chunks do not match the schedule's");
+  // Every rank generates every rank's list (deterministic) and checks them together: a list that
+  // could deadlock or skip a micro-batch is refused here, before any transfer.
+  const auto all = make_pipe_schedules(kind, shape);
+  const std::string bad = validate_pipe_schedules(all, shape);
+  FABKIT_ENFORCE(bad.empty(), "pipeline schedule " + to_string(kind) + " is invalid: " + bad);
+  actions_ = all.at(static_cast<size_t>(rank));
+#if FABKIT_TORCH_CUDA
+  if (model_.device().is_cuda()) timers_ = std::make_unique<DeviceTimers>();
+#endif
+}
+
+bool PipelineRunner::holds_loss() const { return rank_ == shape_.ranks - 1; }
 
 at::Tensor PipelineRunner::recv_tensor(const std::vector<int64_t>& shape, int src, int tag) {
   at::Tensor buf =
       torch::empty(shape, torch::TensorOptions(torch::kFloat32).device(model_.device()));
 #if FABKIT_TORCH_CUDA
   if (buf.is_cuda()) {
-    if (!timers_) timers_ = std::make_unique<DeviceTimers>();
-    const auto stream = c10::cuda::getCurrentCUDAStream(buf.device().index());
-    auto start = std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault);
-    auto end = std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault);
-    start->record(stream);
+    auto start = DeviceTimers::record_now(buf.device().index());
     world_.recv(buf.data_ptr<float>(), static_cast<size_t>(buf.numel()), src, tag);
-    end->record(stream);  // after wait(): reached when the received data is there
-    timers_->pairs.emplace_back(std::move(start), std::move(end));
+    // After wait(): reached when the received data is there.
+    timers_->recv.emplace_back(std::move(start), DeviceTimers::record_now(buf.device().index()));
     return buf.to(compute_dtype_);
   }
 #endif
@@ -105,51 +144,113 @@ at::Tensor PipelineRunner::run_step(
     const std::function<void(int)>& load,
     const std::function<std::vector<int64_t>(int)>& activation_shape, double loss_scale) {
   stats_ = PipelineStepStats{};
-  if (timers_) timers_->pairs.clear();  // a step whose figures nobody asked for
-  const bool first = stage_ == 0, last = stage_ == stages_ - 1;
-  const int64_t heap0 = memory_in_use();
+  if (timers_) timers_->clear();  // a step whose figures nobody asked for
+  const int last_stage = shape_.virtual_stages() - 1;
+  const int64_t base = memory_in_use();
+  const bool on_device = timers_ != nullptr;
+  const c10::DeviceIndex device = model_.device().index();
+  // A computation, timed: host clock on CPU (the work is done when the call returns), events on
+  // the compute stream on a GPU (the host only queues it).
+  auto timed = [&](const std::function<void()>& work) {
+#if FABKIT_TORCH_CUDA
+    if (on_device) {
+      auto start = DeviceTimers::record_now(device);
+      work();
+      timers_->compute.emplace_back(std::move(start), DeviceTimers::record_now(device));
+      return;
+    }
+#endif
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    stats_.compute_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
   struct InFlight {
     at::Tensor input, output, grad_output;
+    std::unique_ptr<WeightGradStore> weights;  // a split backward's W pass, between B and W
   };
-  std::vector<InFlight> mb(static_cast<size_t>(micro_batches_));
+  std::map<std::pair<int, int>, InFlight> mb;  // by (micro-batch, chunk)
   at::Tensor loss = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(model_.device()));
   int live = 0;
+  const auto span_t0 = std::chrono::steady_clock::now();
+#if FABKIT_TORCH_CUDA
+  if (on_device) timers_->span_start = DeviceTimers::record_now(device);
+#endif
   for (const PipeAction& a : actions_) {
-    InFlight& f = mb.at(static_cast<size_t>(a.micro_batch));
-    const int tag =
-        a.op == PipeOp::kForward || a.op == PipeOp::kBackward ? 0 : pipe_tag(a.op, a.micro_batch);
+    InFlight& f = mb[{a.micro_batch, a.chunk}];
+    const int stage = a.chunk * shape_.ranks + rank_;  // the virtual stage
+    const bool last = stage == last_stage;
     switch (a.op) {
-      case PipeOp::kRecvActivation:
-        f.input =
-            recv_tensor(activation_shape(a.micro_batch), prev_rank_, tag).requires_grad_(true);
-        break;
-      case PipeOp::kForward: {
-        load(a.micro_batch);
-        f.output = model_.forward_keep(f.input);
-        if (last) loss.add_(f.output.detach().to(torch::kDouble));
-        stats_.peak_in_flight = std::max(stats_.peak_in_flight, ++live);
-        stats_.activation_bytes_peak =
-            std::max(stats_.activation_bytes_peak, memory_in_use() - heap0);
+      case PipeOp::kRecvActivation: {
+        const PipePeer p = pipe_peer(shape_, rank_, a);
+        f.input = recv_tensor(activation_shape(a.micro_batch), world_rank(p.rank),
+                              pipe_tag(shape_, a.op, a.micro_batch, p.boundary))
+                      .requires_grad_(true);
         break;
       }
-      case PipeOp::kSendActivation:
-        send_tensor(f.output, next_rank_, tag);
+      case PipeOp::kForward:
+        load(a.micro_batch);
+        timed([&] { f.output = model_.forward_keep(f.input, a.chunk); });
+        if (last) loss.add_(f.output.detach().to(torch::kDouble));
+        stats_.peak_in_flight = std::max(stats_.peak_in_flight, ++live);
+        note_memory(base);
         break;
-      case PipeOp::kRecvGrad:
-        f.grad_output = recv_tensor(f.output.sizes().vec(), next_rank_, tag);
+      case PipeOp::kSendActivation: {
+        const PipePeer p = pipe_peer(shape_, rank_, a);
+        send_tensor(f.output, world_rank(p.rank),
+                    pipe_tag(shape_, a.op, a.micro_batch, p.boundary));
         break;
+      }
+      case PipeOp::kRecvGrad: {
+        const PipePeer p = pipe_peer(shape_, rank_, a);
+        f.grad_output = recv_tensor(f.output.sizes().vec(), world_rank(p.rank),
+                                    pipe_tag(shape_, a.op, a.micro_batch, p.boundary));
+        break;
+      }
       case PipeOp::kBackward:
         FABKIT_ENFORCE(last || f.grad_output.defined(), "backward before its gradient arrived");
-        model_.backward_kept(f.output, last ? at::Tensor() : f.grad_output, loss_scale);
+        timed([&] {
+          model_.backward_kept(f.output, last ? at::Tensor() : f.grad_output, loss_scale, a.chunk);
+        });
         f.output = f.grad_output = at::Tensor();
         --live;
         break;
-      case PipeOp::kSendGrad:
-        FABKIT_ENFORCE(!first && f.input.grad().defined(), "no input gradient to send");
-        send_tensor(f.input.grad(), prev_rank_, tag);
+      case PipeOp::kBackwardInput:
+        FABKIT_ENFORCE(last || f.grad_output.defined(), "backward before its gradient arrived");
+        f.weights = std::make_unique<WeightGradStore>();
+        timed([&] {
+          WeightGradStore::Scope deferring(*f.weights);
+          model_.backward_input(f.output, last ? at::Tensor() : f.grad_output, loss_scale);
+        });
+        f.output = f.grad_output = at::Tensor();
+        note_memory(base);
+        break;
+      case PipeOp::kBackwardWeight:
+        FABKIT_ENFORCE(f.weights != nullptr, "weight pass before its input pass");
+        timed([&] {
+          f.weights->flush();
+          model_.finish_backward(a.chunk);
+        });
+        f.weights.reset();
+        --live;
+        break;
+      case PipeOp::kSendGrad: {
+        FABKIT_ENFORCE(stage > 0 && f.input.grad().defined(), "no input gradient to send");
+        const PipePeer p = pipe_peer(shape_, rank_, a);
+        send_tensor(f.input.grad(), world_rank(p.rank),
+                    pipe_tag(shape_, a.op, a.micro_batch, p.boundary));
         f.input = at::Tensor();
         break;
+      }
     }
+  }
+#if FABKIT_TORCH_CUDA
+  if (on_device) timers_->span_end = DeviceTimers::record_now(device);
+#endif
+  if (!on_device) {
+    stats_.span_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - span_t0)
+            .count();
   }
   return loss;
 }
@@ -157,17 +258,24 @@ at::Tensor PipelineRunner::run_step(
 double PipelineRunner::run_forward_only(
     int n, const std::function<void(int)>& load,
     const std::function<std::vector<int64_t>(int)>& activation_shape) {
+  const int P = shape_.ranks, last_stage = shape_.virtual_stages() - 1;
   double sum = 0.0;
   for (int i = 0; i < n; ++i) {
-    at::Tensor x;
-    if (stage_ > 0)
-      x = recv_tensor(activation_shape(i), prev_rank_, pipe_tag(PipeOp::kRecvActivation, i));
-    load(i);
-    at::Tensor out = model_.forward_only(x);
-    if (stage_ < stages_ - 1) {
-      send_tensor(out, next_rank_, pipe_tag(PipeOp::kSendActivation, i));
-    } else {
-      sum += out.item<double>();
+    for (int c = 0; c < shape_.chunks; ++c) {
+      const int stage = c * P + rank_;
+      at::Tensor x;
+      if (stage > 0) {
+        x = recv_tensor(activation_shape(i), world_rank((rank_ + P - 1) % P),
+                        pipe_tag(shape_, PipeOp::kRecvActivation, i, stage - 1));
+      }
+      load(i);
+      at::Tensor out = model_.forward_only(x, c);
+      if (stage < last_stage) {
+        send_tensor(out, world_rank((rank_ + 1) % P),
+                    pipe_tag(shape_, PipeOp::kSendActivation, i, stage));
+      } else {
+        sum += out.item<double>();
+      }
     }
   }
   return sum;

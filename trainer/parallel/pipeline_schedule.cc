@@ -112,8 +112,8 @@ PipeSchedule parse_pipe_schedule(const std::string& name) {
   if (name == "1f1b") return PipeSchedule::k1F1B;
   if (name == "interleaved-1f1b") return PipeSchedule::kInterleaved1F1B;
   if (name == "zb-h1") return PipeSchedule::kZBH1;
-  throw UsageError("pipeline schedule '" + name +
-                   "' is not one of gpipe, 1f1b, interleaved-1f1b, zb-h1");
+  throw UsageError("--schedule " + name +
+                   " is not a pipeline schedule: use gpipe, 1f1b, interleaved-1f1b or zb-h1");
 }
 
 std::string to_string(PipeSchedule s) {
