@@ -135,9 +135,24 @@ at::Tensor PipelineRunner::recv_tensor(const std::vector<int64_t>& shape, int sr
 }
 
 void PipelineRunner::send_tensor(const at::Tensor& t, int dst, int tag) {
-  at::Tensor wire = t.detach().to(torch::kFloat32).contiguous();
-  world_.send(wire.data_ptr<float>(), static_cast<size_t>(wire.numel()), dst, tag);
+  // A copy of its own even when t is fp32 already: the sender goes on and may free t's storage.
+  at::Tensor wire = t.detach().to(torch::kFloat32, /*non_blocking=*/false, /*copy=*/true)
+                        .contiguous();
+  CommRequestPtr r =
+      world_.send_async(wire.data_ptr<float>(), static_cast<size_t>(wire.numel()), dst, tag);
   stats_.bytes_sent += wire.numel() * static_cast<int64_t>(sizeof(float));
+  sends_.push_back({std::move(wire), std::move(r)});
+  while (sends_.size() > kSendsInFlight) {
+    sends_.front().request->wait();
+    sends_.pop_front();
+  }
+}
+
+void PipelineRunner::finish_sends() {
+  while (!sends_.empty()) {
+    sends_.front().request->wait();
+    sends_.pop_front();
+  }
 }
 
 at::Tensor PipelineRunner::run_step(
@@ -148,7 +163,7 @@ at::Tensor PipelineRunner::run_step(
   const int last_stage = shape_.virtual_stages() - 1;
   const int64_t base = memory_in_use();
   const bool on_device = timers_ != nullptr;
-  const c10::DeviceIndex device = model_.device().index();
+  [[maybe_unused]] const c10::DeviceIndex device = model_.device().index();
   // A computation, timed: host clock on CPU (the work is done when the call returns), events on
   // the compute stream on a GPU (the host only queues it).
   auto timed = [&](const std::function<void()>& work) {
@@ -244,6 +259,7 @@ at::Tensor PipelineRunner::run_step(
       }
     }
   }
+  finish_sends();
 #if FABKIT_TORCH_CUDA
   if (on_device) timers_->span_end = DeviceTimers::record_now(device);
 #endif
@@ -273,6 +289,7 @@ double PipelineRunner::run_forward_only(
       if (stage < last_stage) {
         send_tensor(out, world_rank((rank_ + 1) % P),
                     pipe_tag(shape_, PipeOp::kSendActivation, i, stage));
+        finish_sends();  // validation hands each micro-batch on one at a time
       } else {
         sum += out.item<double>();
       }

@@ -2,7 +2,10 @@
 // backwards on this stage's ShardedModel (sharded over the stage's data-parallel replicas), and
 // the activations and their gradients to and from the neighbouring stages of the same replica
 // over the world comm's send/recv, in the schedule's order (so no rank waits forever; each
-// transfer is bounded by the comm's collective timeout).
+// transfer is bounded by the comm's collective timeout). Sends are posted without waiting
+// (Comm::send_async), as Megatron posts isend: the lists are valid when every send blocks until
+// its receive (the strictest backend), and a send that completes later than it was posted only
+// lets the sender go on sooner, so no order the lists allow can deadlock.
 //
 // On the wire activations and gradients are fp32 whatever the compute dtype: Comm moves floats,
 // and bf16/fp16 -> fp32 -> bf16/fp16 is exact. Tensors stay on the model's device (a GPU's
@@ -10,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -73,7 +77,16 @@ class PipelineRunner {
 
  private:
   at::Tensor recv_tensor(const std::vector<int64_t>& shape, int src, int tag);
+  // Posts the send (Comm::send_async) and goes on; at most kSendsInFlight wait at once, and
+  // finish_sends waits for all (end of the step).
   void send_tensor(const at::Tensor& t, int dst, int tag);
+  void finish_sends();
+  static constexpr size_t kSendsInFlight = 8;
+  struct PendingSend {
+    at::Tensor wire;  // the fp32 buffer the backend reads until the send completes
+    CommRequestPtr request;
+  };
+  std::deque<PendingSend> sends_;
   int world_rank(int pipeline_rank) const { return pipeline_rank * replicas_ + replica_; }
   void note_memory(int64_t base);
 
