@@ -4,6 +4,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -108,6 +109,25 @@ PipelineRunner::PipelineRunner(Comm& world, ShardedModel& model, int rank, int r
   const std::string bad = validate_pipe_schedules(all, shape);
   FABKIT_ENFORCE(bad.empty(), "pipeline schedule " + to_string(kind) + " is invalid: " + bad);
   actions_ = all.at(static_cast<size_t>(rank));
+  // Each computation's send, posted as soon as the computation ends rather than where the list
+  // has it: an interleaved list may put a send after the next computation (8 of 112 at P = 4,
+  // M = 8, V = 2), which would hold the receiver for a whole computation.
+  early_send_.assign(actions_.size(), -1);
+  for (size_t i = 0; i < actions_.size(); ++i) {
+    const PipeOp op = actions_[i].op;
+    const PipeOp send = op == PipeOp::kForward ? PipeOp::kSendActivation
+                        : op == PipeOp::kBackward || op == PipeOp::kBackwardInput
+                            ? PipeOp::kSendGrad
+                            : op;
+    if (send == op) continue;
+    for (size_t j = i + 1; j < actions_.size(); ++j) {
+      if (actions_[j].op == send && actions_[j].micro_batch == actions_[i].micro_batch &&
+          actions_[j].chunk == actions_[i].chunk) {
+        early_send_[i] = static_cast<int>(j);
+        break;
+      }
+    }
+  }
 #if FABKIT_TORCH_CUDA
   if (model_.device().is_cuda()) timers_ = std::make_unique<DeviceTimers>();
 #endif
@@ -134,17 +154,26 @@ at::Tensor PipelineRunner::recv_tensor(const std::vector<int64_t>& shape, int sr
   return buf.to(compute_dtype_);
 }
 
-void PipelineRunner::send_tensor(const at::Tensor& t, int dst, int tag) {
+void PipelineRunner::send_tensor(const at::Tensor& t, int dst, int tag, size_t list_index) {
   // A copy of its own even when t is fp32 already: the sender goes on and may free t's storage.
   at::Tensor wire = t.detach().to(torch::kFloat32, /*non_blocking=*/false, /*copy=*/true)
                         .contiguous();
   CommRequestPtr r =
       world_.send_async(wire.data_ptr<float>(), static_cast<size_t>(wire.numel()), dst, tag);
   stats_.bytes_sent += wire.numel() * static_cast<int64_t>(sizeof(float));
-  sends_.push_back({std::move(wire), std::move(r)});
-  while (sends_.size() > kSendsInFlight) {
-    sends_.front().request->wait();
-    sends_.pop_front();
+  sends_.push_back({std::move(wire), std::move(r), list_index});
+}
+
+void PipelineRunner::retire_sends(size_t list_index) {
+  // Only sends the list has reached may be waited for: under rendezvous semantics they completed
+  // before this point (the lists are valid so), so waiting cannot deadlock; a send posted early,
+  // whose place in the list is still ahead, may wait on its receiver's progress past here.
+  auto reached = [&](const PendingSend& p) { return p.list_index <= list_index; };
+  while (std::count_if(sends_.begin(), sends_.end(), reached) >
+         static_cast<std::ptrdiff_t>(kSendsInFlight)) {
+    auto oldest = std::find_if(sends_.begin(), sends_.end(), reached);
+    oldest->request->wait();
+    sends_.erase(oldest);
   }
 }
 
@@ -191,7 +220,24 @@ at::Tensor PipelineRunner::run_step(
 #if FABKIT_TORCH_CUDA
   if (on_device) timers_->span_start = DeviceTimers::record_now(device);
 #endif
-  for (const PipeAction& a : actions_) {
+  std::vector<bool> posted(actions_.size(), false);
+  // Posts the send at list index j (an activation or an input gradient, now computed).
+  auto post = [&](size_t j) {
+    const PipeAction& a = actions_[j];
+    InFlight& f = mb[{a.micro_batch, a.chunk}];
+    const PipePeer p = pipe_peer(shape_, rank_, a);
+    const int tag = pipe_tag(shape_, a.op, a.micro_batch, p.boundary);
+    if (a.op == PipeOp::kSendActivation) {
+      send_tensor(f.output, world_rank(p.rank), tag, j);
+    } else {
+      FABKIT_ENFORCE(f.input.defined() && f.input.grad().defined(), "no input gradient to send");
+      send_tensor(f.input.grad(), world_rank(p.rank), tag, j);
+      f.input = at::Tensor();
+    }
+    posted[j] = true;
+  };
+  for (size_t i = 0; i < actions_.size(); ++i) {
+    const PipeAction& a = actions_[i];
     InFlight& f = mb[{a.micro_batch, a.chunk}];
     const int stage = a.chunk * shape_.ranks + rank_;  // the virtual stage
     const bool last = stage == last_stage;
@@ -210,12 +256,11 @@ at::Tensor PipelineRunner::run_step(
         stats_.peak_in_flight = std::max(stats_.peak_in_flight, ++live);
         note_memory(base);
         break;
-      case PipeOp::kSendActivation: {
-        const PipePeer p = pipe_peer(shape_, rank_, a);
-        send_tensor(f.output, world_rank(p.rank),
-                    pipe_tag(shape_, a.op, a.micro_batch, p.boundary));
+      case PipeOp::kSendActivation:
+      case PipeOp::kSendGrad:
+        if (!posted[i]) post(i);
+        retire_sends(i);
         break;
-      }
       case PipeOp::kRecvGrad: {
         const PipePeer p = pipe_peer(shape_, rank_, a);
         f.grad_output = recv_tensor(f.output.sizes().vec(), world_rank(p.rank),
@@ -249,15 +294,8 @@ at::Tensor PipelineRunner::run_step(
         f.weights.reset();
         --live;
         break;
-      case PipeOp::kSendGrad: {
-        FABKIT_ENFORCE(stage > 0 && f.input.grad().defined(), "no input gradient to send");
-        const PipePeer p = pipe_peer(shape_, rank_, a);
-        send_tensor(f.input.grad(), world_rank(p.rank),
-                    pipe_tag(shape_, a.op, a.micro_batch, p.boundary));
-        f.input = at::Tensor();
-        break;
-      }
     }
+    if (early_send_[i] >= 0) post(static_cast<size_t>(early_send_[i]));
   }
   finish_sends();
 #if FABKIT_TORCH_CUDA
@@ -288,7 +326,7 @@ double PipelineRunner::run_forward_only(
       at::Tensor out = model_.forward_only(x, c);
       if (stage < last_stage) {
         send_tensor(out, world_rank((rank_ + 1) % P),
-                    pipe_tag(shape_, PipeOp::kSendActivation, i, stage));
+                    pipe_tag(shape_, PipeOp::kSendActivation, i, stage), 0);
         finish_sends();  // validation hands each micro-batch on one at a time
       } else {
         sum += out.item<double>();

@@ -77,16 +77,20 @@ class PipelineRunner {
 
  private:
   at::Tensor recv_tensor(const std::vector<int64_t>& shape, int src, int tag);
-  // Posts the send (Comm::send_async) and goes on; at most kSendsInFlight wait at once, and
-  // finish_sends waits for all (end of the step).
-  void send_tensor(const at::Tensor& t, int dst, int tag);
+  // Posts the send (Comm::send_async) and goes on. list_index: the send's place in actions_.
+  // retire_sends(i) at the list's send i waits for the oldest sends the list has reached while
+  // more than kSendsInFlight of them are pending; finish_sends waits for all (end of the step).
+  void send_tensor(const at::Tensor& t, int dst, int tag, size_t list_index);
+  void retire_sends(size_t list_index);
   void finish_sends();
   static constexpr size_t kSendsInFlight = 8;
   struct PendingSend {
     at::Tensor wire;  // the fp32 buffer the backend reads until the send completes
     CommRequestPtr request;
+    size_t list_index = 0;
   };
   std::deque<PendingSend> sends_;
+  std::vector<int> early_send_;  // per action: the list index of its output's send, or -1
   int world_rank(int pipeline_rank) const { return pipeline_rank * replicas_ + replica_; }
   void note_memory(int64_t base);
 
