@@ -9,10 +9,7 @@
 
 namespace fabkit::trainer {
 
-int print_pipeline_dry_run(const TrainOptions& o) {
-  const PipeSchedule kind = parse_pipe_schedule(o.schedule);
-  const PipeShape shape = pipeline_shape(o);
-  if (!o.timeline_html.empty()) check_output_path("--timeline-html", o.timeline_html);
+std::string pipeline_schedule_report(PipeSchedule kind, const PipeShape& shape) {
   const auto lists = make_pipe_schedules(kind, shape);
   const std::string bad = validate_pipe_schedules(lists, shape);
   // The generator's lists are valid by construction; were one not, no rank may run it.
@@ -37,11 +34,24 @@ int print_pipeline_dry_run(const TrainOptions& o) {
   for (int r = 0; r < shape.ranks; ++r)
     out << (r ? "," : "") << " rank " << r << ": " << peak_in_flight(lists[static_cast<size_t>(r)]);
   out << "\n";
+  return out.str();
+}
+
+int print_pipeline_dry_run(const TrainOptions& o) {
+  const PipeSchedule kind = parse_pipe_schedule(o.schedule);
+  const PipeShape shape = pipeline_shape(o);
+  if (!o.timeline_html.empty()) check_output_path("--timeline-html", o.timeline_html);
+  std::string out = pipeline_schedule_report(kind, shape);
   if (!o.timeline_html.empty()) {
-    write_output_file("--timeline-html", o.timeline_html, render_timeline_html(t, shape, to_string(kind)));
-    out << "timeline written to " << o.timeline_html << "\n";
+    const auto lists = make_pipe_schedules(kind, shape);
+    PipeCosts costs;
+    costs.forward = costs.backward_input = costs.backward_weight = 1.0 / shape.chunks;
+    write_output_file("--timeline-html", o.timeline_html,
+                      render_timeline_html(simulate_timeline(lists, shape, costs), shape,
+                                           to_string(kind)));
+    out += "timeline written to " + o.timeline_html + "\n";
   }
-  std::cout << out.str();
+  std::cout << out;
   return 0;
 }
 

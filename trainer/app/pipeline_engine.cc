@@ -193,6 +193,11 @@ class PipelineEngine : public StepEngine {
     m["pp_stage_activation_bytes_peak"] = act;
   }
 
+  // The schedule as --dry-run prints it, as a Markdown code block (the text dashboard's format).
+  std::string run_summary_text() const override {
+    return "```\n" + pipeline_schedule_report(kind_, shape_) + "```\n";
+  }
+
   // Each stage from its own directory, all at one step.
   std::optional<TrainState> resume(const std::string& output_dir,
                                    std::vector<std::string>* warnings) override {

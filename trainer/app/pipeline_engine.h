@@ -31,6 +31,9 @@ PipeShape pipeline_shape(const TrainOptions& o);
 // --timeline-html FILE), with the bubble and the activations each rank holds. Nothing is loaded
 // or launched. Returns the exit code.
 int print_pipeline_dry_run(const TrainOptions& o);
+// What --dry-run prints (and a pipeline run writes to TensorBoard as text): the schedule checked,
+// its unit-cost timeline, bubble and activations held per rank. UsageError if invalid.
+std::string pipeline_schedule_report(PipeSchedule kind, const PipeShape& shape);
 
 std::unique_ptr<StepEngine> make_pipeline_engine(const TrainOptions& o, EngineInputs& in,
                                                  TrainLog& log);

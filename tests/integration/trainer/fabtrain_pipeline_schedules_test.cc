@@ -86,6 +86,17 @@ int64_t stage_peak(const fs::path& out, const char* field, int stage) {
   return peak;
 }
 
+// The bytes of a run's TensorBoard event files (text summaries are stored verbatim).
+std::string tensorboard_bytes(const fs::path& out) {
+  std::string all;
+  if (!fs::is_directory(out / "tensorboard")) return all;
+  for (const auto& e : fs::directory_iterator(out / "tensorboard")) {
+    std::ifstream f(e.path(), std::ios::binary);
+    all.append(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  return all;
+}
+
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream in(text);
@@ -130,6 +141,11 @@ TEST_F(FabtrainSchedules, InterleavedAndZeroBubbleEqualOneProcessAtTwoAndFourRan
       EXPECT_EQ(counted, stages);
       EXPECT_EQ(layers, kLayers);
       expect_same_curve(losses(out(name)), l1);
+      // Rank 0's TensorBoard holds the schedule as --dry-run prints it (a text summary; its
+      // encoding is read back with tensorboard's own reader in tests/unit/trainer_monitor).
+      EXPECT_NE(tensorboard_bytes(out(name)).find("pipeline schedule " + schedule + ": " +
+                                                  std::to_string(ranks) + " ranks"),
+                std::string::npos);
       // Each virtual stage saved its own units: the stages' checkpoints hold the whole model.
       EXPECT_LT(max_weight_diff(checkpoint_weights(out(name), stages), w1), kWeightTol);
       for (const auto& j : steps_of(out(name))) {
