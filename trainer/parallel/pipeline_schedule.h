@@ -19,8 +19,8 @@
 // the transfers could complete; every list is then checked under rendezvous semantics (a send
 // and its receive complete together, simulate_rendezvous()). Interleaving closes a ring (rank 0
 // sends gradients back to rank P-1), so there a few sends come after the rank's next computation
-// (pipeline_schedule.cc says why): the runner keeps an output until its send, not just until
-// the next computation.
+// (pipeline_schedule.cc says why); the runner posts every send as soon as its computation ends
+// (pipeline_runner.cc), so none waits for that.
 //
 // GPipe: all M forwards, then all M backwards (in reverse order). 1F1B (PipeDream-flush,
 // Megatron's default): rank s runs min(P-1-s, M) warm-up forwards, then alternates one forward and
