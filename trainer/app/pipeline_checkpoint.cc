@@ -15,14 +15,13 @@ fs::path pipeline_stage_dir(const fs::path& output_dir, int stage, int stages) {
 void refuse_other_pipeline_degree(const fs::path& output_dir, int stages) {
   if (!fs::is_directory(output_dir)) return;
   auto refuse = [&](const fs::path& where, int other) {
-    throw UsageError(where.string() + " holds checkpoints of a run with " + std::to_string(other) +
-                     " pipeline stages (--pp x --virtual-stages); resuming them with " +
-                     std::to_string(stages) +
-                     " stages is not supported (stage checkpoints do not reshard across pipeline "
-                     "degrees): resume with --pp " +
-                     std::to_string(other) + " (or --pp P --virtual-stages V, P x V = " +
-                     std::to_string(other) +
-                     ", with interleaved-1f1b), or start fresh with --no-resume or another --output");
+    throw UsageError(
+        where.string() + " holds checkpoints of a run with " + std::to_string(other) +
+        " pipeline stages (--pp x --virtual-stages); resuming them with " + std::to_string(stages) +
+        " stages is not supported (stage checkpoints do not reshard across pipeline "
+        "degrees): resume with --pp " +
+        std::to_string(other) + " (or --pp P --virtual-stages V, P x V = " + std::to_string(other) +
+        ", with interleaved-1f1b), or start fresh with --no-resume or another --output");
   };
   if (stages != 1 && !list_checkpoints(output_dir).empty()) refuse(output_dir, 1);
   const std::regex name(R"(pipeline-stage-(\d+)-of-(\d+))");
@@ -58,7 +57,8 @@ class UnitRangeOptimizer : public ShardOptimizer {
     inner_.load_state(first_ + unit, arrays);
   }
   std::vector<NamedArray> reshard_state(
-      const FlatShard& shard, const std::vector<std::vector<NamedArray>>& old_ranks) const override {
+      const FlatShard& shard,
+      const std::vector<std::vector<NamedArray>>& old_ranks) const override {
     return inner_.reshard_state(shard, old_ranks);
   }
 
@@ -105,8 +105,7 @@ fs::path save_pipeline_stages(Comm& stage_comm, const SaveRequest& req, int stag
 
 std::optional<TrainState> resume_pipeline(Comm& world, Comm& stage_comm, const fs::path& output_dir,
                                           int stages, const std::vector<StageUnits>& mine,
-                                          std::vector<FlatShard>& shards,
-                                          ShardOptimizer& optimizer,
+                                          std::vector<FlatShard>& shards, ShardOptimizer& optimizer,
                                           std::vector<std::string>* warnings) {
   std::optional<TrainState> st;
   // Steps travel as int64 bytes (checkpoint.h: never as floats); -1 = nothing to resume. Every

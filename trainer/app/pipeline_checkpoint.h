@@ -1,8 +1,9 @@
 // Checkpoints of a pipeline run: checkpoint.h's layout per virtual stage, one directory per
 // stage, OUTPUT/pipeline-stage-<s>-of-<S>/checkpoint-<step>/ (rank-<r>-of-<D>.bin per replica of
-// the stage, and the stage's manifest); S counts virtual stages (--pp x --virtual-stages). Each stage's replicas save and resume over the stage's
-// communicator, so a change of the data-parallel degree D reshards as for --pp 1; a change of S
-// (or from or to --pp 1) is refused with the directory that holds the other run's checkpoints.
+// the stage, and the stage's manifest); S counts virtual stages (--pp x --virtual-stages). Each
+// stage's replicas save and resume over the stage's communicator, so a change of the data-parallel
+// degree D reshards as for --pp 1; a change of S (or from or to --pp 1) is refused with the
+// directory that holds the other run's checkpoints.
 #pragma once
 
 #include <filesystem>
@@ -45,8 +46,7 @@ std::filesystem::path save_pipeline_stages(Comm& stage_comm, const SaveRequest& 
 std::optional<TrainState> resume_pipeline(Comm& world, Comm& stage_comm,
                                           const std::filesystem::path& output_dir, int stages,
                                           const std::vector<StageUnits>& mine,
-                                          std::vector<FlatShard>& shards,
-                                          ShardOptimizer& optimizer,
+                                          std::vector<FlatShard>& shards, ShardOptimizer& optimizer,
                                           std::vector<std::string>* warnings);
 
 }  // namespace fabkit::trainer

@@ -13,7 +13,8 @@ std::string pipeline_schedule_report(PipeSchedule kind, const PipeShape& shape) 
   const auto lists = make_pipe_schedules(kind, shape);
   const std::string bad = validate_pipe_schedules(lists, shape);
   // The generator's lists are valid by construction; were one not, no rank may run it.
-  if (!bad.empty()) throw UsageError("pipeline schedule " + to_string(kind) + " is invalid: " + bad);
+  if (!bad.empty())
+    throw UsageError("pipeline schedule " + to_string(kind) + " is invalid: " + bad);
   // Costs per rank's share of the layers: forward, input gradient and weight gradient 1 each; a
   // chunk of an interleaved rank is 1/V of that share, so makespans compare across schedules.
   PipeCosts costs;
@@ -46,9 +47,9 @@ int print_pipeline_dry_run(const TrainOptions& o) {
     const auto lists = make_pipe_schedules(kind, shape);
     PipeCosts costs;
     costs.forward = costs.backward_input = costs.backward_weight = 1.0 / shape.chunks;
-    write_output_file("--timeline-html", o.timeline_html,
-                      render_timeline_html(simulate_timeline(lists, shape, costs), shape,
-                                           to_string(kind)));
+    write_output_file(
+        "--timeline-html", o.timeline_html,
+        render_timeline_html(simulate_timeline(lists, shape, costs), shape, to_string(kind)));
     out += "timeline written to " + o.timeline_html + "\n";
   }
   std::cout << out;

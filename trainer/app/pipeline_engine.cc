@@ -64,19 +64,19 @@ class PipelineEngine : public StepEngine {
     std::vector<int> members;
     for (int d = 0; d < replicas_; ++d) members.push_back(stage_ * replicas_ + d);
     stage_comm_ = make_group_comm(in.comm_options, members, "pp-stage-" + std::to_string(stage_));
-    log.info(
-        "pipeline: " + std::to_string(stages_) + " stages x " + std::to_string(replicas_) +
-        " data-parallel replicas, schedule " + to_string(kind_) +
-        (shape_.chunks > 1 ? " with " + std::to_string(shape_.chunks) + " model chunks per rank (" +
-                                 std::to_string(virtual_stages) + " virtual stages)"
-                           : std::string()) +
-        ", " + std::to_string(micro_batches_) + " micro-batches of " +
-        std::to_string(o.micro_batch_size) + " per replica; layers per " +
-        (shape_.chunks > 1 ? "virtual stage " : "stage ") + join(split) +
-        (o.stage_layers.empty()
-             ? " (balanced by parameters, embedding on the first, head on the last)"
-             : " (--stage-layers)") +
-        "; bubble with equal costs " + std::to_string(bubble_fraction(kind_, shape_)));
+    log.info("pipeline: " + std::to_string(stages_) + " stages x " + std::to_string(replicas_) +
+             " data-parallel replicas, schedule " + to_string(kind_) +
+             (shape_.chunks > 1
+                  ? " with " + std::to_string(shape_.chunks) + " model chunks per rank (" +
+                        std::to_string(virtual_stages) + " virtual stages)"
+                  : std::string()) +
+             ", " + std::to_string(micro_batches_) + " micro-batches of " +
+             std::to_string(o.micro_batch_size) + " per replica; layers per " +
+             (shape_.chunks > 1 ? "virtual stage " : "stage ") + join(split) +
+             (o.stage_layers.empty()
+                  ? " (balanced by parameters, embedding on the first, head on the last)"
+                  : " (--stage-layers)") +
+             "; bubble with equal costs " + std::to_string(bubble_fraction(kind_, shape_)));
     const torch::ScalarType compute_dtype = parse_dtype_name(o.torch_dtype);
     in.loaded.model->set_compute_dtype(compute_dtype);
     in.loaded.model->set_device(device_.device());
@@ -115,8 +115,8 @@ class PipelineEngine : public StepEngine {
     runner_ = std::make_unique<PipelineRunner>(world_, *model_, stage_, replicas_, replica_, kind_,
                                                shape_, compute_dtype);
     log.info("stage " + std::to_string(stage_) + " holds at most " +
-             std::to_string(peak_in_flight(runner_->actions())) + " micro-batch chunks' activations (" +
-             to_string(kind_) + ")");
+             std::to_string(peak_in_flight(runner_->actions())) +
+             " micro-batch chunks' activations (" + to_string(kind_) + ")");
   }
 
   std::string step_batch_text(int64_t micro_batch_size) const override {
@@ -155,8 +155,9 @@ class PipelineEngine : public StepEngine {
   // Per stage: the sum of its replicas' sends, the worst peaks and waits.
   void add_log_metrics(Json& m, double step_ms) override {
     const PipelineStepStats& ps = runner_->stats();
-    RankStats mine{ps.bytes_sent,   ps.activation_bytes_peak, ps.peak_in_flight,
-                   ps.recv_wait_ms, ps.compute_ms,            ps.span_ms};
+    RankStats mine{ps.bytes_sent,     ps.activation_bytes_peak,
+                   ps.peak_in_flight, ps.recv_wait_ms,
+                   ps.compute_ms,     ps.span_ms};
     std::vector<RankStats> all(static_cast<size_t>(world_.world_size()));
     world_.allgather_bytes(&mine, sizeof(mine), all.data());
     int64_t total_sent = 0;
@@ -205,8 +206,8 @@ class PipelineEngine : public StepEngine {
                            model_->shards(), *opt_, warnings);
   }
   std::string save(SaveRequest req, std::vector<std::string>* warnings) override {
-    const std::string dir = save_pipeline_stages(*stage_comm_, req, shape_.virtual_stages(),
-                                                 units_, model_->shards(), *opt_, warnings)
+    const std::string dir = save_pipeline_stages(*stage_comm_, req, shape_.virtual_stages(), units_,
+                                                 model_->shards(), *opt_, warnings)
                                 .string();
     // Every stage's checkpoint is complete before the run goes on (or ends); stages finish their
     // writes at different times, which counts against the pause timeout.
@@ -237,9 +238,9 @@ PipeShape pipeline_shape(const TrainOptions& o) {
   PipeShape shape;
   shape.ranks = o.pp;
   shape.micro_batches = o.micro_batches > 0 ? o.micro_batches : 4 * o.pp;
-  shape.chunks = o.virtual_stages > 0                                                 ? o.virtual_stages
+  shape.chunks = o.virtual_stages > 0 ? o.virtual_stages
                  : parse_pipe_schedule(o.schedule) == PipeSchedule::kInterleaved1F1B ? 2
-                                                                                      : 1;
+                                                                                     : 1;
   return shape;
 }
 

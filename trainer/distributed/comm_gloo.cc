@@ -190,7 +190,8 @@ class GlooComm : public Comm, C10dGroup {
   // Watched under the collective deadline from its issue, like every other request.
   CommRequestPtr send_async(const float* data, size_t count, int dst, int tag) override {
     std::vector<at::Tensor> t{wrap(data, count)};
-    return issue("send", count, [&] { return C10dWorks{pg_->send(t, dst, tag)}; }, nullptr);
+    return issue(
+        "send", count, [&] { return C10dWorks{pg_->send(t, dst, tag)}; }, nullptr);
   }
 
  private:

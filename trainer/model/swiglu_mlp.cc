@@ -76,9 +76,10 @@ class SwiGluMlp : public torch::autograd::Function<SwiGluMlp> {
       const at::Tensor x2 = x.reshape({-1, hidden});
       store->defer({{gate_w, up_w, down_w}, [dy, gu, d_gate_up, x2, inter]() {
                       const at::Tensor d_w = at::mm(d_gate_up.t(), x2);
-                      const at::Tensor h = at::silu(gu.narrow(1, 0, inter)) * gu.narrow(1, inter, inter);
-                      return std::vector<at::Tensor>{d_w.narrow(0, 0, inter),
-                                                     d_w.narrow(0, inter, inter), at::mm(dy.t(), h)};
+                      const at::Tensor h =
+                          at::silu(gu.narrow(1, 0, inter)) * gu.narrow(1, inter, inter);
+                      return std::vector<at::Tensor>{
+                          d_w.narrow(0, 0, inter), d_w.narrow(0, inter, inter), at::mm(dy.t(), h)};
                     }});
       return {dx, d_gate, d_up, d_down};
     }

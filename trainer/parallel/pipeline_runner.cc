@@ -156,8 +156,8 @@ at::Tensor PipelineRunner::recv_tensor(const std::vector<int64_t>& shape, int sr
 
 void PipelineRunner::send_tensor(const at::Tensor& t, int dst, int tag, size_t list_index) {
   // A copy of its own even when t is fp32 already: the sender goes on and may free t's storage.
-  at::Tensor wire = t.detach().to(torch::kFloat32, /*non_blocking=*/false, /*copy=*/true)
-                        .contiguous();
+  at::Tensor wire =
+      t.detach().to(torch::kFloat32, /*non_blocking=*/false, /*copy=*/true).contiguous();
   CommRequestPtr r =
       world_.send_async(wire.data_ptr<float>(), static_cast<size_t>(wire.numel()), dst, tag);
   stats_.bytes_sent += wire.numel() * static_cast<int64_t>(sizeof(float));

@@ -284,7 +284,8 @@ std::pair<size_t, size_t> ShardedModel::chunk_range(int chunk) const {
 }
 
 void ShardedModel::set_chunks(std::vector<size_t> first_stages) {
-  FABKIT_ENFORCE(!first_stages.empty() && first_stages[0] == 0, "the first chunk starts at stage 0");
+  FABKIT_ENFORCE(!first_stages.empty() && first_stages[0] == 0,
+                 "the first chunk starts at stage 0");
   for (size_t i = 1; i < first_stages.size(); ++i) {
     FABKIT_ENFORCE(first_stages[i] > first_stages[i - 1] && first_stages[i] < stages_.size(),
                    "model chunks must be non-empty runs of stages");

@@ -187,7 +187,7 @@ class ShardedModel {
   std::vector<at::Tensor> full_;     // the gathered flat buffer while gathered (or prefetching)
   std::vector<CommRequestPtr> prefetch_;  // per unit: an allgather in flight into full_
   std::vector<size_t> first_stage_;  // per unit: its first stage (= its last in backward)
-  std::vector<size_t> chunk_first_{0};  // the first stage of each chunk
+  std::vector<size_t> chunk_first_{0};                     // the first stage of each chunk
   std::pair<size_t, size_t> chunk_range(int chunk) const;  // [first, end) stages of a chunk
   // Per unit while its allgather is in flight: the compute-dtype send buffer (kept alive until the
   // wait) and the fp32 words each rank sends.

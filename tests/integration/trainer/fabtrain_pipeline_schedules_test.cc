@@ -50,16 +50,26 @@ class FabtrainSchedules : public ::testing::Test {
   }
   std::vector<std::string> base(const std::string& out, int steps,
                                 const std::vector<std::string>& more) const {
-    std::vector<std::string> a = {"--model",     (dir_.path() / "model").string(),
-                                  "--data",      (dir_.path() / "train.jsonl").string(),
-                                  "--output",    (dir_.path() / out).string(),
-                                  "--max-length", std::to_string(kSeq),
-                                  "--max-steps", std::to_string(steps),
-                                  "--lr",        "3e-3",
-                                  "--warmup-steps", "1",
-                                  "--seed",      "1",
-                                  "--collective-timeout-ms", "20000",
-                                  "--device",    "cpu"};
+    std::vector<std::string> a = {"--model",
+                                  (dir_.path() / "model").string(),
+                                  "--data",
+                                  (dir_.path() / "train.jsonl").string(),
+                                  "--output",
+                                  (dir_.path() / out).string(),
+                                  "--max-length",
+                                  std::to_string(kSeq),
+                                  "--max-steps",
+                                  std::to_string(steps),
+                                  "--lr",
+                                  "3e-3",
+                                  "--warmup-steps",
+                                  "1",
+                                  "--seed",
+                                  "1",
+                                  "--collective-timeout-ms",
+                                  "20000",
+                                  "--device",
+                                  "cpu"};
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
@@ -118,10 +128,16 @@ TEST_F(FabtrainSchedules, InterleavedAndZeroBubbleEqualOneProcessAtTwoAndFourRan
       const int chunks = schedule == "zb-h1" ? 1 : 2, stages = ranks * chunks;
       const std::string name = "pp" + std::to_string(ranks) + "-" + schedule;
       SCOPED_TRACE(name);
-      std::vector<std::string> args = {"--nproc", std::to_string(ranks), "--pp",
-                                       std::to_string(ranks), "--schedule", schedule,
-                                       "--micro-batches", std::to_string(kM),
-                                       "--micro-batch-size", "1"};
+      std::vector<std::string> args = {"--nproc",
+                                       std::to_string(ranks),
+                                       "--pp",
+                                       std::to_string(ranks),
+                                       "--schedule",
+                                       schedule,
+                                       "--micro-batches",
+                                       std::to_string(kM),
+                                       "--micro-batch-size",
+                                       "1"};
       if (chunks > 1) args.insert(args.end(), {"--virtual-stages", std::to_string(chunks)});
       auto r = run_fabtrain(base(name, kSteps, args));
       ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -129,9 +145,10 @@ TEST_F(FabtrainSchedules, InterleavedAndZeroBubbleEqualOneProcessAtTwoAndFourRan
       // so the counts need not be equal).
       std::smatch split;
       const std::string output = r.output;
-      ASSERT_TRUE(std::regex_search(
-          output, split, std::regex(std::string("layers per ") + (chunks > 1 ? "virtual " : "") +
-                                    "stage ([0-9,]+) \\(balanced")))
+      ASSERT_TRUE(
+          std::regex_search(output, split,
+                            std::regex(std::string("layers per ") + (chunks > 1 ? "virtual " : "") +
+                                       "stage ([0-9,]+) \\(balanced")))
           << r.output;
       int counted = 0, layers = 0;
       for (const std::string& n : split_commas(split[1].str())) {
@@ -170,9 +187,9 @@ TEST_F(FabtrainSchedules, InterleavedAndZeroBubbleEqualOneProcessAtTwoAndFourRan
       }
       // Activations held at once on the first rank: ZB-H1 as 1F1B (P, its point); interleaved
       // Megatron's warm-up, (P-1) x 2 + (V-1) x P forwards, plus the one of the first 1F1B pair.
-      const int64_t expected = chunks == 1 ? std::min(ranks, kM)
-                                           : std::min(kM * chunks, (ranks - 1) * 2 +
-                                                                       (chunks - 1) * ranks + 1);
+      const int64_t expected =
+          chunks == 1 ? std::min(ranks, kM)
+                      : std::min(kM * chunks, (ranks - 1) * 2 + (chunks - 1) * ranks + 1);
       EXPECT_EQ(stage_peak(out(name), "pp_stage_peak_micro_batches", 0), expected);
     }
   }
@@ -216,7 +233,8 @@ TEST_F(FabtrainSchedules, ResumeAcrossAScheduleChangeEqualsTheUninterruptedRun) 
     ASSERT_EQ(trainer::list_checkpoints(stage_dir(out("switch"), s, 4)).at(0).filename(),
               "checkpoint-00000003");
   }
-  auto other = run_fabtrain(base("switch", 6, {"--nproc", "2", "--pp", "2", "--micro-batches", "4"}));
+  auto other =
+      run_fabtrain(base("switch", 6, {"--nproc", "2", "--pp", "2", "--micro-batches", "4"}));
   EXPECT_NE(other.exit_code, 0);
   EXPECT_NE(other.output.find("holds checkpoints of a run with 4 pipeline stages"),
             std::string::npos)
@@ -230,9 +248,9 @@ TEST_F(FabtrainSchedules, ResumeAcrossAScheduleChangeEqualsTheUninterruptedRun) 
   ASSERT_EQ(l.size(), 7u);  // steps 1-4, then 4-6 again after the resume
   expect_same_curve(std::vector<double>(l.begin() + 4, l.end()),
                     std::vector<double>(f.begin() + 3, f.end()));
-  EXPECT_LT(max_weight_diff(checkpoint_weights(out("full"), 4),
-                            checkpoint_weights(out("switch"), 4)),
-            kWeightTol);
+  EXPECT_LT(
+      max_weight_diff(checkpoint_weights(out("full"), 4), checkpoint_weights(out("switch"), 4)),
+      kWeightTol);
 }
 
 // The environment of a process, as NAME=value strings.
@@ -257,9 +275,9 @@ int rank_pid(int parent, int rank) {
 // A rank SIGKILLed in the middle of an interleaved schedule: the job ends (nothing waits forever
 // on the dead rank's transfers) with a non-zero exit, and the output names the rank and the signal.
 TEST_F(FabtrainSchedules, ARankKilledMidScheduleIsNamed) {
-  Started job = start_fabtrain(base("killed", 100000,
-                                    {"--nproc", "4", "--pp", "4", "--schedule",
-                                     "interleaved-1f1b", "--micro-batches", "8"}));
+  Started job = start_fabtrain(base(
+      "killed", 100000,
+      {"--nproc", "4", "--pp", "4", "--schedule", "interleaved-1f1b", "--micro-batches", "8"}));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline &&
          (!fs::exists(out("killed") / "metrics.jsonl") || steps_of(out("killed")).size() < 2)) {

@@ -328,7 +328,8 @@ TEST(PipeSchedule, BubbleTagsAndNames) {
     parse_pipe_schedule("interleaved");
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("--schedule interleaved is not a pipeline schedule"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("--schedule interleaved is not a pipeline schedule"),
+              std::string::npos);
     EXPECT_NE(std::string(e.what()).find("zb-h1"), std::string::npos);
   }
   EXPECT_EQ(to_string(PipeAction{PipeOp::kBackwardWeight, 3, 1}), "backward_weight(3, chunk 1)");

@@ -12,8 +12,8 @@ namespace fabkit::trainer {
 namespace {
 
 LlamaConfig tiny() {
-  Json j = {{"hidden_size", 32},        {"intermediate_size", 48}, {"num_hidden_layers", 2},
-            {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"vocab_size", 97},
+  Json j = {{"hidden_size", 32},           {"intermediate_size", 48},  {"num_hidden_layers", 2},
+            {"num_attention_heads", 4},    {"num_key_value_heads", 2}, {"vocab_size", 97},
             {"tie_word_embeddings", false}};
   return parse_llama_config(j, "test");
 }
