@@ -30,6 +30,9 @@ CHECKS = (
      "float16 tracked fp32 within 1e-2, and overflowed steps were skipped at a halving loss scale"),
     ("train-pipeline", "PipelineTwoStagesOnOneDeviceEqualOneProcess", 120,
      "the pipeline engine, 2 stages on one GPU, matched the 1-process run step by step"),
+    ("train-pipeline-schedules", "PipelineSchedulesOnOneDeviceEqualOneProcess", 150,
+     "zb-h1 (split backward) and interleaved-1f1b (2 chunks per rank), 2 ranks on one GPU, each "
+     "matched the 1-process run step by step"),
 )
 
 # gtest's own keys in a JSON test case; every other key is a property the test recorded (a figure).

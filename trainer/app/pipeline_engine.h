@@ -14,6 +14,7 @@
 #include "trainer/app/step_engine.h"
 #include "trainer/app/train_log.h"
 #include "trainer/app/train_options.h"
+#include "trainer/parallel/pipeline_schedule.h"
 
 namespace fabkit::trainer {
 
@@ -21,6 +22,18 @@ namespace fabkit::trainer {
 // --output: UsageError naming the value and the fix. Called for every run (also --pp 1), before
 // the communicator exists.
 void validate_pipeline_flags(const TrainOptions& o);
+
+// The schedule's shape from the flags: P = --pp, M = --micro-batches (default 4 x P), V =
+// --virtual-stages (default 2 with interleaved-1f1b, else 1).
+PipeShape pipeline_shape(const TrainOptions& o);
+
+// --dry-run: the schedule every rank would run, validated, as a unit-cost timeline on stdout (and
+// --timeline-html FILE), with the bubble and the activations each rank holds. Nothing is loaded
+// or launched. Returns the exit code.
+int print_pipeline_dry_run(const TrainOptions& o);
+// What --dry-run prints (and a pipeline run writes to TensorBoard as text): the schedule checked,
+// its unit-cost timeline, bubble and activations held per rank. UsageError if invalid.
+std::string pipeline_schedule_report(PipeSchedule kind, const PipeShape& shape);
 
 std::unique_ptr<StepEngine> make_pipeline_engine(const TrainOptions& o, EngineInputs& in,
                                                  TrainLog& log);

@@ -37,6 +37,10 @@ RunMonitor::RunMonitor(const std::string& output_dir, bool no_control, int rank,
   }
 }
 
+void RunMonitor::text(int64_t step, const std::string& tag, const std::string& text) {
+  if (tensorboard_) tensorboard_->write_text(step, tag, text);
+}
+
 control::Action RunMonitor::requested() {
   return control::stronger(server_ ? server_->poll() : control::Action::kNone,
                            signals_.requested());

@@ -53,6 +53,8 @@ class RunMonitor {
   // After every optimizer step: publishes the figures (control status, TensorBoard, progress).
   void after_step(const StepFigures& f);
   void after_eval(int64_t step, double valid_loss);
+  // A text summary on rank 0's TensorBoard (nothing elsewhere).
+  void text(int64_t step, const std::string& tag, const std::string& text);
   void saving(int64_t step, int64_t total_steps);
   // " (SIGTERM)" when a signal asked for the action, else "".
   std::string signal_note() const;

@@ -98,6 +98,9 @@ class StepEngine {
   // Figures only this engine knows, added to the metrics of a log step. A collective: every rank
   // calls it at the same (log) step, and only then.
   virtual void add_log_metrics(Json& /*m*/, double /*step_ms*/) {}
+  // Text for TensorBoard's text dashboard at the start of the run (the pipeline's schedule);
+  // empty: none.
+  virtual std::string run_summary_text() const { return {}; }
 
   // Checkpoints: the newest complete one (nullopt: none), and a new one of `req.state`.
   virtual std::optional<TrainState> resume(const std::string& output_dir,

@@ -92,6 +92,11 @@ namespace {
 
 int run_train_with(const TrainOptions& o, const std::vector<std::string>& argv,
                    NcclLogPlan& nccl_log) {
+  // --dry-run: the pipeline schedule only; nothing is launched, loaded or written but the page.
+  if (o.dry_run) {
+    validate_pipeline_flags(o);
+    return print_pipeline_dry_run(o);
+  }
   // 1. Launch: --nproc N makes this process the parent of N local ranks and nothing else.
   Environment env = Environment::from_process();
   if (o.nproc > 1 && !env.has("FABTRAIN_LOCAL_SPAWN")) {

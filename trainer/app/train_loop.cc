@@ -200,6 +200,8 @@ int run_train_loop(const TrainOptions& o, StepEngine& engine, const LoopInputs& 
   // 4. Monitoring and control (run_monitor.h), and the one way to save: the monitor says so first.
   RunMonitor monitor(o.output_dir, o.no_control, world.rank(), in.local_rank,
                      Environment::from_process(), log);
+  if (const std::string summary = engine.run_summary_text(); !summary.empty())
+    monitor.text(state.step, trainer::monitor::kTagPipelineSchedule, summary);
   // The model directory is recorded absolute: export copies its tokenizer files from another
   // working directory, and never resolves a recorded path against its own.
   // A run without --model has none to record (fs::absolute("") throws).

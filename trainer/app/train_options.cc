@@ -37,7 +37,20 @@ void bind_train_options(CLI::App& c, TrainOptions& o) {
       ->check(CLI::Range(1, 1024));
   c.add_option("--dp", o.dp, "data-parallel degree (default: world size)");
   c.add_option("--pp", o.pp, "pipeline stages: the decoder layers split over S ranks (world = dp x pp)");
-  c.add_option("--schedule", o.schedule, "pipeline schedule: gpipe or 1f1b (fewer activations held)");
+  c.add_option(
+      "--schedule", o.schedule,
+      "pipeline schedule: gpipe, 1f1b (fewer activations held), interleaved-1f1b (smaller bubble, "
+      "more activations; --virtual-stages) or zb-h1 (split backward: about a third of 1f1b's "
+      "bubble, 1f1b's activations)");
+  c.add_option("--virtual-stages", o.virtual_stages,
+               "interleaved-1f1b: model chunks per pipeline rank (default 2; --micro-batches a "
+               "multiple of --pp)")
+      ->check(CLI::Range(1, 64));
+  c.add_flag("--dry-run", o.dry_run,
+             "print the pipeline schedule as a timeline (unit-cost simulation, bubble, activations "
+             "held) and exit");
+  c.add_option("--timeline-html", o.timeline_html,
+               "with --dry-run: also write the timeline as an HTML page to FILE");
   c.add_option("--micro-batches", o.micro_batches,
                "pipeline: micro-batches of --micro-batch-size per replica per step (default 4 x --pp)");
   c.add_option("--stage-layers", o.stage_layers,

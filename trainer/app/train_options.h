@@ -22,6 +22,11 @@ struct TrainOptions {
   std::string schedule = "1f1b";
   int micro_batches = 0;
   std::string stage_layers;
+  // Interleaved 1F1B: model chunks per rank (0: 2 with interleaved-1f1b, else 1).
+  int virtual_stages = 0;
+  // Print the pipeline schedule's timeline (and write it as HTML) and exit before anything runs.
+  bool dry_run = false;
+  std::string timeline_html;
   // Where to compute: auto (a GPU when one is visible), cpu, cuda.
   std::string device = "auto";
   // How the optimizer step runs: host loops over the shards (CPU default) or ATen ops on the

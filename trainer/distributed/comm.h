@@ -103,6 +103,14 @@ class Comm {
   // backend's own (its allgather and reduce-scatter exchanges).
   virtual void send(const float* data, size_t count, int dst_rank, int tag) = 0;
   virtual void recv(float* data, size_t count, int src_rank, int tag) = 0;
+  // The send, returning once it is under way (Megatron's isend): wait() returns when it completed,
+  // and the caller keeps `data` alive until then. The pipeline posts its sends this way, so a
+  // rank computes on while its neighbour has not yet reached the receive. Default: the blocking
+  // send (a backend whose send does not block the host already behaves so).
+  virtual CommRequestPtr send_async(const float* data, size_t count, int dst_rank, int tag) {
+    send(data, count, dst_rank, tag);
+    return std::make_unique<CompletedRequest>();
+  }
 
   // ---- 16-bit gradient reduction (--reduce-dtype bf16, FSDP's MixedPrecision(reduce_dtype)) ----
   // reduce_scatter_add_async with bf16 chunks on the wire: `in` holds world_size() * count bf16

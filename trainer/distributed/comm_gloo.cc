@@ -187,6 +187,12 @@ class GlooComm : public Comm, C10dGroup {
     std::vector<at::Tensor> t{wrap(data, count)};
     run("recv", count, [&] { return C10dWorks{pg_->recv(t, src, tag)}; });
   }
+  // Watched under the collective deadline from its issue, like every other request.
+  CommRequestPtr send_async(const float* data, size_t count, int dst, int tag) override {
+    std::vector<at::Tensor> t{wrap(data, count)};
+    return issue(
+        "send", count, [&] { return C10dWorks{pg_->send(t, dst, tag)}; }, nullptr);
+  }
 
  private:
   // Posts a receive from and a send to every peer under one fresh tag, so concurrent exchanges

@@ -13,6 +13,7 @@
 #include "trainer/model/rms_norm_fp32.h"
 #include "trainer/model/rope_fp32.h"
 #include "trainer/model/swiglu_mlp.h"
+#include "trainer/model/weight_grad_store.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -78,7 +79,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const RopeCach
   // activations) and the output split into views. One larger GEMM packs its input once and
   // replaces the backward's three input-gradient GEMMs and their sum by one.
   const int64_t q_width = heads_ * head_dim_, kv_width = kv_heads_ * head_dim_;
-  auto qkv = at::linear(x, torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}, 0));
+  auto qkv = model_linear(x, torch::cat({q_proj->weight, k_proj->weight, v_proj->weight}, 0));
   // split (one autograd node whose backward is one cat), not three narrows (each of whose
   // backward zero-fills a full-width gradient and adds it).
   auto parts = qkv.split_with_sizes({q_width, kv_width, kv_width}, -1);
@@ -97,7 +98,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const RopeCach
   auto out = causal_attention(q, k, v, mask, std::nullopt)
                  .transpose(1, 2)
                  .reshape({b, t, heads_ * head_dim_});
-  return o_proj(out);
+  return model_linear(out, o_proj->weight);
 }
 
 LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig& c) {
@@ -247,7 +248,7 @@ std::vector<DecoderLayer> LlamaModelImpl::layers() const {
 torch::Tensor LlamaModelImpl::final_norm(const torch::Tensor& hidden) { return norm(hidden); }
 
 torch::Tensor LlamaModelImpl::lm_head(const torch::Tensor& hidden) {
-  if (lm_head_) return lm_head_(hidden);
+  if (lm_head_) return model_linear(hidden, lm_head_->weight);
   return torch::matmul(hidden, embed_tokens->weight.t());
 }
 

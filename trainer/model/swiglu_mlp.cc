@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "common/errors.h"
+#include "trainer/model/weight_grad_store.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -52,8 +53,11 @@ class SwiGluMlp : public torch::autograd::Function<SwiGluMlp> {
     const at::Tensor gate = gu.narrow(1, 0, inter), up = gu.narrow(1, inter, inter);
 
     at::Tensor silu_gate = at::silu(gate);
+    // A split backward (weight_grad_store.h): the weight GEMMs wait for the W pass, keeping dy,
+    // the gate/up product and x (and [dg | du] below) until then.
+    WeightGradStore* store = WeightGradStore::active();
     at::Tensor d_down;
-    if (ctx->needs_input_grad(3)) d_down = at::mm(dy.t(), silu_gate * up);
+    if (ctx->needs_input_grad(3) && !store) d_down = at::mm(dy.t(), silu_gate * up);
     at::Tensor dh = at::mm(dy, down_w);  // [N, I]
     // [dg | du] written straight into one [N, 2I] buffer: the GEMMs below read it whole, where
     // the op-by-op backward concatenates the two halves first.
@@ -68,6 +72,17 @@ class SwiGluMlp : public torch::autograd::Function<SwiGluMlp> {
     at::Tensor dx, d_gate, d_up;
     if (ctx->needs_input_grad(0))
       dx = at::mm(d_gate_up, gate_up_weight(gate_w, up_w)).view(x.sizes());
+    if (store) {
+      const at::Tensor x2 = x.reshape({-1, hidden});
+      store->defer({{gate_w, up_w, down_w}, [dy, gu, d_gate_up, x2, inter]() {
+                      const at::Tensor d_w = at::mm(d_gate_up.t(), x2);
+                      const at::Tensor h =
+                          at::silu(gu.narrow(1, 0, inter)) * gu.narrow(1, inter, inter);
+                      return std::vector<at::Tensor>{
+                          d_w.narrow(0, 0, inter), d_w.narrow(0, inter, inter), at::mm(dy.t(), h)};
+                    }});
+      return {dx, d_gate, d_up, d_down};
+    }
     if (ctx->needs_input_grad(1) || ctx->needs_input_grad(2)) {
       // One [2I, H] GEMM; its two row blocks are contiguous, as the parameters are.
       at::Tensor d_w = at::mm(d_gate_up.t(), x.reshape({-1, hidden}));

@@ -79,6 +79,38 @@ std::string encode_scalars_event(double wall_time_s, int64_t step,
   return out;
 }
 
+std::string encode_text_event(double wall_time_s, int64_t step, const std::string& tag,
+                              const std::string& text) {
+  // SummaryMetadata.plugin_data=1 {plugin_name=1}; TensorProto dtype=1, tensor_shape=2,
+  // string_val=8; Summary.Value metadata=9, tensor=8 (tensorboard/compat/proto/summary.proto,
+  // tensor.proto, types.proto: DT_STRING = 7).
+  constexpr uint32_t kFieldValueMetadata = 9, kFieldValueTensor = 8;
+  constexpr uint32_t kFieldPluginData = 1, kFieldPluginName = 1;
+  constexpr uint32_t kFieldDtype = 1, kFieldTensorShape = 2, kFieldStringVal = 8;
+  constexpr uint64_t kDtString = 7;
+  std::string plugin;
+  put_bytes(plugin, kFieldPluginName, "text");
+  std::string metadata;
+  put_bytes(metadata, kFieldPluginData, plugin);
+  std::string tensor;
+  put_key(tensor, kFieldDtype, kVarint);
+  put_varint(tensor, kDtString);
+  put_bytes(tensor, kFieldTensorShape, "");  // no dimensions: a scalar
+  put_bytes(tensor, kFieldStringVal, text);
+  std::string value;
+  put_bytes(value, kFieldValueTag, tag);
+  put_bytes(value, kFieldValueMetadata, metadata);
+  put_bytes(value, kFieldValueTensor, tensor);
+  std::string summary;
+  put_bytes(summary, kFieldSummaryValue, value);
+  std::string out;
+  put_double(out, kFieldWallTime, wall_time_s);
+  put_key(out, kFieldStep, kVarint);
+  put_varint(out, static_cast<uint64_t>(step));
+  put_bytes(out, kFieldSummary, summary);
+  return out;
+}
+
 std::string frame_tfrecord(const std::string& data) {
   std::string out;
   out.reserve(data.size() + 16);

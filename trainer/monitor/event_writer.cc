@@ -83,4 +83,8 @@ void EventWriter::write_eval(int64_t step, double eval_loss) {
   write_scalars(step, {{kTagEvalLoss, static_cast<float>(eval_loss)}});
 }
 
+void EventWriter::write_text(int64_t step, const std::string& tag, const std::string& text) {
+  write_record(encode_text_event(wall_time_now_s(), step, tag, text));
+}
+
 }  // namespace fabkit::trainer::monitor

@@ -24,6 +24,7 @@ inline constexpr const char* kTagTokensPerS = "train/tokens_per_s";
 inline constexpr const char* kTagGradNorm = "train/grad_norm";
 inline constexpr const char* kTagMemoryMib = "train/memory_mib";
 inline constexpr const char* kTagEvalLoss = "eval/loss";
+inline constexpr const char* kTagPipelineSchedule = "pipeline/schedule";
 
 struct StepScalars {
   double loss = 0;
@@ -51,6 +52,8 @@ class EventWriter {
   void write_scalars(int64_t step, const std::vector<Scalar>& values);
   void write_step(int64_t step, const StepScalars& s);
   void write_eval(int64_t step, double eval_loss);
+  // A text summary (Markdown in TensorBoard's text dashboard).
+  void write_text(int64_t step, const std::string& tag, const std::string& text);
 
   const std::filesystem::path& path() const { return path_; }
 

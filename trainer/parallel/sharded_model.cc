@@ -276,29 +276,49 @@ double ShardedModel::forward_loss() {
   return h.item<double>();
 }
 
-at::Tensor ShardedModel::forward_keep(const at::Tensor& input) {
+std::pair<size_t, size_t> ShardedModel::chunk_range(int chunk) const {
+  FABKIT_ENFORCE(chunk >= 0 && static_cast<size_t>(chunk) < chunk_first_.size(),
+                 "no such model chunk");
+  const size_t c = static_cast<size_t>(chunk);
+  return {chunk_first_[c], c + 1 < chunk_first_.size() ? chunk_first_[c + 1] : stages_.size()};
+}
+
+void ShardedModel::set_chunks(std::vector<size_t> first_stages) {
+  FABKIT_ENFORCE(!first_stages.empty() && first_stages[0] == 0,
+                 "the first chunk starts at stage 0");
+  for (size_t i = 1; i < first_stages.size(); ++i) {
+    FABKIT_ENFORCE(first_stages[i] > first_stages[i - 1] && first_stages[i] < stages_.size(),
+                   "model chunks must be non-empty runs of stages");
+  }
+  chunk_first_ = std::move(first_stages);
+}
+
+at::Tensor ShardedModel::forward_keep(const at::Tensor& input, int chunk) {
+  const auto [begin, end] = chunk_range(chunk);
   at::Tensor h = input;
-  for (size_t i = 0; i < stages_.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     gather(stages_[i].unit);
-    if (i + 1 < stages_.size()) prefetch(stages_[i + 1].unit);
+    if (i + 1 < end) prefetch(stages_[i + 1].unit);
     h = stages_[i].forward(h);
   }
   return h;
 }
 
-at::Tensor ShardedModel::forward_only(const at::Tensor& input) {
+at::Tensor ShardedModel::forward_only(const at::Tensor& input, int chunk) {
   torch::NoGradGuard no_grad;
+  const auto [begin, end] = chunk_range(chunk);
   at::Tensor h = input;
-  for (size_t i = 0; i < stages_.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     gather(stages_[i].unit);
-    if (i + 1 < stages_.size()) prefetch(stages_[i + 1].unit);
+    if (i + 1 < end) prefetch(stages_[i + 1].unit);
     h = stages_[i].forward(h);
     release(stages_[i].unit);
   }
   return h;
 }
 
-void ShardedModel::backward_kept(const at::Tensor& output, const at::Tensor& grad_output, double loss_scale) {
+void ShardedModel::backward_input(const at::Tensor& output, const at::Tensor& grad_output,
+                                  double loss_scale) {
   if (grad_output.defined()) {
     torch::autograd::backward({output}, {grad_output});
   } else if (loss_scale == 1.0) {
@@ -306,16 +326,26 @@ void ShardedModel::backward_kept(const at::Tensor& output, const at::Tensor& gra
   } else {
     torch::autograd::backward({output}, {torch::full_like(output, loss_scale)});
   }
+}
+
+void ShardedModel::finish_backward(int chunk) {
   // Every unit's gradient is complete once the whole graph ran: reduce each once, last stage
   // first (the order every replica uses, so the collectives match).
+  const auto [begin, end] = chunk_range(chunk);
   std::vector<bool> reduced(units_.size(), false);
-  for (size_t k = stages_.size(); k-- > 0;) {
+  for (size_t k = end; k-- > begin;) {
     const size_t u = stages_[k].unit;
     if (!reduced[u]) reduce_grads(u);
     reduced[u] = true;
   }
-  for (size_t k = stages_.size(); k-- > 0;) release(stages_[k].unit);
+  for (size_t k = end; k-- > begin;) release(stages_[k].unit);
   wait_reductions(0);
+}
+
+void ShardedModel::backward_kept(const at::Tensor& output, const at::Tensor& grad_output,
+                                 double loss_scale, int chunk) {
+  backward_input(output, grad_output, loss_scale);
+  finish_backward(chunk);
 }
 
 void ShardedModel::prefetch_first_stage() {

@@ -98,11 +98,26 @@ class ShardedModel {
   // with `grad_output` (undefined: output is the loss, started from loss_scale), adds the
   // gradients to the shards (reduced over this model's comm: the stage's replicas) and releases
   // what the forward kept. No recompute here: the caller refuses --recompute with a pipeline.
-  at::Tensor forward_keep(const at::Tensor& input);
+  //
+  // Chunks (interleaved pipeline schedules: a rank runs several non-adjacent runs of layers): after
+  // set_chunks, `chunk` selects the run of stages these calls go through; without it there is one
+  // chunk, every stage.
+  at::Tensor forward_keep(const at::Tensor& input, int chunk = 0);
   // Forward only, without grad, from `input` (undefined on the first pipeline stage): a pipeline
   // stage's part of validation. Units are gathered and released stage by stage.
-  at::Tensor forward_only(const at::Tensor& input);
-  void backward_kept(const at::Tensor& output, const at::Tensor& grad_output, double loss_scale);
+  at::Tensor forward_only(const at::Tensor& input, int chunk = 0);
+  void backward_kept(const at::Tensor& output, const at::Tensor& grad_output, double loss_scale,
+                     int chunk = 0);
+  // A split backward (zero-bubble schedules, weight_grad_store.h): backward_input runs autograd
+  // from `output` (the caller has a WeightGradStore active, so the GEMMs leave their weight
+  // gradients in it) and keeps the units gathered; after the caller has flushed that store (the W
+  // pass), finish_backward reduces the chunk's gradients and releases what the forward kept.
+  // backward_kept is backward_input + finish_backward without a store.
+  void backward_input(const at::Tensor& output, const at::Tensor& grad_output, double loss_scale);
+  void finish_backward(int chunk = 0);
+  // The first stage of each chunk, ascending from 0 (size = chunks); checked against the stages.
+  void set_chunks(std::vector<size_t> first_stages);
+  int chunks() const { return static_cast<int>(chunk_first_.size()); }
   // Starts gathering the first stage's unit for the next forward, so it travels while the caller
   // finishes the step (logging, the next batch). Call after the optimizer step, on every rank.
   void prefetch_first_stage();
@@ -172,6 +187,8 @@ class ShardedModel {
   std::vector<at::Tensor> full_;     // the gathered flat buffer while gathered (or prefetching)
   std::vector<CommRequestPtr> prefetch_;  // per unit: an allgather in flight into full_
   std::vector<size_t> first_stage_;  // per unit: its first stage (= its last in backward)
+  std::vector<size_t> chunk_first_{0};                     // the first stage of each chunk
+  std::pair<size_t, size_t> chunk_range(int chunk) const;  // [first, end) stages of a chunk
   // Per unit while its allgather is in flight: the compute-dtype send buffer (kept alive until the
   // wait) and the fp32 words each rank sends.
   struct Gathering {

@@ -1,7 +1,7 @@
 // What fabtrain does on one device that the rest of the suite runs only on CPU (issue #38, item 6):
 // two ranks sharing one device train FSDP-style and match the 1-rank run step by step; a sharded
 // checkpoint saved and resumed; activation offload in a real step; float16 with its dynamic loss
-// scale; the pipeline engine, 2 stages on one device.
+// scale; the pipeline engine, 2 stages on one device, under every schedule.
 //
 // The device comes from FABTRAIN_TEST_DEVICE (cpu when unset): the suite runs these on CPU over
 // Gloo; scripts/gpu-check runs each with FABTRAIN_TEST_DEVICE=cuda, where the ranks share one GPU
@@ -308,6 +308,43 @@ TEST_F(OnDevice, PipelineTwoStagesOnOneDeviceEqualOneProcess) {
   const double dw =
       max_weight_diff(checkpoint_weights(out("pp"), 2), checkpoint_weights(out("one"), 1));
   EXPECT_LT(dw, kWeightTol);
+  RecordProperty("steps", kSteps);
+  RecordProperty("worst_loss_rel_diff", fmt(worst));
+  RecordProperty("max_weight_diff", fmt(dw));
+}
+
+// The split backward (zb-h1: the GEMMs' weight gradients wait in a store for the W pass, on the
+// device) and interleaved 1F1B (2 chunks per rank, 4 virtual stages), each with 2 ranks sharing
+// one device, against 1 process accumulating the same 4 micro-batches of a 4-layer model.
+TEST_F(OnDevice, PipelineSchedulesOnOneDeviceEqualOneProcess) {
+  constexpr int kSteps = 4;
+  write_tiny_model(dir_.path() / "model4", false, 4);
+  auto with_model4 = [&](std::vector<std::string> args) {
+    args[1] = (dir_.path() / "model4").string();  // after --model
+    return args;
+  };
+  auto one = run_ranks(
+      with_model4(base("one4", kSteps, {"--micro-batch-size", "1", "--grad-accum", "4"})), 1);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto l1 = losses(out("one4"));
+  ASSERT_EQ(l1.size(), size_t{kSteps});
+  double worst = 0, dw = 0;
+  for (const std::string schedule : {"zb-h1", "interleaved-1f1b"}) {
+    SCOPED_TRACE(schedule);
+    auto pp = run_ranks(with_model4(base(schedule, kSteps,
+                                         {"--pp", "2", "--schedule", schedule, "--micro-batches",
+                                          "4", "--micro-batch-size", "1"})),
+                        2);
+    if (std::string said = nccl_refusal(pp, schedule); !said.empty()) {
+      GTEST_SKIP() << "NCCL would not make two ranks on one GPU, each a host of its own: " << said;
+    }
+    ASSERT_EQ(pp.exit_code, 0) << pp.output;
+    worst = std::max(worst, expect_same_curve(losses(out(schedule)), l1));
+    const int stages = schedule == "zb-h1" ? 2 : 4;
+    dw = std::max(dw, max_weight_diff(checkpoint_weights(out(schedule), stages),
+                                      checkpoint_weights(out("one4"), 1)));
+    EXPECT_LT(dw, kWeightTol);
+  }
   RecordProperty("steps", kSteps);
   RecordProperty("worst_loss_rel_diff", fmt(worst));
   RecordProperty("max_weight_diff", fmt(dw));

@@ -14,13 +14,24 @@
 
 namespace fabkit::testing {
 
-void write_tiny_model(const std::filesystem::path& dir, bool tied) {
-  Json c = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", 32},
-            {"intermediate_size", 48}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
-            {"num_key_value_heads", 2}, {"vocab_size", 300}, {"max_position_embeddings", 64},
-            {"rms_norm_eps", 1e-6}, {"rope_theta", 10000.0}, {"hidden_act", "silu"},
-            {"tie_word_embeddings", tied}, {"torch_dtype", "float32"}, {"initializer_range", 0.02},
-            {"bos_token_id", 1}, {"eos_token_id", 2}};
+void write_tiny_model(const std::filesystem::path& dir, bool tied, int layers) {
+  Json c = {{"architectures", {"LlamaForCausalLM"}},
+            {"model_type", "llama"},
+            {"hidden_size", 32},
+            {"intermediate_size", 48},
+            {"num_hidden_layers", layers},
+            {"num_attention_heads", 4},
+            {"num_key_value_heads", 2},
+            {"vocab_size", 300},
+            {"max_position_embeddings", 64},
+            {"rms_norm_eps", 1e-6},
+            {"rope_theta", 10000.0},
+            {"hidden_act", "silu"},
+            {"tie_word_embeddings", tied},
+            {"torch_dtype", "float32"},
+            {"initializer_range", 0.02},
+            {"bos_token_id", 1},
+            {"eos_token_id", 2}};
   write_file(dir / "config.json", c.dump(2));
 }
 

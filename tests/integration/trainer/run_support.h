@@ -13,7 +13,7 @@
 namespace fabkit::testing {
 
 // config.json of a 2-layer Llama (no weights: fabtrain seeds the init).
-void write_tiny_model(const std::filesystem::path& dir, bool tied);
+void write_tiny_model(const std::filesystem::path& dir, bool tied, int layers = 2);
 // `records` lines of {"input_ids": [...]} with `len` ids each, deterministic.
 void write_token_data(const std::filesystem::path& file, int records, int len, int vocab);
 

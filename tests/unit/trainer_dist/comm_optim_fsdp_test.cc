@@ -47,6 +47,29 @@ TEST(GlooComm, CollectivesAndPointToPoint) {
   });
 }
 
+// Sends posted without waiting (the pipeline's isend) complete in whatever order the receiver
+// takes them: here the second first, each buffer 1 MiB so no transport can hold it for the
+// receiver, and each arrives whole under its own tag.
+TEST(GlooComm, PostedSendsCompleteInTheReceiversOrder) {
+  run_ranks(2, [](Comm& c) {
+    constexpr size_t kN = 1 << 18;
+    if (c.rank() == 0) {
+      std::vector<float> first(kN, 1.5f), second(kN, -2.0f);
+      CommRequestPtr a = c.send_async(first.data(), kN, 1, 11);
+      CommRequestPtr b = c.send_async(second.data(), kN, 1, 12);
+      b->wait();
+      a->wait();
+    } else {
+      std::vector<float> x(kN), y(kN);
+      c.recv(y.data(), kN, 0, 12);
+      c.recv(x.data(), kN, 0, 11);
+      EXPECT_EQ(x, std::vector<float>(kN, 1.5f));
+      EXPECT_EQ(y, std::vector<float>(kN, -2.0f));
+    }
+    c.barrier();
+  });
+}
+
 // Checkpoint steps cross ranks as int64 bytes: a float carries integers exactly only up to 2^24
 // (16777217 became 16777216 when steps were broadcast as floats).
 TEST(GlooComm, CheckpointStepsPast2To24CrossRanksExactly) {

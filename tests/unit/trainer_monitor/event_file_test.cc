@@ -200,6 +200,34 @@ TEST(EventWriter, TensorBoardReadsTheScalarsBack) {
   EXPECT_FLOAT_EQ(sc["custom/x"][0]["value"].get<float>(), -3.5f);
 }
 
+// A text summary (the pipeline's schedule): the text dashboard finds it under its tag, a scalar
+// string at its step, byte for byte (UTF-8 and newlines included).
+TEST(EventWriter, TensorBoardReadsATextSummaryBack) {
+  testing::TempDir dir("tb_text");
+  fs::path path;
+  const std::string text = "```\nrank 0 | F0 F1 .  B0 W0\n```\nbubble 1/9 \xc2\xb7 ok";
+  {
+    EventWriter w = EventWriter::create_in(dir.path() / "tensorboard");
+    path = w.path();
+    w.write_text(0, kTagPipelineSchedule, text);
+    w.write_step(1, {2.5, 1e-4, 1000.0, 0.5, -1});
+  }
+  json r;
+  std::string skip;
+  int rc = read_back(path, &r, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  ASSERT_EQ(rc, 0) << r.dump();
+  const json& texts = r.at("texts");
+  ASSERT_TRUE(texts.contains(kTagPipelineSchedule)) << r.dump();
+  ASSERT_EQ(texts[kTagPipelineSchedule].size(), 1u);
+  const json& t = texts[kTagPipelineSchedule][0];
+  EXPECT_EQ(t["step"], 0);
+  EXPECT_EQ(t["shape"].size(), 0u);  // a scalar
+  ASSERT_EQ(t["text"].size(), 1u);
+  EXPECT_EQ(t["text"][0].get<std::string>(), text);
+  EXPECT_EQ(r.at("scalars").at(kTagLoss).size(), 1u);  // the scalars beside it are untouched
+}
+
 // The read-back above only proves the CRCs when the reader checks them: a file with one wrong
 // CRC byte must be refused.
 TEST(EventWriter, TensorBoardRefusesACorruptedCrc) {

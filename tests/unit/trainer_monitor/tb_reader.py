@@ -50,7 +50,16 @@ def main():
         tag: [{"step": s.step, "wall_time": s.wall_time, "value": s.value} for s in acc.Scalars(tag)]
         for tag in acc.Tags()["scalars"]
     }
-    print(json.dumps({"records": records, "scalars": scalars}))
+    # Text summaries as the text dashboard finds them: tensors whose metadata names the text
+    # plugin, each a scalar string tensor.
+    texts = {}
+    for tag in acc.Tags().get("tensors", []):
+        if acc.SummaryMetadata(tag).plugin_data.plugin_name != "text":
+            continue
+        texts[tag] = [{"step": t.step, "shape": list(t.tensor_proto.tensor_shape.dim),
+                       "text": [v.decode("utf-8") for v in t.tensor_proto.string_val]}
+                      for t in acc.Tensors(tag)]
+    print(json.dumps({"records": records, "scalars": scalars, "texts": texts}))
     return 0
 
 
