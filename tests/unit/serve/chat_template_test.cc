@@ -77,6 +77,12 @@ TEST(ChatTemplateRefuses, UnsupportedExpressionsByName) {
   expect_error("{{ 'ա' | upper }}", Kind::kUnsupported, 1, 10, "U+0561");
   expect_error("{{ cycler(1, 2) }}", Kind::kUnsupported, 1, 10, "'cycler()'");
   expect_error("{{ messages | map('upper') }}", Kind::kUnsupported, 1, 15, "printing a generator");
+  expect_error("{{ {'a': 1}.items() }}", Kind::kUnsupported, 1, 18, "printing a dict_items view");
+  expect_error("{{ {'a': 1}.keys() == ['a'] }}", Kind::kUnsupported, 1, 4, "comparing a dict view");
+  expect_error("{% for m in messages %}{{ loop }}{% endfor %}", Kind::kUnsupported, 1, 27,
+               "printing the loop object");
+  expect_error("{% macro m() %}{{ varargs }}{% endmacro %}{{ m() }}", Kind::kUnsupported, 1, 19,
+               "'varargs' inside a macro");
 }
 
 TEST(ChatTemplateRefuses, MalformedTemplatesWithLineAndColumn) {

@@ -212,6 +212,11 @@ Value apply_filter(const std::string& name, const Value& value, const Args& args
   if (name == "first" || name == "last") {
     if (name == "last" && value.is_list() && value.list_data().generator)
       runtime("'generator' object is not reversible");
+    if (name == "first" && value.is_list() && value.list_data().generator) {
+      Value item;  // takes one item, as next() on the generator does
+      if (next_item(value, &item)) return item;
+      return Value::undefined("No first item, sequence was empty.");
+    }
     std::vector<Value> items = iterate(value);
     if (items.empty()) return Value::undefined("No " + name + " item, sequence was empty.");
     return name == "first" ? items.front() : items.back();
@@ -369,8 +374,7 @@ bool apply_test(const std::string& name, const Value& value, const Args& args) {
   if (name == "iterable")
     return value.is_undefined() || value.is_string() || value.is_list() || value.is_dict();
   if (name == "sequence")
-    return value.is_undefined() || value.is_string() || value.is_dict() ||
-           (value.is_list() && !value.list_data().generator);
+    return value.is_undefined() || value.is_string() || value.is_dict() || value.is_sequence();
   if (name == "escaped") return false;
   if (name == "lower" || name == "upper") {
     std::string s = to_str(value);

@@ -302,7 +302,7 @@ Value call_dict_method(const Value& d, const std::string& name, const Args& args
         out.push_back(name == "keys" ? k : v);
       }
     }
-    return Value::list(std::move(out));
+    return Value::dict_view(std::move(out), "dict_" + name);
   }
   if (name == "get") {
     check_args(name, args, kwargs, 2);
@@ -386,7 +386,7 @@ Value get_attr(const Value& obj, const std::string& name) {
       if (const Value* v = obj.dict_data().find(name)) return *v;
       return Value::undefined(name);
     case Value::Type::kList:
-      if (kListMethods.count(name) && !obj.list_data().generator &&
+      if (kListMethods.count(name) && obj.is_sequence() &&
           (!obj.list_data().tuple || name == "count" || name == "index"))
         return bound(obj, name);
       return Value::undefined(name);

@@ -66,7 +66,7 @@ Value get_item(const Value& obj, const Value& key) {
       break;
     case Value::Type::kList:
     case Value::Type::kString:
-      if (key.is_int() && !(obj.is_list() && obj.list_data().generator)) {
+      if (key.is_int() && (obj.is_string() || obj.is_sequence())) {
         int64_t n = length(obj), i = key.as_int();
         if (i < 0) i += n;
         if (i < 0 || i >= n) return Value::undefined("index " + std::to_string(key.as_int()));
@@ -85,8 +85,7 @@ Value get_item(const Value& obj, const Value& key) {
 
 Value get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (obj.is_undefined()) undefined_error(obj);
-  if (!(obj.is_string() || (obj.is_list() && !obj.list_data().generator)))
-    return Value::undefined("slice");
+  if (!(obj.is_string() || obj.is_sequence())) return Value::undefined("slice");
   auto index = [](const Value& v, const char* what) -> const Value* {
     if (v.is_undefined() || v.is_none()) return nullptr;
     if (!v.is_int()) runtime(std::string("slice ") + what + " must be an integer or None");
@@ -135,6 +134,12 @@ bool contains(const Value& container, const Value& item) {
     case Value::Type::kDict:
       return container.dict_data().find(item) != nullptr;
     case Value::Type::kList:
+      if (container.list_data().generator) {  // `in` consumes a generator up to the match
+        Value v;
+        while (next_item(container, &v))
+          if (equals(v, item)) return true;
+        return false;
+      }
       for (const auto& v : container.items())
         if (equals(v, item)) return true;
       return false;
@@ -201,18 +206,15 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   }
   if (op == "+") {
     if (a.is_string() && b.is_string()) return Value::string(a.as_string() + b.as_string());
-    if (a.is_list() && b.is_list() && a.list_data().tuple == b.list_data().tuple &&
-        !a.list_data().generator && !b.list_data().generator) {
+    if (a.is_sequence() && b.is_sequence() && a.list_data().tuple == b.list_data().tuple) {
       std::vector<Value> items = a.items();
       items.insert(items.end(), b.items().begin(), b.items().end());
       return Value::list(std::move(items), a.list_data().tuple);
     }
   }
   if (op == "*") {
-    if ((a.is_string() || (a.is_list() && !a.list_data().generator)) && b.is_int())
-      return repeat(a, b.as_int());
-    if ((b.is_string() || (b.is_list() && !b.list_data().generator)) && a.is_int())
-      return repeat(b, a.as_int());
+    if ((a.is_string() || a.is_sequence()) && b.is_int()) return repeat(a, b.as_int());
+    if ((b.is_string() || b.is_sequence()) && a.is_int()) return repeat(b, a.as_int());
   }
   if (op == "%" && a.is_string()) unsupported("printf-style string formatting ('...' % values)");
   bad_operands(op, a, b);

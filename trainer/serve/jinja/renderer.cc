@@ -205,6 +205,9 @@ class Renderer {
     }
     auto it = globals_.find(name);
     if (it != globals_.end()) return it->second;
+    // jinja2 gives a macro these when its body names them; this engine does not implement them.
+    if (depth_ > 0 && (name == "varargs" || name == "kwargs" || name == "caller"))
+      throw EvalError(ErrorKind::kUnsupported, "'" + name + "' inside a macro");
     return Value::undefined(name);
   }
 

@@ -38,6 +38,9 @@ bool equals_at(const Value& a, const Value& b, int depth) {
       return a.as_string() == b.as_string();
     case T::kList: {
       const ListData &x = a.list_data(), &y = b.list_data();
+      if (!x.view.empty() || !y.view.empty())
+        throw EvalError(ErrorKind::kUnsupported,
+                        "comparing a dict view (.items(), .keys(), .values())");
       if (x.generator || y.generator) return &x == &y;
       if (x.tuple != y.tuple || x.items.size() != y.items.size()) return false;
       for (size_t i = 0; i < x.items.size(); ++i)
@@ -169,6 +172,15 @@ Value Value::list(std::vector<Value> items, bool tuple, bool generator) {
   v.list_ = std::move(data);
   return v;
 }
+Value Value::dict_view(std::vector<Value> items, std::string view_type) {
+  Value v;
+  v.type_ = Type::kList;
+  auto data = std::make_shared<ListData>();
+  data->items = std::move(items);
+  data->view = std::move(view_type);
+  v.list_ = std::move(data);
+  return v;
+}
 Value Value::dict(std::shared_ptr<DictData> data) {
   Value v;
   v.type_ = Type::kDict;
@@ -204,6 +216,7 @@ std::string type_name(const Value& v) {
     case Value::Type::kString:
       return "str";
     case Value::Type::kList:
+      if (!v.list_data().view.empty()) return v.list_data().view;
       return v.list_data().generator ? "generator" : v.list_data().tuple ? "tuple" : "list";
     case Value::Type::kDict:
       return "dict";
@@ -251,8 +264,9 @@ int compare(const Value& a, const Value& b) {
     int c = a.as_string().compare(b.as_string());  // UTF-8 byte order is code point order
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
-  if (a.is_list() && b.is_list() && a.list_data().tuple == b.list_data().tuple &&
-      !a.list_data().generator && !b.list_data().generator) {
+  if ((a.is_list() && !a.list_data().view.empty()) || (b.is_list() && !b.list_data().view.empty()))
+    throw EvalError(ErrorKind::kUnsupported, "ordering dict views (Python compares them as sets)");
+  if (a.is_sequence() && b.is_sequence() && a.list_data().tuple == b.list_data().tuple) {
     const auto &x = a.items(), &y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (equals(x[i], y[i])) continue;
@@ -266,12 +280,25 @@ int compare(const Value& a, const Value& b) {
 
 Value from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 0); }
 
+bool next_item(const Value& generator, Value* item) {
+  const ListData& l = generator.list_data();
+  if (l.consumed >= l.items.size()) return false;
+  *item = l.items[l.consumed++];
+  return true;
+}
+
 std::vector<Value> iterate(const Value& v) {
   switch (v.type()) {
     case Value::Type::kUndefined:
       return {};
-    case Value::Type::kList:
-      return v.items();
+    case Value::Type::kList: {
+      const ListData& l = v.list_data();
+      if (!l.generator) return l.items;
+      std::vector<Value> rest(l.items.begin() + std::min(l.consumed, l.items.size()),
+                              l.items.end());
+      l.consumed = l.items.size();  // a generator is used up by iterating it
+      return rest;
+    }
     case Value::Type::kDict: {
       std::vector<Value> keys;
       for (const auto& kv : v.dict_data().items) keys.push_back(kv.first);

@@ -25,8 +25,13 @@ struct ListData {
   std::vector<Value> items;
   bool tuple = false;
   // jinja2's map/select/selectattr/reverse/items filters return Python generators: always truthy,
-  // no len(), and printing one shows an object address. Marked so those uses are refused.
+  // no len(), consumed by iterating (a second loop over one sees nothing), and printing one shows
+  // an object address. Marked so they behave so, and printing one is refused.
   bool generator = false;
+  mutable size_t consumed = 0;  // generator: items already taken
+  // dict.items()/keys()/values() return views: iterable and sized, but not indexable, not equal
+  // to lists, printed as dict_items([...]). The Python type name, or empty for a list or tuple.
+  std::string view;
 };
 
 struct DictData {
@@ -70,6 +75,7 @@ class Value {
   static Value number(double d);
   static Value string(std::string s);
   static Value list(std::vector<Value> items, bool tuple = false, bool generator = false);
+  static Value dict_view(std::vector<Value> items, std::string view_type);
   static Value dict(std::shared_ptr<DictData> data);
   static Value new_namespace(std::shared_ptr<DictData> data, std::string type_name);
   static Value callable(std::shared_ptr<Callable> fn);
@@ -80,7 +86,11 @@ class Value {
   bool is_string() const { return type_ == Type::kString; }
   bool is_int() const { return type_ == Type::kInt || type_ == Type::kBool; }  // bool is an int
   bool is_number() const { return is_int() || type_ == Type::kFloat; }
-  bool is_list() const { return type_ == Type::kList; }  // list or tuple
+  bool is_list() const { return type_ == Type::kList; }  // list, tuple, generator or dict view
+  // A list or tuple proper (indexable, sliceable, comparable), not a generator or dict view.
+  bool is_sequence() const {
+    return type_ == Type::kList && !list_->generator && list_->view.empty();
+  }
   bool is_dict() const { return type_ == Type::kDict; }
 
   bool as_bool() const { return b_; }
@@ -125,6 +135,8 @@ Value from_json(const nlohmann::ordered_json& j);
 // For iteration: the items of a list, the keys of a dict, the characters of a string; undefined
 // iterates as empty (jinja2). Throws EvalError for other types.
 std::vector<Value> iterate(const Value& v);
+// Takes the next item of a generator (consuming it); false when it is exhausted.
+bool next_item(const Value& generator, Value* item);
 // Python's len().
 int64_t length(const Value& v);
 

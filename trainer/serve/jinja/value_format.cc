@@ -96,6 +96,10 @@ std::string repr_at(const Value& v, int depth) {
     case Value::Type::kString:
       return repr_string(v.as_string());
     case Value::Type::kList:
+      if (!v.list_data().view.empty())
+        throw EvalError(ErrorKind::kUnsupported, "printing a " + v.list_data().view +
+                                                     " view (Python prints " + v.list_data().view +
+                                                     "([...]))");
       if (v.list_data().generator)
         throw EvalError(ErrorKind::kUnsupported,
                         "printing a generator (the result of map, select, selectattr, reverse "
@@ -104,6 +108,8 @@ std::string repr_at(const Value& v, int depth) {
     case Value::Type::kDict:
       return repr_dict(v.dict_data(), depth);
     case Value::Type::kNamespace:
+      if (v.undefined_hint() != "Namespace")
+        throw EvalError(ErrorKind::kUnsupported, "printing the loop object");
       return "<" + v.undefined_hint() + " " + repr_dict(v.dict_data(), depth) + ">";
     case Value::Type::kCallable:
       throw EvalError(ErrorKind::kUnsupported,
@@ -198,7 +204,12 @@ void json_at(std::string& out, const Value& v, bool indent, const std::string& i
       json_string(out, v.as_string());
       return;
     case Value::Type::kList: {
-      if (v.list_data().generator) runtime("Object of type generator is not JSON serializable");
+      if (!v.list_data().view.empty())
+        throw EvalError(ErrorKind::kUnsupported, "printing a " + v.list_data().view +
+                                                     " view (Python prints " + v.list_data().view +
+                                                     "([...]))");
+      if (v.list_data().generator || !v.list_data().view.empty())
+        runtime("Object of type " + type_name(v) + " is not JSON serializable");
       const auto& items = v.items();
       if (items.empty()) {
         out += "[]";
