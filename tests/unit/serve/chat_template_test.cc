@@ -83,6 +83,13 @@ TEST(ChatTemplateRefuses, UnsupportedExpressionsByName) {
                "printing the loop object");
   expect_error("{% macro m() %}{{ varargs }}{% endmacro %}{{ m() }}", Kind::kUnsupported, 1, 19,
                "'varargs' inside a macro");
+  // A namespace inside a namespace could refer to itself: a reference cycle that would leak.
+  expect_error("{% set ns = namespace() %}{% set ns.me = [ns] %}", Kind::kUnsupported, 1, 27,
+               "storing a namespace() object inside a namespace");
+  expect_error(
+      "{% set ns = namespace(f=none) %}{% for i in [1] %}{% macro m() %}x{% endmacro %}"
+      "{% set ns.f = m %}{% endfor %}{{ ns.f() }}",
+      Kind::kUnsupported, 1, 118, "after the loop iteration it was defined in");
 }
 
 TEST(ChatTemplateRefuses, MalformedTemplatesWithLineAndColumn) {

@@ -116,7 +116,8 @@ std::string indent_text(const std::string& s, const std::string& indention, bool
   std::string text = s + "\n";
   std::vector<std::string> lines;
   Value split = get_attr(Value::string(text), "splitlines");
-  for (const Value& line : split.fn()->native({}, {}).items()) lines.push_back(line.as_string());
+  Value split_lines = split.fn()->native({}, {});  // kept alive for the loop
+  for (const Value& line : split_lines.items()) lines.push_back(line.as_string());
   std::string rv;
   if (blank) {
     for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + indention : "") + lines[i];

@@ -130,6 +130,9 @@ class Renderer {
     if (ns.type() != Value::Type::kNamespace || ns.undefined_hint() != "Namespace")
       fail(s.offset, ErrorKind::kRuntime,
            "cannot assign attribute on non-namespace object '" + s.targets[0] + "'");
+    if (holds_namespace(value))
+      fail(s.offset, ErrorKind::kUnsupported,
+           "storing a namespace() object inside a namespace (it could refer to itself)");
     ns.shared_dict()->set(Value::string(s.target_attr), value);
   }
 
@@ -235,7 +238,10 @@ class Renderer {
                                              std::to_string(limits_.max_call_depth) +
                                              " (a macro that calls itself without end?)");
     auto scope = std::make_shared<Frame>();
-    scope->parent = fn.closure;
+    scope->parent = fn.closure.lock();
+    if (!scope->parent)
+      throw EvalError(ErrorKind::kUnsupported, "calling the macro '" + m.name +
+                                                   "' after the loop iteration it was defined in");
     for (size_t i = 0; i < m.params.size(); ++i) {
       const Value* v = nullptr;
       if (i < args.size()) v = &args[i];

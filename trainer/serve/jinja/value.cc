@@ -1,5 +1,6 @@
 #include "trainer/serve/jinja/value.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -162,10 +163,43 @@ Value Value::string(std::string s) {
   v.s_ = std::make_shared<const std::string>(std::move(s));
   return v;
 }
+namespace {
+
+int deepest(const std::vector<Value>& items) {
+  int d = 0;
+  for (const Value& v : items) d = std::max(d, depth_of(v));
+  if (d + 1 > kMaxValueDepth)
+    throw EvalError(ErrorKind::kLimit, "a list or dict nested deeper than " +
+                                           std::to_string(kMaxValueDepth) + " levels");
+  return d + 1;
+}
+
+}  // namespace
+
+int depth_of(const Value& v) {
+  if (v.type() == Value::Type::kList) return v.list_data().depth;
+  if (v.type() == Value::Type::kDict || v.type() == Value::Type::kNamespace)
+    return v.dict_data().depth;
+  return 0;
+}
+
+bool holds_namespace(const Value& v) {
+  if (v.type() == Value::Type::kNamespace) return true;
+  if (v.type() == Value::Type::kList) {
+    for (const Value& item : v.items())
+      if (holds_namespace(item)) return true;
+  } else if (v.type() == Value::Type::kDict) {
+    for (const auto& kv : v.dict_data().items)
+      if (holds_namespace(kv.second)) return true;
+  }
+  return false;
+}
+
 Value Value::list(std::vector<Value> items, bool tuple, bool generator) {
   Value v;
   v.type_ = Type::kList;
   auto data = std::make_shared<ListData>();
+  data->depth = deepest(items);
   data->items = std::move(items);
   data->tuple = tuple;
   data->generator = generator;
@@ -176,12 +210,16 @@ Value Value::dict_view(std::vector<Value> items, std::string view_type) {
   Value v;
   v.type_ = Type::kList;
   auto data = std::make_shared<ListData>();
+  data->depth = deepest(items);
   data->items = std::move(items);
   data->view = std::move(view_type);
   v.list_ = std::move(data);
   return v;
 }
 Value Value::dict(std::shared_ptr<DictData> data) {
+  std::vector<Value> values;
+  for (const auto& kv : data->items) values.push_back(kv.second);
+  data->depth = deepest(values);
   Value v;
   v.type_ = Type::kDict;
   v.dict_ = std::move(data);

@@ -32,10 +32,12 @@ struct ListData {
   // dict.items()/keys()/values() return views: iterable and sized, but not indexable, not equal
   // to lists, printed as dict_items([...]). The Python type name, or empty for a list or tuple.
   std::string view;
+  int depth = 1;  // nesting of lists and dicts inside, bounded by kMaxValueDepth
 };
 
 struct DictData {
   std::vector<std::pair<Value, Value>> items;  // insertion order
+  int depth = 1;
   const Value* find(const Value& key) const;
   const Value* find(const std::string& key) const;
   void set(const Value& key, Value value);
@@ -49,7 +51,9 @@ struct Callable {
   std::string name;
   NativeFn native;                  // a builtin or a bound method, or
   const MacroDef* macro = nullptr;  // a {% macro %} defined in the template
-  std::shared_ptr<Frame> closure;   // the frame the macro was defined in
+  // The frame the macro was defined in. Weak: that frame holds the macro, and a strong reference
+  // would make a cycle that leaks the render's variables on every render.
+  std::weak_ptr<Frame> closure;
 };
 
 class Value {
@@ -140,8 +144,11 @@ bool next_item(const Value& generator, Value* item);
 // Python's len().
 int64_t length(const Value& v);
 
-// The deepest nesting str/repr/json/equality recurse into before refusing (a template can nest
-// lists in a loop; recursion on them must not overflow the stack).
+// The deepest nesting of lists and dicts: building a deeper one is refused (a template can nest
+// lists in a loop, and printing, comparing or even freeing them recurses).
+int depth_of(const Value& v);
+// Whether v holds a namespace() object: one stored in a namespace could make a reference cycle.
+bool holds_namespace(const Value& v);
 constexpr int kMaxValueDepth = 512;
 
 }  // namespace fabkit::trainer::serve::jinja
