@@ -11,6 +11,7 @@ tokenizer's special tokens and extra template arguments.
 
 Usage: chat_template_reference.py CASES.json TEMPLATE_DIR OUT.json
 """
+import copy
 import datetime
 import json
 import os
@@ -60,7 +61,9 @@ def main():
                 kwargs = dict(tokens)
                 kwargs.update(conv.get("extra", {}))
                 try:
-                    out = template.render(messages=conv["messages"], tools=conv.get("tools"),
+                    # A fresh copy each time: jinja2's indent filter on a list extends it in place.
+                    out = template.render(messages=copy.deepcopy(conv["messages"]),
+                                          tools=copy.deepcopy(conv.get("tools")),
                                           documents=None, add_generation_prompt=agp, **kwargs)
                     rendered.append({"output": out})
                 except RaisedByTemplate as e:

@@ -1,6 +1,7 @@
 // jinja2's filters and tests (jinja2/filters.py, jinja2/tests.py) that chat templates use, with
 // HF's tojson override. Everything else of jinja2's is refused by name at parse time.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -16,15 +17,15 @@ namespace {
 [[noreturn]] void unsupported(const std::string& m) { throw EvalError(ErrorKind::kUnsupported, m); }
 
 const std::set<std::string> kFilters = {
-    "abs",        "capitalize", "count",   "d",    "default", "e",          "escape",
-    "first",      "float",      "indent",  "int",  "items",   "join",       "last",
-    "length",     "list",       "lower",   "map",  "max",     "min",        "reject",
-    "rejectattr", "replace",    "reverse", "safe", "select",  "selectattr", "string",
-    "sum",        "title",      "tojson",  "trim", "unique",  "upper",      "wordcount"};
+    "abs",    "capitalize", "count",  "d",          "default", "first",   "float",  "indent",
+    "int",    "items",      "join",   "last",       "length",  "list",    "lower",  "map",
+    "max",    "min",        "reject", "rejectattr", "replace", "reverse", "select", "selectattr",
+    "string", "sum",        "title",  "tojson",     "trim",    "unique",  "upper",  "wordcount"};
 const std::set<std::string> kJinjaFilters = {
-    "attr",     "batch",     "center", "dictsort", "filesizeformat", "forceescape", "format",
-    "groupby",  "pprint",    "random", "round",    "slice",          "sort",        "striptags",
-    "truncate", "urlencode", "urlize", "wordwrap", "xmlattr"};
+    "e",         "escape",         "safe",        "attr",   "batch",     "center",
+    "dictsort",  "filesizeformat", "forceescape", "format", "groupby",   "pprint",
+    "random",    "round",          "slice",       "sort",   "striptags", "truncate",
+    "urlencode", "urlize",         "wordwrap",    "xmlattr"};
 const std::set<std::string> kTests = {
     "boolean",  "callable", "defined",  "divisibleby", "eq",   "equalto",     "==",  "escaped",
     "even",     "false",    "float",    "ge",          ">=",   "greaterthan", "gt",  ">",
@@ -47,6 +48,7 @@ std::string case_change(const std::string& filter, const std::string& s) {
         out.push_back(c);
         word_start = true;
       } else if (word_start) {
+        // item[0].upper() in jinja2's title filter: "ß" -> "SS" here, unlike str.title()
         py_upper(c, out);
         word_start = false;
       } else {
@@ -102,6 +104,7 @@ std::vector<Value> select_items(const std::string& filter, const Value& value, c
     test_args.assign(args.begin() + next + 1, args.end());
   }
   std::vector<Value> out;
+  if (!truthy(value)) return out;  // jinja2 selects from a falsy value (None, "") nothing
   for (const Value& item : iterate(value)) {
     Value subject = by_attr ? attribute_of(item, attribute) : item;
     bool pass = test.empty() ? truthy(subject) : apply_test(test, subject, test_args);
@@ -129,37 +132,15 @@ std::string indent_text(const std::string& s, const std::string& indention, bool
   return first ? indention + rv : rv;
 }
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out.push_back(c);
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 bool filter_supported(const std::string& name, std::string* why) {
   if (kFilters.count(name)) return true;
-  if (kJinjaFilters.count(name)) {
+  if (name == "safe" || name == "e" || name == "escape") {
+    // jinja2 returns a Markup string: it escapes what is added to it and prints as Markup(...)
+    // inside a list, so treating it as a plain string could render differently.
+    *why = "the '" + name + "' filter (a Markup string) is not supported";
+  } else if (kJinjaFilters.count(name)) {
     *why = "the '" + name + "' filter is not supported";
   } else {
     *why = "no filter named '" + name + "'";
@@ -207,8 +188,6 @@ Value apply_filter(const std::string& name, const Value& value, const Args& args
   if (name == "upper" || name == "lower" || name == "capitalize" || name == "title")
     return Value::string(case_change(name, to_str(value)));
   if (name == "string") return Value::string(to_str(value));
-  if (name == "safe") return value;
-  if (name == "escape" || name == "e") return Value::string(html_escape(to_str(value)));
   if (name == "list") return Value::list(iterate(value));
   if (name == "first" || name == "last") {
     if (name == "last" && value.is_list() && value.list_data().generator)
@@ -249,6 +228,7 @@ Value apply_filter(const std::string& name, const Value& value, const Args& args
   }
   if (name == "map") {
     std::vector<Value> out;
+    if (!truthy(value)) return Value::list({}, false, true);  // as jinja2's do_map
     const Value* attribute = find_arg({}, kwargs, 0, "attribute");
     if (attribute) {
       const Value* dflt = find_arg({}, kwargs, 0, "default");
@@ -275,14 +255,17 @@ Value apply_filter(const std::string& name, const Value& value, const Args& args
     std::string indention = width.is_string()
                                 ? width.as_string()
                                 : std::string(std::max<int64_t>(0, width.as_int()), ' ');
-    return Value::string(indent_text(to_str(value), indention, first, blank));
+    // jinja2's do_indent appends "\n" to its argument without str(): only a string works.
+    if (!value.is_string())
+      runtime("unsupported operand type(s) for +=: '" + type_name(value) + "' and 'str'");
+    return Value::string(indent_text(value.as_string(), indention, first, blank));
   }
   if (name == "replace") {
     if (args.size() < 2) runtime("replace needs the old and new strings");
-    Args method_args(args.begin(), args.end());
+    // jinja2: str(s).replace(str(old), str(new), count)
+    Args method_args{Value::string(to_str(args[0])), Value::string(to_str(args[1]))};
     Value s = Value::string(to_str(value));
-    if (const Value* count = find_arg(args, kwargs, 2, "count"))
-      if (args.size() < 3) method_args.push_back(*count);
+    if (const Value* count = find_arg(args, kwargs, 2, "count")) method_args.push_back(*count);
     return get_attr(s, "replace").fn()->native(method_args, {});
   }
   if (name == "abs") {
@@ -293,6 +276,8 @@ Value apply_filter(const std::string& name, const Value& value, const Args& args
   if (name == "int" || name == "float") {
     Value dflt =
         arg_or(args, kwargs, 0, "default", name == "int" ? Value::integer(0) : Value::number(0.0));
+    // int(Undefined) and float(Undefined) raise in jinja2 (Undefined.__int__/__float__).
+    if (value.is_undefined()) runtime("'" + value.undefined_hint() + "' is undefined");
     if (value.is_number())
       return name == "int" ? Value::integer(static_cast<int64_t>(value.as_float()))
                            : Value::number(value.as_float());
@@ -323,6 +308,7 @@ Value apply_filter(const std::string& name, const Value& value, const Args& args
     if (name == "unique") {
       std::vector<Value> out;
       for (const Value& v : items) {
+        check_hashable(v);  // jinja2 keeps a set of the items seen
         bool seen = false;
         for (const Value& o : out) {
           // jinja2 compares strings case-insensitively here (case_sensitive=False)
@@ -338,7 +324,8 @@ Value apply_filter(const std::string& name, const Value& value, const Args& args
     }
     if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
     Value best = items[0];
-    for (const Value& v : items) {
+    for (size_t i = 1; i < items.size(); ++i) {  // one item is returned without a comparison
+      const Value& v = items[i];
       // jinja2 compares strings case-insensitively for min/max
       Value a = v.is_string() ? Value::string(py_lower(v.as_string())) : v;
       Value b = best.is_string() ? Value::string(py_lower(best.as_string())) : best;
@@ -348,13 +335,30 @@ Value apply_filter(const std::string& name, const Value& value, const Args& args
     return best;
   }
   if (name == "wordcount") {
-    Value words = get_attr(Value::string(to_str(value)), "split").fn()->native({}, {});
-    return Value::integer(static_cast<int64_t>(words.items().size()));
+    // jinja2 counts runs of \w (Unicode word characters): exact here for ASCII text only.
+    std::string s = to_str(value);
+    int64_t words = 0;
+    bool in_word = false;
+    for (unsigned char c : s) {
+      if (c >= 0x80) unsupported("the 'wordcount' filter on non-ASCII text");
+      bool w = std::isalnum(c) || c == '_';
+      if (w && !in_word) ++words;
+      in_word = w;
+    }
+    return Value::integer(words);
   }
   unsupported("the '" + name + "' filter");
 }
 
 bool apply_test(const std::string& name, const Value& value, const Args& args) {
+  // jinja2's tests are Python functions of fixed arity: a wrong count is a TypeError there too.
+  static const std::set<std::string> kOneArgument = {
+      "divisibleby", "eq", "equalto", "==",          "ne", "!=", "lt", "lessthan", "<",
+      "le",          "<=", "gt",      "greaterthan", ">",  "ge", ">=", "in",       "sameas"};
+  size_t arity = kOneArgument.count(name) ? 1 : 0;
+  if (args.size() != arity)
+    runtime("the '" + name + "' test takes " + std::to_string(arity) + " argument(s), " +
+            std::to_string(args.size()) + " given");
   auto arg = [&](size_t i) -> const Value& {
     if (i >= args.size()) runtime("the '" + name + "' test needs an argument");
     return args[i];

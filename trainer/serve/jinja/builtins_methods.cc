@@ -307,6 +307,7 @@ Value call_dict_method(const Value& d, const std::string& name, const Args& args
   if (name == "get") {
     check_args(name, args, kwargs, 2);
     if (args.empty()) runtime("get expected at least 1 argument, got 0");
+    check_hashable(args[0]);
     const Value* v = d.dict_data().find(args[0]);
     if (v) return *v;
     return args.size() > 1 ? args[1] : Value::none();

@@ -85,7 +85,10 @@ Value get_item(const Value& obj, const Value& key) {
 
 Value get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (obj.is_undefined()) undefined_error(obj);
-  if (!(obj.is_string() || obj.is_sequence())) return Value::undefined("slice");
+  // jinja2 compiles a slice to a plain Python subscript (it bypasses environment.getitem), so a
+  // slice of anything but a string, list or tuple is a TypeError, not an undefined value.
+  if (!(obj.is_string() || obj.is_sequence()))
+    runtime("'" + type_name(obj) + "' object is not subscriptable with a slice");
   auto index = [](const Value& v, const char* what) -> const Value* {
     if (v.is_undefined() || v.is_none()) return nullptr;
     if (!v.is_int()) runtime(std::string("slice ") + what + " must be an integer or None");
@@ -132,6 +135,7 @@ bool contains(const Value& container, const Value& item) {
         runtime("'in <string>' requires string as left operand, not " + type_name(item));
       return container.as_string().find(item.as_string()) != std::string::npos;
     case Value::Type::kDict:
+      check_hashable(item);
       return container.dict_data().find(item) != nullptr;
     case Value::Type::kList:
       if (container.list_data().generator) {  // `in` consumes a generator up to the match
@@ -159,6 +163,7 @@ Value unary_op(const std::string& op, const Value& a) {
 
 Value binary_op(const std::string& op, const Value& a, const Value& b) {
   if (op == "~") return Value::string(to_str(a) + to_str(b));
+  if (op == "%" && a.is_string()) unsupported("printf-style string formatting ('...' % values)");
   if (a.is_undefined()) undefined_error(a);
   if (b.is_undefined()) undefined_error(b);
   bool floats = a.type() == Value::Type::kFloat || b.type() == Value::Type::kFloat;

@@ -289,6 +289,7 @@ class Renderer {
         auto d = std::make_shared<DictData>();
         for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
           Value k = eval(*e.args[i], frame);
+          check_hashable(k);
           d->set(k, eval(*e.args[i + 1], frame));
         }
         return Value::dict(std::move(d));

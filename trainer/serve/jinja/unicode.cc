@@ -225,6 +225,16 @@ void py_lower(char32_t c, std::u32string& out) {
   out.push_back(c);
 }
 
+// Title case (the first letter of a word in str.title()/capitalize()): upper case except for the
+// few letters whose title case differs, e.g. "ß" -> "Ss".
+void py_titlecase(char32_t c, std::u32string& out) {
+  if (c == 0xDF) {
+    out += U"Ss";
+    return;
+  }
+  py_upper(c, out);
+}
+
 std::string py_upper(const std::string& s) {
   std::u32string out;
   for (char32_t c : utf8_decode(s)) py_upper(c, out);
@@ -241,7 +251,7 @@ std::string py_capitalize(const std::string& s) {
   std::u32string in = utf8_decode(s), out;
   for (size_t i = 0; i < in.size(); ++i) {
     if (i == 0) {
-      py_upper(in[i], out);  // title case equals upper case in the covered scripts
+      py_titlecase(in[i], out);
     } else {
       py_lower(in[i], out);
     }
@@ -258,7 +268,7 @@ std::string py_title(const std::string& s) {
       if (previous_cased) {
         py_lower(c, out);
       } else {
-        py_upper(c, out);
+        py_titlecase(c, out);
       }
     } else {
       out.push_back(c);

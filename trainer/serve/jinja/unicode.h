@@ -24,6 +24,7 @@ bool py_isprintable(char32_t c);
 // character) rather than render it unchanged where Python would change it.
 void py_upper(char32_t c, std::u32string& out);
 void py_lower(char32_t c, std::u32string& out);
+void py_titlecase(char32_t c, std::u32string& out);
 // Whether c is a cased letter (has an upper or lower form) in the covered scripts.
 bool py_iscased(char32_t c);
 

@@ -318,6 +318,14 @@ int compare(const Value& a, const Value& b) {
 
 Value from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 0); }
 
+void check_hashable(const Value& key) {
+  if (key.type() == Value::Type::kDict ||
+      (key.type() == Value::Type::kList && !key.list_data().tuple))
+    runtime("unhashable type: '" + type_name(key) + "'");
+  if (key.is_list())
+    for (const Value& item : key.items()) check_hashable(item);
+}
+
 bool next_item(const Value& generator, Value* item) {
   const ListData& l = generator.list_data();
   if (l.consumed >= l.items.size()) return false;

@@ -141,6 +141,8 @@ Value from_json(const nlohmann::ordered_json& j);
 std::vector<Value> iterate(const Value& v);
 // Takes the next item of a generator (consuming it); false when it is exhausted.
 bool next_item(const Value& generator, Value* item);
+// Python's hash() refuses lists, dicts and dict views as dict keys or `in dict` operands.
+void check_hashable(const Value& key);
 // Python's len().
 int64_t length(const Value& v);
 
