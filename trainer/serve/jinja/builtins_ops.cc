@@ -88,7 +88,8 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
   // jinja2 compiles a slice to a plain Python subscript (it bypasses environment.getitem), so a
   // slice of anything but a string, list or tuple is a TypeError, not an undefined value.
   if (!(obj.is_string() || obj.is_sequence()))
-    runtime("'" + type_name(obj) + "' object is not subscriptable with a slice");
+    unsupported("a slice of a " + type_name(obj) +
+                " (jinja2 fails on it at run time but renders a constant one as empty)");
   auto index = [](const Value& v, const char* what) -> const Value* {
     if (v.is_undefined() || v.is_none()) return nullptr;
     if (!v.is_int()) runtime(std::string("slice ") + what + " must be an integer or None");
@@ -184,9 +185,26 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
       if (floats ? b.as_float() == 0 : b.as_int() == 0)
         runtime(op == "%" ? "integer modulo by zero" : "integer division or modulo by zero");
       if (floats) {
-        double q = std::floor(a.as_float() / b.as_float());
-        double m = std::fmod(a.as_float(), b.as_float());
-        if (m != 0 && ((m < 0) != (b.as_float() < 0))) m += b.as_float();
+        // CPython's float_divmod: floor((x - fmod(x, y)) / y), corrected, not floor(x / y)
+        // (1 // 0.1 is 9.0 in Python, floor(1 / 0.1) is 10).
+        double x = a.as_float(), y = b.as_float();
+        double m = std::fmod(x, y);
+        double div = (x - m) / y;
+        if (m != 0) {
+          if ((y < 0) != (m < 0)) {
+            m += y;
+            div -= 1.0;
+          }
+        } else {
+          m = std::copysign(0.0, y);
+        }
+        double q;
+        if (div != 0) {
+          q = std::floor(div);
+          if (div - q > 0.5) q += 1.0;
+        } else {
+          q = std::copysign(0.0, x / y);
+        }
         return op == "//" ? Value::number(q) : Value::number(m);
       }
       int64_t xi = a.as_int(), yi = b.as_int();

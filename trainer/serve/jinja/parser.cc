@@ -144,7 +144,7 @@ class Parser : public ParserBase {
     s->expr = parse_tuple(true, false, {"recursive", "if"});
     if (is_name("if")) {
       advance();
-      s->filter = parse_expression(true);
+      s->filter = parse_expression(false);  // jinja2 allows "a if b" here
     }
     if (is_name("recursive"))
       fail(cur().offset, "recursive for loops ('{% for ... recursive %}') are not supported",
