@@ -21,6 +21,8 @@ ATOMS = [
     "' Pad \\n'", "1", "2.5", "none", "true", "[1, 2, 3]", "{'a': 1, 'b': [2]}", "tools",
     "undefined_x", "'é✓ß'", "0", "-3", "''", "(1, 'x')", "'a,b,,c'", "['b', 'a']", "10", "0.1",
     "'Hello World'", "[]", "{}", "messages[0].content", "tools[0]", "'  '", "messages[2].tool_calls",
+    "'tab\\there'", "\"dq 'sq'\"", "'\\\\'", "'\\u00e9\\x41\\101'", "'a' 'b'", "1_000",
+    "1e3", "messages|last", "loop", "ns",
 ]
 OPS = [
     "{a} + {b}", "{a} ~ {b}", "{a} * {b}", "{a} // {b}", "{a} % {b}", "{a} / {b}", "{a} == {b}",
@@ -50,6 +52,10 @@ STATEMENTS = [
     "{%+ if E %}\n  P\n{% endif %}", "\n\t{%- for x in E -%}\n  <{{ x }}>\n{% endfor -%}\n",
     "{% macro mm(a, b=E) %}({{ a }}{{ b }}){% endmacro %}{{ mm(E) }}",
     "{% for x in E if x %}{% if loop.index > 2 %}{% break %}{% endif %}{{ x }};{% endfor %}",
+    "{%- if E +%}\r\n  R\r\n{%+ endif -%}", "\u00a0 {%- if E %}U{% endif -%} \u3000\n",
+    "{#- c -#}\n  {{ E }}\n", "\t{% if E %}\n\t{% for x in E %}{{ x }}{% continue %}{% endfor %}\n{% endif %}",
+    "{% set a, b = E, E %}{{ a }}/{{ b }}", "{% set blk %}\n  {{ E }}\n{% endset %}[{{ blk }}]",
+    "{{ E }}{% for x in [E, E] %}{{ loop.cycle('a', 'b') }}{{ loop.revindex }}{{ loop.previtem }}{% endfor %}",
 ]
 MESSAGES = [
     {"role": "system", "content": "Sys"},
@@ -79,7 +85,8 @@ def template(rng):
             s = s.replace("E", expression(rng, rng.randint(0, 3)), 1)
         parts.append(s)
         if rng.random() < 0.4:
-            parts.append(rng.choice(["text ", "\n", "  \n", " x\n  ", "\t"]))
+            parts.append(rng.choice(["text ", "\n", "  \n", " x\n  ", "\t", "\r\n  ", "\u2028 ",
+                                     " \x0b\n", "é\n   "]))
     return "".join(parts)
 
 

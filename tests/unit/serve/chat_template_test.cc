@@ -70,6 +70,8 @@ TEST(ChatTemplateRefuses, UnsupportedExpressionsByName) {
                "no filter named 'no_such_filter'");
   expect_error("{% if x is filter %}{% endif %}", Kind::kUnsupported, 1, 12, "the 'filter' test");
   expect_error("{{ f(*args) }}", Kind::kUnsupported, 1, 6, "'*args'");
+  expect_error("{{ messages[0:1, 2] }}", Kind::kUnsupported, 1, 12,
+               "a slice inside a subscript tuple");
   // Found at render time, still named with their position.
   expect_error("{{ '%s!' % 'x' }}", Kind::kUnsupported, 1, 10, "printf-style string formatting");
   expect_error("\n{{ messages.append(1) }}", Kind::kUnsupported, 2, 19, "'.append()'");

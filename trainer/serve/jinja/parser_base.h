@@ -109,7 +109,7 @@ class ParserBase {
   ExprPtr parse_postfix(ExprPtr node);
   ExprPtr parse_filter_expr(ExprPtr node);
   ExprPtr parse_subscript(ExprPtr node);
-  ExprPtr parse_subscribed();
+  ExprPtr parse_subscribed(bool* is_slice);
   void parse_call_args(Expr* e);
   ExprPtr parse_call(ExprPtr node);
   std::string dotted_name();

@@ -312,22 +312,27 @@ ExprPtr ParserBase::parse_subscript(ExprPtr node) {
     fail(cur().offset, "expected an attribute name after '.', got '" + describe(cur()) + "'");
   }
   advance();  // [
+  int raw_slices = 0;
   std::vector<ExprPtr> subs;
   while (!is_op("]")) {
     if (!subs.empty()) expect_op(",");
     if (is_op("]")) break;
-    subs.push_back(parse_subscribed());
+    bool is_slice = false;
+    subs.push_back(parse_subscribed(&is_slice));
+    raw_slices += is_slice ? 1 : 0;
   }
   advance();  // ]
   if (subs.empty()) fail(offset, "expected a subscript inside '[]'");
   if (subs.size() > 1) {
+    if (raw_slices > 0)
+      fail(offset, "a slice inside a subscript tuple ('x[a:b, c]')", ErrorKind::kUnsupported);
     auto tuple = make(Expr::Kind::kTuple, offset);
     tuple->args = std::move(subs);
     subs.clear();
     subs.push_back(std::move(tuple));
   }
   ExprPtr sub = std::move(subs[0]);
-  if (sub->kind == Expr::Kind::kSlice) {
+  if (raw_slices == 1) {  // not a complete slice expression such as x[y[1:]]
     sub->args.insert(sub->args.begin(), std::move(node));
     return sub;
   }
@@ -339,13 +344,14 @@ ExprPtr ParserBase::parse_subscript(ExprPtr node) {
 
 // One subscript: an expression, or a slice start:stop:step with optional parts. A slice comes
 // back as kSlice with args [start, stop, step] (nulls where absent).
-ExprPtr ParserBase::parse_subscribed() {
+ExprPtr ParserBase::parse_subscribed(bool* is_slice) {
   size_t offset = cur().offset;
   ExprPtr start;
   if (!is_op(":")) {
     start = parse_expression(false);
     if (!is_op(":")) return start;
   }
+  *is_slice = true;
   auto e = make(Expr::Kind::kSlice, offset);
   advance();  // :
   ExprPtr stop, step;
