@@ -4,8 +4,11 @@
 // itself is compared with jinja2 in chat_template_parity_test.cc.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "trainer/serve/jinja/chat_template.h"
 
@@ -182,6 +185,40 @@ TEST(ChatTemplateClock, StrftimeNowUsesTheInjectedClock) {
     return tm;
   });
   EXPECT_EQ(t.render(one_user_message()), "06 Dec 2026|Sunday 09:30");
+  // datetime.now() is naive in HF: no time zone in %z or %Z.
+  ChatTemplate zone("[{{ strftime_now('%H%z%Z %%z') }}]");
+  zone.set_clock([] {
+    std::tm tm{};
+    tm.tm_hour = 7;
+    tm.tm_zone = "CET";
+    tm.tm_gmtoff = 3600;
+    return tm;
+  });
+  EXPECT_EQ(zone.render(one_user_message()), "[07 %z]");
+}
+
+// One compiled template rendered from many threads at once, as the server's request threads do.
+TEST(ChatTemplateThreads, ConcurrentRendersOfOneTemplate) {
+  ChatTemplate t(
+      "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}"
+      "{{ m.role }}:{{ m.content | trim }}|{% endfor %}{{ ns.n }}"
+      "{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(',') "
+      "}}");
+  ChatTemplateInputs in;
+  in.messages = nlohmann::ordered_json::parse(
+      R"([{"role": "user", "content": " a "}, {"role": "assistant", "content": "b"},
+          {"role": "user", "content": "c"}])");
+  const std::string want = "user:a|assistant:b|user:c|3 a ,c";
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      for (int k = 0; k < 500; ++k)
+        if (t.render(in) != want) ++wrong;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(t.render(in), want);
 }
 
 TEST(ChatTemplateInputs, AbsentSpecialTokensAreUndefinedAndToolsNone) {

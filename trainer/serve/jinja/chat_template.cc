@@ -114,8 +114,22 @@ std::string ChatTemplate::render(const ChatTemplateInputs& inputs) const {
   globals["strftime_now"] = native("strftime_now", [clock](const j::Args& a, const j::Kwargs&) {
     if (a.size() != 1 || !a[0].is_string()) runtime("strftime_now(format) takes one string");
     std::tm tm = clock();
+    // HF calls datetime.now().strftime(format): a naive datetime, so %z and %Z print nothing
+    // (C's strftime would print the zone), and Python itself expands %f (microseconds).
+    std::string format;
+    const std::string& f = a[0].as_string();
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (f[i] == '%' && i + 1 < f.size()) {
+        char c = f[++i];
+        if (c == 'f')
+          throw j::EvalError(j::ErrorKind::kUnsupported, "strftime_now's %f (microseconds)");
+        if (c != 'z' && c != 'Z') format += std::string("%") + c;
+      } else {
+        format += f[i];
+      }
+    }
     char buf[512];
-    size_t n = std::strftime(buf, sizeof buf, a[0].as_string().c_str(), &tm);
+    size_t n = std::strftime(buf, sizeof buf, format.c_str(), &tm);
     if (n == 0 && !a[0].as_string().empty())
       throw j::EvalError(j::ErrorKind::kUnsupported, "strftime_now format '" + a[0].as_string() +
                                                          "' (empty or over 511 bytes of output)");

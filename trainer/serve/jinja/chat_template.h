@@ -41,7 +41,8 @@ struct ChatTemplateInputs {
   bool add_generation_prompt = false;
   // Special tokens; absent ones are undefined in the template (HF passes only the tokenizer's).
   std::optional<std::string> bos_token, eos_token;
-  // More template variables (an object): e.g. enable_thinking, date_string, custom_tools.
+  // More template variables (an object): e.g. enable_thinking, date_string, custom_tools, and
+  // the tokenizer's other special tokens (unk_token, pad_token) where a template uses them.
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
 };
 
@@ -54,7 +55,8 @@ class ChatTemplate {
   ChatTemplate& operator=(ChatTemplate&&) noexcept;
 
   // Renders; throws ChatTemplateError: kRaised carries the template's raise_exception message
-  // in detail(), kRuntime what jinja2 also fails on, kLimit a template over the limits.
+  // in detail(), kRuntime what jinja2 also fails on, kLimit a template over the limits. Safe to
+  // call from several threads at once (each render has its own state).
   std::string render(const ChatTemplateInputs& inputs) const;
 
   // strftime_now()'s clock (Llama 3.1+ templates print today's date): local time by default.
