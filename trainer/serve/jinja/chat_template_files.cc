@@ -4,7 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
+#include "common/json_read.h"
 
 namespace fabkit::trainer::serve {
 
@@ -24,11 +24,11 @@ nlohmann::json read_config(const fs::path& dir) {
   fs::path p = dir / "tokenizer_config.json";
   if (!fs::exists(p)) return nlohmann::json::object();
   try {
-    nlohmann::json j = nlohmann::json::parse(read_text(p));
-    if (!j.is_object()) throw std::runtime_error("not a JSON object");
+    nlohmann::json j = parse_json_sorted(read_text(p), p.string());
+    if (!j.is_object()) throw std::runtime_error(p.string() + ": not a JSON object");
     return j;
-  } catch (const std::exception& e) {
-    throw std::runtime_error(p.string() + ": " + e.what());
+  } catch (const JsonReadError& e) {
+    throw std::runtime_error(e.what());
   }
 }
 
