@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -95,6 +97,24 @@ TEST(ChatTemplateRefuses, UnsupportedExpressionsByName) {
       "{% set ns = namespace(f=none) %}{% for i in [1] %}{% macro m() %}x{% endmacro %}"
       "{% set ns.f = m %}{% endfor %}{{ ns.f() }}",
       Kind::kUnsupported, 1, 118, "after the loop iteration it was defined in");
+}
+
+// A real model's template that this engine refuses, by name and position, at load.
+TEST(ChatTemplateRefuses, FunctionaryV31UsesSafe) {
+  std::ifstream in(std::string(FABKIT_CHAT_TEMPLATE_TESTDATA) +
+                   "/chat_templates_refused/functionary-medium-v3.1.jinja");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ASSERT_FALSE(ss.str().empty());
+  try {
+    ChatTemplate t(ss.str());
+    ADD_FAILURE() << "compiled";
+  } catch (const ChatTemplateError& e) {
+    EXPECT_EQ(e.kind(), Kind::kUnsupported);
+    EXPECT_EQ(e.line(), 22);
+    EXPECT_EQ(e.column(), 37);
+    EXPECT_EQ(e.detail(), "the 'safe' filter (a Markup string) is not supported");
+  }
 }
 
 TEST(ChatTemplateRefuses, MalformedTemplatesWithLineAndColumn) {

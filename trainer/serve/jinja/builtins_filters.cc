@@ -17,15 +17,15 @@ namespace {
 [[noreturn]] void unsupported(const std::string& m) { throw EvalError(ErrorKind::kUnsupported, m); }
 
 const std::set<std::string> kFilters = {
-    "abs",    "capitalize", "count",  "d",          "default", "first",   "float",  "indent",
-    "int",    "items",      "join",   "last",       "length",  "list",    "lower",  "map",
-    "max",    "min",        "reject", "rejectattr", "replace", "reverse", "select", "selectattr",
-    "string", "sum",        "title",  "tojson",     "trim",    "unique",  "upper",  "wordcount"};
+    "abs",     "capitalize", "count",      "d",         "default",  "first",      "float",
+    "indent",  "int",        "items",      "join",      "last",     "length",     "list",
+    "lower",   "map",        "max",        "min",       "reject",   "rejectattr", "replace",
+    "reverse", "select",     "selectattr", "string",    "sum",      "title",      "tojson",
+    "trim",    "unique",     "upper",      "wordcount", "dictsort", "sort"};
 const std::set<std::string> kJinjaFilters = {
-    "e",         "escape",         "safe",        "attr",   "batch",     "center",
-    "dictsort",  "filesizeformat", "forceescape", "format", "groupby",   "pprint",
-    "random",    "round",          "slice",       "sort",   "striptags", "truncate",
-    "urlencode", "urlize",         "wordwrap",    "xmlattr"};
+    "e",           "escape",   "safe",      "attr",   "batch",    "center", "filesizeformat",
+    "forceescape", "format",   "groupby",   "pprint", "random",   "round",  "slice",
+    "striptags",   "truncate", "urlencode", "urlize", "wordwrap", "xmlattr"};
 const std::set<std::string> kTests = {
     "boolean",  "callable", "defined",  "divisibleby", "eq",   "equalto",     "==",  "escaped",
     "even",     "false",    "float",    "ge",          ">=",   "greaterthan", "gt",  ">",
@@ -333,6 +333,36 @@ Value apply_filter(const std::string& name, const Value& value, const Args& args
       if ((name == "max" && c > 0) || (name == "min" && c < 0)) best = v;
     }
     return best;
+  }
+  if (name == "dictsort" || name == "sort") {
+    // jinja2's do_dictsort / do_sort: a stable sort, strings compared lower-cased unless
+    // case_sensitive; dictsort gives (key, value) tuples of a mapping, by key or by value.
+    bool case_sensitive =
+        truthy(arg_or(args, kwargs, name == "sort" ? 1 : 0, "case_sensitive", kFalse));
+    bool reverse = truthy(arg_or(args, kwargs, name == "sort" ? 0 : 2, "reverse", kFalse));
+    std::vector<Value> items;
+    std::string by = "key";
+    const Value* attribute = nullptr;
+    if (name == "dictsort") {
+      if (!value.is_dict()) runtime("You can only sort by either \"key\" or \"value\"");
+      by = to_str(arg_or(args, kwargs, 1, "by", Value::string("key")));
+      if (by != "key" && by != "value") runtime("You can only sort by either \"key\" or \"value\"");
+      items = get_attr(value, "items").fn()->native({}, {}).items();
+    } else {
+      attribute = find_arg(args, kwargs, 2, "attribute");
+      items = iterate(value);
+    }
+    auto sort_key = [&](const Value& item) {
+      Value k = name == "dictsort" ? item.items()[by == "key" ? 0 : 1]
+                : attribute        ? attribute_of(item, to_str(*attribute))
+                                   : item;
+      return !case_sensitive && k.is_string() ? Value::string(py_lower(k.as_string())) : k;
+    };
+    std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
+      return reverse ? compare(sort_key(b), sort_key(a)) < 0
+                     : compare(sort_key(a), sort_key(b)) < 0;
+    });
+    return Value::list(std::move(items));
   }
   if (name == "wordcount") {
     // jinja2 counts runs of \w (Unicode word characters): exact here for ASCII text only.
