@@ -40,7 +40,9 @@ OPS = [
     "{a}.replace('a', 'X')", "{a}|float", "-({a})", "{a} ** 2", "{a}.content", "{a}.role",
     "{a}['content']", "{a}|wordcount", "{a}.lstrip('P ')", "{a}.endswith(('c', 'd'))",
     "{a}.find('b')", "{a}.rstrip()", "{a}|replace(' ', '_')", "range({a})|list",
-    "{a} is divisibleby 2", "{a} is sameas none", "{a}|map('string')|list",
+    "{a} is divisibleby 2", "{a} is sameas none", "{a}|map('string')|list", "{a}|dictsort",
+    "{a}|sort", "{a}|sort(reverse=true)", "{a}|sort(attribute='role')|map(attribute='role')|list",
+    "{a}|dictsort(by='value')",
 ]
 STATEMENTS = [
     "{{ E }}", "{{- E -}}", "{{ E }}\n", " {{ E }} ", "{% if E %}X{% elif E %}Y{% else %}Z{% endif %}",

@@ -356,7 +356,11 @@ Value apply_filter(const std::string& name, const Value& value, const Args& args
       Value k = name == "dictsort" ? item.items()[by == "key" ? 0 : 1]
                 : attribute        ? attribute_of(item, to_str(*attribute))
                                    : item;
-      return !case_sensitive && k.is_string() ? Value::string(py_lower(k.as_string())) : k;
+      Value key = !case_sensitive && k.is_string() ? Value::string(py_lower(k.as_string())) : k;
+      // jinja2's sort compares one-item lists of keys (make_multi_attrgetter), so equal keys,
+      // two undefined ones included, are tested with == and never ordered; dictsort compares
+      // the keys themselves.
+      return name == "sort" ? Value::list({key}) : key;
     };
     std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
       return reverse ? compare(sort_key(b), sort_key(a)) < 0
