@@ -3,6 +3,7 @@
 // limits, never a hang or a stack overflow), and raise_exception's message surfaced. Rendering
 // itself is compared with jinja2 in chat_template_parity_test.cc.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <chrono>
@@ -190,6 +191,44 @@ TEST(ChatTemplateLimits, StopsTemplatesThatLoopOrRecurse) {
   ChatTemplate ok("{% for i in range(11) %}{{ i }}{% endfor %}");
   ok.set_limits(small);
   EXPECT_EQ(ok.render(one_user_message()), "012345678910");
+}
+
+// Blocks nested inside a macro that calls itself: stopped by the render nesting bound, on a
+// thread with a 512 KiB stack (smaller than any server thread's), not by a stack overflow.
+TEST(ChatTemplateLimits, DeepRecursionFitsASmallThreadStack) {
+  std::string body = "{% macro f(n) %}";
+  for (int i = 0; i < 60; ++i) body += "{% if true %}";
+  body += "{{ f(((n + 1))) }}";
+  for (int i = 0; i < 60; ++i) body += "{% endif %}";
+  body += "{% endmacro %}{{ f(0) }}";
+  struct Job {
+    std::string source;
+    std::string what;
+    Kind kind = Kind::kSyntax;
+    bool threw = false;
+  } job{body};
+  auto run = [](void* p) -> void* {
+    Job* j = static_cast<Job*>(p);
+    try {
+      ChatTemplate t(j->source);
+      t.render(one_user_message());
+    } catch (const ChatTemplateError& e) {
+      j->threw = true;
+      j->kind = e.kind();
+      j->what = e.what();
+    }
+    return nullptr;
+  };
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 512 * 1024);
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, &attr, run, &job), 0);
+  pthread_join(th, nullptr);
+  pthread_attr_destroy(&attr);
+  ASSERT_TRUE(job.threw);
+  EXPECT_EQ(job.kind, Kind::kLimit) << job.what;
+  EXPECT_NE(job.what.find("nested deeper than 400 levels in all"), std::string::npos) << job.what;
 }
 
 TEST(ChatTemplateClock, StrftimeNowUsesTheInjectedClock) {

@@ -69,7 +69,8 @@ Value attribute_of(const Value& item, const std::string& attribute) {
     size_t dot = attribute.find('.', start);
     std::string part =
         attribute.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    bool digits = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+    bool digits = !part.empty() && part.size() <= 18 &&
+                  part.find_first_not_of("0123456789") == std::string::npos;
     v = digits ? get_item(v, Value::integer(std::stoll(part))) : get_item(v, Value::string(part));
     if (dot == std::string::npos) return v;
     start = dot + 1;

@@ -1,5 +1,6 @@
 #include "trainer/serve/jinja/chat_template.h"
 
+#include <new>
 #include <unordered_map>
 
 #include "trainer/serve/jinja/ast.h"
@@ -152,7 +153,18 @@ std::string ChatTemplate::render(const ChatTemplateInputs& inputs) const {
   globals["add_generation_prompt"] = j::Value::boolean(inputs.add_generation_prompt);
   if (inputs.bos_token) globals["bos_token"] = j::Value::string(*inputs.bos_token);
   if (inputs.eos_token) globals["eos_token"] = j::Value::string(*inputs.eos_token);
-  return j::render(impl_->source, impl_->body, globals, impl_->limits);
+  try {
+    return j::render(impl_->source, impl_->body, globals, impl_->limits);
+  } catch (const ChatTemplateError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw ChatTemplateError(j::ErrorKind::kLimit, 1, 1, "out of memory while rendering");
+  } catch (const std::exception& e) {
+    // Not expected: every failure the engine knows is a ChatTemplateError. Kept one so callers
+    // need to handle one type.
+    throw ChatTemplateError(j::ErrorKind::kRuntime, 1, 1,
+                            std::string("internal error in the chat-template engine: ") + e.what());
+  }
 }
 
 }  // namespace fabkit::trainer::serve

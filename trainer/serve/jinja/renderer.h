@@ -21,6 +21,9 @@ struct RenderLimits {
   int max_call_depth = 64;                // nested macro calls (a macro calling itself)
 };
 
+// The deepest render recursion (statement bodies and expressions, across macro calls).
+constexpr int kMaxRenderNesting = 400;
+
 struct Frame {
   std::unordered_map<std::string, Value> vars;
   std::shared_ptr<Frame> parent;
