@@ -351,6 +351,8 @@ Value apply_filter(const std::string& name, const Value& value, const Args& args
       items = get_attr(value, "items").fn()->native({}, {}).items();
     } else {
       attribute = find_arg(args, kwargs, 2, "attribute");
+      if (attribute && to_str(*attribute).find(',') != std::string::npos)
+        unsupported("sort on several comma-separated attributes");
       items = iterate(value);
     }
     auto sort_key = [&](const Value& item) {
