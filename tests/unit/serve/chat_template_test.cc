@@ -206,7 +206,8 @@ TEST(ChatTemplateLimits, DeepRecursionFitsASmallThreadStack) {
     std::string what;
     Kind kind = Kind::kSyntax;
     bool threw = false;
-  } job{body};
+  } job;
+  job.source = body;
   auto run = [](void* p) -> void* {
     Job* j = static_cast<Job*>(p);
     try {
