@@ -52,6 +52,17 @@ constexpr uint32_t kFieldWallTime = 1, kFieldStep = 2, kFieldFileVersion = 3, kF
 constexpr uint32_t kFieldSummaryValue = 1;
 constexpr uint32_t kFieldValueTag = 1, kFieldSimpleValue = 2;
 
+// Event{wall_time=1, step=2, summary=5: the encoded Summary}.
+std::string summary_event(double wall_time_s, int64_t step, const std::string& summary) {
+  std::string out;
+  put_double(out, kFieldWallTime, wall_time_s);
+  // int64 is a plain varint of the two's complement (a negative step takes 10 bytes).
+  put_key(out, kFieldStep, kVarint);
+  put_varint(out, static_cast<uint64_t>(step));
+  put_bytes(out, kFieldSummary, summary);
+  return out;
+}
+
 }  // namespace
 
 std::string encode_file_version_event(double wall_time_s) {
@@ -70,13 +81,7 @@ std::string encode_scalars_event(double wall_time_s, int64_t step,
     put_float(value, kFieldSimpleValue, s.value);
     put_bytes(summary, kFieldSummaryValue, value);
   }
-  std::string out;
-  put_double(out, kFieldWallTime, wall_time_s);
-  // int64 is a plain varint of the two's complement (a negative step takes 10 bytes).
-  put_key(out, kFieldStep, kVarint);
-  put_varint(out, static_cast<uint64_t>(step));
-  put_bytes(out, kFieldSummary, summary);
-  return out;
+  return summary_event(wall_time_s, step, summary);
 }
 
 std::string encode_text_event(double wall_time_s, int64_t step, const std::string& tag,
@@ -103,12 +108,7 @@ std::string encode_text_event(double wall_time_s, int64_t step, const std::strin
   put_bytes(value, kFieldValueTensor, tensor);
   std::string summary;
   put_bytes(summary, kFieldSummaryValue, value);
-  std::string out;
-  put_double(out, kFieldWallTime, wall_time_s);
-  put_key(out, kFieldStep, kVarint);
-  put_varint(out, static_cast<uint64_t>(step));
-  put_bytes(out, kFieldSummary, summary);
-  return out;
+  return summary_event(wall_time_s, step, summary);
 }
 
 std::string frame_tfrecord(const std::string& data) {

@@ -28,24 +28,7 @@ constexpr int kLayers = 8, kHidden = 32, kSeq = 16;
 class FabtrainSchedules : public ::testing::Test {
  public:
   FabtrainSchedules() : dir_("fabtrain-pp-sched") {
-    Json c = {{"architectures", {"LlamaForCausalLM"}},
-              {"model_type", "llama"},
-              {"hidden_size", kHidden},
-              {"intermediate_size", 48},
-              {"num_hidden_layers", kLayers},
-              {"num_attention_heads", 4},
-              {"num_key_value_heads", 2},
-              {"vocab_size", 300},
-              {"max_position_embeddings", 64},
-              {"rms_norm_eps", 1e-6},
-              {"rope_theta", 10000.0},
-              {"hidden_act", "silu"},
-              {"tie_word_embeddings", false},
-              {"torch_dtype", "float32"},
-              {"initializer_range", 0.02},
-              {"bos_token_id", 1},
-              {"eos_token_id", 2}};
-    write_file(dir_.path() / "model" / "config.json", c.dump(2));
+    write_tiny_model(dir_.path() / "model", false, kLayers);  // hidden 32, vocab 300
     write_token_data(dir_.path() / "train.jsonl", 40, 30, 300);
   }
   std::vector<std::string> base(const std::string& out, int steps,
