@@ -99,8 +99,9 @@ class Comm {
   // in the error. Host order only: no device work is ordered by it.
   virtual void pause_barrier(const std::string& what) { barrier(); }
   // Point-to-point: a pipeline's activations and their gradients between neighbouring stages
-  // (parallel/pipeline_runner.h). Tag separates concurrent streams; tags from 2^30 up are the
-  // backend's own (its allgather and reduce-scatter exchanges).
+  // (parallel/pipeline_runner.h). Tag separates concurrent streams under Gloo; tags from 2^30 up
+  // are the backend's own (its allgather and reduce-scatter exchanges). NCCL ignores the tag and
+  // matches a pair's sends and receives in the order they are posted.
   virtual void send(const float* data, size_t count, int dst_rank, int tag) = 0;
   virtual void recv(float* data, size_t count, int src_rank, int tag) = 0;
   // The send, returning once it is under way (Megatron's isend): wait() returns when it completed,

@@ -111,9 +111,12 @@ PipelineRunner::PipelineRunner(Comm& world, ShardedModel& model, int rank, int r
   actions_ = all.at(static_cast<size_t>(rank));
   // Each computation's send, posted as soon as the computation ends rather than where the list
   // has it: an interleaved list may put a send after the next computation (8 of 112 at P = 4,
-  // M = 8, V = 2), which would hold the receiver for a whole computation.
+  // M = 8, V = 2), which would hold the receiver for a whole computation. The lists keep a rank's
+  // sends to each peer in the order of their computations (pipeline_schedule_test.cc), so this
+  // does not reorder a pair's transfers; still, only where they are matched by tag (Gloo): NCCL
+  // matches a pair's calls by order, so there the sends go in the list's order, the receiver's.
   early_send_.assign(actions_.size(), -1);
-  for (size_t i = 0; i < actions_.size(); ++i) {
+  for (size_t i = 0; i < actions_.size() && world_.backend() == "gloo"; ++i) {
     const PipeOp op = actions_[i].op;
     const PipeOp send = op == PipeOp::kForward ? PipeOp::kSendActivation
                         : op == PipeOp::kBackward || op == PipeOp::kBackwardInput

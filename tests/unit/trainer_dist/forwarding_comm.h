@@ -34,6 +34,9 @@ class ForwardingComm : public Comm {
   }
   void barrier() override { inner_.barrier(); }
   void send(const float* d, size_t n, int dst, int tag) override { inner_.send(d, n, dst, tag); }
+  CommRequestPtr send_async(const float* d, size_t n, int dst, int tag) override {
+    return inner_.send_async(d, n, dst, tag);
+  }
   void recv(float* d, size_t n, int src, int tag) override { inner_.recv(d, n, src, tag); }
 
  private:

@@ -66,6 +66,37 @@ std::string name(const Case& c) {
          " M=" + std::to_string(c.shape.micro_batches) + " V=" + std::to_string(c.shape.chunks);
 }
 
+// The runner posts each send as soon as its computation ends (under Gloo). That keeps every
+// peer's transfers in the list's order only if each rank lists its sends to a peer in the order of
+// the computations that produce them; NCCL, which matches a pair's calls by order, would otherwise
+// need the list's order (the runner keeps it there anyway: pipeline_send_order_test.cc).
+TEST(PipeSchedule, EveryRankListsItsSendsToAPeerInTheOrderTheirComputationsRun) {
+  for (const Case& c : all_cases()) {
+    const Lists l = make_pipe_schedules(c.kind, c.shape);
+    for (int r = 0; r < c.shape.ranks; ++r) {
+      // Per peer: the list positions of the producing computations, in the sends' list order.
+      std::map<int, std::vector<size_t>> producers;
+      for (size_t j = 0; j < l[r].size(); ++j) {
+        const PipeAction& a = l[r][j];
+        if (a.op != PipeOp::kSendActivation && a.op != PipeOp::kSendGrad) continue;
+        size_t at = j;
+        while (at-- > 0) {
+          const PipeAction& b = l[r][at];
+          const bool makes = a.op == PipeOp::kSendActivation
+                                 ? b.op == PipeOp::kForward
+                                 : b.op == PipeOp::kBackward || b.op == PipeOp::kBackwardInput;
+          if (makes && b.micro_batch == a.micro_batch && b.chunk == a.chunk) break;
+        }
+        producers[pipe_peer(c.shape, r, a).rank].push_back(at);
+      }
+      for (const auto& [peer, at] : producers) {
+        EXPECT_TRUE(std::is_sorted(at.begin(), at.end()))
+            << name(c) << " rank " << r << " -> rank " << peer;
+      }
+    }
+  }
+}
+
 TEST(PipeSchedule, EveryShapeRunsWithoutDeadlockAndEachMicroBatchOnce) {
   for (const Case& c : all_cases()) {
     const PipeShape& s = c.shape;
