@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <thread>
 
 namespace fabkit::trainer {
 namespace {
@@ -26,6 +27,11 @@ TEST(DeadlineWatcher, ExpiresAtTheDeadlineWhileTheIssuingThreadIsBlocked) {
   const Clock::time_point at = f.get();
   EXPECT_GE(at, deadline);
   EXPECT_LT(at, deadline + milliseconds(1000));
+  // The watch is dropped once the watcher's pass that expired it ends, which may be just after
+  // the callback above returned: wait up to a second for it, not for nothing.
+  const Clock::time_point until = Clock::now() + milliseconds(1000);
+  while (watcher.watched() != 0 && Clock::now() < until)
+    std::this_thread::sleep_for(milliseconds(5));
   EXPECT_EQ(watcher.watched(), 0u);
 }
 
