@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "tests/integration/trainer/checkpoint_weights.h"
+#include "tests/integration/trainer/pipeline_support.h"
 #include "tests/integration/trainer/run_support.h"
 #include "tests/support/ttar.h"
 #include "trainer/checkpoint/checkpoint.h"
@@ -28,56 +29,16 @@ constexpr int kLayers = 8, kHidden = 32, kSeq = 16;
 class FabtrainSchedules : public ::testing::Test {
  public:
   FabtrainSchedules() : dir_("fabtrain-pp-sched") {
-    write_tiny_model(dir_.path() / "model", false, kLayers);  // hidden 32, vocab 300
+    write_tiny_model(dir_.path() / "model", false, kLayers);  // hidden 32 (kHidden), vocab 300
     write_token_data(dir_.path() / "train.jsonl", 40, 30, 300);
   }
   std::vector<std::string> base(const std::string& out, int steps,
                                 const std::vector<std::string>& more) const {
-    std::vector<std::string> a = {"--model",
-                                  (dir_.path() / "model").string(),
-                                  "--data",
-                                  (dir_.path() / "train.jsonl").string(),
-                                  "--output",
-                                  (dir_.path() / out).string(),
-                                  "--max-length",
-                                  std::to_string(kSeq),
-                                  "--max-steps",
-                                  std::to_string(steps),
-                                  "--lr",
-                                  "3e-3",
-                                  "--warmup-steps",
-                                  "1",
-                                  "--seed",
-                                  "1",
-                                  "--collective-timeout-ms",
-                                  "20000",
-                                  "--device",
-                                  "cpu"};
-    a.insert(a.end(), more.begin(), more.end());
-    return a;
+    return pipeline_run_args(dir_.path(), out, steps, kSeq, more);
   }
   fs::path out(const std::string& name) const { return dir_.path() / name; }
   TempDir dir_;
 };
-
-// The tolerances fabtrain_pipeline_test.cc uses for GPipe and 1F1B, for the same reason: the
-// pipelined runs add the micro-batches' gradients into the shards in the schedule's order and a
-// split backward adds a layer's weight gradients after its norm's, which reorders fp32 additions
-// (1e-7 relative per op); nothing else differs.
-constexpr double kLossRelTol = 1e-4;
-constexpr double kWeightTol = 1e-4;
-
-void expect_same_curve(const std::vector<double>& a, const std::vector<double>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    EXPECT_NEAR(a[i], b[i], kLossRelTol * std::abs(b[i])) << "step " << i + 1;
-}
-
-int64_t stage_peak(const fs::path& out, const char* field, int stage) {
-  int64_t peak = 0;
-  for (const auto& j : steps_of(out)) peak = std::max(peak, j[field].at(stage).get<int64_t>());
-  return peak;
-}
 
 // The bytes of a run's TensorBoard event files (text summaries are stored verbatim).
 std::string tensorboard_bytes(const fs::path& out) {
@@ -147,7 +108,7 @@ TEST_F(FabtrainSchedules, InterleavedAndZeroBubbleEqualOneProcessAtTwoAndFourRan
                                                   std::to_string(ranks) + " ranks"),
                 std::string::npos);
       // Each virtual stage saved its own units: the stages' checkpoints hold the whole model.
-      EXPECT_LT(max_weight_diff(checkpoint_weights(out(name), stages), w1), kWeightTol);
+      EXPECT_LT(max_weight_diff(checkpoint_weights(out(name), stages), w1), kPipelineWeightTol);
       for (const auto& j : steps_of(out(name))) {
         // Every one of the P x V - 1 boundaries carries M activations [1, T, H] forward and M
         // gradients back, as fp32 (interleaved: also the boundaries from the last rank back to
@@ -196,7 +157,7 @@ TEST_F(FabtrainSchedules, WithDataParallelReplicasEveryScheduleEqualsOneProcess)
     expect_same_curve(losses(out(name)), losses(out("one")));
     EXPECT_LT(max_weight_diff(checkpoint_weights(out(name), schedule == "zb-h1" ? 2 : 4),
                               checkpoint_weights(out("one"), 1)),
-              kWeightTol);
+              kPipelineWeightTol);
   }
 }
 
@@ -233,7 +194,7 @@ TEST_F(FabtrainSchedules, ResumeAcrossAScheduleChangeEqualsTheUninterruptedRun) 
                     std::vector<double>(f.begin() + 3, f.end()));
   EXPECT_LT(
       max_weight_diff(checkpoint_weights(out("full"), 4), checkpoint_weights(out("switch"), 4)),
-      kWeightTol);
+      kPipelineWeightTol);
 }
 
 // The environment of a process, as NAME=value strings.

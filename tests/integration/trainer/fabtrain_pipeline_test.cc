@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/integration/trainer/checkpoint_weights.h"
+#include "tests/integration/trainer/pipeline_support.h"
 #include "tests/integration/trainer/run_support.h"
 #include "tests/support/ttar.h"
 #include "trainer/checkpoint/checkpoint.h"
@@ -25,83 +26,20 @@ namespace {
 
 constexpr int kLayers = 4, kHidden = 32, kSeq = 16;
 
-void write_model(const fs::path& dir, bool tied) {
-  Json c = {{"architectures", {"LlamaForCausalLM"}},
-            {"model_type", "llama"},
-            {"hidden_size", kHidden},
-            {"intermediate_size", 48},
-            {"num_hidden_layers", kLayers},
-            {"num_attention_heads", 4},
-            {"num_key_value_heads", 2},
-            {"vocab_size", 300},
-            {"max_position_embeddings", 64},
-            {"rms_norm_eps", 1e-6},
-            {"rope_theta", 10000.0},
-            {"hidden_act", "silu"},
-            {"tie_word_embeddings", tied},
-            {"torch_dtype", "float32"},
-            {"initializer_range", 0.02},
-            {"bos_token_id", 1},
-            {"eos_token_id", 2}};
-  write_file(dir / "config.json", c.dump(2));
-}
-
 class FabtrainPipeline : public ::testing::Test {
  public:
   FabtrainPipeline() : dir_("fabtrain-pp") {
-    write_model(dir_.path() / "model", false);
-    write_model(dir_.path() / "tied", true);
+    write_tiny_model(dir_.path() / "model", false, kLayers);  // hidden 32 (kHidden), vocab 300
+    write_tiny_model(dir_.path() / "tied", true, kLayers);
     write_token_data(dir_.path() / "train.jsonl", 40, 30, 300);
   }
   std::vector<std::string> base(const std::string& out, int steps,
                                 const std::vector<std::string>& more) const {
-    std::vector<std::string> a = {"--model",
-                                  (dir_.path() / "model").string(),
-                                  "--data",
-                                  (dir_.path() / "train.jsonl").string(),
-                                  "--output",
-                                  (dir_.path() / out).string(),
-                                  "--max-length",
-                                  std::to_string(kSeq),
-                                  "--max-steps",
-                                  std::to_string(steps),
-                                  "--lr",
-                                  "3e-3",
-                                  "--warmup-steps",
-                                  "1",
-                                  "--seed",
-                                  "1",
-                                  "--collective-timeout-ms",
-                                  "20000",
-                                  "--device",
-                                  "cpu"};
-    a.insert(a.end(), more.begin(), more.end());
-    return a;
+    return pipeline_run_args(dir_.path(), out, steps, kSeq, more);
   }
   fs::path out(const std::string& name) const { return dir_.path() / name; }
   TempDir dir_;
 };
-
-// Tolerances (as fabtrain_run_test.cc's): the pipeline runs the 1-process run's ops on the same
-// micro-batches, but adds the micro-batches' gradients into the shard in the schedule's order
-// (GPipe backwards in reverse) and through fp32 activations on the wire; that reorders fp32
-// additions (1e-7 relative per op). Losses then agree to ~1e-6 relative; AdamW's division by
-// sqrt(v) amplifies noise only where |g| is near eps, far below one step of lr = 3e-3.
-constexpr double kLossRelTol = 1e-4;
-constexpr double kWeightTol = 1e-4;
-
-void expect_same_curve(const std::vector<double>& a, const std::vector<double>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    EXPECT_NEAR(a[i], b[i], kLossRelTol * std::abs(b[i])) << "step " << i + 1;
-}
-
-// The largest value of a per-stage metric over all steps.
-int64_t stage_peak(const fs::path& out, const char* field, int stage) {
-  int64_t peak = 0;
-  for (const auto& j : steps_of(out)) peak = std::max(peak, j[field].at(stage).get<int64_t>());
-  return peak;
-}
 
 TEST_F(FabtrainPipeline, TwoAndFourStagesEqualOneProcessForBothSchedules) {
   constexpr int kM = 8, kSteps = 4;  // M > S: 1F1B holds S micro-batches, GPipe all M
@@ -125,7 +63,7 @@ TEST_F(FabtrainPipeline, TwoAndFourStagesEqualOneProcessForBothSchedules) {
                 std::string::npos)
           << r.output;
       expect_same_curve(losses(out(name)), l1);
-      EXPECT_LT(max_weight_diff(checkpoint_weights(out(name), stages), w1), kWeightTol);
+      EXPECT_LT(max_weight_diff(checkpoint_weights(out(name), stages), w1), kPipelineWeightTol);
       for (const auto& j : steps_of(out(name))) {
         // Each of the S-1 boundaries carries M activations [1, T, H] forward and M gradients
         // back, as fp32.
@@ -163,7 +101,7 @@ TEST_F(FabtrainPipeline, Bfloat16PipelineEqualsTheOneProcessBfloat16Run) {
   ASSERT_EQ(pp.exit_code, 0) << pp.output;
   expect_same_curve(losses(out("pp")), losses(out("one")));
   EXPECT_LT(max_weight_diff(checkpoint_weights(out("pp"), 2), checkpoint_weights(out("one"), 1)),
-            kWeightTol);
+            kPipelineWeightTol);
 }
 
 std::vector<double> valid_losses(const fs::path& out) {
@@ -243,7 +181,7 @@ TEST_F(FabtrainPipeline, TwoStagesTimesTwoReplicasEqualOneProcess) {
     expect_same_curve(losses(out("pp2dp2-" + schedule)), losses(out("one-adafactor")));
     EXPECT_LT(max_weight_diff(checkpoint_weights(out("pp2dp2-" + schedule), 2),
                               checkpoint_weights(out("one-adafactor"), 1)),
-              kWeightTol);
+              kPipelineWeightTol);
     fs::remove_all(out("one-adafactor"));
   }
 }
