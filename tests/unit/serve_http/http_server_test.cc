@@ -235,6 +235,12 @@ TEST(ServeHttp, Errors) {
       {"/v1/completions", R"({"model":"tiny","prompt":""})", 400, "prompt", "empty"},
       {"/v1/completions", R"({"model":"gpt-4","prompt":"x"})", 404, "model", "does not exist"},
       {"/v1/chat/completions", R"({"model":"tiny","messages":{}})", 400, "messages", ""},
+      {"/v1/chat/completions",
+       R"({"model":"tiny","messages":[{"role":"user","content":"x"}],"max_tokens":999})", 400,
+       "max_tokens", "max_tokens asks for 999"},
+      {"/v1/chat/completions",
+       R"({"model":"tiny","messages":[{"role":"user","content":"x"}],"max_completion_tokens":999})",
+       400, "max_completion_tokens", "max_completion_tokens asks for 999"},
       {"/v1/completions", completion_body(R"("n":3)"), 400, "n", "n = 1"},
       {"/v1/nothing", "{}", 404, "", "no route"},
   };

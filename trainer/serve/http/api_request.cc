@@ -274,6 +274,7 @@ ApiRequest parse_chat_request(const std::string& body) {
   // OpenAI deprecated max_tokens for chat in favour of max_completion_tokens; the newer wins.
   if (auto m = int_field(j, "max_completion_tokens", 1, std::numeric_limits<int64_t>::max())) {
     r.max_tokens = m;
+    r.max_tokens_field = "max_completion_tokens";
   }
   parse_messages(j, r);
   return r;

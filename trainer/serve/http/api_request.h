@@ -29,6 +29,7 @@ struct ApiRequest {
   // max_tokens (or, for chat, max_completion_tokens, which wins as in OpenAI's API); unset: the
   // server's default (completions: 16, chat: what the context leaves).
   std::optional<int64_t> max_tokens;
+  std::string max_tokens_field = "max_tokens";  // the field that set it, for messages
   SamplingParams sampling;
   std::vector<std::string> stop;
   bool stream = false;

@@ -83,7 +83,7 @@ int64_t resolve_max_tokens(const ApiRequest& request, int64_t prompt_tokens,
     return request.chat ? room : std::min(kDefaultCompletionMaxTokens, room);
   }
   if (*request.max_tokens > room) {
-    const char* name = request.chat ? "max_completion_tokens" : "max_tokens";
+    const std::string& name = request.max_tokens_field;
     throw bad_field(name, "this model's maximum context length is " +
                               std::to_string(context_length) + " tokens; the prompt has " +
                               std::to_string(prompt_tokens) + " and " + name + " asks for " +
