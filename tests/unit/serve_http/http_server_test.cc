@@ -1,6 +1,10 @@
 // The server end to end on 127.0.0.1 with the fake backend: endpoints, streaming, errors, limits,
 // queueing, disconnects, authentication, metrics. Every client call has a timeout.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -395,6 +399,68 @@ TEST(ServeHttp, Metrics) {
   EXPECT_NE(m.body.find("fabtrain_serve_queue_depth 0\n"), std::string::npos);
   EXPECT_NE(m.body.find("fabtrain_serve_running 0\n"), std::string::npos);
   EXPECT_NE(m.body.find("fabtrain_serve_generated_tokens_per_second "), std::string::npos);
+}
+
+// A raw connection to the server; receive waits at most 20 s.
+int connect_raw(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval tv{20, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+// Everything the server sends until it closes the connection (or the 20 s receive timeout).
+std::string read_until_closed(int fd, bool* closed) {
+  std::string got;
+  char buf[4096];
+  while (true) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      got.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    *closed = n == 0;
+    return got;
+  }
+}
+
+TEST(ServeHttp, SlowClientsTimeOut) {
+  ServerConfig c;
+  c.read_timeout_s = 1;
+  c.keep_alive_timeout_s = 1;
+  Harness h({}, c);
+  // Headers that never end, a body shorter than its Content-Length, and a silent connection:
+  // each is answered or closed after the read timeout, never left holding a thread.
+  const std::string stalls[] = {
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: appl",
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"model\"",
+      "",
+  };
+  for (const auto& stall : stalls) {
+    int fd = connect_raw(h.server->port());
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(send(fd, stall.data(), stall.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(stall.size()));
+    auto start = std::chrono::steady_clock::now();
+    bool closed = false;
+    std::string got = read_until_closed(fd, &closed);
+    close(fd);
+    EXPECT_TRUE(closed) << stall << " -> " << got;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 15s) << stall;
+    if (!got.empty()) {
+      EXPECT_EQ(got.rfind("HTTP/1.1 400", 0), 0u) << got;  // a timed-out read is a bad request
+    }
+  }
+  EXPECT_EQ(h.post("/v1/completions", completion_body()).status, 200);
+  EXPECT_TRUE(h.backend.requests().size() == 1);
 }
 
 TEST(ServeHttp, StopsWhileAStreamRuns) {
