@@ -288,11 +288,12 @@ struct HttpServer::Impl {
     };
     http.set_error_handler(openai_errors);
     // A body announced larger than the limit is refused before the client sends it (curl sends
-    // "Expect: 100-continue" for large bodies), so a 10 MB upload costs nothing.
-    const uint64_t max_body = config.max_body_bytes;
+    // "Expect: 100-continue" for large bodies), so a 10 MB upload costs nothing. (A 401 here would
+    // not help: curl goes on sending the body after a 401, for authentication schemes that retry
+    // on the same connection.)
     http.set_expect_100_continue_handler(
-        [max_body](const httplib::Request& req, httplib::Response& res) {
-          if (req.get_header_value<uint64_t>("Content-Length") > max_body) {
+        [this](const httplib::Request& req, httplib::Response& res) {
+          if (req.get_header_value<uint64_t>("Content-Length") > config.max_body_bytes) {
             res.status = 413;
             res.set_header("Connection", "close");  // the client must not send the body after all
             return 413;
