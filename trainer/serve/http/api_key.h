@@ -1,0 +1,19 @@
+// --api-key-file: the bearer token clients must send (Authorization: Bearer <key>).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace fabkit::serve {
+
+// The key is the file's content less trailing whitespace. The file must be a regular file that
+// other users cannot read or write (a key others can read is no secret; one they can write lets
+// them choose it): UsageError naming the file and the fix (chmod 600) otherwise, and for an empty
+// key.
+std::string load_api_key(const std::filesystem::path& file);
+
+// True when the Authorization header value is "Bearer <key>". The comparison takes the same time
+// wherever the first differing byte is, so response timing does not reveal the key's prefix.
+bool bearer_matches(const std::string& authorization, const std::string& key);
+
+}  // namespace fabkit::serve
