@@ -23,6 +23,16 @@ at::Tensor rotate_half(const at::Tensor& x) {
   return at::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
 }
 
+// HF's act_fn(gate_proj(x)) * up_proj(x), then down_proj: the same ops as the training MLP
+// (swiglu_mlp.h) but with gate and up as two GEMMs over the model's own weights. The training
+// path concatenates the two weights into one GEMM, a copy of two thirds of the MLP's weights per
+// layer per call, which for a decode step of a few rows costs more than the GEMM itself.
+at::Tensor mlp(const trainer::DecoderLayer& layer, const at::Tensor& x) {
+  const auto& m = layer->mlp;
+  auto h = at::silu(at::linear(x, m->gate_proj->weight)).mul_(at::linear(x, m->up_proj->weight));
+  return at::linear(h, m->down_proj->weight);
+}
+
 }  // namespace
 
 KvDecoder::KvDecoder(trainer::LlamaModel model, int64_t context_length)
@@ -116,7 +126,7 @@ at::Tensor KvDecoder::prefill(SequenceKvCache& cache, const std::vector<int64_t>
                    .transpose(1, 2)
                    .reshape({1, t, heads_ * head_dim_});
     h = h + at::linear(out, attn->o_proj->weight);
-    h = h + layer->mlp(layer->post_attention_layernorm(h));
+    h = h + mlp(layer, layer->post_attention_layernorm(h));
   }
   cache.length_ = t;
   return logits_of_last(h)[0];
@@ -173,7 +183,7 @@ at::Tensor KvDecoder::decode(const std::vector<SequenceKvCache*>& caches,
     }
     auto out = at::cat(outs, 0).transpose(1, 2).reshape({b, 1, heads_ * head_dim_});
     h = h + at::linear(out, attn->o_proj->weight);
-    h = h + layer->mlp(layer->post_attention_layernorm(h));
+    h = h + mlp(layer, layer->post_attention_layernorm(h));
   }
   for (auto* cache : caches) ++cache->length_;
   return logits_of_last(h);
