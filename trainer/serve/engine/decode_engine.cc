@@ -71,6 +71,11 @@ void DecodeEngine::request_stop() {
   wake_.notify_all();
 }
 
+bool DecodeEngine::stop_requested() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stopping_;
+}
+
 bool DecodeEngine::submit(GenerationRequest request, TokenSink sink) {
   FABKIT_ENFORCE(static_cast<bool>(sink), "DecodeEngine::submit: the sink is empty");
   auto seq = std::make_unique<Sequence>();
@@ -109,7 +114,8 @@ void DecodeEngine::run() {
       if (stopping_) break;
     }
     admit();
-    if (!running_.empty()) decode_step();
+    // A stop requested while admitting (a sink may block) ends the run before another step.
+    if (!running_.empty() && !stop_requested()) decode_step();
   }
   std::deque<std::unique_ptr<Sequence>> left;
   {

@@ -58,6 +58,7 @@ class DecodeEngine final : public GenerationBackend {
   };
 
   void run();
+  bool stop_requested() const;
   // Takes queued requests into the batch while it has room; true if it took any.
   void admit();
   void start(std::unique_ptr<Sequence> seq);
