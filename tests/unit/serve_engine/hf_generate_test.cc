@@ -88,7 +88,8 @@ TEST_P(HfGenerate, GreedyTokensEqualGenerate) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(TinyLlamas, HfGenerate, ::testing::Values("llama_mha_tied", "llama_gqa"));
+INSTANTIATE_TEST_SUITE_P(TinyLlamas, HfGenerate, ::testing::Values("llama_mha_tied", "llama_gqa"),
+                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace fabkit::serve
