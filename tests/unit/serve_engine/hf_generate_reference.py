@@ -4,7 +4,7 @@ serve's decode engine (hf_generate_test.cc).
 For each case, builds a LlamaForCausalLM from a fixed seed, save_pretrained()s it (config.json +
 model.safetensors) into OUT/CASE, runs generate(do_sample=False) on a few prompts, one at a time
 (no padding), and writes OUT/CASE/generate.json:
-  {"eos_token_id": N, "max_new_tokens": N,
+  {"eos_token_id": N (the EOS given to generate(), see make_case), "max_new_tokens": N,
    "prompts": [[ids]...], "generated": [[new ids]...]}
 The C++ test loads the folder with load_pretrained and compares its engine's tokens with these.
 Nothing is downloaded: the models are made here.
@@ -57,16 +57,28 @@ def make_case(out_dir, name, extra, seed):
     model = LlamaForCausalLM(config).eval()
     case_dir = os.path.join(out_dir, name)
     model.save_pretrained(case_dir)
-    gen = GenerationConfig(do_sample=False, max_new_tokens=MAX_NEW_TOKENS, eos_token_id=EOS,
-                           pad_token_id=0, bos_token_id=1)
-    generated = []
-    with torch.no_grad():
-        for prompt in PROMPTS:
-            ids = torch.tensor([prompt], dtype=torch.long)
-            out = model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=gen)
-            generated.append(out[0, len(prompt):].tolist())
+
+    def generate(eos):
+        gen = GenerationConfig(do_sample=False, max_new_tokens=MAX_NEW_TOKENS, eos_token_id=eos,
+                               pad_token_id=0, bos_token_id=1)
+        generated = []
+        with torch.no_grad():
+            for prompt in PROMPTS:
+                ids = torch.tensor([prompt], dtype=torch.long)
+                out = model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=gen)
+                generated.append(out[0, len(prompt):].tolist())
+        return generated
+
+    # A random model rarely emits the config's EOS. So that stopping is compared too, the EOS
+    # passed to generate() (and to the engine as its stop token) is the first prompt's 6th greedy
+    # token when it did not occur before: that prompt then stops early, the others where they
+    # meet it, if they do.
+    free = generate(EOS)
+    first = free[0]
+    eos = first[5] if first[5] not in first[:5] else EOS
+    generated = generate(eos)
     with open(os.path.join(case_dir, "generate.json"), "w") as f:
-        json.dump({"eos_token_id": EOS, "max_new_tokens": MAX_NEW_TOKENS, "prompts": PROMPTS,
+        json.dump({"eos_token_id": eos, "max_new_tokens": MAX_NEW_TOKENS, "prompts": PROMPTS,
                    "generated": generated}, f)
 
 

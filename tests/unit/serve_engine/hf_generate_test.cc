@@ -2,7 +2,8 @@
 // hf_generate_reference.py, run by the .venv Python, FABKIT_PYTHON) on tiny random Llamas the
 // script makes and save_pretrained()s: plain multi-head attention with tied embeddings, and
 // grouped-query attention with a separate lm_head. The engine loads each folder with
-// load_pretrained and runs every prompt in one batch, EOS as a stop token as generate() does.
+// load_pretrained and runs every prompt in one batch, EOS as a stop token as generate() does (the
+// script picks an EOS the first prompt meets early, so stopping is compared too).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -85,7 +86,10 @@ TEST_P(HfGenerate, GreedyTokensEqualGenerate) {
     ASSERT_TRUE(got[i]->wait_done()) << "prompt " << i;
     ASSERT_FALSE(want[i].empty());
     EXPECT_EQ(got[i]->tokens, want[i]) << GetParam() << " prompt " << i;
+    const bool stopped = want[i].back() == ref.at("eos_token_id").get<int64_t>();
+    EXPECT_EQ(got[i]->last.finish, stopped ? FinishReason::kStop : FinishReason::kLength);
   }
+  EXPECT_LT(want[0].size(), static_cast<size_t>(ref.at("max_new_tokens").get<int64_t>()));
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyLlamas, HfGenerate, ::testing::Values("llama_mha_tied", "llama_gqa"),
