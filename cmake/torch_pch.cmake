@@ -17,7 +17,7 @@ set(FABKIT_TORCH_PCH_TARGETS
   fabkit_trainer_io fabkit_trainer_model fabkit_trainer_data fabkit_trainer_optim_tensor
   fabkit_trainer_comm fabkit_trainer_parallel fabkit_trainer_eval fabkit_trainer_app
   trainer_dist_torch_test trainer_model_test trainer_model_sharded_test trainer_data_test
-  trainer_ref_test swiglu_bench)
+  trainer_ref_test swiglu_bench fabkit_serve_engine serve_engine_test serve_engine_hf_test decode_bench)
 
 if(FABKIT_TORCH_PCH AND FABKIT_HAVE_TORCH)
   add_library(fabkit_torch_pch OBJECT "${CMAKE_SOURCE_DIR}/cmake/torch_pch.cc")

@@ -127,9 +127,23 @@ LlamaConfig parse_llama_config(const Json& doc, const std::string& source) {
     f.fail("head_dim", "must be even for rotary embeddings, found " + std::to_string(c.head_dim));
   c.rms_norm_eps = f.number("rms_norm_eps", 1e-6, true);
   c.rope_theta = f.number("rope_theta", 10000.0, true);
+  // transformers >= 5 writes RoPE as "rope_parameters": {"rope_type", "rope_theta", ...}, no
+  // top-level rope_theta; a scaled type there is refused as rope_scaling is below.
+  if (f.has("rope_parameters")) {
+    const Json& rp = doc.at("rope_parameters");
+    if (!rp.is_object()) f.fail("rope_parameters", "must be an object, found " + rp.dump());
+    const Json type = rp.value("rope_type", Json("default"));
+    if (type != Json("default"))
+      f.fail("rope_parameters",
+             "has rope_type " + type.dump() +
+                 "; only \"default\" RoPE is implemented: use a model without scaled RoPE");
+    Fields rope_fields(rp, source + " rope_parameters");
+    c.rope_theta = rope_fields.number("rope_theta", c.rope_theta, true);
+  }
   c.initializer_range = f.number("initializer_range", 0.02, true);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
-  c.torch_dtype = f.text("torch_dtype", "float32");
+  // transformers >= 5 names it "dtype".
+  c.torch_dtype = f.text("torch_dtype", f.text("dtype", "float32"));
   if (c.torch_dtype != "float32" && c.torch_dtype != "bfloat16" && c.torch_dtype != "float16")
     f.fail("torch_dtype", "is \"" + c.torch_dtype + "\"; expected float32, bfloat16 or float16");
   c.bos_token_id = f.token_id("bos_token_id");

@@ -54,6 +54,24 @@ TEST(LlamaConfig, Defaults) {
   EXPECT_DOUBLE_EQ(c.initializer_range, 0.02);
 }
 
+// transformers >= 5 writes "rope_parameters" and "dtype" instead of rope_theta and torch_dtype.
+TEST(LlamaConfig, TransformersFiveRopeParametersAndDtype) {
+  Json j = Json::parse(kTiny);
+  j.erase("rope_theta");
+  j.erase("torch_dtype");
+  j["rope_parameters"] = {{"rope_theta", 250000.0}, {"rope_type", "default"}};
+  j["dtype"] = "float16";
+  LlamaConfig c = parse_llama_config(j, "cfg.json");
+  EXPECT_DOUBLE_EQ(c.rope_theta, 250000.0);
+  EXPECT_EQ(c.torch_dtype, "float16");
+  j["rope_parameters"]["rope_type"] = "llama3";
+  std::string m = message_of(j.dump());
+  EXPECT_NE(m.find("rope_parameters"), std::string::npos) << m;
+  EXPECT_NE(m.find("llama3"), std::string::npos) << m;
+  j["rope_parameters"] = 5;
+  EXPECT_NE(message_of(j.dump()).find("rope_parameters"), std::string::npos);
+}
+
 TEST(LlamaConfig, MistralSlidingWindowAndEosList) {
   Json j = Json::parse(kTiny);
   j["architectures"] = {"MistralForCausalLM"};

@@ -1,0 +1,85 @@
+"""fabtrain serve's decode engine against Hugging Face generate() with its KV cache, on the same
+random Llama folder, the same torch and the same number of threads (greedy, CPU).
+
+  decode tokens/s at batch 1: tokens after the first over the time after the first (generate():
+    (N - 1) / (time of N new tokens - time of 1), its prefill cancelling out);
+  aggregate tokens/s of S concurrent streams: every token over the wall time (generate(): one
+    batch of S same-length prompts, no padding; the engine: S requests at once).
+
+usage: decode_bench.py --decode-bench build/bench/serve/decode_bench [--threads 2] [--streams 8]
+Prints both figures for each side and the ratios (engine / HF). Not a test: timings on a shared
+machine are noise-prone; the figures are medians of --repeats runs.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+import torch
+from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+
+def make_model(path):
+    # ~37M parameters: large enough that the GEMMs, not the per-token overheads, dominate.
+    config = LlamaConfig(vocab_size=8192, hidden_size=512, intermediate_size=1376,
+                         num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=4,
+                         max_position_embeddings=1024, tie_word_embeddings=True)
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).eval().save_pretrained(path)
+
+
+def hf_figures(path, prompt_len, new_tokens, streams, repeats):
+    model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    vocab = model.config.vocab_size
+
+    def timed(batch, n):
+        ids = torch.tensor([[(7 + 31 * i + 101 * s) % vocab for i in range(prompt_len)]
+                            for s in range(batch)])
+        gen = GenerationConfig(do_sample=False, max_new_tokens=n, min_new_tokens=n,
+                               eos_token_id=None, pad_token_id=0)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            out = model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=gen)
+        assert out.shape[1] == prompt_len + n
+        return time.perf_counter() - t0
+
+    timed(1, 4)  # warm-up
+    single, aggregate = [], []
+    for _ in range(repeats):
+        single.append((new_tokens - 1) / (timed(1, new_tokens) - timed(1, 1)))
+        aggregate.append(streams * new_tokens / timed(streams, new_tokens))
+    return statistics.median(single), statistics.median(aggregate)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--decode-bench", required=True, help="the decode_bench binary")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--streams", type=int, default=8)
+    parser.add_argument("--prompt-len", type=int, default=32)
+    parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory(prefix="decode_bench") as tmp:
+        make_model(tmp)
+        hf_single, hf_aggregate = hf_figures(tmp, args.prompt_len, args.new_tokens, args.streams,
+                                             args.repeats)
+        out = subprocess.run(
+            [args.decode_bench, "--model", tmp, "--threads", str(args.threads), "--streams",
+             str(args.streams), "--prompt-len", str(args.prompt_len), "--new-tokens",
+             str(args.new_tokens), "--repeats", str(args.repeats)],
+            check=True, capture_output=True, text=True, timeout=1800).stdout
+    engine = json.loads(out.strip().splitlines()[-1])
+    print(f"threads {args.threads}, prompt {args.prompt_len} tokens, {args.new_tokens} new tokens")
+    print(f"batch 1 decode tok/s:  engine {engine['decode_tok_s_batch1']:.1f}  "
+          f"HF {hf_single:.1f}  ratio {engine['decode_tok_s_batch1'] / hf_single:.2f}")
+    print(f"{args.streams} streams tok/s:      engine {engine['aggregate_tok_s']:.1f}  "
+          f"HF {hf_aggregate:.1f}  ratio {engine['aggregate_tok_s'] / hf_aggregate:.2f}")
+
+
+if __name__ == "__main__":
+    main()
