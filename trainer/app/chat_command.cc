@@ -10,7 +10,7 @@
 namespace fabkit::trainer {
 
 void register_chat_command(CLI::App& app, int* exit_code) {
-  auto args = std::make_shared<serve::ChatArgs>();
+  auto args = std::make_shared<fabkit::serve::ChatArgs>();
   auto no_stream = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "chat", "send one chat message to a fabtrain serve server and print the reply "
@@ -28,7 +28,7 @@ void register_chat_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--usage", args->usage, "print the token counts to stderr afterwards");
   cmd->callback([args, no_stream, exit_code] {
     args->stream = !*no_stream;
-    *exit_code = serve::run_chat(*args, std::cout, std::cerr);
+    *exit_code = fabkit::serve::run_chat(*args, std::cout, std::cerr);
   });
 }
 

@@ -1,8 +1,8 @@
 // fabtrain: fine-tune a Llama-family decoder across ranks with the fabric settings a profile
 // validated. `fabtrain [train] --profile cluster.json --model DIR --data train.jsonl [options]`,
 // `fabtrain export`, `fabtrain eval`, `fabtrain control` (its own codes: control_client.h),
-// `fabtrain chat` (chat_client.h). Exit codes: 0 done; 1 the node disagrees with the profile;
-// 2 bad flags/files/env; 3 a rank, the fabric or an invariant failed.
+// `fabtrain serve`, `fabtrain chat` (chat_client.h). Exit codes: 0 done; 1 the node disagrees
+// with the profile; 2 bad flags/files/env; 3 a rank, the fabric or an invariant failed.
 #include <cstdlib>
 #include <iostream>
 
@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   register_export_command(app, &exit_code);
   register_control_command(app, &exit_code);
   register_chat_command(app, &exit_code);
+  register_serve_command(app, &exit_code);
 #ifdef FABTRAIN_HAVE_EVAL
   register_eval_command(app, &exit_code);
 #endif
