@@ -41,6 +41,11 @@ class FakeServer {
                       "application/json");
     });
     thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // httplib's stop() does nothing before the accept loop runs, which would then run forever and
+    // hang the destructor's join: return only once it runs.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!server_.is_running() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ~FakeServer() {
     {
@@ -173,7 +178,7 @@ TEST(ChatClient, TheServersErrorIsPrintedWithItsStatusAndExitsOne) {
   s.server().Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& res) {
     res.status = 503;
     res.set_content(
-        R"({"error":{"message":"the queue is full (64 waiting)","type":"server_error","param":null,"code":"queue_full"}})",
+        R"j({"error":{"message":"the queue is full (64 waiting)","type":"server_error","param":null,"code":"queue_full"}})j",
         "application/json");
   });
   for (bool stream : {true, false}) {
@@ -193,7 +198,7 @@ TEST(ChatClient, TheApiKeyGoesAsABearerTokenAndARefusalExitsOne) {
     res.set_content(R"({"error":{"message":"Invalid API key","type":"invalid_request_error"}})",
                     "application/json");
   });
-  testing::TempDir dir("chat-key");
+  fabkit::testing::TempDir dir("chat-key");
   std::ofstream(dir.path() / "key") << "sk-test-123\n";
   ChatArgs a = args_for(s, false);
   a.model = "tiny";
