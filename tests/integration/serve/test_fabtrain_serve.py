@@ -3,8 +3,8 @@
 (no tokenizer files, so fabkit's byte tokenizer; a ChatML chat template), answering
 `fabtrain chat` and raw HTTP on 127.0.0.1.
 
-- greedy /v1/completions on token ids generates what transformers' generate() does: as many
-  tokens, ending for the same reason (EOS or max_tokens), the same text where it is printable;
+- greedy /v1/completions on token ids generates what transformers' generate() does: the same
+  text (the model can only choose printable ASCII or EOS), as many tokens, the same finish reason;
 - `fabtrain chat` streamed and whole print the same greedy reply, and /v1/models names the model;
 - a model folder without weights is refused (exit 2, naming `fabtrain export`); SIGTERM ends the
   server with exit 0.
@@ -30,6 +30,12 @@ def make_model(d):
                          eos_token_id=EOS, pad_token_id=258, tie_word_embeddings=False)
     torch.manual_seed(3)
     model = LlamaForCausalLM(config).eval()
+    # Only printable ASCII and EOS can win a greedy step: every other token's output row is zero
+    # (logit 0, below the best of ~95 random ones), so the reply's text compares byte for byte.
+    with torch.no_grad():
+        for t in range(config.vocab_size):
+            if not (32 <= t < 127 or t == EOS):
+                model.lm_head.weight[t].zero_()
     model.save_pretrained(d)
     with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
         json.dump({"chat_template": CHATML, "bos_token": "<s>", "eos_token": "</s>"}, f)
@@ -79,6 +85,7 @@ class Server:
             self.proc.kill()
             raise
         self.log += self.proc.stderr.read()
+        self.proc.stderr.close()
         return rc
 
 
@@ -118,8 +125,8 @@ class FabtrainServe(unittest.TestCase):
                 self.assertEqual(got["usage"]["prompt_tokens"], len(prompt))
                 self.assertEqual(got["usage"]["completion_tokens"], len(want), f"prompt {prompt}")
                 text_ids = [t for t in want if t != EOS]
-                if all(32 <= t < 127 for t in text_ids):  # printable ASCII decodes one to one
-                    self.assertEqual(choice["text"], bytes(text_ids).decode())
+                self.assertTrue(all(32 <= t < 127 for t in text_ids), want)  # make_model's rows
+                self.assertEqual(choice["text"], bytes(text_ids).decode(), f"prompt {prompt}")
             streamed = chat(s.url, "-m", "Hi", "--temperature", "0", "--max-tokens", "10")
             whole = chat(s.url, "-m", "Hi", "--temperature", "0", "--max-tokens", "10",
                          "--no-stream", "--usage")
