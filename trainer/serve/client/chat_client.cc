@@ -8,6 +8,7 @@
 
 #include "common/errors.h"
 #include "common/json.h"
+#include "common/json_read.h"
 #include "common/regular_file.h"
 #include "common/utf8_text.h"
 #include "trainer/serve/client/sse_reader.h"
@@ -48,7 +49,7 @@ std::string read_api_key(const std::string& file) {
 std::string server_error(int status, const std::string& body) {
   std::string what = "HTTP " + std::to_string(status);
   try {
-    const Json j = Json::parse(body);
+    const Json j = parse_json(body, "the error reply");
     const Json& e = j.at("error");
     what += ": " + e.at("message").get<std::string>();
     if (e.contains("type") && e["type"].is_string())
@@ -70,10 +71,12 @@ std::string first_model(httplib::Client& cli, const ServerUrl& u, const std::str
   if (!r) throw BadReply("GET /v1/models: " + httplib::to_string(r.error()));
   if (r->status != 200) throw ServerRefused("GET /v1/models: " + server_error(r->status, r->body));
   try {
-    const Json j = Json::parse(r->body);
+    const Json j = parse_json(r->body, "GET /v1/models");
     const Json& data = j.at("data");
     if (!data.is_array() || data.empty()) throw BadReply("GET /v1/models: the server lists no model");
     return data.at(0).at("id").get<std::string>();
+  } catch (const JsonReadError& e) {
+    throw BadReply(std::string("GET /v1/models: not an OpenAI model list (") + e.detail() + ")");
   } catch (const Json::exception& e) {
     throw BadReply(std::string("GET /v1/models: not an OpenAI model list (") + e.what() + ")");
   }
@@ -89,8 +92,8 @@ void print_usage(const Json& usage, std::ostream& err) {
 void take_chunk(const std::string& data, std::ostream& out, Json& usage, std::string& finish) {
   Json j;
   try {
-    j = Json::parse(data);
-  } catch (const Json::exception&) {
+    j = parse_json(data, "a streamed event");
+  } catch (const JsonReadError&) {
     throw BadReply("a streamed event is not JSON: " + utf8_clean(data.substr(0, 200)));
   }
   if (j.contains("error")) throw BadReply("the server failed mid-stream: " + j["error"].dump());
@@ -187,12 +190,15 @@ int whole_reply(httplib::Client& cli, const ServerUrl& u, const std::string& key
     return 1;
   }
   try {
-    const Json j = Json::parse(r->body);
+    const Json j = parse_json(r->body, "the reply");
     const Json& choice = j.at("choices").at(0);
     out << choice.at("message").at("content").get<std::string>() << "\n";
     if (choice.value("finish_reason", "") == "length")
       err << "fabtrain chat: the reply was cut at max_tokens\n";
     if (args.usage && j.contains("usage")) print_usage(j["usage"], err);
+  } catch (const JsonReadError& e) {
+    err << "fabtrain chat: the reply is not an OpenAI chat completion (" << e.detail() << ")\n";
+    return 3;
   } catch (const Json::exception& e) {
     err << "fabtrain chat: the reply is not an OpenAI chat completion (" << e.what() << ")\n";
     return 3;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/json_read.h"
 #include "trainer/serve/http/api_error.h"
 
 namespace fabkit::serve {
@@ -70,9 +71,9 @@ std::optional<bool> bool_field(const Json& body, const char* name) {
 Json parse_object(const std::string& body) {
   Json j;
   try {
-    j = Json::parse(body);
-  } catch (const Json::parse_error& e) {
-    throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what(),
+    j = parse_json(body, "the request body");
+  } catch (const JsonReadError& e) {
+    throw ApiError(400, "the request body is " + e.detail(),
                    "invalid_request_error", "", "invalid_json");
   }
   if (!j.is_object()) {

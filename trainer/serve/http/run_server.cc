@@ -4,8 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include <nlohmann/json.hpp>
-
+#include "common/json_read.h"
 #include "common/regular_file.h"
 #include "trainer/serve/http/serve_options.h"
 
@@ -17,9 +16,11 @@ namespace {
 bool wants_bos(const std::string& model_dir, const trainer::Tokenizer& tokenizer) {
   const std::filesystem::path config = std::filesystem::path(model_dir) / "tokenizer_config.json";
   if (std::filesystem::is_regular_file(config)) {
-    auto j = nlohmann::json::parse(
+    // A file that is not JSON is refused (JsonReadError names it), as the chat template's reader
+    // of the same file does.
+    const Json j = parse_json(
         read_regular_file(config, trainer::kMaxTokenizerFileBytes, trainer::kTokenizerFileLimitWhy),
-        nullptr, false);
+        config.string());
     if (j.is_object() && j.contains("add_bos_token") && j["add_bos_token"].is_boolean()) {
       return j["add_bos_token"].get<bool>();
     }
