@@ -75,6 +75,7 @@ TEST(ServeOptionsTest, RefusesBadValues) {
   EXPECT_THROW(parse({"--model", model, "--port", "70000"}), CLI::ParseError);
   EXPECT_THROW(parse({"--model", model, "--max-batch", "0"}), CLI::ParseError);
   EXPECT_THROW(parse({"--model", model, "--max-queue", "-1"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--model", model, "--max-queue", "0"}), CLI::ParseError);
   EXPECT_THROW(parse({"--model", model, "--max-body-bytes", "10"}), CLI::ParseError);
   EXPECT_THROW(parse({"--model", model, "--api-key-file", (d.path / "nokey").string()}),
                CLI::ParseError);

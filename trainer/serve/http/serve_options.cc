@@ -23,7 +23,7 @@ void bind_serve_options(CLI::App& c, ServeOptions& o) {
   c.add_option("--max-batch", o.max_batch, "requests decoded together")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   c.add_option("--max-queue", o.max_queue, "requests waiting for a slot before 503")
-      ->check(CLI::Range(int64_t{0}, int64_t{65536}));
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));  // the engine admits through its queue
   c.add_option("--max-body-bytes", o.max_body_bytes, "largest request body (413 beyond)")
       ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 30));
   c.add_option("--served-model-name", o.served_model_name,
