@@ -87,6 +87,42 @@ TEST(ServeClientTools, CurlTenMegabyteBodyIs413) {
   EXPECT_TRUE(h.backend.requests().empty());
 }
 
+// Without the key, a body is refused at "Expect: 100-continue", before it is sent: curl, held
+// to 200 kB/s, would need 15 s to upload these 3 MB, and has 10.
+TEST(ServeClientTools, CurlUploadWithoutTheKeyIsRefusedBeforeTheBody) {
+  if (!have("curl")) GTEST_SKIP() << "curl is not installed";
+  ServerConfig c;
+  c.api_key = "test-key";
+  Harness h({}, c);
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("fabkit-serve-unauth-" + std::to_string(getpid()) + ".json");
+  {
+    std::ofstream f(file, std::ios::binary);
+    f << R"({"model":"tiny","prompt":")" << std::string(3 << 20, 'x') << "\"}";
+  }
+  const std::string upload =
+      "curl -s --max-time 10 --limit-rate 200k -o - -w '\\n%{http_code}' "
+      "-H 'Expect: 100-continue' -H 'Content-Type: application/json' --data-binary @" +
+      file.string() + " ";
+  const auto start = std::chrono::steady_clock::now();
+  CommandResult r = run_command(upload + h.url() + "/v1/completions");
+  const auto took = std::chrono::steady_clock::now() - start;
+  std::filesystem::remove(file);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.substr(r.out.rfind('\n') + 1), "401") << r.out;
+  EXPECT_NE(r.out.find("invalid_api_key"), std::string::npos) << r.out;
+  EXPECT_LT(took, 8s);
+  EXPECT_TRUE(h.backend.requests().empty());
+  // With the key, the same header gets its 100 and the (small) body is served.
+  CommandResult ok = run_command(
+      "curl -s --max-time 30 -o /dev/null -w '%{http_code}' -H 'Expect: 100-continue' "
+      "-H 'Authorization: Bearer test-key' -H 'Content-Type: application/json' "
+      "-d '{\"model\":\"tiny\",\"prompt\":\"hey\",\"max_tokens\":2}' " +
+      h.url() + "/v1/completions");
+  ASSERT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_EQ(ok.out, "200");
+}
+
 TEST(ServeClientTools, OpenAiPythonPackage) {
   ServerConfig c;
   c.api_key = "test-key";

@@ -77,11 +77,10 @@ struct HttpServer::Impl {
   // Wraps a handler: authentication first, and every ApiError (or anything else thrown) becomes
   // OpenAI's error shape rather than httplib's 500 page.
   httplib::Server::Handler guarded(void (Impl::*handler)(const httplib::Request&,
-                                                         httplib::Response&),
-                                   bool authenticated) {
-    return [this, handler, authenticated](const httplib::Request& req, httplib::Response& res) {
+                                                         httplib::Response&)) {
+    return [this, handler](const httplib::Request& req, httplib::Response& res) {
       try {
-        if (authenticated) check_auth(req);
+        if (authenticated_path(req.path)) check_auth(req);
         (this->*handler)(req, res);
       } catch (const ApiError& e) {
         send_error(res, e);
@@ -254,14 +253,17 @@ struct HttpServer::Impl {
     return false;  // httplib closes the connection
   }
 
+  // The paths that need the API key: the API itself. Health and metrics stay open, as for
+  // vLLM: load balancers and Prometheus scrape them without the key, and they reveal nothing of
+  // the prompts.
+  static bool authenticated_path(const std::string& path) { return path.rfind("/v1/", 0) == 0; }
+
   void install_routes() {
-    http.Get("/v1/models", guarded(&Impl::models, true));
-    http.Post("/v1/completions", guarded(&Impl::completions, true));
-    http.Post("/v1/chat/completions", guarded(&Impl::chat_completions, true));
-    // Health and metrics stay open, as for vLLM: load balancers and Prometheus scrape them
-    // without the key, and they reveal nothing of the prompts.
-    http.Get("/health", guarded(&Impl::health, false));
-    http.Get("/metrics", guarded(&Impl::metrics_page, false));
+    http.Get("/v1/models", guarded(&Impl::models));
+    http.Post("/v1/completions", guarded(&Impl::completions));
+    http.Post("/v1/chat/completions", guarded(&Impl::chat_completions));
+    http.Get("/health", guarded(&Impl::health));
+    http.Get("/metrics", guarded(&Impl::metrics_page));
 
     // Statuses httplib sets itself (404 no route, 413 body too large, 400 unparsable request)
     // come with an empty body: give them OpenAI's shape.
@@ -287,18 +289,33 @@ struct HttpServer::Impl {
       return httplib::Server::HandlerResponse::Handled;
     };
     http.set_error_handler(openai_errors);
-    // A body announced larger than the limit is refused before the client sends it (curl sends
-    // "Expect: 100-continue" for large bodies), so a 10 MB upload costs nothing. (A 401 here would
-    // not help: curl goes on sending the body after a 401, for authentication schemes that retry
-    // on the same connection.)
+    // A body announced larger than the limit, or sent without the API key, is refused before
+    // the client sends it (curl sends "Expect: 100-continue" for large bodies), so neither a
+    // 10 MB upload nor an unauthenticated one costs the server the body. The connection is closed
+    // after the answer: curl goes on sending the body after a 401 (for authentication schemes
+    // that retry on the same connection), which the closed connection cuts short.
     http.set_expect_100_continue_handler(
         [this](const httplib::Request& req, httplib::Response& res) {
-          if (req.get_header_value<uint64_t>("Content-Length") > config.max_body_bytes) {
-            res.status = 413;
-            res.set_header("Connection", "close");  // the client must not send the body after all
-            return 413;
+          int status = 100;
+          if (authenticated_path(req.path)) {
+            try {
+              check_auth(req);
+            } catch (const ApiError& e) {
+              send_error(res, e);
+              status = e.status();
+            }
           }
-          return 100;
+          if (status == 100 &&
+              req.get_header_value<uint64_t>("Content-Length") > config.max_body_bytes) {
+            res.status = status = 413;
+          }
+          if (status != 100) {
+            res.set_header("Connection", "close");
+            // httplib 0.11 sends a response from this hook without its length: the client would
+            // read until the connection closes, which it keeps open while it uploads.
+            res.set_header("Content-Length", std::to_string(res.body.size()));
+          }
+          return status;
         });
     // Counted just before the response is written (httplib's post-routing hook), so a client that
     // reads /metrics after a response already sees it counted.
