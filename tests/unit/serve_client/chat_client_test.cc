@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -21,6 +22,8 @@
 
 namespace fabkit::serve {
 namespace {
+
+namespace fs = std::filesystem;
 
 // A chunk of OpenAI's chat.completion.chunk shape carrying `content`.
 std::string chunk(const std::string& content) {
@@ -203,6 +206,13 @@ TEST(ChatClient, TheApiKeyGoesAsABearerTokenAndARefusalExitsOne) {
   ChatArgs a = args_for(s, false);
   a.model = "tiny";
   a.api_key_file = (dir.path() / "key").string();
+  // A key other users can read is refused before anything is sent, as the server refuses it.
+  fs::permissions(dir.path() / "key", fs::perms::owner_read | fs::perms::others_read);
+  Ran refused = chat(a);
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("chmod 600"), std::string::npos) << refused.err;
+  EXPECT_TRUE(s.auth().empty());
+  fs::permissions(dir.path() / "key", fs::perms::owner_read | fs::perms::owner_write);
   const Ran r = chat(a);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("HTTP 401: Invalid API key"), std::string::npos) << r.err;

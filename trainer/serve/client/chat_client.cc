@@ -9,9 +9,9 @@
 #include "common/errors.h"
 #include "common/json.h"
 #include "common/json_read.h"
-#include "common/regular_file.h"
 #include "common/utf8_text.h"
 #include "trainer/serve/client/sse_reader.h"
+#include "trainer/serve/http/api_key.h"
 
 namespace fabkit::serve {
 namespace {
@@ -27,22 +27,6 @@ class ServerRefused : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-
-std::string trimmed(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
-
-std::string read_api_key(const std::string& file) {
-  // A key is a short line; anything larger is not a key file.
-  const std::string key = trimmed(read_regular_file(file, 4096, "an API key is one short line"));
-  if (key.empty()) throw UsageError(file + ": the API key file is empty");
-  if (key.find_first_of("\r\n") != std::string::npos)
-    throw UsageError(file + ": the API key file holds more than one line");
-  return key;
-}
 
 // "HTTP 401: Invalid API key (invalid_request_error)" from an OpenAI error body, or the body's
 // first bytes when it is not one.
@@ -275,7 +259,7 @@ int run_chat(const ChatArgs& args, std::ostream& out, std::ostream& err) {
     if (args.message.empty()) throw UsageError("--message is empty: give the text to send");
     if (args.timeout_s < 1) throw UsageError("--timeout-s must be at least 1");
     u = parse_server_url(args.url);
-    if (!args.api_key_file.empty()) key = read_api_key(args.api_key_file);
+    if (!args.api_key_file.empty()) key = load_api_key(args.api_key_file);
   } catch (const UsageError& e) {
     err << "fabtrain chat: " << e.what() << "\n";
     return 2;

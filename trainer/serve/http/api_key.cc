@@ -22,6 +22,14 @@ std::string load_api_key(const std::filesystem::path& file) {
     key.pop_back();
   }
   if (key.empty()) throw UsageError(shown + ": the file is empty; write the key into it");
+  // The key goes into an HTTP header: a second line or a control byte would break the header
+  // (or smuggle another one), so it is refused here rather than sent.
+  for (unsigned char c : key) {
+    if (c == '\n' || c == '\r')
+      throw UsageError(shown + ": the file holds more than one line; the key is one line");
+    if (c < 0x20 || c == 0x7f)
+      throw UsageError(shown + ": the key holds a control character; it must be printable text");
+  }
   return key;
 }
 
