@@ -93,6 +93,9 @@ TEST(ServeOptionsTest, ApiKeyFile) {
     EXPECT_NE(std::string(e.what()).find("chmod 600"), std::string::npos) << e.what();
   }
   EXPECT_THROW(load_api_key(d.write("empty", "\n", fs::perms::owner_read)), UsageError);
+  // The key goes into a header: a second line or a control byte is refused, not sent.
+  EXPECT_THROW(load_api_key(d.write("two", "abc\ndef\n", fs::perms::owner_read)), UsageError);
+  EXPECT_THROW(load_api_key(d.write("ctl", "ab\x01c", fs::perms::owner_read)), UsageError);
   EXPECT_THROW(load_api_key(d.path), UsageError);  // a directory
   fs::path fifo = d.path / "fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
