@@ -15,7 +15,7 @@ set(FABKIT_GPU_CHECK_TARGETS
   gpu_test gpu_active_test net_test topo_test allreduce_test pair_test reports_test profile_test
   slurm_test pcie_test ib_qos_test rdma_test roce_qos_test
   nccl_log_test nccl_log_corpus_test nccl_log_prefix_test nccl_log_source_lines_test
-  trainer_dist_test trainer_dist_torch_test fabtrain_integration_test)
+  trainer_dist_test trainer_dist_torch_test fabtrain_integration_test serve_engine_test)
 
 add_custom_target(gpu-check-build)
 set(gpu_check_files "")

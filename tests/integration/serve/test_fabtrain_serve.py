@@ -7,7 +7,11 @@
   text (the model can only choose printable ASCII or EOS), as many tokens, the same finish reason;
 - `fabtrain chat` streamed and whole print the same greedy reply, and /v1/models names the model;
 - a model folder without weights is refused (exit 2, naming `fabtrain export`); SIGTERM ends the
-  server with exit 0.
+  server with exit 0;
+- a fabtrain checkpoint (two steps trained from the model here) is served directly and answers
+  what its `fabtrain export` answers, with the tokenizer and chat template of the model folder
+  its run recorded; when that folder is gone it is refused naming --tokenizer-dir, which works;
+- `--device cuda` on a machine without a visible GPU is refused (exit 2) naming the device.
 
 Run by ctest with FABKIT_PYTHON (.venv's, which has transformers pinned); it skips, saying so,
 when that interpreter cannot import transformers.
@@ -52,8 +56,11 @@ def hf_greedy(model, prompt, max_new):
 
 class Server:
     def __init__(self, model_dir, *more):
+        # On the CPU, also on a machine with a GPU: the greedy text is compared with generate()
+        # on the CPU (the GPU's path is DecodeOnCuda.* in serve_engine_test, run by gpu-check).
         self.proc = subprocess.Popen([FABTRAIN, "serve", "--model", model_dir, "--port", "0",
-                                      "--max-batch", "4", "--max-queue", "8", *more],
+                                      "--max-batch", "4", "--max-queue", "8", "--device", "cpu",
+                                      *more],
                                      stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
         self.log = b""
         deadline = time.time() + 120
@@ -137,6 +144,86 @@ class FabtrainServe(unittest.TestCase):
         finally:
             rc = s.stop()
         self.assertEqual(rc, 0, s.log.decode())
+
+    def greedy_texts(self, server, name):
+        out = []
+        for prompt in ([256, 72, 105], [256, 10, 20, 30, 40, 50]):
+            got = server.post("/v1/completions", {"model": name, "prompt": prompt,
+                                                  "max_tokens": 10, "temperature": 0})
+            out.append((got["choices"][0]["text"], got["usage"]["completion_tokens"]))
+        chat = server.post("/v1/chat/completions", {
+            "model": name, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8,
+            "temperature": 0})
+        out.append((chat["choices"][0]["message"]["content"], chat["usage"]["prompt_tokens"]))
+        return out
+
+    def test_a_checkpoint_is_served_as_its_export_is(self):
+        # Trained from a copy of the model folder, which the checkpoint records as its model_dir.
+        src = os.path.join(self.dir, "trained-from")
+        shutil.copytree(self.model_dir, src)
+        data = os.path.join(self.dir, "train.jsonl")
+        with open(data, "w") as f:
+            for i in range(16):
+                f.write(json.dumps({"input_ids": [256] + [32 + (i * 7 + k) % 90 for k in range(16)]}) + "\n")
+        run_dir = os.path.join(self.dir, "run")
+        r = subprocess.run([FABTRAIN, "train", "--model", src, "--data", data, "--output", run_dir,
+                            "--max-steps", "2", "--max-length", "16", "--micro-batch-size", "2",
+                            "--format", "input_ids", "--lr", "5e-2", "--warmup-steps", "1",
+                            "--device", "cpu"],
+                           capture_output=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr.decode()[-3000:])
+        ckpts = sorted(d for d in os.listdir(run_dir) if d.startswith("checkpoint-"))
+        self.assertTrue(ckpts, os.listdir(run_dir))
+        ckpt = os.path.join(run_dir, ckpts[-1])
+        exported = os.path.join(self.dir, "exported")
+        r = subprocess.run([FABTRAIN, "export", "--checkpoint", ckpt, "--out", exported],
+                           capture_output=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+
+        s = Server(ckpt, "--served-model-name", "tuned")
+        try:
+            from_checkpoint = self.greedy_texts(s, "tuned")
+        finally:
+            rc = s.stop()
+        self.assertEqual(rc, 0, s.log.decode())
+        self.assertIn("fabtrain serve: checkpoint " + ckpt, s.log.decode())
+        self.assertIn("tokenizer from " + src, s.log.decode())
+        s = Server(exported, "--served-model-name", "tuned")
+        try:
+            from_export = self.greedy_texts(s, "tuned")
+        finally:
+            self.assertEqual(s.stop(), 0, s.log.decode())
+        self.assertEqual(from_checkpoint, from_export)
+        # Trained: the weights moved, so the replies are not the untrained model's.
+        s = Server(self.model_dir, "--served-model-name", "tuned")
+        try:
+            untrained = self.greedy_texts(s, "tuned")
+        finally:
+            self.assertEqual(s.stop(), 0, s.log.decode())
+        self.assertNotEqual(from_checkpoint, untrained)
+
+        # The recorded model folder gone: refused, naming the flag that fixes it; the flag works.
+        shutil.rmtree(src)
+        r = subprocess.run([FABTRAIN, "serve", "--model", ckpt, "--port", "0", "--device", "cpu"],
+                           capture_output=True, timeout=120)
+        self.assertEqual(r.returncode, 2, r.stderr.decode())
+        self.assertIn("--tokenizer-dir", r.stderr.decode())
+        self.assertIn(src + " is not a directory here", r.stderr.decode())
+        s = Server(ckpt, "--served-model-name", "tuned", "--tokenizer-dir", self.model_dir)
+        try:
+            self.assertEqual(self.greedy_texts(s, "tuned"), from_checkpoint)
+        finally:
+            self.assertEqual(s.stop(), 0, s.log.decode())
+
+    def test_device_cuda_without_a_gpu_is_refused(self):
+        r = subprocess.run(["nvidia-smi", "-L"], capture_output=True) if shutil.which("nvidia-smi") else None
+        if r is not None and r.returncode == 0 and b"GPU" in r.stdout:
+            self.skipTest("this machine has a GPU: the refusal needs one without "
+                          "(DecodeOnCuda.* runs the engine there)")
+        r = subprocess.run([FABTRAIN, "serve", "--model", self.model_dir, "--port", "0",
+                            "--device", "cuda"], capture_output=True, timeout=120)
+        self.assertEqual(r.returncode, 2, r.stderr.decode())
+        self.assertIn("--device cuda: no CUDA device is visible", r.stderr.decode())
 
     def test_a_model_without_weights_is_refused_naming_export(self):
         d = os.path.join(self.dir, "noweights")

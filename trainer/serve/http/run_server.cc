@@ -13,8 +13,9 @@ namespace {
 
 // Whether a text prompt starts with BOS: tokenizer_config.json's add_bos_token where the model
 // says; else SentencePiece models (Llama 2, Mistral) do, as their HF tokenizers do by default.
-bool wants_bos(const std::string& model_dir, const trainer::Tokenizer& tokenizer) {
-  const std::filesystem::path config = std::filesystem::path(model_dir) / "tokenizer_config.json";
+bool wants_bos(const std::string& tokenizer_dir, const trainer::Tokenizer& tokenizer) {
+  const std::filesystem::path config =
+      std::filesystem::path(tokenizer_dir) / "tokenizer_config.json";
   if (std::filesystem::is_regular_file(config)) {
     // A file that is not JSON is refused (JsonReadError names it), as the chat template's reader
     // of the same file does.
@@ -36,7 +37,7 @@ int run_server(const ServeOptions& options, GenerationBackend& backend,
   ServedModel model;
   model.name = served_model_name(options);
   model.tokenizer = &tokenizer;
-  model.add_bos = wants_bos(options.model_dir, tokenizer);
+  model.add_bos = wants_bos(tokenizer_dir(options), tokenizer);
   model.stop_token_ids.push_back(tokenizer.eos_id());
   std::optional<trainer::serve::ChatTemplate> chat_template;
   if (template_files) {

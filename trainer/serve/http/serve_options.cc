@@ -8,8 +8,14 @@
 namespace fabkit::serve {
 
 void bind_serve_options(CLI::App& c, ServeOptions& o) {
-  c.add_option("--model", o.model_dir, "HF model directory (config.json, weights, tokenizer)")
+  c.add_option("--model", o.model_dir,
+               "HF model directory (config.json, weights, tokenizer), or a fabtrain checkpoint "
+               "(OUTPUT/checkpoint-NNNNNNNN)")
       ->required()
+      ->check(CLI::ExistingDirectory);
+  c.add_option("--tokenizer-dir", o.tokenizer_dir,
+               "tokenizer and chat template from DIR (default: the model folder; for a "
+               "checkpoint, the model directory its training run recorded)")
       ->check(CLI::ExistingDirectory);
   c.add_option("--host", o.host, "address to listen on (loopback by default: the API has no TLS)");
   c.add_option("--port", o.port, "TCP port (0: any free port, printed at start)")
@@ -18,7 +24,7 @@ void bind_serve_options(CLI::App& c, ServeOptions& o) {
                "file holding the bearer token clients must send (chmod 600)")
       ->check(CLI::ExistingFile);
   c.add_option("--chat-template", o.chat_template_file,
-               "Jinja chat template file (default: the model folder's)")
+               "Jinja chat template file (default: the tokenizer folder's)")
       ->check(CLI::ExistingFile);
   c.add_option("--max-batch", o.max_batch, "requests decoded together")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
@@ -65,13 +71,17 @@ ServerConfig server_config(const ServeOptions& o) {
   return c;
 }
 
+std::string tokenizer_dir(const ServeOptions& o) {
+  return o.tokenizer_dir.empty() ? o.model_dir : o.tokenizer_dir;
+}
+
 std::optional<trainer::serve::ChatTemplateFiles> find_chat_template(const ServeOptions& o,
                                                                     std::string& why) {
   if (!o.chat_template_file.empty()) {
-    return trainer::serve::load_chat_template_file(o.chat_template_file, o.model_dir);
+    return trainer::serve::load_chat_template_file(o.chat_template_file, tokenizer_dir(o));
   }
   try {
-    return trainer::serve::load_chat_template(o.model_dir);
+    return trainer::serve::load_chat_template(tokenizer_dir(o));
   } catch (const std::runtime_error& e) {
     why = e.what();
     return std::nullopt;

@@ -17,7 +17,8 @@
 namespace fabkit::serve {
 
 struct ServeOptions {
-  std::string model_dir;
+  std::string model_dir;      // an HF model folder or a fabtrain checkpoint (trainer/app)
+  std::string tokenizer_dir;  // tokenizer + chat template; "": the model folder's
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string api_key_file;        // "": no authentication
@@ -41,7 +42,11 @@ std::string served_model_name(const ServeOptions& options);
 // when it is not a private regular file).
 ServerConfig server_config(const ServeOptions& options);
 
-// The chat template: --chat-template FILE, else the model folder's. nullopt (with `why` set) when
+// Where the tokenizer and the chat template's special tokens come from: --tokenizer-dir, else
+// the model folder.
+std::string tokenizer_dir(const ServeOptions& options);
+
+// The chat template: --chat-template FILE, else the tokenizer folder's. nullopt (with `why` set) when
 // the model has none: the server then answers /v1/chat/completions with 400 naming the flag.
 std::optional<trainer::serve::ChatTemplateFiles> find_chat_template(const ServeOptions& options,
                                                                     std::string& why);
