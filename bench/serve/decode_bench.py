@@ -10,10 +10,13 @@ random Llama folder, the same torch and the same number of threads (greedy, CPU)
     (generate(): max_new_tokens=1 on that prompt).
 
 usage: decode_bench.py --decode-bench build/bench/serve/decode_bench [--threads 2] [--streams 8]
-Prints the figures for each side and the ratios. A guard that fails the run (exit 1): every
-stream's greedy tokens from the engine must equal generate()'s, or the two did not compute the
-same thing. Not a test: timings on a shared machine are noise-prone; the figures are medians of
---repeats runs.
+                       [--size 37m|5m] [--rounds 5]
+Prints the figures for each side and the ratios. A guard that fails the run (exit 1): in every
+round, every stream's greedy tokens from the engine must equal generate()'s, or the two did not
+compute the same thing. Not a test: timings on a shared machine are noise-prone; the sides run
+in alternating rounds (--rounds, default 5) and each figure is the median, with its range.
+--size 37m (default) or 5m: a model whose batch-1 step is bound by memory bandwidth, or by the
+per-step costs around the GEMMs.
 """
 import argparse
 import json
@@ -28,11 +31,19 @@ import torch
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
 
-def make_model(path):
-    # ~37M parameters: large enough that the GEMMs, not the per-token overheads, dominate.
-    config = LlamaConfig(vocab_size=8192, hidden_size=512, intermediate_size=1376,
-                         num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=4,
-                         max_position_embeddings=1024, tie_word_embeddings=True)
+SIZES = {
+    # ~37M parameters: the weights (148 MB in fp32) are read once a step, so a batch-1 step is
+    # bound by memory bandwidth on both sides.
+    "37m": dict(vocab_size=8192, hidden_size=512, intermediate_size=1376, num_hidden_layers=8,
+                num_attention_heads=8, num_key_value_heads=4),
+    # ~5M: small enough that the per-step costs around the GEMMs (Python, op dispatch) dominate.
+    "5m": dict(vocab_size=4096, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+               num_attention_heads=4, num_key_value_heads=2),
+}
+
+
+def make_model(path, size="37m"):
+    config = LlamaConfig(max_position_embeddings=1024, tie_word_embeddings=True, **SIZES[size])
     torch.manual_seed(0)
     LlamaForCausalLM(config).eval().save_pretrained(path)
 
@@ -42,32 +53,43 @@ def prompt(stream, length, vocab):
     return [(7 + 31 * i + 101 * stream) % vocab for i in range(length)]
 
 
-def hf_figures(path, prompt_len, new_tokens, streams, repeats, ttft_len):
-    model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    vocab = model.config.vocab_size
-    generated = {}
+class Hf:
+    def __init__(self, path):
+        self.model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        self.vocab = self.model.config.vocab_size
+        self.generated = {}
 
-    def timed(batch, n, length=prompt_len):
-        ids = torch.tensor([prompt(s, length, vocab) for s in range(batch)])
+    def timed(self, batch, n, length):
+        ids = torch.tensor([prompt(s, length, self.vocab) for s in range(batch)])
         gen = GenerationConfig(do_sample=False, max_new_tokens=n, min_new_tokens=n,
                                eos_token_id=None, pad_token_id=0)
         t0 = time.perf_counter()
         with torch.no_grad():
-            out = model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=gen)
+            out = self.model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=gen)
         took = time.perf_counter() - t0
         assert out.shape[1] == length + n
-        generated[(batch, n, length)] = out[:, length:].tolist()
+        self.generated[(batch, n, length)] = out[:, length:].tolist()
         return took
 
-    timed(1, 4)  # warm-up
-    single, aggregate, ttft = [], [], []
-    for _ in range(repeats):
-        single.append((new_tokens - 1) / (timed(1, new_tokens) - timed(1, 1)))
-        aggregate.append(streams * new_tokens / timed(streams, new_tokens))
-        ttft.append(timed(1, 1, ttft_len))
-    tokens = {"single": generated[(1, new_tokens, prompt_len)][0],
-              "streams": generated[(streams, new_tokens, prompt_len)]}
-    return statistics.median(single), statistics.median(aggregate), statistics.median(ttft), tokens
+    def round(self, a):
+        """One round, as decode_bench.cc's: batch-1 decode tok/s, S-stream tok/s, time to first
+        token, and the tokens generated."""
+        single = (a.new_tokens - 1) / (self.timed(1, a.new_tokens, a.prompt_len) -
+                                       self.timed(1, 1, a.prompt_len))
+        aggregate = a.streams * a.new_tokens / self.timed(a.streams, a.new_tokens, a.prompt_len)
+        ttft = self.timed(1, 1, a.ttft_prompt_len)
+        return {"decode_tok_s_batch1": single, "aggregate_tok_s": aggregate, "ttft_s": ttft,
+                "single_tokens": self.generated[(1, a.new_tokens, a.prompt_len)][0],
+                "stream_tokens": self.generated[(a.streams, a.new_tokens, a.prompt_len)]}
+
+
+def engine_round(a, path):
+    out = subprocess.run(
+        [a.decode_bench, "--model", path, "--threads", str(a.threads), "--streams",
+         str(a.streams), "--prompt-len", str(a.prompt_len), "--new-tokens", str(a.new_tokens),
+         "--repeats", "1", "--ttft-prompt-len", str(a.ttft_prompt_len)],
+        check=True, capture_output=True, text=True, timeout=1800).stdout
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def guard(engine, hf):
@@ -88,40 +110,56 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--decode-bench", required=True, help="the decode_bench binary")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--size", choices=sorted(SIZES), default="37m")
     parser.add_argument("--streams", type=int, default=8)
     parser.add_argument("--prompt-len", type=int, default=32)
     parser.add_argument("--new-tokens", type=int, default=64)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds of each side")
     parser.add_argument("--ttft-prompt-len", type=int, default=512)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    a = parser.parse_args()
+    torch.set_num_threads(a.threads)
+    figures = ("decode_tok_s_batch1", "aggregate_tok_s", "ttft_s")
+    runs = {"engine": {f: [] for f in figures}, "hf": {f: [] for f in figures}}
     with tempfile.TemporaryDirectory(prefix="decode_bench") as tmp:
-        make_model(tmp)
-        hf_single, hf_aggregate, hf_ttft, hf_tokens = hf_figures(
-            tmp, args.prompt_len, args.new_tokens, args.streams, args.repeats, args.ttft_prompt_len)
-        out = subprocess.run(
-            [args.decode_bench, "--model", tmp, "--threads", str(args.threads), "--streams",
-             str(args.streams), "--prompt-len", str(args.prompt_len), "--new-tokens",
-             str(args.new_tokens), "--repeats", str(args.repeats), "--ttft-prompt-len",
-             str(args.ttft_prompt_len)],
-            check=True, capture_output=True, text=True, timeout=1800).stdout
-    engine = json.loads(out.strip().splitlines()[-1])
-    print(f"threads {args.threads}, prompt {args.prompt_len} tokens, {args.new_tokens} new tokens, "
-          f"median of {args.repeats}")
-    print(f"batch 1 decode tok/s:  engine {engine['decode_tok_s_batch1']:.1f}  "
-          f"HF {hf_single:.1f}  ratio {engine['decode_tok_s_batch1'] / hf_single:.2f}")
-    print(f"{args.streams} streams tok/s:      engine {engine['aggregate_tok_s']:.1f}  "
-          f"HF {hf_aggregate:.1f}  ratio {engine['aggregate_tok_s'] / hf_aggregate:.2f}")
-    print(f"{args.streams} streams / batch 1:  engine "
-          f"{engine['aggregate_tok_s'] / engine['decode_tok_s_batch1']:.2f}  "
-          f"HF {hf_aggregate / hf_single:.2f}")
-    print(f"first token, {args.ttft_prompt_len}-token prompt (s): engine {engine['ttft_s']:.3f}  "
-          f"HF {hf_ttft:.3f}  ratio (HF / engine) {hf_ttft / engine['ttft_s']:.2f}")
-    differs = guard(engine, hf_tokens)
-    if differs:
-        print(f"GUARD FAILED: the engine's greedy tokens are not generate()'s: {differs}")
-        sys.exit(1)
-    print(f"guard: every stream's {args.new_tokens} greedy tokens equal generate()'s")
+        make_model(tmp, a.size)
+        hf = Hf(tmp)
+        hf.timed(1, 4, a.prompt_len)  # warm-up (the engine's binary warms up itself)
+        # Alternating rounds, so a change in the machine's load reaches both sides alike.
+        for r in range(a.rounds):
+            for side, got in (("hf", hf.round(a)), ("engine", engine_round(a, tmp))):
+                for f in figures:
+                    runs[side][f].append(got[f])
+                if side == "hf":
+                    hf_tokens = {"single": got["single_tokens"], "streams": got["stream_tokens"]}
+                else:
+                    differs = guard(got, hf_tokens)
+                    if differs:
+                        print(f"GUARD FAILED (round {r + 1}): the engine's greedy tokens are not "
+                              f"generate()'s: {differs}")
+                        sys.exit(1)
+    med = {side: {f: statistics.median(v) for f, v in fig.items()} for side, fig in runs.items()}
+    span = {side: {f: (min(v), max(v)) for f, v in fig.items()} for side, fig in runs.items()}
+
+    def show(side, f, fmt):
+        lo, hi = span[side][f]
+        return f"{fmt.format(med[side][f])} ({fmt.format(lo)}-{fmt.format(hi)})"
+
+    e, h = med["engine"], med["hf"]
+    print(f"model {a.size}, threads {a.threads}, prompt {a.prompt_len} tokens, {a.new_tokens} new "
+          f"tokens; median (range) of {a.rounds} alternating rounds")
+    print(f"batch 1 decode tok/s:  engine {show('engine', 'decode_tok_s_batch1', '{:.1f}')}  "
+          f"HF {show('hf', 'decode_tok_s_batch1', '{:.1f}')}  "
+          f"ratio {e['decode_tok_s_batch1'] / h['decode_tok_s_batch1']:.2f}")
+    print(f"{a.streams} streams tok/s:      engine {show('engine', 'aggregate_tok_s', '{:.1f}')}  "
+          f"HF {show('hf', 'aggregate_tok_s', '{:.1f}')}  "
+          f"ratio {e['aggregate_tok_s'] / h['aggregate_tok_s']:.2f}")
+    print(f"{a.streams} streams / batch 1:  engine "
+          f"{e['aggregate_tok_s'] / e['decode_tok_s_batch1']:.2f}  "
+          f"HF {h['aggregate_tok_s'] / h['decode_tok_s_batch1']:.2f}")
+    print(f"first token, {a.ttft_prompt_len}-token prompt (s): engine "
+          f"{show('engine', 'ttft_s', '{:.3f}')}  HF {show('hf', 'ttft_s', '{:.3f}')}  "
+          f"ratio (HF / engine) {h['ttft_s'] / e['ttft_s']:.2f}")
+    print(f"guard: in every round every stream's {a.new_tokens} greedy tokens equal generate()'s")
 
 
 if __name__ == "__main__":

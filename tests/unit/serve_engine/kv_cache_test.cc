@@ -5,6 +5,7 @@
 // and a batch of sequences at different positions.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,65 @@ TEST(KvCache, BatchedDecodeAtDifferentPositionsEqualsEachAlone) {
   }
 }
 
+// Prompts prefilled together (their tokens through the GEMMs at once, attention per prompt) give
+// each prompt's logits alone, and decode on from there as each alone; with Mistral's window
+// shorter than the longest prompt.
+TEST(KvCache, PromptsPrefilledTogetherEqualEachAlone) {
+  torch::NoGradGuard no_grad;
+  LlamaModel model(tiny_config(2, false, 6), at::kFloat, 7);
+  KvDecoder together(model, 64, 4), alone(model, 64, 4);
+  const std::vector<std::vector<int64_t>> prompts = {
+      {1, 2, 3}, {1, 50, 60, 70, 80, 90, 11, 12, 13}, {4}};
+  std::vector<SequenceKvCache> caches(prompts.size());
+  auto logits = together.prefill({&caches[0], &caches[1], &caches[2]}, prompts);
+  ASSERT_EQ(logits.size(0), 3);
+  std::vector<int64_t> next;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SequenceKvCache own;
+    EXPECT_LE(relative_diff(logits[i], alone.prefill(own, prompts[i])), 1e-5) << "prompt " << i;
+    EXPECT_LE(relative_diff(logits[i], full_forward_last(model, prompts[i])), 1e-5) << i;
+    EXPECT_EQ(caches[i].length(), static_cast<int64_t>(prompts[i].size()));
+    next.push_back(argmax_token(logits[i].contiguous().data_ptr<float>(), together.vocab_size()));
+  }
+  auto step = together.decode({&caches[0], &caches[1], &caches[2]}, next);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto ids = prompts[i];
+    ids.push_back(next[i]);
+    EXPECT_LE(relative_diff(step[i], full_forward_last(model, ids)), 1e-5) << "sequence " << i;
+  }
+}
+
+// A decoder holds max_sequences slots: one more is refused by name, a destroyed cache gives its
+// slot back, and a batch of caches whose slots are not the pool's first rows, in another order,
+// still gets each sequence's own logits.
+TEST(KvCache, SlotsRunOutComeBackAndNeedNotBeInOrder) {
+  torch::NoGradGuard no_grad;
+  LlamaModel model(tiny_config(2, true), at::kFloat, 9);
+  KvDecoder decoder(model, 64, 3);
+  auto a = std::make_unique<SequenceKvCache>();
+  SequenceKvCache b, c, d;
+  decoder.prefill(*a, {1, 2});
+  decoder.prefill(b, {3, 4, 5});
+  decoder.prefill(c, {6});
+  try {
+    decoder.prefill(d, {7});
+    ADD_FAILURE() << "a fourth sequence got a slot of three";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("all 3 sequence slots"), std::string::npos) << e.what();
+  }
+  a.reset();  // slot 0 free again
+  decoder.prefill(d, {7, 8, 9, 10});
+  // Slots 2 (c), 1 (b) and 0 (d), in that order, at three different positions.
+  auto logits = decoder.decode({&c, &b, &d}, {11, 12, 13});
+  EXPECT_LE(relative_diff(logits[0], full_forward_last(model, {6, 11})), 1e-5);
+  EXPECT_LE(relative_diff(logits[1], full_forward_last(model, {3, 4, 5, 12})), 1e-5);
+  EXPECT_LE(relative_diff(logits[2], full_forward_last(model, {7, 8, 9, 10, 13})), 1e-5);
+  // Only b and d now: rows 1 and 0 of the pool, in that order.
+  logits = decoder.decode({&b, &d}, {15, 14});
+  EXPECT_LE(relative_diff(logits[0], full_forward_last(model, {3, 4, 5, 12, 15})), 1e-5);
+  EXPECT_LE(relative_diff(logits[1], full_forward_last(model, {7, 8, 9, 10, 13, 14})), 1e-5);
+}
+
 TEST(KvCache, RefusesWhatDoesNotFit) {
   torch::NoGradGuard no_grad;
   LlamaModel model(tiny_config(4, true), at::kFloat, 1);
@@ -145,7 +205,7 @@ TEST(KvCache, RefusesWhatDoesNotFit) {
   decoder.prefill(cache, {1, 2, 3});
   decoder.decode({&cache}, {4});
   EXPECT_EQ(cache.length(), 4);
-  EXPECT_LE(cache.capacity(), 4);                           // never grown past the context length
+  EXPECT_LE(decoder.capacity(), 4);                         // never grown past the context length
   EXPECT_THROW(decoder.decode({&cache}, {5}), UsageError);  // full
 }
 

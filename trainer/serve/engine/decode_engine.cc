@@ -35,11 +35,17 @@ std::mt19937_64 request_rng(const SamplingParams& params) {
 
 // Why a request cannot run, naming the field and the fix; "" when it can. The HTTP side checks
 // these first; the engine checks again so a bad request is an error event, never a crash.
-std::string request_error(const GenerationRequest& r, int64_t context_length) {
+std::string request_error(const GenerationRequest& r, int64_t context_length, int64_t vocab) {
   if (std::string e = sampling_params_error(r.sampling); !e.empty()) return e;
   if (r.max_tokens < 1)
     return "max_tokens is " + std::to_string(r.max_tokens) + "; it must be at least 1";
   if (r.prompt.empty()) return "the prompt is empty; it needs at least one token (e.g. BOS)";
+  // Checked here, not only by the prefill, which takes several prompts at once: one bad prompt
+  // must end its own request, not its batch's.
+  for (size_t i = 0; i < r.prompt.size(); ++i)
+    if (r.prompt[i] < 0 || r.prompt[i] >= vocab)
+      return "prompt token " + std::to_string(i) + " is " + std::to_string(r.prompt[i]) +
+             ", outside the model's vocabulary [0, " + std::to_string(vocab) + ")";
   const auto prompt = static_cast<int64_t>(r.prompt.size());
   if (r.max_tokens > context_length || prompt > context_length - r.max_tokens)
     return "the prompt (" + std::to_string(prompt) + " tokens) plus max_tokens (" +
@@ -65,7 +71,8 @@ void release_openmp_workers() {
 }  // namespace
 
 DecodeEngine::DecodeEngine(trainer::LlamaModel model, DecodeEngineOptions options)
-    : decoder_(model, resolve_context_length(model, options)), options_(options) {
+    : decoder_(model, resolve_context_length(model, options), std::max<int64_t>(1, options.max_batch)),
+      options_(options) {
   release_openmp_workers();
   if (options_.max_batch < 1)
     throw UsageError("max_batch is " + std::to_string(options_.max_batch) +
@@ -152,39 +159,53 @@ void DecodeEngine::run() {
 }
 
 void DecodeEngine::admit() {
-  while (static_cast<int64_t>(running_.size()) < options_.max_batch) {
+  // Every request the batch has room for is prefilled in one call: their prompts' tokens go
+  // through the GEMMs together.
+  std::vector<std::unique_ptr<Sequence>> admitted;
+  while (static_cast<int64_t>(running_.size() + admitted.size()) < options_.max_batch) {
     std::unique_ptr<Sequence> seq;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (stopping_ || queue_.empty()) return;
+      if (stopping_ || queue_.empty()) break;
       seq = std::move(queue_.front());
       queue_.pop_front();
     }
-    start(std::move(seq));
+    if (std::string error = request_error(seq->request, context_length(), vocab_size());
+        !error.empty()) {
+      finish_without_token(*seq, FinishReason::kError, error);
+      continue;
+    }
+    admitted.push_back(std::move(seq));
   }
+  if (!admitted.empty()) start(admitted);
 }
 
-void DecodeEngine::start(std::unique_ptr<Sequence> seq) {
-  const GenerationRequest& r = seq->request;
-  if (std::string error = request_error(r, context_length()); !error.empty()) {
-    finish_without_token(*seq, FinishReason::kError, error);
-    return;
+void DecodeEngine::start(std::vector<std::unique_ptr<Sequence>>& admitted) {
+  std::vector<SequenceKvCache*> caches;
+  std::vector<std::vector<int64_t>> prompts;
+  for (auto& seq : admitted) {
+    caches.push_back(&seq->cache);
+    prompts.push_back(seq->request.prompt);
   }
   at::Tensor logits;
   try {
-    logits = decoder_.prefill(seq->cache, r.prompt);
+    logits = decoder_.prefill(caches, prompts);
   } catch (const std::exception& e) {
-    // Bad token ids (UsageError) or the model failing (out of memory): this request alone ends.
-    finish_without_token(*seq, FinishReason::kError, e.what());
+    // The requests were validated, so the model itself failed (out of memory): these requests
+    // end with the error, not the engine.
+    for (auto& seq : admitted) finish_without_token(*seq, FinishReason::kError, e.what());
     return;
   }
-  prompt_tokens_ += r.prompt.size();
-  seq->rng = request_rng(r.sampling);
-  const int64_t token = sample_token(logits.data_ptr<float>(), vocab_size(), r.sampling, seq->rng);
-  if (deliver(*seq, token)) {
-    running_.push_back(std::move(seq));
-    running_count_ = static_cast<int64_t>(running_.size());
+  const int64_t vocab = vocab_size();
+  const float* rows = logits.data_ptr<float>();
+  for (size_t i = 0; i < admitted.size(); ++i) {
+    Sequence& seq = *admitted[i];
+    prompt_tokens_ += seq.request.prompt.size();
+    seq.rng = request_rng(seq.request.sampling);
+    const int64_t token = sample_token(rows + i * vocab, vocab, seq.request.sampling, seq.rng);
+    if (deliver(seq, token)) running_.push_back(std::move(admitted[i]));
   }
+  running_count_ = static_cast<int64_t>(running_.size());
 }
 
 void DecodeEngine::decode_step() {

@@ -1,8 +1,8 @@
 // fabtrain serve's model side: a GenerationBackend over a LlamaModel with continuous batching.
 //
 // One thread runs steps. Each step admits queued requests while the batch has room (prefilling
-// each prompt into its own KV cache and sampling its first token), then runs one decode step for
-// every running sequence at once (the GEMMs batched, attention per sequence over its cache),
+// their prompts together, each into its own slot of the KV cache, and sampling each first token),
+// then runs one decode step for every running sequence at once (the GEMMs and attention batched),
 // samples each sequence's next token with its own seeded generator and hands it to its sink.
 // Requests join and leave between steps; a finished or cancelled one frees its slot at once.
 #pragma once
@@ -59,9 +59,10 @@ class DecodeEngine final : public GenerationBackend {
 
   void run();
   bool stop_requested() const;
-  // Takes queued requests into the batch while it has room; true if it took any.
+  // Takes queued requests into the batch while it has room.
   void admit();
-  void start(std::unique_ptr<Sequence> seq);
+  // Prefills the admitted requests together and sends each its first token.
+  void start(std::vector<std::unique_ptr<Sequence>>& admitted);
   void decode_step();
   // Hands one sampled token to the sink and decides whether the sequence goes on.
   bool deliver(Sequence& seq, int64_t token);
