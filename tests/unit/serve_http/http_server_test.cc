@@ -356,6 +356,26 @@ TEST(ServeHttp, ClientDisconnectMidStreamFreesTheSlot) {
   EXPECT_EQ(h.post("/v1/completions", completion_body()).status, 200);
 }
 
+// A whole (non-streamed) response writes nothing until the end: a client that gives up is seen
+// by looking at its connection, and its request is cancelled long before its 250 tokens.
+TEST(ServeHttp, ClientLeavingAWholeResponseFreesTheSlot) {
+  FakeBackendOptions o;
+  o.max_batch = 1;
+  o.queue_capacity = 0;
+  o.step_interval = 10ms;
+  Harness h(o);
+  auto c = h.client();
+  c->set_read_timeout(0, 300000);  // gives up after 0.3 s of a 2.5 s generation
+  const auto start = std::chrono::steady_clock::now();
+  auto r = c->Post("/v1/completions", completion_body(R"("max_tokens":250)"), "application/json");
+  EXPECT_FALSE(r) << "the client was meant to time out";
+  c.reset();  // closes the connection, if the failed request left it open
+  EXPECT_TRUE(h.backend.wait_idle(10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+  EXPECT_EQ(h.backend.cancelled(), 1);
+  EXPECT_EQ(h.post("/v1/completions", completion_body()).status, 200);
+}
+
 TEST(ServeHttp, BearerToken) {
   ServerConfig c;
   c.api_key = "s3cret-key";

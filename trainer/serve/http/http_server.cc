@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -13,6 +14,7 @@
 #include "trainer/serve/http/api_key.h"
 #include "trainer/serve/http/api_request.h"
 #include "trainer/serve/http/api_response.h"
+#include "trainer/serve/http/connection_watch.h"
 #include "trainer/serve/http/generation_stream.h"
 #include "trainer/serve/http/prompt_tokens.h"
 #include "trainer/serve/http/serve_metrics.h"
@@ -108,13 +110,14 @@ struct HttpServer::Impl {
   }
 
   void completions(const httplib::Request& req, httplib::Response& res) {
-    generate(parse_completion_request(req.body), res);
+    generate(req, parse_completion_request(req.body), res);
   }
   void chat_completions(const httplib::Request& req, httplib::Response& res) {
-    generate(parse_chat_request(req.body), res);
+    generate(req, parse_chat_request(req.body), res);
   }
 
-  void generate(const ApiRequest& request, httplib::Response& res) {
+  void generate(const httplib::Request& http_request, const ApiRequest& request,
+                httplib::Response& res) {
     if (request.model != model.name) {
       throw ApiError(404,
                      "the model '" + request.model + "' does not exist; this server serves '" +
@@ -136,18 +139,34 @@ struct HttpServer::Impl {
     if (request.stream) {
       stream_response(request, header, usage, stream, res);
     } else {
-      whole_response(header, usage, *stream, res);
+      whole_response(http_request, header, usage, *stream, res);
     }
   }
 
-  void whole_response(const ResponseHeader& header, Usage usage, GenerationStream& stream,
-                      httplib::Response& res) {
+  void whole_response(const httplib::Request& http_request, const ResponseHeader& header,
+                      Usage usage, GenerationStream& stream, httplib::Response& res) {
     const auto deadline = Clock::now() + std::chrono::seconds(config.generation_timeout_s);
+    // Nothing is written until the end, so a client that leaves is seen only by looking at its
+    // connection (connection_watch.h), at most every kPeerCheck.
+    constexpr auto kPeerCheck = std::chrono::milliseconds(100);
+    const auto connection = ConnectionWatch::find(http_request.remote_addr,
+                                                  http_request.remote_port,
+                                                  http_request.local_port);
+    auto next_check = Clock::now() + kPeerCheck;
     std::string text;
     TextStep step;
     while (true) {
       if (stopping) throw shutting_down(stream);
       const auto now = Clock::now();
+      if (connection && now >= next_check) {
+        next_check = now + kPeerCheck;
+        if (connection->peer_closed()) {
+          stream.cancel();
+          // No one reads this; the status is what /metrics counts.
+          throw ApiError(499, "the client closed the connection; the request was cancelled",
+                         "invalid_request_error", "", "client_closed");
+        }
+      }
       if (now >= deadline) {
         stream.cancel();
         throw ApiError(504,
@@ -155,9 +174,10 @@ struct HttpServer::Impl {
                            std::to_string(config.generation_timeout_s) + " s; it was cancelled",
                        "server_error", "", "timeout");
       }
-      if (!stream.next(
-              std::min(deadline, now + std::chrono::milliseconds(config.stream_keepalive_ms)),
-              step)) {
+      if (!stream.next(std::min({deadline,
+                                  now + std::chrono::milliseconds(config.stream_keepalive_ms),
+                                  connection ? next_check : deadline}),
+                       step)) {
         continue;
       }
       metrics.count_generated_tokens(step.new_tokens);
