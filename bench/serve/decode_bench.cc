@@ -87,10 +87,20 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "intra-op threads (0 = torch's default)");
   app.add_option("--repeats", repeats, "runs of each measurement; the median is printed")
       ->check(CLI::PositiveNumber);
+  std::string device = "cpu";
+  app.add_option("--device", device, "cpu | cuda (the first GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (threads > 0) at::set_num_threads(static_cast<int>(threads));
     auto loaded = fabkit::trainer::load_pretrained(model_dir);
+    if (device == "cuda") {
+      // As `fabtrain serve --device cuda`: the model on the device before the engine is built.
+      const c10::Device cuda(c10::kCUDA, 0);
+      loaded.model->to(cuda);
+      loaded.model->set_device(cuda);
+    }
     fabkit::serve::DecodeEngineOptions options;
     options.max_batch = streams;
     options.queue_capacity = streams;

@@ -10,7 +10,7 @@ random Llama folder, the same torch and the same number of threads (greedy, CPU)
     (generate(): max_new_tokens=1 on that prompt).
 
 usage: decode_bench.py --decode-bench build/bench/serve/decode_bench [--threads 2] [--streams 8]
-                       [--size 37m|5m] [--rounds 5]
+                       [--size 37m|5m] [--rounds 5] [--device cpu|cuda]
 Prints the figures for each side and the ratios. A guard that fails the run (exit 1): in every
 round, every stream's greedy tokens from the engine must equal generate()'s, or the two did not
 compute the same thing. Not a test: timings on a shared machine are noise-prone; the sides run
@@ -54,18 +54,23 @@ def prompt(stream, length, vocab):
 
 
 class Hf:
-    def __init__(self, path):
-        self.model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    def __init__(self, path, device):
+        # fp32 on both sides: the guard compares greedy tokens exactly, which bf16's rounding of
+        # a random model's near-equal logits would not allow.
+        self.device = device
+        self.model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32).eval().to(device)
         self.vocab = self.model.config.vocab_size
         self.generated = {}
 
     def timed(self, batch, n, length):
-        ids = torch.tensor([prompt(s, length, self.vocab) for s in range(batch)])
+        ids = torch.tensor([prompt(s, length, self.vocab) for s in range(batch)], device=self.device)
         gen = GenerationConfig(do_sample=False, max_new_tokens=n, min_new_tokens=n,
                                eos_token_id=None, pad_token_id=0)
+        sync()
         t0 = time.perf_counter()
         with torch.no_grad():
             out = self.model.generate(ids, attention_mask=torch.ones_like(ids), generation_config=gen)
+        sync()  # the device's queued work is part of the time, as the engine's host reads are
         took = time.perf_counter() - t0
         assert out.shape[1] == length + n
         self.generated[(batch, n, length)] = out[:, length:].tolist()
@@ -83,9 +88,15 @@ class Hf:
                 "stream_tokens": self.generated[(a.streams, a.new_tokens, a.prompt_len)]}
 
 
+def sync():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def engine_round(a, path):
     out = subprocess.run(
-        [a.decode_bench, "--model", path, "--threads", str(a.threads), "--streams",
+        [a.decode_bench, "--model", path, "--device", a.device,
+         "--threads", str(a.threads), "--streams",
          str(a.streams), "--prompt-len", str(a.prompt_len), "--new-tokens", str(a.new_tokens),
          "--repeats", "1", "--ttft-prompt-len", str(a.ttft_prompt_len)],
         check=True, capture_output=True, text=True, timeout=1800).stdout
@@ -116,13 +127,17 @@ def main():
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds of each side")
     parser.add_argument("--ttft-prompt-len", type=int, default=512)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     a = parser.parse_args()
+    if a.device == "cuda" and not torch.cuda.is_available():
+        print("decode_bench: cannot run on this machine: torch sees no CUDA device")
+        sys.exit(2)
     torch.set_num_threads(a.threads)
     figures = ("decode_tok_s_batch1", "aggregate_tok_s", "ttft_s")
     runs = {"engine": {f: [] for f in figures}, "hf": {f: [] for f in figures}}
     with tempfile.TemporaryDirectory(prefix="decode_bench") as tmp:
         make_model(tmp, a.size)
-        hf = Hf(tmp)
+        hf = Hf(tmp, a.device)
         hf.timed(1, 4, a.prompt_len)  # warm-up (the engine's binary warms up itself)
         # Alternating rounds, so a change in the machine's load reaches both sides alike.
         for r in range(a.rounds):
@@ -145,7 +160,7 @@ def main():
         return f"{fmt.format(med[side][f])} ({fmt.format(lo)}-{fmt.format(hi)})"
 
     e, h = med["engine"], med["hf"]
-    print(f"model {a.size}, threads {a.threads}, prompt {a.prompt_len} tokens, {a.new_tokens} new "
+    print(f"model {a.size} (fp32 on {a.device}), threads {a.threads}, prompt {a.prompt_len} tokens, {a.new_tokens} new "
           f"tokens; median (range) of {a.rounds} alternating rounds")
     print(f"batch 1 decode tok/s:  engine {show('engine', 'decode_tok_s_batch1', '{:.1f}')}  "
           f"HF {show('hf', 'decode_tok_s_batch1', '{:.1f}')}  "
