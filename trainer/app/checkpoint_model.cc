@@ -1,7 +1,7 @@
 #include "trainer/app/checkpoint_model.h"
 
-#include <torch/torch.h>
 #include <sys/stat.h>
+#include <torch/torch.h>
 
 #include <map>
 #include <optional>
@@ -20,7 +20,8 @@ namespace {
 // "pipeline-stage-<s>-of-<S>" -> {s, S}; nullopt for any other name (or numbers out of range).
 std::optional<std::pair<int, int>> pipeline_stage_of(const std::string& name) {
   std::smatch m;
-  if (!std::regex_match(name, m, std::regex(R"(pipeline-stage-(\d{1,6})-of-(\d{1,6}))"))) return std::nullopt;
+  if (!std::regex_match(name, m, std::regex(R"(pipeline-stage-(\d{1,6})-of-(\d{1,6}))")))
+    return std::nullopt;
   const int own = std::stoi(m[1].str()), stages = std::stoi(m[2].str());
   if (stages < 1 || own >= stages) return std::nullopt;
   return std::make_pair(own, stages);
@@ -41,16 +42,17 @@ GatheredCheckpoint gather_all_stages(const fs::path& checkpoint) {
   const UniqueFd run_fd = open_directory(run_dir, "pipeline run " + run_dir.string());
   for (int s = 0; s < stages; ++s) {
     if (s == own) continue;
-    const std::string rel = "pipeline-stage-" + std::to_string(s) + "-of-" + std::to_string(stages) + "/" +
-                            dir.filename().string();
+    const std::string rel = "pipeline-stage-" + std::to_string(s) + "-of-" +
+                            std::to_string(stages) + "/" + dir.filename().string();
     GatheredCheckpoint more;
     try {
       const UniqueFd other = open_directory_beneath(run_fd.get(), rel, (run_dir / rel).string());
       more = gather_checkpoint(other.get(), run_dir / rel);
     } catch (const UsageError& e) {
-      throw UsageError(checkpoint.string() + " is stage " + std::to_string(own) + " of a " + std::to_string(stages) +
-                       "-stage pipeline run, but " + (run_dir / rel).string() + " (the same step of stage " +
-                       std::to_string(s) + ") is missing or incomplete: " + e.what());
+      throw UsageError(checkpoint.string() + " is stage " + std::to_string(own) + " of a " +
+                       std::to_string(stages) + "-stage pipeline run, but " +
+                       (run_dir / rel).string() + " (the same step of stage " + std::to_string(s) +
+                       ") is missing or incomplete: " + e.what());
     }
     for (auto& p : more.params) g.params.push_back(std::move(p));
   }
@@ -69,7 +71,8 @@ CheckpointModel load_checkpoint_model(const fs::path& checkpoint) {
   CheckpointModel c;
   c.manifest_path = (checkpoint / "manifest.json").string();
   const std::string& mpath = c.manifest_path;
-  if (!g.manifest.contains("model_config")) throw UsageError(mpath + ": field \"model_config\" is missing");
+  if (!g.manifest.contains("model_config"))
+    throw UsageError(mpath + ": field \"model_config\" is missing");
   LlamaConfig config = parse_llama_config(g.manifest.at("model_config"), mpath + " (model_config)");
   check_model_fits_memory(config, physical_memory_bytes(), checkpoint.string() + " (model_config)");
   c.model = LlamaModel(config, torch::kFloat32, 0);
@@ -78,10 +81,13 @@ CheckpointModel load_checkpoint_model(const fs::path& checkpoint) {
   torch::NoGradGuard no_grad;
   for (auto& [name, p] : c.model->hf_named_parameters()) {
     auto it = by_name.find(name);
-    if (it == by_name.end()) throw UsageError(checkpoint.string() + ": the checkpoint has no tensor " + name);
+    if (it == by_name.end())
+      throw UsageError(checkpoint.string() + ": the checkpoint has no tensor " + name);
     if (it->second->shape != p.sizes().vec())
-      throw UsageError(checkpoint.string() + ": tensor " + name + " has another shape than its model_config says");
-    p.copy_(torch::from_blob(const_cast<float*>(it->second->values.data()), p.sizes(), torch::kFloat32));
+      throw UsageError(checkpoint.string() + ": tensor " + name +
+                       " has another shape than its model_config says");
+    p.copy_(torch::from_blob(const_cast<float*>(it->second->values.data()), p.sizes(),
+                             torch::kFloat32));
   }
   c.manifest = std::move(g.manifest);
   return c;

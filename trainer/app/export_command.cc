@@ -34,7 +34,8 @@ int run_export(const ExportOptions& o) {
   LlamaModel& model = c.model;
   const std::string& mpath = c.manifest_path;
   std::vector<std::string> notes;
-  const std::vector<ModelDirFile> extra = read_model_dir_files(o.model_dir, c.manifest, mpath, &notes);
+  const std::vector<ModelDirFile> extra =
+      read_model_dir_files(o.model_dir, c.manifest, mpath, &notes);
 
   // 2. Write into a staging directory beside --out; it becomes --out only once complete. On an
   // error it is removed here: fabtrain's error exit runs no destructors (app/error_exit.h).
@@ -50,8 +51,8 @@ int run_export(const ExportOptions& o) {
     throw;
   }
   for (const auto& n : notes) std::cout << n << "\n";
-  std::cout << "exported step " << c.manifest.value("step", Json()).dump() << " of " << o.checkpoint << " to " << o.out
-            << " (" << files.size() << " files)" << std::endl;
+  std::cout << "exported step " << c.manifest.value("step", Json()).dump() << " of " << o.checkpoint
+            << " to " << o.out << " (" << files.size() << " files)" << std::endl;
   return 0;
 }
 

@@ -44,7 +44,8 @@ std::string checkpoint_tokenizer_dir(const CheckpointModel& c, const std::string
   }
   if (!why.empty()) {
     throw UsageError(c.manifest_path + ": the tokenizer of a checkpoint is its training run's (" +
-                     why + "); pass --tokenizer-dir DIR naming the model folder it was trained from");
+                     why +
+                     "); pass --tokenizer-dir DIR naming the model folder it was trained from");
   }
   return recorded->get<std::string>();
 }

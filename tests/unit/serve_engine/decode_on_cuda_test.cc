@@ -49,7 +49,7 @@ double relative_diff(const at::Tensor& got, const at::Tensor& want) {
   return (got - want).abs().max().item<double>() / std::max(1.0, want.abs().max().item<double>());
 }
 
-#define SKIP_WITHOUT_CUDA()                                                        \
+#define SKIP_WITHOUT_CUDA()                                                       \
   if (!torch::cuda::is_available())                                               \
   GTEST_SKIP() << "no CUDA device is visible (this LibTorch: "                    \
                << (torch::cuda::device_count() ? "devices but unusable" : "none") \

@@ -71,7 +71,8 @@ void release_openmp_workers() {
 }  // namespace
 
 DecodeEngine::DecodeEngine(trainer::LlamaModel model, DecodeEngineOptions options)
-    : decoder_(model, resolve_context_length(model, options), std::max<int64_t>(1, options.max_batch)),
+    : decoder_(model, resolve_context_length(model, options),
+               std::max<int64_t>(1, options.max_batch)),
       options_(options) {
   release_openmp_workers();
   if (options_.max_batch < 1)

@@ -153,7 +153,7 @@ void KvDecoder::apply_rope(at::Tensor& q, at::Tensor& k, const trainer::RopeCach
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> KvDecoder::project_qkv(size_t layer,
-                                                                    const at::Tensor& x) const {
+                                                                      const at::Tensor& x) const {
   const int64_t rows = x.size(0), t = x.size(1);
   auto qkv = at::linear(x, qkv_[layer]);  // [B, T, (heads + 2 kv_heads) * D]
   auto part = [&](int64_t first_head, int64_t heads) {
@@ -185,13 +185,13 @@ at::Tensor KvDecoder::prefill(const std::vector<SequenceKvCache*>& caches,
       throw UsageError("the prompt is empty; a request needs at least one token (e.g. BOS)");
     if (t > context_length_)
       throw UsageError("the prompt has " + std::to_string(t) +
-                       " tokens, more than the context length " +
-                       std::to_string(context_length_) + "; shorten it");
+                       " tokens, more than the context length " + std::to_string(context_length_) +
+                       "; shorten it");
     for (size_t i = 0; i < prompt.size(); ++i)
       if (prompt[i] < 0 || prompt[i] >= vocab_size())
-        throw UsageError("prompt token " + std::to_string(i) + " is " +
-                         std::to_string(prompt[i]) + ", outside the model's vocabulary [0, " +
-                         std::to_string(vocab_size()) + ")");
+        throw UsageError("prompt token " + std::to_string(i) + " is " + std::to_string(prompt[i]) +
+                         ", outside the model's vocabulary [0, " + std::to_string(vocab_size()) +
+                         ")");
   }
   for (size_t i = 0; i < caches.size(); ++i)
     FABKIT_ENFORCE(std::find(caches.begin() + i + 1, caches.end(), caches[i]) == caches.end(),
@@ -320,11 +320,14 @@ at::Tensor KvDecoder::decode(const std::vector<SequenceKvCache*>& caches,
     // keys[slot_i, :, position_i, :] = k_i, for every sequence at once.
     keys.index_put_({slot_index, Slice(), position_index}, k.select(2, 0));
     values.index_put_({slot_index, Slice(), position_index}, v.select(2, 0));
-    auto rows_q = identity ? q : at::zeros({rows, heads_, 1, head_dim_}, q.options())
-                                     .index_copy_(0, slot_index, q);
-    auto out = at::scaled_dot_product_attention(
-        rows_q, keys.slice(0, 0, rows).slice(2, 0, span), values.slice(0, 0, rows).slice(2, 0, span),
-        mask, /*dropout_p=*/0.0, /*is_causal=*/false, std::nullopt, /*enable_gqa=*/gqa);
+    auto rows_q =
+        identity
+            ? q
+            : at::zeros({rows, heads_, 1, head_dim_}, q.options()).index_copy_(0, slot_index, q);
+    auto out = at::scaled_dot_product_attention(rows_q, keys.slice(0, 0, rows).slice(2, 0, span),
+                                                values.slice(0, 0, rows).slice(2, 0, span), mask,
+                                                /*dropout_p=*/0.0, /*is_causal=*/false,
+                                                std::nullopt, /*enable_gqa=*/gqa);
     if (!identity) out = out.index_select(0, slot_index);
     out = out.transpose(1, 2).reshape({b, 1, heads_ * head_dim_});
     h = h + at::linear(out, attn->o_proj->weight);

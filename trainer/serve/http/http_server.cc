@@ -149,9 +149,8 @@ struct HttpServer::Impl {
     // Nothing is written until the end, so a client that leaves is seen only by looking at its
     // connection (connection_watch.h), at most every kPeerCheck.
     constexpr auto kPeerCheck = std::chrono::milliseconds(100);
-    const auto connection = ConnectionWatch::find(http_request.remote_addr,
-                                                  http_request.remote_port,
-                                                  http_request.local_port);
+    const auto connection = ConnectionWatch::find(
+        http_request.remote_addr, http_request.remote_port, http_request.local_port);
     auto next_check = Clock::now() + kPeerCheck;
     std::string text;
     TextStep step;
@@ -174,10 +173,10 @@ struct HttpServer::Impl {
                            std::to_string(config.generation_timeout_s) + " s; it was cancelled",
                        "server_error", "", "timeout");
       }
-      if (!stream.next(std::min({deadline,
-                                  now + std::chrono::milliseconds(config.stream_keepalive_ms),
-                                  connection ? next_check : deadline}),
-                       step)) {
+      if (!stream.next(
+              std::min({deadline, now + std::chrono::milliseconds(config.stream_keepalive_ms),
+                        connection ? next_check : deadline}),
+              step)) {
         continue;
       }
       metrics.count_generated_tokens(step.new_tokens);

@@ -46,8 +46,8 @@ ServerConfig server_config(const ServeOptions& options);
 // the model folder.
 std::string tokenizer_dir(const ServeOptions& options);
 
-// The chat template: --chat-template FILE, else the tokenizer folder's. nullopt (with `why` set) when
-// the model has none: the server then answers /v1/chat/completions with 400 naming the flag.
+// The chat template: --chat-template FILE, else the tokenizer folder's. nullopt (with `why` set)
+// when the model has none: the server then answers /v1/chat/completions with 400 naming the flag.
 std::optional<trainer::serve::ChatTemplateFiles> find_chat_template(const ServeOptions& options,
                                                                     std::string& why);
 
