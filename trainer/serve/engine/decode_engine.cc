@@ -132,10 +132,8 @@ BackendStats DecodeEngine::stats() const {
 }
 
 void DecodeEngine::run() {
-  // ATen's thread settings are per thread under OpenMP: without this, a thread it did not create
-  // runs with OpenMP's defaults and MKL's dynamic threading, which on a 2-core machine ran every
-  // decode step's GEMMs no faster with 2 threads than with 1 (measured: 26 ms a step of 8 either
-  // way; HF's generate(), on the main thread, 36 ms with 1 thread and 16 ms with 2).
+  // ATen's thread settings are per thread under OpenMP: this gives the engine's thread the count
+  // set on the loading thread (`--threads`), not OpenMP's default, and MKL's non-dynamic threads.
   at::init_num_threads();
   torch::NoGradGuard no_grad;
   for (;;) {
