@@ -58,9 +58,14 @@ class CpuTraceOfFabtrain(unittest.TestCase):
         self.assertGreater(s["busy_ms"], 0)
         self.assertLessEqual(s["busy_ms"], s["step_ms"] + 1e-3)
         self.assertEqual(s["kinds"], [])
-        names = [t["name"] for t in s["top"]]
-        # The model's matmuls are the bulk of a step, forward (aten::linear) or backward (MmBackward0).
-        self.assertTrue(any("linear" in n or "MmBackward" in n for n in names[:3]), names)
+        # The model's matmuls are among the step's top-level ops, forward (aten::linear) and
+        # backward (MmBackward0). Where they rank is the machine's speed, not the summary's
+        # behaviour: on this tiny model under a loaded CI, RMSNorm's backward and allocations
+        # outranked them in the top 3 once, so the check is that they are there, with time.
+        every = trace_summary.summarize([self.trace_dir], top=100000)["top"]
+        for op in ("aten::linear", "MmBackward"):
+            timed = [t for t in every if op in t["name"]]
+            self.assertTrue(timed and all(t["ms"] > 0 for t in timed), (op, [t["name"] for t in every]))
         # Top-level only: no op is counted inside its parent as well.
         self.assertLessEqual(sum(t["ms"] for t in s["top"]), s["busy_ms"] * 1.0001 + 1e-3)
         self.assertEqual([t["ms"] for t in s["top"]], sorted((t["ms"] for t in s["top"]), reverse=True))
