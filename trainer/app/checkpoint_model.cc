@@ -61,6 +61,24 @@ GatheredCheckpoint gather_all_stages(const fs::path& checkpoint) {
 
 }  // namespace
 
+std::string recorded_model_dir(const Json& manifest, const std::string& manifest_path,
+                               std::string& why) {
+  const Json* recorded = manifest.contains("model_dir") ? &manifest.at("model_dir") : nullptr;
+  if (recorded && !recorded->is_string())
+    throw UsageError(manifest_path + ": field \"model_dir\" must be a directory name, found " +
+                     recorded->dump().substr(0, 200));
+  const std::string dir = recorded ? recorded->get<std::string>() : "";
+  std::error_code ec;
+  if (dir.empty())
+    why = "the checkpoint records no model directory";
+  else if (fs::path(dir).is_relative())
+    why = "the checkpoint's model_dir \"" + dir +
+          "\" is relative to the training run's working directory";
+  else if (!fs::is_directory(dir, ec))
+    why = "the checkpoint's model_dir " + dir + " is not a directory here";
+  return why.empty() ? dir : "";
+}
+
 bool is_fabtrain_checkpoint(const fs::path& dir) {
   struct stat st {};
   return ::stat((dir / "manifest.json").c_str(), &st) == 0 && S_ISREG(st.st_mode);

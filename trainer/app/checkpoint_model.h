@@ -25,6 +25,13 @@ struct CheckpointModel {
 // True when `dir` holds a fabtrain checkpoint's manifest.json (not an HF model folder).
 bool is_fabtrain_checkpoint(const std::filesystem::path& dir);
 
+// The model directory the checkpoint's training run recorded (its --model, absolute: where its
+// tokenizer files are), or "" with `why` set when it cannot be used here (none recorded, a
+// relative path, not a directory on this machine). A model_dir that is not a string is a
+// UsageError naming manifest_path's field.
+std::string recorded_model_dir(const Json& manifest, const std::string& manifest_path,
+                               std::string& why);
+
 // UsageError naming the file or tensor when the checkpoint is incomplete, inconsistent with its
 // model_config, or too large for this machine's memory.
 CheckpointModel load_checkpoint_model(const std::filesystem::path& checkpoint);

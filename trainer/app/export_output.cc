@@ -12,6 +12,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/regular_file.h"
+#include "trainer/app/checkpoint_model.h"
 #include "trainer/tokenizer/tokenizer.h"
 
 namespace fs = std::filesystem;
@@ -41,25 +42,13 @@ std::vector<ModelDirFile> read_model_dir_files(const std::string& model_dir, con
   std::string dir = model_dir;
   std::string shown = "--model-dir " + model_dir;
   if (dir.empty()) {
-    const Json* recorded = manifest.contains("model_dir") ? &manifest.at("model_dir") : nullptr;
-    if (recorded && !recorded->is_string())
-      throw UsageError(manifest_path + ": field \"model_dir\" must be a directory name, found " +
-                       recorded->dump().substr(0, 200));
-    dir = recorded ? recorded->get<std::string>() : "";
-    shown = dir + " (" + manifest_path + " field model_dir)";
     std::string why;
-    std::error_code ec;
-    if (dir.empty())
-      why = "the checkpoint records no model directory";
-    else if (fs::path(dir).is_relative())
-      why = "the checkpoint's model_dir \"" + dir +
-            "\" is relative to the training run's working directory";
-    else if (!fs::is_directory(dir, ec))
-      why = "the checkpoint's model_dir " + dir + " is not a directory here";
+    dir = recorded_model_dir(manifest, manifest_path, why);
     if (!why.empty()) {
       notes->push_back("no tokenizer files copied: " + why + "; pass --model-dir DIR to copy them");
       return {};
     }
+    shown = dir + " (" + manifest_path + " field model_dir)";
   }
   const UniqueFd dir_fd = open_directory(dir, shown);
   std::vector<ModelDirFile> files;

@@ -31,23 +31,14 @@ namespace {
 // UsageError naming the flag rather than a fallback.
 std::string checkpoint_tokenizer_dir(const CheckpointModel& c, const std::string& flag) {
   if (!flag.empty()) return flag;
-  const Json* recorded = c.manifest.contains("model_dir") ? &c.manifest.at("model_dir") : nullptr;
   std::string why;
-  std::error_code ec;
-  if (recorded == nullptr || !recorded->is_string() || recorded->get<std::string>().empty()) {
-    why = "the checkpoint records no model directory";
-  } else if (fs::path(recorded->get<std::string>()).is_relative()) {
-    why = "its model_dir \"" + recorded->get<std::string>() +
-          "\" is relative to the training run's working directory";
-  } else if (!fs::is_directory(recorded->get<std::string>(), ec)) {
-    why = "its model_dir " + recorded->get<std::string>() + " is not a directory here";
-  }
+  const std::string dir = recorded_model_dir(c.manifest, c.manifest_path, why);
   if (!why.empty()) {
     throw UsageError(c.manifest_path + ": the tokenizer of a checkpoint is its training run's (" +
                      why +
                      "); pass --tokenizer-dir DIR naming the model folder it was trained from");
   }
-  return recorded->get<std::string>();
+  return dir;
 }
 
 // The model in `dtype` on the CPU: an HF folder's weights, or a checkpoint's (fp32, cast).

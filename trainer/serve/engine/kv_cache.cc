@@ -306,7 +306,7 @@ at::Tensor KvDecoder::decode(const std::vector<SequenceKvCache*>& caches,
   const auto position_index = at::tensor(positions, at::kLong).to(device);
   auto ids = at::tensor(tokens, at::kLong).view({b, 1}).to(device);
   // Each sequence at its own position: the RoPE tables are [B, 1, 1, D].
-  auto rope = model_->rope(1, at::tensor(positions, at::kLong).view({b, 1}));
+  auto rope = model_->rope(1, position_index.view({b, 1}));
   const bool gqa = heads_ != kv_heads_;
   auto h = model_->embed(ids);
   for (size_t l = 0; l < layers_.size(); ++l) {
