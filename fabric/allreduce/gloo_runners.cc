@@ -15,6 +15,7 @@
 #include <new>
 
 #include "common/errors.h"
+#include "fabric/allreduce/gloo_errors.h"
 #include "fabric/allreduce/gloo_ibverbs_ring.h"
 #include "fabric/allreduce/gloo_store.h"
 #include "fabric/allreduce/runners.h"
@@ -31,22 +32,6 @@ TransportRun failed_run(const std::string& transport, const std::string& status,
   run.reason = reason;
   run.extra["error"] = kind;
   return run;
-}
-
-// Gloo reports everything as gloo::IoException / EnforceNotMet with prose; map the prose to the
-// same named kinds our own runners use so the controller handles all transports alike.
-std::string gloo_error_kind(const std::string& what) {
-  // Gloo's ibv_reg_mr failure: "ibv_reg_mr: Cannot allocate memory (did you run into the locked
-  // memory limit?)".
-  if (what.find("locked memory limit") != std::string::npos) return "memlock";
-  // TCP: "Timed out waiting ..."; ibverbs: "Read timeout", "Send timeout", "Timeout waiting for
-  // memory region from ...".
-  if (what.find("imed out") != std::string::npos || what.find("imeout") != std::string::npos)
-    return "peer_timeout";
-  if (what.find("closed") != std::string::npos || what.find("reset") != std::string::npos ||
-      what.find("refused") != std::string::npos || what.find("Broken pipe") != std::string::npos)
-    return "peer_closed";
-  return "io_error";
 }
 
 TokenStoreOptions store_options(const AllreduceSpec& spec, const std::string& transport) {
@@ -132,7 +117,19 @@ TransportRun run_gloo_tcp_allreduce(const AllreduceSpec& spec) {
       opts.setTimeout(std::chrono::milliseconds(spec.timeout_ms));
       gloo::allreduce(opts);
     };
-    TransportRun run = finish(transport, run_sweep(effective_sizes(spec), spec.rank, sweep_options(spec), fn));
+    std::vector<SizeResult> results;
+    try {
+      results = run_sweep(effective_sizes(spec), spec.rank, sweep_options(spec), fn);
+    } catch (const gloo::Exception& e) {
+      // Only after a timeout: it closed every pair, so the probe's send cannot reach the peer.
+      std::string cause = gloo_error_kind(e.what()) == "peer_timeout" ? recorded_pair_error(*context, spec.rank) : "";
+      if (cause.empty()) throw;
+      throw PeerError("peer_closed", "gloo: " + cause + " (Gloo raised it only at its " +
+                                         std::to_string(spec.timeout_ms) +
+                                         " ms timeout: a send in flight when the peer went is not woken by "
+                                         "the socket error)");
+    }
+    TransportRun run = finish(transport, std::move(results));
     run.extra["algorithm"] = "gloo::allreduce ring (max segment 1 MiB)";
     run.extra["device"] = device->str();
     return run;
