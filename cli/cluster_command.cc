@@ -56,6 +56,7 @@ struct ClusterArgs {
   std::string sizes = "1M,64M";
   int pings = 200, streams = 4, bandwidth_ms = 300;
   double slow_fraction = 0.5;
+  double noise_sigmas = -1;
   bool plan_only = false;
   bool no_retest = false;
   bool search = false, no_search = false;
@@ -176,6 +177,8 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.node_timeout_ms = a.node_timeout_ms;
   o.retest = !a.no_retest;
   o.matrix.slow_fraction = a.slow_fraction;
+  o.matrix.noise_sigmas = a.noise_sigmas;
+  o.matrix.retest = !a.no_retest;
   auto& p = o.pair;
   p.launcher_text = o.launcher_text;
   p.launcher = o.launcher;
@@ -276,6 +279,11 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
   sub->add_option("--slow-fraction", a->slow_fraction,
                   "Below this fraction of the cluster's figure a node or link is slow")
       ->check(CLI::Range(0.01, 0.99));
+  sub->add_option("--noise-sigmas", a->noise_sigmas,
+                  "A link is slow only this many robust standard deviations below the healthy links' median "
+                  "too, where that is below --slow-fraction (0: --slow-fraction alone; default: from the "
+                  "number of links, at least 3)")
+      ->check(CLI::Range(0.0, 20.0));
   sub->add_flag("--no-retest", a->no_retest,
                 "Do not measure the flagged links a second time (flaky vs bad)");
   sub->add_flag("--search", a->search,

@@ -72,6 +72,15 @@ Json search_json(const ClusterFacts& f) {
           {"rounds", rounds}};
 }
 
+Json link_spread_json(const std::optional<LinkSpread>& s) {
+  if (!s) return Json();
+  return {{"links", s->links},
+          {"sigmas", s->sigmas},
+          {"center", s->center},
+          {"sigma", s->sigma},
+          {"noise_bar", s->noise_bar}};
+}
+
 }  // namespace
 
 Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOptions& mo,
@@ -160,6 +169,9 @@ Report build_cluster_report(const slurm::ClusterFacts& f, const slurm::MatrixOpt
             {"matrix",
              {{"reference_gbit_s", opt(v.reference_gbit_s)},
               {"slow_fraction", mo.slow_fraction},
+              {"noise_sigmas", mo.noise_sigmas},
+              {"link_fraction", v.link_fraction},
+              {"link_spread", link_spread_json(v.link_spread)},
               {"pairs", pairs}}},
             {"drift", drift_json},
             {"search", search_json(f)}};

@@ -1,6 +1,7 @@
 #include "slurm/matrix_judge.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace fabkit::slurm {
@@ -18,7 +19,35 @@ std::string drain_fix(const std::string& host, const std::string& reason) {
   return "scontrol update NodeName=" + host + " State=DRAIN Reason=\"fabcheck: " + reason + "\"";
 }
 
+std::string percent(double fraction) { return std::to_string(static_cast<int>(fraction * 100 + 0.5)) + "%"; }
+
 }  // namespace
+
+double auto_noise_sigmas(int links, bool retest) {
+  const double p = retest ? std::sqrt(0.01 / std::max(links, 1)) : 0.01 / std::max(links, 1);
+  // The z with P(Z < -z) = p, by bisection on erfc (no inverse in <cmath>; 60 halvings of [0, 40]
+  // are exact to double precision).
+  double lo = 0, hi = 40;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = (lo + hi) / 2;
+    (0.5 * std::erfc(mid / std::sqrt(2.0)) > p ? lo : hi) = mid;
+  }
+  return std::max(3.0, (lo + hi) / 2);
+}
+
+std::optional<LinkSpread> link_spread(const std::vector<double>& log_ratios, const MatrixOptions& o) {
+  if (o.noise_sigmas == 0 || static_cast<int>(log_ratios.size()) < std::max(o.noise_min_links, 2)) return std::nullopt;
+  LinkSpread s;
+  s.links = static_cast<int>(log_ratios.size());
+  s.sigmas = o.noise_sigmas > 0 ? o.noise_sigmas : auto_noise_sigmas(s.links, o.retest);
+  s.center = median(log_ratios);
+  std::vector<double> dev;
+  dev.reserve(log_ratios.size());
+  for (double x : log_ratios) dev.push_back(std::fabs(x - s.center));
+  s.sigma = 1.4826 * median(dev);
+  s.noise_bar = std::exp(s.center - s.sigmas * s.sigma);
+  return s;
+}
 
 double upper_median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -32,6 +61,44 @@ double median(std::vector<double> v) {
   size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+namespace {
+
+// The bar for links (v.link_fraction): slow_fraction, or lower where the healthy links' own noise
+// reaches, said in a warning when it is lower by a tenth or more. Needs the nodes judged (a slow
+// node's links are not noise).
+void set_link_bar(const std::vector<PairMeasurement>& ms, const MatrixOptions& o, MatrixVerdict& v) {
+  v.link_fraction = o.slow_fraction;
+  std::vector<double> log_ratios;
+  for (const auto& m : ms) {
+    const auto &na = v.nodes[m.a], &nb = v.nodes[m.b];
+    if (na.slow || nb.slow || !na.score_gbit_s || !nb.score_gbit_s || figure(m) <= 0) continue;
+    const double expected = std::min(*na.score_gbit_s, *nb.score_gbit_s);
+    if (expected > 0) log_ratios.push_back(std::log(figure(m) / expected));
+  }
+  v.link_spread = link_spread(log_ratios, o);
+  if (v.link_spread && v.link_spread->noise_bar < o.slow_fraction) {
+    const auto& s = *v.link_spread;
+    v.link_fraction = s.noise_bar;
+    // A bar a few points under slow_fraction changes little; the warning is for one that does.
+    if (s.noise_bar >= 0.9 * o.slow_fraction) return;
+    char spread[160];
+    std::snprintf(spread, sizeof spread, "a robust spread of x%.2f (sigma %.2f of its logarithm); %.1f sigma below the median is ",
+                  std::exp(s.sigma), s.sigma, s.sigmas);
+    v.findings.push_back(warn(
+        "cluster.link_spread_wide", "cluster",
+        "the pair figures between healthy nodes spread widely: over " + std::to_string(s.links) +
+            " links, a link's figure against the lower of its two nodes' scores has " + spread +
+            percent(s.noise_bar) + " of the nodes' figure. A link is called slow only below " + percent(s.noise_bar) +
+            ", not below --slow-fraction's " + percent(o.slow_fraction) +
+            ": a link between the two goes unnamed on this run",
+        "when the nodes share CPUs or the network carries other jobs, measure with fewer pair runs at once "
+        "(--max-parallel) or at a quiet time; on a dedicated fabric a spread this wide is worth a look of its own "
+        "(congestion, ECMP collisions, a throttled NIC): run `fabcheck pair A B` a few times on two healthy nodes"));
+  }
+}
+
+}  // namespace
 
 MatrixVerdict judge_matrix(const std::vector<std::string>& hosts,
                            const std::vector<PairMeasurement>& ms, const MatrixOptions& o) {
@@ -93,6 +160,8 @@ MatrixVerdict judge_matrix(const std::vector<std::string>& hosts,
               drain_fix(s.host, "slow against every peer")));
     }
   }
+  set_link_bar(ms, o, v);
+  const double link_fraction = v.link_fraction;
   // Links between two healthy nodes.
   for (const auto& m : ms) {
     LinkVerdict l{m.a, m.b, std::nullopt, "ok"};
@@ -107,7 +176,7 @@ MatrixVerdict judge_matrix(const std::vector<std::string>& hosts,
       l.expected_gbit_s = std::min(*na.score_gbit_s, *nb.score_gbit_s);
     const double yardstick = l.expected_gbit_s.value_or(ref);
     const bool failed = !m.ok;
-    const bool slow = m.ok && l.expected_gbit_s && figure(m) < o.slow_fraction * *l.expected_gbit_s;
+    const bool slow = m.ok && l.expected_gbit_s && figure(m) < link_fraction * *l.expected_gbit_s;
     if (!failed && !slow) {
       v.links.push_back(l);
       continue;
@@ -115,7 +184,7 @@ MatrixVerdict judge_matrix(const std::vector<std::string>& hosts,
     std::string first =
         failed ? "failed (" + m.error + ")" : "measured " + gbit(figure(m)) + " (" + m.source + ")";
     if (m.retested && m.retest_ok && m.retest_gbit_s &&
-        *m.retest_gbit_s >= o.slow_fraction * yardstick) {
+        *m.retest_gbit_s >= link_fraction * yardstick) {
       l.state = "flaky";
       v.findings.push_back(warn("cluster.link_flaky", name,
                                 "the link " + name + " " + first + ", then " +

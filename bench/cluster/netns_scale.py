@@ -62,13 +62,14 @@ def verdict(doc, bad_a, bad_b):
     return False, "; ".join(why)
 
 
-PAIR_COLUMNS = ["a", "b", "round", "gbit_s", "state", "elapsed_ms"]
+PAIR_COLUMNS = ["a", "b", "round", "gbit_s", "state", "elapsed_ms", "retest_gbit_s"]
 
 
 def compact_pairs(pairs, idx):
     """The pair runs as rows under one header (a 64-host run has 2016 of them)."""
     rows = [[idx.get(p["a"], p["a"]), idx.get(p["b"], p["b"]), p["round"],
-             None if p["gbit_s"] is None else round(p["gbit_s"], 4), p["state"], round(p["elapsed_ms"], 1)]
+             None if p["gbit_s"] is None else round(p["gbit_s"], 4), p["state"], round(p["elapsed_ms"], 1),
+             None if p.get("retest_gbit_s") is None else round(p["retest_gbit_s"], 4)]
             for p in pairs]
     return {"columns": PAIR_COLUMNS, "rows": rows}
 
