@@ -238,6 +238,7 @@ class Search {
   // A node for each end of p to be tested with, distinct: one that end was in a clean group with
   // (known healthy, and fast with it), still active, no known pair with either end; failing that,
   // any known healthy node; failing that, any other active node. Fewer than two: no node test.
+  // With the leaves known, those three on the end's own leaf come before all of them.
   bool clean_pair(int end, int x) {
     auto it = clean_with_.find(end);
     return it != clean_with_.end() && (it->second[0] == x || it->second[1] == x);
@@ -250,16 +251,21 @@ class Search {
              !partners_[p.b].count(x) && std::find(out.begin(), out.end(), x) == out.end() &&
              std::find(not_these.begin(), not_these.end(), x) == not_these.end();
     };
+    const auto& leaf = p_.leaf_of;
+    auto leaf_of = [&](int x) { return static_cast<size_t>(x) < leaf.size() ? leaf[static_cast<size_t>(x)] : -1; };
     for (int end : {p.a, p.b}) {
       const size_t want = out.size() + 1;
-      auto it = clean_with_.find(end);
-      if (it != clean_with_.end())
-        for (int x : it->second)
-          if (out.size() < want && fits(x)) out.push_back(x);
-      for (auto h = healthy_.begin(); out.size() < want && h != healthy_.end(); ++h)
-        if (fits(*h)) out.push_back(*h);
-      for (auto h = active_.begin(); out.size() < want && h != active_.end(); ++h)
-        if (fits(*h)) out.push_back(*h);
+      for (bool same_leaf : {true, false}) {
+        if (same_leaf && leaf_of(end) < 0) continue;
+        auto take = [&](int x) {
+          if (out.size() < want && (!same_leaf || leaf_of(x) == leaf_of(end)) && fits(x)) out.push_back(x);
+        };
+        auto it = clean_with_.find(end);
+        if (it != clean_with_.end())
+          for (int x : it->second) take(x);
+        for (int h : healthy_) take(h);
+        for (int h : active_) take(h);
+      }
       if (out.size() < want) return {};
     }
     return out;

@@ -51,6 +51,11 @@ struct SearchPolicy {
   int iters = 3, warmup_iters = 1;
   // Groups of one round at once (the rest wait for a free slot); 0 = all.
   int max_parallel = 0;
+  // Each node's leaf switch (index by node, as FabricTopology::leaf_of), empty when unknown. The
+  // node test then takes a partner on the end's own leaf first: that pair crosses no spine, so a
+  // bad leaf<->spine cable, which slows a node's traffic to some destinations, cannot pass for a
+  // bad node.
+  std::vector<int> leaf_of;
 };
 
 struct SearchFault {

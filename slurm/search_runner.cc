@@ -167,6 +167,7 @@ void run_search(const ClusterOptions& o, ClusterFacts& f) {
   }
   s.reference_gbit_s = tcp_reference(f, v);
   s.policy = o.search.policy;
+  s.policy.leaf_of = f.topology.leaf_of;
   if (s.candidates.size() < 2) {
     s.skipped = "fewer than 2 healthy nodes to search (node checks failed or nodes slow)";
     return;

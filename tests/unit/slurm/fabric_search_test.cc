@@ -22,6 +22,8 @@ class Fabric : public GroupTester {
   std::vector<int> bad_nodes;
   double p_show = 0.7;
   int rounds = 0;
+  // A node behind a bad spine cable (-1: none): slow with every node off its leaf of leaf_size.
+  int behind_cable = -1, leaf_size = 1;
 
   std::vector<bool> run_round(const std::vector<std::vector<int>>& groups) override {
     ++rounds;
@@ -37,6 +39,8 @@ class Fabric : public GroupTester {
       bool pos = false;
       for (const auto& l : bad) pos = pos || (in.count(l.a) && in.count(l.b));
       for (int b : bad_nodes) pos = pos || (in.count(b) && in.size() >= 2);
+      if (in.count(behind_cable))
+        for (int x : in) pos = pos || x / leaf_size != behind_cable / leaf_size;
       std::uniform_real_distribution<double> u(0, 1);
       for (const auto& l : flaky)
         if (in.count(l.a) && in.count(l.b) && u(rng_) < p_show) pos = true;
@@ -167,6 +171,27 @@ TEST(FabricSearch, ABadNodeIsNamedAsANodeAndItsPartnerIsNotBlamed) {
       EXPECT_EQ(r.outcome, "found");
       EXPECT_LE(r.rounds, r.bound);
     }
+}
+
+// A node whose traffic from the other leaves crosses a bad leaf<->spine cable (the cable down to
+// its leaf, for the destinations routed through that spine) is slow with every node off its leaf
+// and fast on it. With the leaves known its node test takes a partner on its own leaf, so it is
+// never a bad node (fabric_sim_test's bad spine port, seed 4, is the case where a partner off the
+// leaf made it one).
+TEST(FabricSearch, ANodeBehindABadSpineCableIsNotABadNodeWhenTheLeavesAreKnown) {
+  const int n = 16;
+  SearchPolicy p = policy_with_blocks(1);
+  for (int i = 0; i < n; ++i) p.leaf_of.push_back(i / 8);
+  Fabric g(n, 1);
+  g.leaf_size = 8;
+  g.behind_cable = 12;  // on leaf 1, slow with all of leaf 0
+  auto r = search_fabric(iota(n), g, p);
+  EXPECT_EQ(r.outcome, "found");
+  for (const auto& x : r.faults) {
+    EXPECT_NE(x.kind, "node") << x.node;
+    // Each pair named crosses the two leaves through node 12: what the path judge explains.
+    EXPECT_TRUE(x.pair.a == 12 || x.pair.b == 12) << x.pair.a << "-" << x.pair.b;
+  }
 }
 
 TEST(FabricSearch, ACleanFabricCostsTheFirstStageOnly) {

@@ -135,17 +135,22 @@ TEST(FabricSim, ASlowNicIsNamedAsItsNodeNotAsASpinePath) {
 TEST(FabricSim, ABadSpinePortIsNamedByThePathJudge) {
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     Fabric f = fabric(64, FaultKind::kBadSpinePort, seed, 8, 8);
-    // The path judge alone: with the search forced too, search_fabric's node test (an end slow
-    // with two partners) named a node whose traffic to some destinations crosses the bad cable
-    // (seed 4): a known defect of the search under path faults (docs/cluster.md, "Simulator").
-    SimOptions no_search = options("all");
-    no_search.search = false;
-    SimOutcome o = simulate_run(f, no_search, seed);
-    ASSERT_EQ(o.blamed_paths.size(), 1u) << "seed " << seed;
-    EXPECT_EQ(o.blamed_paths[0], (SpinePath{f.fault().a, f.fault().b}));
-    EXPECT_TRUE(o.detected);
-    EXPECT_EQ(o.false_blames, 0) << "seed " << seed;
-    EXPECT_NE(std::find(o.codes.begin(), o.codes.end(), "cluster.spine_path_slow"), o.codes.end());
+    // With the search forced too: before its node test took a partner on the end's own leaf
+    // (SearchPolicy::leaf_of), it named a node whose traffic to some destinations crosses the
+    // bad cable at seed 4 (slow with two partners off its leaf that route through it).
+    for (bool search : {false, true}) {
+      SimOptions o2 = options("all");
+      o2.search = search;
+      o2.force_search = search;
+      SimOutcome o = simulate_run(f, o2, seed);
+      ASSERT_EQ(o.blamed_paths.size(), 1u) << "seed " << seed;
+      EXPECT_EQ(o.blamed_paths[0], (SpinePath{f.fault().a, f.fault().b}));
+      EXPECT_TRUE(o.detected);
+      EXPECT_EQ(o.false_blames, 0) << "seed " << seed << (search ? " with" : " without") << " the search";
+      EXPECT_EQ(o.search_ran, search);
+      EXPECT_TRUE(o.search.bad_nodes.empty()) << "seed " << seed;
+      EXPECT_NE(std::find(o.codes.begin(), o.codes.end(), "cluster.spine_path_slow"), o.codes.end());
+    }
   }
 }
 
