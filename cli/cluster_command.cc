@@ -279,10 +279,11 @@ void register_cluster_command(CLI::App& app, int* exit_code) {
   sub->add_option("--slow-fraction", a->slow_fraction,
                   "Below this fraction of the cluster's figure a node or link is slow")
       ->check(CLI::Range(0.01, 0.99));
-  sub->add_option("--noise-sigmas", a->noise_sigmas,
-                  "A link is slow only this many robust standard deviations below the healthy links' median "
-                  "too, where that is below --slow-fraction (0: --slow-fraction alone; default: from the "
-                  "number of links, at least 3)")
+  sub->add_option(
+         "--noise-sigmas", a->noise_sigmas,
+         "A link is slow only this many robust standard deviations below the healthy links' median "
+         "too, where that is below --slow-fraction (0: --slow-fraction alone; default: from the "
+         "number of links, at least 3)")
       ->check(CLI::Range(0.0, 20.0));
   sub->add_flag("--no-retest", a->no_retest,
                 "Do not measure the flagged links a second time (flaky vs bad)");

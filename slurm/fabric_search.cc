@@ -252,13 +252,16 @@ class Search {
              std::find(not_these.begin(), not_these.end(), x) == not_these.end();
     };
     const auto& leaf = p_.leaf_of;
-    auto leaf_of = [&](int x) { return static_cast<size_t>(x) < leaf.size() ? leaf[static_cast<size_t>(x)] : -1; };
+    auto leaf_of = [&](int x) {
+      return static_cast<size_t>(x) < leaf.size() ? leaf[static_cast<size_t>(x)] : -1;
+    };
     for (int end : {p.a, p.b}) {
       const size_t want = out.size() + 1;
       for (bool same_leaf : {true, false}) {
         if (same_leaf && leaf_of(end) < 0) continue;
         auto take = [&](int x) {
-          if (out.size() < want && (!same_leaf || leaf_of(x) == leaf_of(end)) && fits(x)) out.push_back(x);
+          if (out.size() < want && (!same_leaf || leaf_of(x) == leaf_of(end)) && fits(x))
+            out.push_back(x);
         };
         auto it = clean_with_.find(end);
         if (it != clean_with_.end())

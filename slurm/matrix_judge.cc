@@ -19,7 +19,9 @@ std::string drain_fix(const std::string& host, const std::string& reason) {
   return "scontrol update NodeName=" + host + " State=DRAIN Reason=\"fabcheck: " + reason + "\"";
 }
 
-std::string percent(double fraction) { return std::to_string(static_cast<int>(fraction * 100 + 0.5)) + "%"; }
+std::string percent(double fraction) {
+  return std::to_string(static_cast<int>(fraction * 100 + 0.5)) + "%";
+}
 
 }  // namespace
 
@@ -35,8 +37,10 @@ double auto_noise_sigmas(int links, bool retest) {
   return std::max(3.0, (lo + hi) / 2);
 }
 
-std::optional<LinkSpread> link_spread(const std::vector<double>& log_ratios, const MatrixOptions& o) {
-  if (o.noise_sigmas == 0 || static_cast<int>(log_ratios.size()) < std::max(o.noise_min_links, 2)) return std::nullopt;
+std::optional<LinkSpread> link_spread(const std::vector<double>& log_ratios,
+                                      const MatrixOptions& o) {
+  if (o.noise_sigmas == 0 || static_cast<int>(log_ratios.size()) < std::max(o.noise_min_links, 2))
+    return std::nullopt;
   LinkSpread s;
   s.links = static_cast<int>(log_ratios.size());
   s.sigmas = o.noise_sigmas > 0 ? o.noise_sigmas : auto_noise_sigmas(s.links, o.retest);
@@ -67,7 +71,8 @@ namespace {
 // The bar for links (v.link_fraction): slow_fraction, or lower where the healthy links' own noise
 // reaches, said in a warning when it is lower by a tenth or more. Needs the nodes judged (a slow
 // node's links are not noise).
-void set_link_bar(const std::vector<PairMeasurement>& ms, const MatrixOptions& o, MatrixVerdict& v) {
+void set_link_bar(const std::vector<PairMeasurement>& ms, const MatrixOptions& o,
+                  MatrixVerdict& v) {
   v.link_fraction = o.slow_fraction;
   std::vector<double> log_ratios;
   for (const auto& m : ms) {
@@ -83,18 +88,23 @@ void set_link_bar(const std::vector<PairMeasurement>& ms, const MatrixOptions& o
     // A bar a few points under slow_fraction changes little; the warning is for one that does.
     if (s.noise_bar >= 0.9 * o.slow_fraction) return;
     char spread[160];
-    std::snprintf(spread, sizeof spread, "a robust spread of x%.2f (sigma %.2f of its logarithm); %.1f sigma below the median is ",
-                  std::exp(s.sigma), s.sigma, s.sigmas);
+    std::snprintf(
+        spread, sizeof spread,
+        "a robust spread of x%.2f (sigma %.2f of its logarithm); %.1f sigma below the median is ",
+        std::exp(s.sigma), s.sigma, s.sigmas);
     v.findings.push_back(warn(
         "cluster.link_spread_wide", "cluster",
         "the pair figures between healthy nodes spread widely: over " + std::to_string(s.links) +
             " links, a link's figure against the lower of its two nodes' scores has " + spread +
-            percent(s.noise_bar) + " of the nodes' figure. A link is called slow only below " + percent(s.noise_bar) +
-            ", not below --slow-fraction's " + percent(o.slow_fraction) +
+            percent(s.noise_bar) + " of the nodes' figure. A link is called slow only below " +
+            percent(s.noise_bar) + ", not below --slow-fraction's " + percent(o.slow_fraction) +
             ": a link between the two goes unnamed on this run",
-        "when the nodes share CPUs or the network carries other jobs, measure with fewer pair runs at once "
-        "(--max-parallel) or at a quiet time; on a dedicated fabric a spread this wide is worth a look of its own "
-        "(congestion, ECMP collisions, a throttled NIC): run `fabcheck pair A B` a few times on two healthy nodes"));
+        "when the nodes share CPUs or the network carries other jobs, measure with fewer pair runs "
+        "at once "
+        "(--max-parallel) or at a quiet time; on a dedicated fabric a spread this wide is worth a "
+        "look of its own "
+        "(congestion, ECMP collisions, a throttled NIC): run `fabcheck pair A B` a few times on "
+        "two healthy nodes"));
   }
 }
 

@@ -49,7 +49,7 @@ struct MatrixOptions {
   // p = sqrt(0.01 / L) when the re-test confirms (both must be), 0.01 / L when it does not; never
   // under 3 (the tails measured here are heavier than Gaussian).
   double noise_sigmas = -1;
-  bool retest = true;        // whether a re-test confirms a flagged link (fabcheck cluster --no-retest)
+  bool retest = true;  // whether a re-test confirms a flagged link (fabcheck cluster --no-retest)
   int noise_min_links = 30;  // fewer links than this: no spread is estimated (slow_fraction alone)
 };
 
@@ -84,7 +84,7 @@ struct LinkVerdict {
 struct MatrixVerdict {
   std::optional<double> reference_gbit_s;  // median of the node scores
   std::optional<LinkSpread> link_spread;   // when noise_sigmas > 0 and enough links
-  double link_fraction = 0;                // the bar links were judged by: min(slow_fraction, noise_bar)
+  double link_fraction = 0;  // the bar links were judged by: min(slow_fraction, noise_bar)
   std::vector<NodeScore> nodes;            // in host order
   std::vector<LinkVerdict> links;          // in measurement order
   std::vector<Finding> findings;
@@ -95,7 +95,8 @@ double upper_median(std::vector<double> values);
 double median(std::vector<double> values);
 
 // The spread of `log_ratios` (ln of figure / expected), or nullopt below options.noise_min_links.
-std::optional<LinkSpread> link_spread(const std::vector<double>& log_ratios, const MatrixOptions& options);
+std::optional<LinkSpread> link_spread(const std::vector<double>& log_ratios,
+                                      const MatrixOptions& options);
 
 MatrixVerdict judge_matrix(const std::vector<std::string>& hosts,
                            const std::vector<PairMeasurement>& measurements,

@@ -26,11 +26,11 @@ std::string gloo_error_kind(const std::string& what) {
 
 // Gloo's TCP pair, on a socket error, wakes the waits it keeps in its pending lists but not a
 // send already being written (its tx queue wakes bound buffers only: gloo tcp Pair::signalException
-// in Debian's 2022 snapshot). When the peer dies mid-send the error is recorded on the pair at once,
-// yet the caller hears "Timed out waiting N ms for send operation" only at the timeout. A timeout
-// leaves every pair closed, each holding its first error; a pair's send rethrows that error before
-// doing anything (Debian's package lacks a header tcp/pair.h needs, so the tcp Pair's own accessor
-// is out of reach). A socket error found there is the cause to report, as peer_closed.
+// in Debian's 2022 snapshot). When the peer dies mid-send the error is recorded on the pair at
+// once, yet the caller hears "Timed out waiting N ms for send operation" only at the timeout. A
+// timeout leaves every pair closed, each holding its first error; a pair's send rethrows that error
+// before doing anything (Debian's package lacks a header tcp/pair.h needs, so the tcp Pair's own
+// accessor is out of reach). A socket error found there is the cause to report, as peer_closed.
 std::string recorded_pair_error(gloo::Context& context, int rank) {
   float probe = 0;
   auto buffer = context.createUnboundBuffer(&probe, sizeof(probe));
@@ -41,7 +41,9 @@ std::string recorded_pair_error(gloo::Context& context, int rank) {
     } catch (const gloo::Exception& e) {
       std::string what = e.what();
       // The timeout itself closes every pair with this message; only an earlier error is a cause.
-      if (what.find("Application timeout") == std::string::npos && gloo_error_kind(what) == "peer_closed") return what;
+      if (what.find("Application timeout") == std::string::npos &&
+          gloo_error_kind(what) == "peer_closed")
+        return what;
     }
   }
   return "";

@@ -122,12 +122,15 @@ TransportRun run_gloo_tcp_allreduce(const AllreduceSpec& spec) {
       results = run_sweep(effective_sizes(spec), spec.rank, sweep_options(spec), fn);
     } catch (const gloo::Exception& e) {
       // Only after a timeout: it closed every pair, so the probe's send cannot reach the peer.
-      std::string cause = gloo_error_kind(e.what()) == "peer_timeout" ? recorded_pair_error(*context, spec.rank) : "";
+      std::string cause = gloo_error_kind(e.what()) == "peer_timeout"
+                              ? recorded_pair_error(*context, spec.rank)
+                              : "";
       if (cause.empty()) throw;
-      throw PeerError("peer_closed", "gloo: " + cause + " (Gloo raised it only at its " +
-                                         std::to_string(spec.timeout_ms) +
-                                         " ms timeout: a send in flight when the peer went is not woken by "
-                                         "the socket error)");
+      throw PeerError("peer_closed",
+                      "gloo: " + cause + " (Gloo raised it only at its " +
+                          std::to_string(spec.timeout_ms) +
+                          " ms timeout: a send in flight when the peer went is not woken by "
+                          "the socket error)");
     }
     TransportRun run = finish(transport, std::move(results));
     run.extra["algorithm"] = "gloo::allreduce ring (max segment 1 MiB)";

@@ -160,8 +160,8 @@ SimOutcome simulate_run(const Fabric& fab, const SimOptions& o, uint64_t seed) {
       // The first stage's blocks as run_search chooses them: the cost model with the reference
       // as its bandwidth and the measured per-step latency.
       SearchPolicy policy =
-          resolve_search_policy(static_cast<int>(candidates.size()), o.group.policy,
-                                o.max_parallel, ring_cost_model(o.group.alpha_s, reference));
+          resolve_search_policy(static_cast<int>(candidates.size()), o.group.policy, o.max_parallel,
+                                ring_cost_model(o.group.alpha_s, reference));
       policy.leaf_of = t.leaf_of;  // as run_search does with --topology
       SimGroupTester tester(fab, o.group, reference, search_rng);
       out.search = search_candidates(candidates, tester, policy);

@@ -146,10 +146,12 @@ TEST(FabricSim, ABadSpinePortIsNamedByThePathJudge) {
       ASSERT_EQ(o.blamed_paths.size(), 1u) << "seed " << seed;
       EXPECT_EQ(o.blamed_paths[0], (SpinePath{f.fault().a, f.fault().b}));
       EXPECT_TRUE(o.detected);
-      EXPECT_EQ(o.false_blames, 0) << "seed " << seed << (search ? " with" : " without") << " the search";
+      EXPECT_EQ(o.false_blames, 0)
+          << "seed " << seed << (search ? " with" : " without") << " the search";
       EXPECT_EQ(o.search_ran, search);
       EXPECT_TRUE(o.search.bad_nodes.empty()) << "seed " << seed;
-      EXPECT_NE(std::find(o.codes.begin(), o.codes.end(), "cluster.spine_path_slow"), o.codes.end());
+      EXPECT_NE(std::find(o.codes.begin(), o.codes.end(), "cluster.spine_path_slow"),
+                o.codes.end());
     }
   }
 }

@@ -23,7 +23,8 @@ std::vector<std::string> hosts(int n) {
 
 // Every pair of n nodes at 10 Gbit/s times exp(sigma x a standard normal), seeded (Box-Muller on
 // mt19937's raw output, which the standard fixes, unlike its distributions); `bad` at `factor`.
-std::vector<PairMeasurement> noisy(int n, double sigma, NodePair bad, double factor, uint32_t seed = 7) {
+std::vector<PairMeasurement> noisy(int n, double sigma, NodePair bad, double factor,
+                                   uint32_t seed = 7) {
   std::mt19937 rng(seed);
   auto uniform = [&] { return (rng() + 0.5) / 4294967296.0; };
   std::vector<PairMeasurement> ms;
@@ -116,7 +117,8 @@ TEST(MatrixNoise, TheReTestIsJudgedByTheSameBar) {
 
 // The first pass of a real 64-host run (bench/cluster/testdata, README there: h0<->h1 shaped to
 // 100 Mbit/s, every other link healthy), judged again: the links it flags for the re-test.
-std::vector<std::string> first_pass_flags(const std::string& file, double noise_sigmas, int* flagged_count) {
+std::vector<std::string> first_pass_flags(const std::string& file, double noise_sigmas,
+                                          int* flagged_count) {
   const std::string path = std::string(FABKIT_SIM_TESTDATA) + "/" + file;
   std::ifstream in(path);
   std::stringstream ss;
@@ -158,7 +160,8 @@ TEST(MatrixNoise, SixtyFourNetnsHostsEightAtOnceFlagTheShapedLinkAndFewOthers) {
 
 TEST(MatrixNoise, SixtyFourNetnsHostsThirtyTwoAtOnceStillFlagTheShapedLink) {
   // 32 pair runs at once on 2 cores: sigma 0.53 and glitches to 0 Gbit/s; the shaped link at 0.14 x
-  // its nodes' figure is under the bar (0.21 x), with fewer others flagged than the fixed fraction's.
+  // its nodes' figure is under the bar (0.21 x), with fewer others flagged than the fixed
+  // fraction's.
   int with_bar = 0, fixed = 0;
   auto flagged = first_pass_flags("netns-64.json", -1, &with_bar);
   EXPECT_NE(std::find(flagged.begin(), flagged.end(), "h0<->h1"), flagged.end());
