@@ -33,24 +33,31 @@ std::shared_ptr<gloo::rendezvous::Context> connect_rank(int rank, const std::str
   return context;
 }
 
+// Rank 1 in a child process: connected through the file store, then `then(context)`; exits.
+template <typename Then>
+pid_t fork_rank1(const std::string& store_dir, Then then) {
+  pid_t child = fork();
+  if (child != 0) return child;
+  try {
+    auto context = connect_rank(1, store_dir);
+    then(*context);
+  } catch (...) {
+    _exit(3);
+  }
+  _exit(0);
+}
+
 TEST(GlooPairError, PeerKilledMidSendIsFoundBehindTheTimeout) {
   fabkit::testing::TempDir dir("gloo-pair-error");
   const std::string store_dir = dir.path().string();
-  pid_t child = fork();
+  // Rank 1: post the receive (its notice is on the wire when recv returns), then stop reading.
+  pid_t child = fork_rank1(store_dir, [](gloo::Context& context) {
+    std::vector<char> in(kBytes);
+    auto buffer = context.createUnboundBuffer(in.data(), in.size());
+    buffer->recv(0, /*slot=*/1);
+    raise(SIGSTOP);
+  });
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    // Rank 1: post the receive (its notice is on the wire when recv returns), then stop reading.
-    try {
-      auto context = connect_rank(1, store_dir);
-      std::vector<char> in(kBytes);
-      auto buffer = context->createUnboundBuffer(in.data(), in.size());
-      buffer->recv(0, /*slot=*/1);
-      raise(SIGSTOP);
-    } catch (...) {
-      _exit(3);
-    }
-    _exit(0);
-  }
   auto context = connect_rank(0, store_dir);
   std::vector<char> out(kBytes, 'x');
   auto buffer = context->createUnboundBuffer(out.data(), out.size());
@@ -82,18 +89,9 @@ TEST(GlooPairError, PeerKilledMidSendIsFoundBehindTheTimeout) {
 TEST(GlooPairError, ATimeoutWithTheConnectionUpHasNoHiddenCause) {
   fabkit::testing::TempDir dir("gloo-pair-error");
   const std::string store_dir = dir.path().string();
-  pid_t child = fork();
+  // Rank 1 stays connected and never posts the receive: rank 0's wait times out on a live peer.
+  pid_t child = fork_rank1(store_dir, [](gloo::Context&) { std::this_thread::sleep_for(std::chrono::seconds(5)); });
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    // Rank 1 stays connected and never posts the receive: rank 0's wait times out on a live peer.
-    try {
-      auto context = connect_rank(1, store_dir);
-      std::this_thread::sleep_for(std::chrono::seconds(5));
-    } catch (...) {
-      _exit(3);
-    }
-    _exit(0);
-  }
   auto context = connect_rank(0, store_dir);
   std::vector<char> out(1024, 'x');
   auto buffer = context->createUnboundBuffer(out.data(), out.size());
