@@ -90,7 +90,8 @@ TEST(GlooPairError, ATimeoutWithTheConnectionUpHasNoHiddenCause) {
   fabkit::testing::TempDir dir("gloo-pair-error");
   const std::string store_dir = dir.path().string();
   // Rank 1 stays connected and never posts the receive: rank 0's wait times out on a live peer.
-  pid_t child = fork_rank1(store_dir, [](gloo::Context&) { std::this_thread::sleep_for(std::chrono::seconds(5)); });
+  pid_t child = fork_rank1(
+      store_dir, [](gloo::Context&) { std::this_thread::sleep_for(std::chrono::seconds(5)); });
   ASSERT_GE(child, 0);
   auto context = connect_rank(0, store_dir);
   std::vector<char> out(1024, 'x');
