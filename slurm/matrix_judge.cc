@@ -100,11 +100,9 @@ void set_link_bar(const std::vector<PairMeasurement>& ms, const MatrixOptions& o
             percent(s.noise_bar) + ", not below --slow-fraction's " + percent(o.slow_fraction) +
             ": a link between the two goes unnamed on this run",
         "when the nodes share CPUs or the network carries other jobs, measure with fewer pair runs "
-        "at once "
-        "(--max-parallel) or at a quiet time; on a dedicated fabric a spread this wide is worth a "
-        "look of its own "
-        "(congestion, ECMP collisions, a throttled NIC): run `fabcheck pair A B` a few times on "
-        "two healthy nodes"));
+        "at once (--max-parallel) or at a quiet time; on a dedicated fabric a spread this wide is "
+        "worth a look of its own (congestion, ECMP collisions, a throttled NIC): run "
+        "`fabcheck pair A B` a few times on two healthy nodes"));
   }
 }
 
