@@ -16,6 +16,7 @@ import select
 import shlex
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 
@@ -77,7 +78,17 @@ def log_tail(rank, n=40):
 
 def run(runner, world, sizes, iters=20, warmup=5, timeout_ms=60000, device_per_rank=False,
         prefixes=None, rank_env=None, base_env=None):
+    # The ranks' logs live only for this call: their tails are in the results.
     logdir = tempfile.mkdtemp(prefix="fabkit-nccl-driver-")
+    try:
+        return run_in(logdir, runner, world, sizes, iters, warmup, timeout_ms, device_per_rank,
+                      prefixes, rank_env, base_env)
+    finally:
+        shutil.rmtree(logdir, ignore_errors=True)
+
+
+def run_in(logdir, runner, world, sizes, iters, warmup, timeout_ms, device_per_rank, prefixes,
+           rank_env, base_env):
     ranks = []
     for i in range(world):
         args = ["--rank", str(i), "--world-size", str(world), "--sizes", ",".join(map(str, sizes)),

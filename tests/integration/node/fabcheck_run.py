@@ -1,8 +1,17 @@
 """Shared helpers: run fabcheck with a clean environment and parse its JSON keeping key order."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import tempfile
+
+
+def empty_home():
+    """A fresh empty HOME, removed when the test process exits."""
+    home = tempfile.mkdtemp(prefix="fabkit-home-")
+    atexit.register(shutil.rmtree, home, True)
+    return home
 
 
 def clean_env(extra=None):
@@ -10,7 +19,7 @@ def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items()
            if not (k.startswith("NCCL_") or k.startswith("TORCH_NCCL_") or k.startswith("GLOO_")
                    or k in ("MASTER_ADDR", "MASTER_PORT"))}
-    env["HOME"] = tempfile.mkdtemp(prefix="fabkit-home-")
+    env["HOME"] = empty_home()
     env.update(extra or {})
     return env
 

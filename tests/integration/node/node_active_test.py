@@ -89,6 +89,13 @@ def test_text():
 
 def test_flags():
     root = tempfile.mkdtemp(prefix="fabkit-active-")
+    try:
+        flags_refused(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def flags_refused(root):
     os.makedirs(os.path.join(root, "sys"))
     for argv, says in (
             (["--active", "--sysroot", root], "--active measures this machine's GPUs and cannot run on a --sysroot tree"),
