@@ -202,7 +202,15 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
             pidfile = os.path.join(self.dir, "munged.pid")
             if os.path.exists(pidfile):
                 try:
-                    os.kill(int(open(pidfile).read().strip()), signal.SIGTERM)
+                    pid = int(open(pidfile).read().strip())
+                    os.kill(pid, signal.SIGTERM)
+                    # munged writes its seed file as it exits: removing the directory before
+                    # that left it behind with munged.seed in it.
+                    deadline = time.monotonic() + 10
+                    while time.monotonic() < deadline:
+                        os.kill(pid, 0)
+                        time.sleep(0.05)
+                    os.kill(pid, signal.SIGKILL)
                 except (ValueError, ProcessLookupError):
                     pass
         for ns in self.netns:
