@@ -3,15 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "slurm/schedule.h"
+#include "tests/unit/slurm/numbered_hosts.h"
 
 namespace fabkit::slurm {
 namespace {
-
-std::vector<std::string> hosts(int n) {
-  std::vector<std::string> h;
-  for (int i = 0; i < n; ++i) h.push_back("n" + std::to_string(i));
-  return h;
-}
 
 // Every pair of a full tournament measured: healthy links ~ `good` (with some spread, as this
 // machine's runs have), bad ones as given.
@@ -48,7 +43,7 @@ std::vector<std::string> codes(const MatrixVerdict& v) {
 
 TEST(MatrixJudge, HealthyClusterHasNoFindings) {
   for (int n : {3, 4, 8, 64}) {
-    auto v = judge_matrix(hosts(n), measure(n, 10, {}, {}), {});
+    auto v = judge_matrix(numbered_hosts(n), measure(n, 10, {}, {}), {});
     EXPECT_TRUE(v.findings.empty()) << n << ": " << ::testing::PrintToString(codes(v));
     ASSERT_TRUE(v.reference_gbit_s);
     EXPECT_NEAR(*v.reference_gbit_s, 10, 3);
@@ -58,7 +53,7 @@ TEST(MatrixJudge, HealthyClusterHasNoFindings) {
 TEST(MatrixJudge, OneBadLinkBetweenHealthyNodes) {
   for (int n : {3, 4, 5, 16, 64}) {
     SCOPED_TRACE(n);
-    auto v = judge_matrix(hosts(n), measure(n, 10, {}, {{1, 2}}), {});
+    auto v = judge_matrix(numbered_hosts(n), measure(n, 10, {}, {{1, 2}}), {});
     EXPECT_EQ(codes(v), std::vector<std::string>{"cluster.link_slow n1<->n2"});
     EXPECT_FALSE(v.nodes[1].slow);
     EXPECT_FALSE(v.nodes[2].slow);
@@ -70,7 +65,7 @@ TEST(MatrixJudge, OneBadLinkBetweenHealthyNodes) {
 TEST(MatrixJudge, ASlowNodeIsNamedNotEachOfItsLinks) {
   for (int n : {3, 4, 7, 64}) {
     SCOPED_TRACE(n);
-    auto v = judge_matrix(hosts(n), measure(n, 10, {2}, {}), {});
+    auto v = judge_matrix(numbered_hosts(n), measure(n, 10, {2}, {}), {});
     ASSERT_EQ(codes(v), std::vector<std::string>{"cluster.node_slow n2"});
     EXPECT_TRUE(v.nodes[2].slow);
     EXPECT_EQ(v.nodes[2].low, n - 1);
@@ -83,7 +78,7 @@ TEST(MatrixJudge, ASlowNodeIsNamedNotEachOfItsLinks) {
 }
 
 TEST(MatrixJudge, SlowNodeAndAnUnrelatedBadLink) {
-  auto v = judge_matrix(hosts(16), measure(16, 10, {5}, {{0, 9}}), {});
+  auto v = judge_matrix(numbered_hosts(16), measure(16, 10, {5}, {{0, 9}}), {});
   EXPECT_EQ(codes(v),
             (std::vector<std::string>{"cluster.node_slow n5", "cluster.link_slow n0<->n9"}));
 }
@@ -92,9 +87,9 @@ TEST(MatrixJudge, UnreachableNodeAndFailedLink) {
   std::vector<NodePair> all_of_3;
   for (int i = 0; i < 6; ++i)
     if (i != 3) all_of_3.push_back({std::min(i, 3), std::max(i, 3)});
-  auto v = judge_matrix(hosts(6), measure(6, 10, {}, {}, all_of_3), {});
+  auto v = judge_matrix(numbered_hosts(6), measure(6, 10, {}, {}, all_of_3), {});
   EXPECT_EQ(codes(v), std::vector<std::string>{"cluster.node_unreachable n3"});
-  auto w = judge_matrix(hosts(6), measure(6, 10, {}, {}, {{0, 4}}), {});
+  auto w = judge_matrix(numbered_hosts(6), measure(6, 10, {}, {}, {{0, 4}}), {});
   ASSERT_EQ(codes(w), std::vector<std::string>{"cluster.link_failed n0<->n4"});
   EXPECT_NE(w.findings[0].message.find("pair.no_reachable_link"), std::string::npos);
 }
@@ -104,7 +99,7 @@ TEST(MatrixJudge, RingPlanStillFindsASlowNode) {
   for (const auto& r : ring_rounds(8))
     for (const auto& p : r.pairs)
       ms.push_back({p.a, p.b, true, (p.a == 4 || p.b == 4) ? 0.5 : 10.0, 40.0, "tcp", ""});
-  auto v = judge_matrix(hosts(8), ms, {});
+  auto v = judge_matrix(numbered_hosts(8), ms, {});
   EXPECT_EQ(codes(v), std::vector<std::string>{"cluster.node_slow n4"});
 }
 
@@ -117,20 +112,20 @@ TEST(MatrixJudge, RingPlanOneBadLinkIsNotTwoBadNodes) {
       bool bad = p.a == 3 && p.b == 4;
       ms.push_back({p.a, p.b, true, bad ? 0.1 : 10.0, 40.0, "tcp", ""});
     }
-  auto v = judge_matrix(hosts(8), ms, MatrixOptions{0.6});
+  auto v = judge_matrix(numbered_hosts(8), ms, MatrixOptions{0.6});
   EXPECT_EQ(codes(v), std::vector<std::string>{"cluster.link_slow n3<->n4"});
   EXPECT_FALSE(v.nodes[3].slow);
   EXPECT_FALSE(v.nodes[4].slow);
 }
 
 TEST(MatrixJudge, EverythingFailedAndTwoNodeLimits) {
-  auto v = judge_matrix(hosts(3), measure(3, 10, {}, {}, {{0, 1}, {0, 2}, {1, 2}}), {});
+  auto v = judge_matrix(numbered_hosts(3), measure(3, 10, {}, {}, {{0, 1}, {0, 2}, {1, 2}}), {});
   ASSERT_FALSE(v.findings.empty());
   EXPECT_EQ(v.findings[0].code, "cluster.no_measurement");
-  auto two = judge_matrix(hosts(2), measure(2, 10, {}, {}), {});
+  auto two = judge_matrix(numbered_hosts(2), measure(2, 10, {}, {}), {});
   EXPECT_EQ(codes(two), std::vector<std::string>{"cluster.localisation_limited cluster"});
   // Two nodes, the pair failed: the link is named (a node cannot be blamed on one pair).
-  auto twof = judge_matrix(hosts(2), measure(2, 10, {}, {}, {{0, 1}}), {});
+  auto twof = judge_matrix(numbered_hosts(2), measure(2, 10, {}, {}, {{0, 1}}), {});
   EXPECT_EQ(twof.findings[0].code, "cluster.no_measurement");
 }
 
@@ -150,7 +145,7 @@ TEST(MatrixJudge, ReTestTellsAFlakyLinkFromABadOne) {
       m.retest_gbit_s = 10;
     }
   }
-  auto v = judge_matrix(hosts(6), ms, {});
+  auto v = judge_matrix(numbered_hosts(6), ms, {});
   EXPECT_EQ(codes(v),
             (std::vector<std::string>{"cluster.link_flaky n0<->n5", "cluster.link_flaky n1<->n2",
                                       "cluster.link_slow n3<->n4"}))
@@ -164,7 +159,7 @@ TEST(MatrixJudge, ReTestTellsAFlakyLinkFromABadOne) {
   auto again = measure(6, 10, {}, {}, {{0, 5}});
   for (auto& m : again)
     if (m.a == 0 && m.b == 5) m.retested = true;
-  auto w = judge_matrix(hosts(6), again, {});
+  auto w = judge_matrix(numbered_hosts(6), again, {});
   ASSERT_EQ(codes(w), std::vector<std::string>{"cluster.link_failed n0<->n5"});
   EXPECT_NE(w.findings[0].message.find("failed again when re-tested"), std::string::npos);
 }

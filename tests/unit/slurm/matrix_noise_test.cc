@@ -11,15 +11,10 @@
 #include "common/json_read.h"
 #include "slurm/matrix_judge.h"
 #include "slurm/schedule.h"
+#include "tests/unit/slurm/numbered_hosts.h"
 
 namespace fabkit::slurm {
 namespace {
-
-std::vector<std::string> hosts(int n) {
-  std::vector<std::string> h;
-  for (int i = 0; i < n; ++i) h.push_back("n" + std::to_string(i));
-  return h;
-}
 
 // Every pair of n nodes at 10 Gbit/s times exp(sigma x a standard normal), seeded (Box-Muller on
 // mt19937's raw output, which the standard fixes, unlike its distributions); `bad` at `factor`.
@@ -63,7 +58,7 @@ TEST(MatrixNoise, HealthyLinksWithinTheirSpreadAreNotBlamed) {
     // No re-test here: one pass decides, so the bar is the single-pass one (4.4 sigma at 2016).
     MatrixOptions single;
     single.retest = false;
-    auto v = judge_matrix(hosts(64), ms, single);
+    auto v = judge_matrix(numbered_hosts(64), ms, single);
     EXPECT_EQ(blamed(v), std::vector<std::string>{"cluster.link_slow n1<->n2"});
     ASSERT_TRUE(v.link_spread);
     EXPECT_EQ(v.link_spread->links, 2016);
@@ -75,7 +70,7 @@ TEST(MatrixNoise, HealthyLinksWithinTheirSpreadAreNotBlamed) {
     // The fixed fraction alone blames healthy links in that tail: what the bar is for.
     MatrixOptions fixed = single;
     fixed.noise_sigmas = 0;
-    auto old = judge_matrix(hosts(64), ms, fixed);
+    auto old = judge_matrix(numbered_hosts(64), ms, fixed);
     EXPECT_GT(blamed(old).size(), 5u);
     EXPECT_FALSE(old.link_spread);
     EXPECT_FALSE(has(old, "cluster.link_spread_wide"));
@@ -84,7 +79,7 @@ TEST(MatrixNoise, HealthyLinksWithinTheirSpreadAreNotBlamed) {
 
 TEST(MatrixNoise, ATightFabricKeepsTheSlowFraction) {
   // sigma 0.03, a healthy InfiniBand fabric's spread: a link at 45% is named.
-  auto v = judge_matrix(hosts(32), noisy(32, 0.03, {3, 4}, 0.45), {});
+  auto v = judge_matrix(numbered_hosts(32), noisy(32, 0.03, {3, 4}, 0.45), {});
   EXPECT_EQ(blamed(v), std::vector<std::string>{"cluster.link_slow n3<->n4"});
   ASSERT_TRUE(v.link_spread);
   EXPECT_GT(v.link_spread->noise_bar, 0.5);
@@ -94,7 +89,7 @@ TEST(MatrixNoise, ATightFabricKeepsTheSlowFraction) {
 
 TEST(MatrixNoise, FewLinksGiveNoSpread) {
   // 6 nodes, 15 links: below noise_min_links the bar is --slow-fraction alone.
-  auto v = judge_matrix(hosts(6), noisy(6, 0.5, {1, 2}, 0.03), {});
+  auto v = judge_matrix(numbered_hosts(6), noisy(6, 0.5, {1, 2}, 0.03), {});
   EXPECT_FALSE(v.link_spread);
   EXPECT_DOUBLE_EQ(v.link_fraction, 0.5);
 }
@@ -103,14 +98,14 @@ TEST(MatrixNoise, TheReTestIsJudgedByTheSameBar) {
   auto ms = noisy(64, 0.5, {1, 2}, 0.03);
   MatrixOptions single;  // the other links have no re-test figure: one pass decides for them
   single.retest = false;
-  const double bar = judge_matrix(hosts(64), ms, single).link_fraction;
+  const double bar = judge_matrix(numbered_hosts(64), ms, single).link_fraction;
   for (auto& m : ms)
     if (m.a == 1 && m.b == 2) {
       m.retested = true;
       m.retest_ok = true;
       m.retest_gbit_s = 10 * (bar + 0.5) / 2;  // above the noise bar, below --slow-fraction
     }
-  auto v = judge_matrix(hosts(64), ms, single);
+  auto v = judge_matrix(numbered_hosts(64), ms, single);
   EXPECT_TRUE(blamed(v).empty()) << ::testing::PrintToString(blamed(v));
   EXPECT_TRUE(has(v, "cluster.link_flaky"));
 }
