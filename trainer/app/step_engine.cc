@@ -128,10 +128,11 @@ StepSums StepEngine::finish_step(const at::Tensor& loss, bool apply, double max_
   } else if (tensor_step_) {
     sq = tensor_grad_sq_norm(model_->grad_tensors()).to(f64);
   } else {
-    // The host loops: the squared norm is a host value already (no device to wait for).
-    double local = 0.0;
-    clip_grad_norm(model_->shards(), 0.0, [&](double* s, size_t) { local = *s; });
-    sq = torch::full({}, local, f64);
+    // The host loops: the squared norm is a host value already (no device to wait for), taken
+    // as the gradients were written when the model could (a world of one).
+    std::optional<double> local = model_->local_grad_sq_norm();
+    if (!local) clip_grad_norm(model_->shards(), 0.0, [&](double* s, size_t) { local = *s; });
+    sq = torch::full({}, *local, f64);
   }
   std::vector<at::Tensor> parts{loss.to(f64).reshape({}), sq};
   // Fills, not a host tensor copied over: a copy from pageable host memory syncs the stream.

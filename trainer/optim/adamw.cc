@@ -2,6 +2,7 @@
 
 #include "common/errors.h"
 #include "trainer/optim/optimizer.h"
+#include "trainer/parallel/grad_sum.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -110,21 +111,8 @@ std::unique_ptr<ShardOptimizer> make_adamw(const std::vector<FlatShard>& shards,
 
 double clip_grad_norm(std::vector<FlatShard>& shards, double max_norm,
                       const std::function<void(double*, size_t)>& sum_across_shards) {
-  // Eight independent partial sums: one serial chain of dependent double adds was latency-bound
-  // (4 cycles per element); the fixed lane assignment keeps the result deterministic.
-  constexpr int kLanes = 8;
-  double lanes[kLanes] = {};
-  for (const auto& s : shards) {
-    const float* g = s.grad.data();
-    const int64_t n = s.valid_numel();
-    int64_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) {
-      for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(g[i + l]) * g[i + l];
-    }
-    for (; i < n; ++i) lanes[i % kLanes] += static_cast<double>(g[i]) * g[i];
-  }
   double sq = 0.0;
-  for (double l : lanes) sq += l;
+  for (const auto& s : shards) sq += sum_squares(s.grad.data(), s.valid_numel());
   sum_across_shards(&sq, 1);
   const double norm = std::sqrt(sq);
   if (max_norm > 0 && norm > max_norm) {

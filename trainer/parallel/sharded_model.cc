@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/errors.h"
+#include "trainer/parallel/grad_sum.h"
 
 namespace fabkit::trainer {
 
@@ -47,6 +48,8 @@ ShardedModel::ShardedModel(Comm& comm, std::vector<UnitParams> units, std::vecto
     shards_.push_back(std::move(s));
   }
   gathered_.assign(units_.size(), 0);
+  grad_stale_.assign(units_.size(), false);
+  grad_sq_.assign(units_.size(), std::nullopt);
   full_.resize(units_.size());
   prefetch_.resize(units_.size());
   gathering_.resize(units_.size());
@@ -138,6 +141,10 @@ void ShardedModel::release(size_t u) {
 
 void ShardedModel::reduce_grads(size_t u) {
   FlatShard& s = shards_[u];
+  if (s.world_size == 1 && !fused_step_ && !tensor_device_) {
+    store_host_grads(u);  // the host shard, written in one pass with its squared norm
+    return;
+  }
   // ATen views of the shard's grad so the adds run vectorised (and on the intra-op threads).
   // Fused step: a fresh zeroed buffer takes this step's reduced gradient instead of the shard's.
   at::Tensor shard_grad = fused_step_ ? torch::zeros({s.shard_numel}, param_tensor(u).options()) : grad_tensor(u);
@@ -384,10 +391,75 @@ int64_t ShardedModel::state_bytes() const {
 void ShardedModel::zero_grad() {
   if (fused_step_) return;
   if (!tensor_device_) {
-    for (auto& s : shards_) std::fill(s.grad.begin(), s.grad.end(), 0.0f);
+    for (size_t u = 0; u < shards_.size(); ++u) {
+      FlatShard& s = shards_[u];
+      grad_sq_[u] = std::nullopt;
+      // A whole unit on this rank: its first reduction overwrites the shard instead (see
+      // store_host_grads), so the zeros are never written only to be added to.
+      grad_stale_[u] = s.world_size == 1;
+      if (!grad_stale_[u]) std::fill(s.grad.begin(), s.grad.end(), 0.0f);
+    }
     return;
   }
   for (auto& g : grad_t_) g.zero_();
+}
+
+void ShardedModel::store_host_grads(size_t u) {
+  FlatShard& s = shards_[u];
+  float* shard = s.grad.data();
+  const bool overwrite = grad_stale_[u];
+  double sq = 0.0;
+  int64_t covered = 0;  // params are laid out back to back from offset 0
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    at::Tensor& p = units_[u].params[i].second;
+    const ParamSlot& slot = s.params[i];
+    float* dst = shard + slot.offset;
+    covered = slot.offset + slot.numel;
+    if (!p.grad().defined()) {
+      if (overwrite) {
+        std::fill(dst, dst + slot.numel, 0.0f);
+      } else {
+        sq += sum_squares(dst, slot.numel);
+      }
+      continue;
+    }
+    const at::Tensor g = p.grad().reshape(-1);
+    if (g.scalar_type() == at::kFloat && g.device().is_cpu() && g.is_contiguous()) {
+      sq += store_grad_sum_squares(dst, g.data_ptr<float>(), slot.numel, overwrite);
+    } else {
+      // A bf16/fp16 gradient: ATen converts it to the fp32 slot.
+      at::Tensor view = torch::from_blob(dst, {slot.numel}, torch::kFloat32);
+      if (overwrite) {
+        view.copy_(g);
+      } else {
+        view.add_(g);
+      }
+      sq += sum_squares(dst, slot.numel);
+    }
+    p.mutable_grad() = at::Tensor();
+  }
+  if (overwrite) std::fill(shard + covered, shard + s.shard_numel, 0.0f);  // the padding tail
+  grad_stale_[u] = false;
+  grad_sq_[u] = sq;
+}
+
+void ShardedModel::settle_grads() const {
+  for (size_t u = 0; u < shards_.size(); ++u) {
+    grad_sq_[u] = std::nullopt;  // the caller may write the gradients
+    if (!grad_stale_[u]) continue;
+    auto& s = const_cast<FlatShard&>(shards_[u]);
+    std::fill(s.grad.begin(), s.grad.end(), 0.0f);
+    grad_stale_[u] = false;
+  }
+}
+
+std::optional<double> ShardedModel::local_grad_sq_norm() const {
+  double sq = 0.0;
+  for (size_t u = 0; u < shards_.size(); ++u) {
+    if (!grad_sq_[u]) return std::nullopt;
+    sq += *grad_sq_[u];
+  }
+  return sq;
 }
 
 // Host mode: views made on each use, never kept: a resume may replace a shard's vectors (resharding
@@ -401,6 +473,7 @@ at::Tensor ShardedModel::param_tensor(size_t u) const {
 at::Tensor ShardedModel::grad_tensor(size_t u) const {
   if (fused_step_) return at::Tensor();  // no gradient shards are kept
   if (tensor_device_) return grad_t_[u];
+  settle_grads();
   auto& s = const_cast<FlatShard&>(shards_[u]);
   return torch::from_blob(s.grad.data(), {s.shard_numel}, torch::kFloat32);
 }

@@ -122,8 +122,16 @@ class ShardedModel {
   // finishes the step (logging, the next batch). Call after the optimizer step, on every rank.
   void prefetch_first_stage();
 
-  std::vector<FlatShard>& shards() { return shards_; }
-  const std::vector<FlatShard>& shards() const { return shards_; }
+  // The shards with every gradient settled (a unit whose zeroing was deferred, see zero_grad, is
+  // zeroed now). The non-const access may write the gradients: it forgets their squared norms.
+  std::vector<FlatShard>& shards() {
+    settle_grads();
+    return shards_;
+  }
+  const std::vector<FlatShard>& shards() const {
+    settle_grads();
+    return shards_;
+  }
   // The shards as fp32 tensors [shard_numel] on device(): in tensor mode the shards themselves
   // (stable for the model's life: the tensor optimizers keep them); in host mode fresh views of the
   // host vectors, valid until a vector is replaced (a resume).
@@ -137,7 +145,14 @@ class ShardedModel {
   // (after a resume wrote the host vectors). No-ops in host mode, where they are one memory.
   void sync_params_to_host();
   void sync_params_from_host();
+  // Host shards of a world of one defer the zeroing to their unit's first gradient, which then
+  // overwrites the shard (every access to the gradients zeroes a unit that got none).
   void zero_grad();
+  // Host shards of a world of one: the sum of the squares of this rank's gradient shards, as the
+  // step's reductions wrote them (taken in the same pass); nullopt when some unit's gradient was
+  // not written that way or may have changed since (any non-const access to the shards or their
+  // tensors), so the caller computes it from the shards.
+  std::optional<double> local_grad_sq_norm() const;
   // params + grads this rank holds (wherever they live; optimizer state is the optimizer's).
   int64_t state_bytes() const;
 
@@ -172,6 +187,8 @@ class ShardedModel {
   void prefetch(size_t unit);  // start_allgather unless the unit is live or already on its way
   void release(size_t unit);
   void reduce_grads(size_t unit);
+  void store_host_grads(size_t unit);
+  void settle_grads() const;
   void wait_reductions(size_t keep_in_flight);
 
   Comm& comm_;
@@ -184,6 +201,11 @@ class ShardedModel {
   std::vector<FlatShard> shards_;
   std::vector<at::Tensor> param_t_, grad_t_;  // tensor mode only: per unit, fp32 [shard_numel]
   std::vector<int> gathered_;        // reference count per unit
+  // Host mode, per unit: the gradient shard awaits its zeroing (its first reduction overwrites it);
+  // and the squared norm of the gradient shard as its last reduction wrote it. Mutable: the const
+  // accessors settle the gradients before anyone reads them.
+  mutable std::vector<bool> grad_stale_;
+  mutable std::vector<std::optional<double>> grad_sq_;
   std::vector<at::Tensor> full_;     // the gathered flat buffer while gathered (or prefetching)
   std::vector<CommRequestPtr> prefetch_;  // per unit: an allgather in flight into full_
   std::vector<size_t> first_stage_;  // per unit: its first stage (= its last in backward)
