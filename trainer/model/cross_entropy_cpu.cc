@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "trainer/model/cpu_vec.h"
 
 namespace fabkit::trainer {
 namespace {
@@ -19,59 +20,16 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 constexpr int64_t kRowsPerTask = 16;
-// Sixteen floats (one AVX-512 register, two AVX2 or four SSE ones), in GCC's vector extension:
-// the exp below has a clamp and a floor, whose branches keep the auto-vectoriser off plain loops.
-typedef float VecF __attribute__((vector_size(64)));
-typedef int32_t VecI __attribute__((vector_size(64)));
-constexpr int kLanes = 16;
+using cpu_vec::exp_nonpositive;
+using cpu_vec::kLanes;
+using cpu_vec::load;
+using cpu_vec::splat;
+using cpu_vec::store;
+using cpu_vec::VecF;
 
-// Always inlined into each clone, so no 64-byte vector ever crosses a call (whose ABI would
-// differ between the clones, which is all GCC's -Wpsabi warns of).
-#pragma GCC diagnostic ignored "-Wpsabi"
-#define FABKIT_CE_INLINE inline __attribute__((always_inline))
-FABKIT_CE_INLINE VecF load(const float* p) {
-  VecF v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-FABKIT_CE_INLINE void store(float* p, VecF v) { std::memcpy(p, &v, sizeof v); }
-FABKIT_CE_INLINE VecF splat(float x) { return VecF{} + x; }
-
-// expf for x <= 0 (every argument here is a logit minus the row's max or logsumexp): Cephes'
-// range reduction and polynomial (~1 ulp), 2^n built in the exponent bits. Below -87 the result
-// is clamped to ~1e-38 instead of a denormal or 0 (and -inf gives that too): a probability that
-// small adds nothing to a sum of >= 1 and nothing visible to a gradient. NaN stays NaN.
-FABKIT_CE_INLINE VecF exp_nonpositive(VecF x) {
-  x = x < splat(-87.0f) ? splat(-87.0f) : x;
-  const VecF t = x * 1.44269504088896341f + 0.5f;
-  const VecF tr = __builtin_convertvector(__builtin_convertvector(t, VecI), VecF);  // trunc
-  // floor = trunc - 1 where trunc rounded up (t < 0 with a fraction); the mask is -1 there.
-  const VecF n = tr + __builtin_convertvector(tr > t, VecF);
-  VecF r = x - n * 0.693359375f;
-  r = r + n * 2.12194440e-4f;
-  VecF p = splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const VecI bits = (__builtin_convertvector(n, VecI) + 127) << 23;
-  VecF scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
-// Each row kernel is also built for AVX2 and AVX-512 (picked at load time by the CPU): the
-// wheel-style build targets baseline x86-64. The tails (past a multiple of 16) go through expf.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define FABKIT_CE_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define FABKIT_CE_CLONES
-#endif
-
-FABKIT_CE_CLONES
+// The row kernels below are cloned for AVX2 and AVX-512 (cpu_vec.h); the tails (past a multiple
+// of 16) go through expf.
+FABKIT_VEC_CLONES
 float row_max(const float* x, int64_t n) {
   VecF lanes = splat(-INFINITY);
   int64_t j = 0;
@@ -85,7 +43,7 @@ float row_max(const float* x, int64_t n) {
   return m;
 }
 
-FABKIT_CE_CLONES
+FABKIT_VEC_CLONES
 double row_sum_exp(const float* x, int64_t n, float shift) {
   VecF lanes = {};
   int64_t j = 0;
@@ -97,7 +55,7 @@ double row_sum_exp(const float* x, int64_t n, float shift) {
 }
 
 // d[j] = scale * exp(x[j] - lse): the softmax, scaled by the incoming gradient.
-FABKIT_CE_CLONES
+FABKIT_VEC_CLONES
 void row_softmax_scaled(const float* x, float* d, int64_t n, float lse, float scale) {
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) store(d + j, exp_nonpositive(load(x + j) - lse) * scale);

@@ -3,7 +3,10 @@
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
+#include <vector>
+
 #include "common/errors.h"
+#include "trainer/model/swiglu_cpu.h"
 #include "trainer/model/weight_grad_store.h"
 
 namespace fabkit::trainer {
@@ -18,10 +21,46 @@ at::Tensor gate_up_weight(const at::Tensor& gate_w, const at::Tensor& up_w) {
   return view.defined() ? view : at::cat({gate_w, up_w}, 0);
 }
 
-// silu(g) ⊙ u, with the op-by-op formula's ops (silu, then the product), so every dtype rounds
-// as HF's `act_fn(gate_proj(x)) * up_proj(x)` does.
+// fp32 on the CPU: the fused passes (swiglu_cpu.h). Elsewhere (a GPU, bf16) ATen's ops.
+bool fused_on_cpu(const at::Tensor& gate_up) {
+  return gate_up.device().is_cpu() && gate_up.scalar_type() == at::kFloat &&
+         gate_up.is_contiguous();
+}
+
+// silu(g) ⊙ u. Off the fused path with the op-by-op formula's ops (silu, then the product), so
+// bf16 rounds as HF's `act_fn(gate_proj(x)) * up_proj(x)` does.
 at::Tensor swiglu(const at::Tensor& gate_up, int64_t inter) {
+  if (fused_on_cpu(gate_up)) {
+    std::vector<int64_t> sizes = gate_up.sizes().vec();
+    sizes.back() = inter;
+    at::Tensor h = at::empty(sizes, gate_up.options());
+    swiglu_forward_fp32(gate_up.data_ptr<float>(), h.data_ptr<float>(),
+                        gate_up.numel() / (2 * inter), inter);
+    return h;
+  }
   return at::silu(gate_up.narrow(-1, 0, inter)).mul_(gate_up.narrow(-1, inter, inter));
+}
+
+// [dg | du] into one [N, 2I] buffer (the GEMMs after it read it whole, where the op-by-op
+// backward concatenates the two halves first), and h = silu(g) ⊙ u when `h` is not null.
+at::Tensor swiglu_backward(const at::Tensor& gu, const at::Tensor& dh, int64_t inter,
+                           at::Tensor* h) {
+  at::Tensor d_gate_up = at::empty_like(gu);
+  if (fused_on_cpu(gu)) {
+    const at::Tensor dh_c = dh.contiguous();
+    if (h) *h = at::empty_like(dh_c);
+    swiglu_backward_fp32(gu.data_ptr<float>(), dh_c.data_ptr<float>(), d_gate_up.data_ptr<float>(),
+                         h ? h->data_ptr<float>() : nullptr, gu.size(0), inter);
+    return d_gate_up;
+  }
+  const at::Tensor gate = gu.narrow(1, 0, inter), up = gu.narrow(1, inter, inter);
+  at::Tensor silu_gate = at::silu(gate);
+  if (h) *h = silu_gate * up;
+  at::Tensor d_gate = d_gate_up.narrow(1, 0, inter), d_up = d_gate_up.narrow(1, inter, inter);
+  at::mul_out(d_up, dh, silu_gate);
+  silu_gate = at::Tensor();
+  at::silu_backward_out(d_gate, dh * up, gate);
+  return d_gate_up;
 }
 
 class SwiGluMlp : public torch::autograd::Function<SwiGluMlp> {
@@ -50,24 +89,17 @@ class SwiGluMlp : public torch::autograd::Function<SwiGluMlp> {
     const int64_t hidden = x.size(-1), inter = gate_w.size(0);
     const at::Tensor dy = grads[0].reshape({-1, hidden});
     const at::Tensor gu = gate_up.reshape({-1, 2 * inter});
-    const at::Tensor gate = gu.narrow(1, 0, inter), up = gu.narrow(1, inter, inter);
 
-    at::Tensor silu_gate = at::silu(gate);
     // A split backward (weight_grad_store.h): the weight GEMMs wait for the W pass, keeping dy,
     // the gate/up product and x (and [dg | du] below) until then.
     WeightGradStore* store = WeightGradStore::active();
+    const bool d_down_now = ctx->needs_input_grad(3) && !store;
+    at::Tensor h;
+    const at::Tensor d_gate_up =
+        swiglu_backward(gu, at::mm(dy, down_w), inter, d_down_now ? &h : nullptr);
     at::Tensor d_down;
-    if (ctx->needs_input_grad(3) && !store) d_down = at::mm(dy.t(), silu_gate * up);
-    at::Tensor dh = at::mm(dy, down_w);  // [N, I]
-    // [dg | du] written straight into one [N, 2I] buffer: the GEMMs below read it whole, where
-    // the op-by-op backward concatenates the two halves first.
-    at::Tensor d_gate_up = at::empty_like(gu);
-    at::Tensor d_gate_half = d_gate_up.narrow(1, 0, inter),
-               d_up_half = d_gate_up.narrow(1, inter, inter);
-    at::mul_out(d_up_half, dh, silu_gate);
-    silu_gate = at::Tensor();
-    at::silu_backward_out(d_gate_half, dh * up, gate);
-    dh = at::Tensor();
+    if (d_down_now) d_down = at::mm(dy.t(), h);
+    h = at::Tensor();
 
     at::Tensor dx, d_gate, d_up;
     if (ctx->needs_input_grad(0))
@@ -76,8 +108,7 @@ class SwiGluMlp : public torch::autograd::Function<SwiGluMlp> {
       const at::Tensor x2 = x.reshape({-1, hidden});
       store->defer({{gate_w, up_w, down_w}, [dy, gu, d_gate_up, x2, inter]() {
                       const at::Tensor d_w = at::mm(d_gate_up.t(), x2);
-                      const at::Tensor h =
-                          at::silu(gu.narrow(1, 0, inter)) * gu.narrow(1, inter, inter);
+                      const at::Tensor h = swiglu(gu, inter);
                       return std::vector<at::Tensor>{
                           d_w.narrow(0, 0, inter), d_w.narrow(0, inter, inter), at::mm(dy.t(), h)};
                     }});
