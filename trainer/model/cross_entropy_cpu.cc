@@ -20,12 +20,7 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 constexpr int64_t kRowsPerTask = 16;
-using cpu_vec::exp_nonpositive;
-using cpu_vec::kLanes;
-using cpu_vec::load;
-using cpu_vec::splat;
-using cpu_vec::store;
-using cpu_vec::VecF;
+using namespace cpu_vec;  // VecF, load/store/splat, exp_nonpositive
 
 // The row kernels below are cloned for AVX2 and AVX-512 (cpu_vec.h); the tails (past a multiple
 // of 16) go through expf.

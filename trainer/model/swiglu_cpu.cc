@@ -9,12 +9,7 @@
 namespace fabkit::trainer {
 namespace {
 
-using cpu_vec::exp_nonpositive;
-using cpu_vec::kLanes;
-using cpu_vec::load;
-using cpu_vec::splat;
-using cpu_vec::store;
-using cpu_vec::VecF;
+using namespace cpu_vec;  // VecF, load/store/splat, exp_nonpositive
 
 constexpr int64_t kRowsPerTask = 8;
 
