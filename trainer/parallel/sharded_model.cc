@@ -443,9 +443,9 @@ void ShardedModel::store_host_grads(size_t u) {
   grad_sq_[u] = sq;
 }
 
-void ShardedModel::settle_grads() const {
+void ShardedModel::settle_grads(bool may_write) const {
   for (size_t u = 0; u < shards_.size(); ++u) {
-    grad_sq_[u] = std::nullopt;  // the caller may write the gradients
+    if (may_write) grad_sq_[u] = std::nullopt;
     if (!grad_stale_[u]) continue;
     auto& s = const_cast<FlatShard&>(shards_[u]);
     std::fill(s.grad.begin(), s.grad.end(), 0.0f);
@@ -473,7 +473,7 @@ at::Tensor ShardedModel::param_tensor(size_t u) const {
 at::Tensor ShardedModel::grad_tensor(size_t u) const {
   if (fused_step_) return at::Tensor();  // no gradient shards are kept
   if (tensor_device_) return grad_t_[u];
-  settle_grads();
+  settle_grads(/*may_write=*/true);  // a writable view of the shard
   auto& s = const_cast<FlatShard&>(shards_[u]);
   return torch::from_blob(s.grad.data(), {s.shard_numel}, torch::kFloat32);
 }

@@ -125,11 +125,11 @@ class ShardedModel {
   // The shards with every gradient settled (a unit whose zeroing was deferred, see zero_grad, is
   // zeroed now). The non-const access may write the gradients: it forgets their squared norms.
   std::vector<FlatShard>& shards() {
-    settle_grads();
+    settle_grads(/*may_write=*/true);
     return shards_;
   }
   const std::vector<FlatShard>& shards() const {
-    settle_grads();
+    settle_grads(/*may_write=*/false);
     return shards_;
   }
   // The shards as fp32 tensors [shard_numel] on device(): in tensor mode the shards themselves
@@ -188,7 +188,9 @@ class ShardedModel {
   void release(size_t unit);
   void reduce_grads(size_t unit);
   void store_host_grads(size_t unit);
-  void settle_grads() const;
+  // Zeroes every unit still waiting for its zeroing; may_write: the caller gets writable
+  // gradients, so the squared norms taken by store_host_grads are forgotten too.
+  void settle_grads(bool may_write) const;
   void wait_reductions(size_t keep_in_flight);
 
   Comm& comm_;
@@ -203,7 +205,8 @@ class ShardedModel {
   std::vector<int> gathered_;        // reference count per unit
   // Host mode, per unit: the gradient shard awaits its zeroing (its first reduction overwrites it);
   // and the squared norm of the gradient shard as its last reduction wrote it. Mutable: the const
-  // accessors settle the gradients before anyone reads them.
+  // accessors settle the gradients before anyone reads them (and grad_tensor, const but handing
+  // out writable tensors, forgets the norms).
   mutable std::vector<bool> grad_stale_;
   mutable std::vector<std::optional<double>> grad_sq_;
   std::vector<at::Tensor> full_;     // the gathered flat buffer while gathered (or prefetching)

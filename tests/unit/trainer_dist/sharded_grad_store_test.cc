@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 
 #include "tests/unit/trainer_dist/gloo_rank_threads.h"
 #include "trainer/distributed/comm.h"
@@ -74,8 +75,8 @@ TEST(ShardedModelOneRank, TheFirstMicroBatchOverwritesStaleGradientsAndTheNormIs
 }
 
 // Any non-const access may change the gradients (a clip, an unscale): the norm taken before is
-// not offered after it.
-TEST(ShardedModelOneRank, ANonConstAccessToTheShardsForgetsTheNorm) {
+// not offered after it. A const read keeps it.
+TEST(ShardedModelOneRank, ANonConstAccessToTheShardsForgetsTheNormAConstOneKeepsIt) {
   OneRank r;
   r.mb->input_ids = torch::randint(0, 50, {2, 9}, torch::kInt64);
   r.mb->labels = r.mb->input_ids;
@@ -83,6 +84,8 @@ TEST(ShardedModelOneRank, ANonConstAccessToTheShardsForgetsTheNorm) {
   r.mb->loss_normalizer = 16.0;
   r.sm->zero_grad();
   r.sm->forward_backward();
+  ASSERT_TRUE(r.sm->local_grad_sq_norm().has_value());
+  EXPECT_FALSE(std::as_const(*r.sm).shards().empty());
   ASSERT_TRUE(r.sm->local_grad_sq_norm().has_value());
   for (FlatShard& s : r.sm->shards()) {
     for (float& g : s.grad) g *= 0.5f;
