@@ -41,21 +41,27 @@ at::Tensor swiglu(const at::Tensor& gate_up, int64_t inter) {
   return at::silu(gate_up.narrow(-1, 0, inter)).mul_(gate_up.narrow(-1, inter, inter));
 }
 
-// [dg | du] into one [N, 2I] buffer (the GEMMs after it read it whole, where the op-by-op
-// backward concatenates the two halves first), and h = silu(g) ⊙ u when `h` is not null.
-at::Tensor swiglu_backward(const at::Tensor& gu, const at::Tensor& dh, int64_t inter,
-                           at::Tensor* h) {
-  at::Tensor d_gate_up = at::empty_like(gu);
+// From dy [N, H]: [dg | du] into one [N, 2I] buffer (the GEMMs after it read it whole, where the
+// op-by-op backward concatenates the two halves first), and down_proj's gradient dyᵀ·h when
+// `d_down` is not null, h = silu(g) ⊙ u held only for that GEMM.
+at::Tensor swiglu_backward(const at::Tensor& gu, const at::Tensor& dy, const at::Tensor& down_w,
+                           int64_t inter, at::Tensor* d_down) {
   if (fused_on_cpu(gu)) {
-    const at::Tensor dh_c = dh.contiguous();
-    if (h) *h = at::empty_like(dh_c);
-    swiglu_backward_fp32(gu.data_ptr<float>(), dh_c.data_ptr<float>(), d_gate_up.data_ptr<float>(),
-                         h ? h->data_ptr<float>() : nullptr, gu.size(0), inter);
+    const at::Tensor dh = at::mm(dy, down_w);  // [N, I]
+    at::Tensor d_gate_up = at::empty_like(gu);
+    at::Tensor h = d_down ? at::empty_like(dh) : at::Tensor();
+    swiglu_backward_fp32(gu.data_ptr<float>(), dh.data_ptr<float>(), d_gate_up.data_ptr<float>(),
+                         d_down ? h.data_ptr<float>() : nullptr, gu.size(0), inter);
+    if (d_down) *d_down = at::mm(dy.t(), h);
     return d_gate_up;
   }
   const at::Tensor gate = gu.narrow(1, 0, inter), up = gu.narrow(1, inter, inter);
+  // In the order that keeps the fewest [N, I] buffers alive at once (a GPU's peak): the product
+  // is freed before dh and the output exist.
   at::Tensor silu_gate = at::silu(gate);
-  if (h) *h = silu_gate * up;
+  if (d_down) *d_down = at::mm(dy.t(), silu_gate * up);
+  const at::Tensor dh = at::mm(dy, down_w);
+  at::Tensor d_gate_up = at::empty_like(gu);
   at::Tensor d_gate = d_gate_up.narrow(1, 0, inter), d_up = d_gate_up.narrow(1, inter, inter);
   at::mul_out(d_up, dh, silu_gate);
   silu_gate = at::Tensor();
@@ -93,13 +99,9 @@ class SwiGluMlp : public torch::autograd::Function<SwiGluMlp> {
     // A split backward (weight_grad_store.h): the weight GEMMs wait for the W pass, keeping dy,
     // the gate/up product and x (and [dg | du] below) until then.
     WeightGradStore* store = WeightGradStore::active();
-    const bool d_down_now = ctx->needs_input_grad(3) && !store;
-    at::Tensor h;
-    const at::Tensor d_gate_up =
-        swiglu_backward(gu, at::mm(dy, down_w), inter, d_down_now ? &h : nullptr);
     at::Tensor d_down;
-    if (d_down_now) d_down = at::mm(dy.t(), h);
-    h = at::Tensor();
+    const at::Tensor d_gate_up = swiglu_backward(
+        gu, dy, down_w, inter, ctx->needs_input_grad(3) && !store ? &d_down : nullptr);
 
     at::Tensor dx, d_gate, d_up;
     if (ctx->needs_input_grad(0))
