@@ -36,6 +36,38 @@ tcp::LinkTestSpec parse_link_spec(const Json& a, const std::string& token) {
   return s;
 }
 
+namespace {
+
+// "ring_orders" (optional): 1..128 permutations of 0..world_size-1 (128 = the Walecki orders of
+// the largest world, 256), each naming the ranks in ring order.
+std::vector<std::vector<int>> parse_ring_orders(const Json& a, int world_size) {
+  std::vector<std::vector<int>> out;
+  auto it = a.find("ring_orders");
+  if (it == a.end()) return out;
+  const std::string fix = "field 'ring_orders' must be an array of 1..128 orders, each a permutation of the " +
+                          std::to_string(world_size) + " ranks 0.." + std::to_string(world_size - 1);
+  if (!it->is_array() || it->empty() || it->size() > 128)
+    throw wire::WireError(wire::WireErrorKind::kBadMessage, fix);
+  for (const auto& order : *it) {
+    if (!order.is_array() || static_cast<int>(order.size()) != world_size)
+      throw wire::WireError(wire::WireErrorKind::kBadMessage, fix);
+    std::vector<char> seen(static_cast<size_t>(world_size), 0);
+    std::vector<int> ranks;
+    for (const auto& r : order) {
+      if (!r.is_number_integer() || r.get<int64_t>() < 0 || r.get<int64_t>() >= world_size ||
+          seen[static_cast<size_t>(r.get<int64_t>())])
+        throw wire::WireError(wire::WireErrorKind::kBadMessage, fix + " (order " + std::to_string(out.size()) +
+                                                                    " holds " + r.dump().substr(0, 32) + ")");
+      seen[static_cast<size_t>(r.get<int64_t>())] = 1;
+      ranks.push_back(static_cast<int>(r.get<int64_t>()));
+    }
+    out.push_back(std::move(ranks));
+  }
+  return out;
+}
+
+}  // namespace
+
 TransportArgs parse_transport_args(const Json& a) {
   TransportArgs t;
   // 256 ranks bounds what one request makes an agent hold (one address each); far above any
@@ -44,7 +76,8 @@ TransportArgs parse_transport_args(const Json& a) {
   t.rank = static_cast<int>(get_int(a, "rank", 0, t.world_size - 1));
   t.local_addr = get_ipv4(a, "local_addr");
   t.peer_addr = get_ipv4(a, "peer_addr");
-  if (t.world_size > 2) {
+  t.ring_orders = parse_ring_orders(a, t.world_size);
+  if (t.world_size > 2 || !t.ring_orders.empty()) {
     auto ring = a.find("ring_addrs");
     if (ring == a.end() || !ring->is_array() || static_cast<int>(ring->size()) != t.world_size)
       throw wire::WireError(wire::WireErrorKind::kBadMessage,
@@ -76,8 +109,11 @@ TransportArgs parse_transport_args(const Json& a) {
   t.timeout_ms = static_cast<int>(get_int_or(a, "timeout_ms", 1, 600000, 30000));
   if (a.contains("extra")) t.rdma = parse_rdma_port_args(a["extra"]);
   t.progress = wire::get_bool_or(a, "progress", false);
-  const int64_t every_wait = int64_t{t.timeout_ms} *
-                             (static_cast<int64_t>(t.sizes_bytes.size()) * (t.iters + t.warmup_iters) + 4);
+  // A ring session runs the sweep once per order over connections made once.
+  const int64_t sweeps = std::max<int64_t>(1, static_cast<int64_t>(t.ring_orders.size()));
+  const int64_t every_wait =
+      int64_t{t.timeout_ms} *
+      (sweeps * static_cast<int64_t>(t.sizes_bytes.size()) * (t.iters + t.warmup_iters) + 4);
   t.sweep_timeout_ms = static_cast<int>(
       get_int_or(a, "sweep_timeout_ms", 1, kMaxSweepTimeoutMs, std::min(every_wait, kMaxSweepTimeoutMs)));
   return t;

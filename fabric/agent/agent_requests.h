@@ -30,6 +30,10 @@ struct TransportArgs {
   // connects to ring_addrs[i+1]. peer_addr is then the right neighbour's address.
   int world_size = 2;
   std::vector<std::string> ring_addrs;
+  // A ring session (fabkit-socket only): every order a permutation of the ranks, run one after
+  // the other in one runner over connections made once to every other rank (ring_addrs then
+  // required at any world_size). Empty: the one ring 0..world_size-1.
+  std::vector<std::vector<int>> ring_orders;
   std::string local_addr, peer_addr, ifname;
   uint16_t port = 0;
   std::vector<uint64_t> sizes_bytes;

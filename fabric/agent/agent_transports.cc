@@ -50,6 +50,14 @@ Json run_agent_transport_here(const std::string& name, const TransportArgs& a, c
                               const std::function<void(size_t, size_t)>& on_size_done) {
   fabric::AllreduceSpec spec = to_spec(a, token);
   spec.on_size_done = on_size_done;
+  if (!a.ring_orders.empty()) {
+    if (name != "fabkit-socket")
+      throw AgentOpError("agent.bad_transport_args",
+                         "ring_orders (a ring session) is run by fabkit-socket only, not '" + name + "'");
+    // Progress per size would count every order's sizes as one sweep's: not passed on.
+    spec.on_size_done = nullptr;
+    return fabric::to_json(fabric::run_fabkit_socket_ring_session(spec, a.ring_orders));
+  }
   if (name == "raw-exchange") return fabric::to_json(fabric::run_raw_exchange(spec));
   if (name == "fabkit-socket") return fabric::to_json(fabric::run_fabkit_socket_allreduce(spec));
   if (name == "gloo-tcp") return fabric::to_json(fabric::run_gloo_tcp_allreduce(spec));

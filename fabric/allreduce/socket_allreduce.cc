@@ -8,6 +8,7 @@
 #include "fabric/allreduce/runners.h"
 #include "fabric/allreduce/send_recv_engine.h"
 #include "fabric/allreduce/session_socket.h"
+#include "fabric/allreduce/socket_collective.h"
 #include "fabric/allreduce/sweep.h"
 
 namespace fabkit::fabric {
@@ -28,12 +29,16 @@ struct Links {
   int recv_fd() const { return left ? left.get() : right.get(); }
 };
 
+}  // namespace
+
 uint64_t plan_digest(const std::string& collective, const AllreduceSpec& spec, const std::vector<uint64_t>& sizes) {
   std::string plan = collective + "|" + std::to_string(spec.world_size) + "|" + std::to_string(spec.iters) + "|" +
                      std::to_string(spec.warmup_iters);
   for (uint64_t b : sizes) plan += "|" + std::to_string(b);
   return fnv1a64(plan);
 }
+
+namespace {
 
 Links connect_ring(const AllreduceSpec& spec, uint64_t digest) {
   Links links;
@@ -77,6 +82,8 @@ struct FreeChar {
   void operator()(char* p) const { std::free(p); }
 };
 
+}  // namespace
+
 TransportRun failed_run(const std::string& transport, const std::string& kind, const std::string& reason) {
   TransportRun run;
   run.transport = transport;
@@ -86,19 +93,33 @@ TransportRun failed_run(const std::string& transport, const std::string& kind, c
   return run;
 }
 
-enum class Collective { kAllreduce, kRawExchange };
+namespace {
 
 TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
   const std::string transport = what == Collective::kAllreduce ? "fabkit-socket" : "raw-exchange";
   try {
     validate_spec(spec);
+    Links links = connect_ring(spec, plan_digest(transport, spec, effective_sizes(spec)));
+    return sweep_on_links(spec, what, links.send_fd(), links.recv_fd(), links.note);
+  } catch (const PeerError& e) {
+    return failed_run(transport, e.kind(), e.what());
+  } catch (const UsageError& e) {
+    return failed_run(transport, "invalid_spec", e.what());
+  }
+}
+
+}  // namespace
+
+TransportRun sweep_on_links(const AllreduceSpec& spec, Collective what, int send_fd, int recv_fd,
+                            const std::string& socket_notes) {
+  const std::string transport = what == Collective::kAllreduce ? "fabkit-socket" : "raw-exchange";
+  try {
     auto sizes = effective_sizes(spec);
-    Links links = connect_ring(spec, plan_digest(transport, spec, sizes));
     std::unique_ptr<char, FreeChar> bounce(static_cast<char*>(std::aligned_alloc(4096, kChunkBytes)));
     if (!bounce) throw std::bad_alloc();
     SendRecvConfig cfg;
-    cfg.send_fd = links.send_fd();
-    cfg.recv_fd = links.recv_fd();
+    cfg.send_fd = send_fd;
+    cfg.recv_fd = recv_fd;
     cfg.chunk_bytes = kChunkBytes;
     cfg.timeout_ms = spec.timeout_ms;
     int iteration = 0;
@@ -152,7 +173,7 @@ TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
     run.extra["chunk_bytes"] = kChunkBytes;
     run.extra["socket_buffer_bytes"] = spec.socket_buffer_bytes;
     run.extra["world_size"] = spec.world_size;
-    if (!links.note.empty()) run.extra["socket_notes"] = links.note;
+    if (!socket_notes.empty()) run.extra["socket_notes"] = socket_notes;
     return run;
   } catch (const PeerError& e) {
     return failed_run(transport, e.kind(), e.what());
@@ -162,8 +183,6 @@ TransportRun run_socket_collective(const AllreduceSpec& spec, Collective what) {
     return failed_run(transport, "out_of_memory", "could not allocate the buffers for the largest size");
   }
 }
-
-}  // namespace
 
 TransportRun run_fabkit_socket_allreduce(const AllreduceSpec& spec) {
   return run_socket_collective(spec, Collective::kAllreduce);

@@ -81,5 +81,31 @@ TEST(RingRequest, AgentAcceptsAConsistentRingAndRefusesTheRest) {
   expect_bad(two, "'rank'");
 }
 
+TEST(RingRequest, RingOrdersMustBePermutationsOfTheRanksAndNeedTheRing) {
+  Json ok = ring_request(1, 4);
+  ok["ring_orders"] = pair::ring_orders_covering_all_pairs(4);
+  auto t = agent::parse_transport_args(ok);
+  ASSERT_EQ(t.ring_orders.size(), 2u);
+  EXPECT_EQ(t.ring_orders[1], pair::ring_orders_covering_all_pairs(4)[1]);
+  // The default whole-run bound grows with the orders: one sweep each.
+  EXPECT_GT(t.sweep_timeout_ms, agent::parse_transport_args(ring_request(1, 4)).sweep_timeout_ms);
+  for (Json bad : {Json::array(), Json{{0, 1, 2}}, Json{{0, 1, 2, 2}}, Json{{0, 1, 2, 4}},
+                   Json{{0, 1, 2, -3}}, Json{{0, 1, "2", 3}}, Json("0123")}) {
+    Json a = ring_request(1, 4);
+    a["ring_orders"] = bad;
+    expect_bad(a, "ring_orders");
+  }
+  Json many = ring_request(0, 2);
+  many["ring_orders"] = Json::array();
+  for (int i = 0; i < 129; ++i) many["ring_orders"].push_back({0, 1});
+  expect_bad(many, "ring_orders");
+  // A 2-rank session names both addresses too: the mesh connects by ring_addrs.
+  Json two = {{"rank", 1},          {"local_addr", "10.0.0.2"}, {"peer_addr", "10.0.0.1"},
+              {"port", 5000},       {"sizes_bytes", {4096u}},   {"ring_orders", {{0, 1}}}};
+  expect_bad(two, "ring_addrs");
+  two["ring_addrs"] = {"10.0.0.1", "10.0.0.2"};
+  EXPECT_EQ(agent::parse_transport_args(two).ring_orders.size(), 1u);
+}
+
 }  // namespace
 }  // namespace fabkit
