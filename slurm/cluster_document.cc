@@ -69,6 +69,7 @@ Json search_json(const ClusterFacts& f) {
           {"rounds_bound", s.rounds_bound},
           {"full_schedule_rounds", s.full_schedule_rounds},
           {"elapsed_ms", s.elapsed_ms},
+          {"agents_start_ms", s.agents_start_ms},
           {"rounds", rounds}};
 }
 

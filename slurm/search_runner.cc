@@ -2,8 +2,10 @@
 
 #include <chrono>
 #include <exception>
+#include <map>
 
 #include "fabric/pair/group_controller.h"
+#include "fabric/pair/group_session.h"
 #include "slurm/cluster_judge.h"
 #include "slurm/group_rule.h"
 
@@ -47,9 +49,16 @@ namespace {
 
 class RingGroupTester : public GroupTester {
  public:
-  RingGroupTester(const ClusterOptions& o, SearchFacts& s) : o_(o), s_(s) {}
+  // session: the candidates' agents, host i of it = s.candidates[i].
+  RingGroupTester(const ClusterOptions& o, SearchFacts& s, pair::GroupSession& session)
+      : o_(o), s_(s), session_(session) {
+    for (size_t i = 0; i < s.candidates.size(); ++i) member_of_[s.candidates[i]] = static_cast<int>(i);
+  }
 
   std::vector<bool> run_round(const std::vector<std::vector<int>>& groups) override {
+    // Agents a round leaves out (the sweep tests one end and one block at a time) must not reach
+    // their idle timeout (at least 60 s) before the round that needs them.
+    session_.keep_alive(20000);
     auto t0 = Clock::now();
     std::vector<GroupTestRun> runs(groups.size());
     // The number of rounds depends on the answers (at most rounds_bound): a bar per round.
@@ -97,26 +106,16 @@ class RingGroupTester : public GroupTester {
     // One node holds no link (the searcher splits 3 nodes into 1 + 2): negative without a run.
     if (nodes.size() < 2) return r;
     auto t0 = Clock::now();
-    pair::GroupOptions g;
-    for (int n : nodes) g.hosts.push_back(o_.hosts[static_cast<size_t>(n)]);
-    g.pair = o_.pair;
-    g.pair.progress = nullptr;  // the groups of a round are parallel: the round has the line
     // n x chunk: a fixed size over many ranks is latency-bound (slurm/search_cost.h).
     r.bytes = group_test_bytes(static_cast<int>(nodes.size()), s_.policy);
     r.threshold_gbit_s =
         group_test_threshold_gbit_s(static_cast<int>(nodes.size()), r.bytes, *s_.reference_gbit_s,
                                     o_.search.fraction, o_.search.alpha_s);
-    g.pair.sizes_bytes = {r.bytes};
-    g.pair.iters = s_.policy.iters;
-    g.pair.warmup_iters = s_.policy.warmup_iters;
-    g.pair.transports = {"fabkit-socket"};
-    // The links were measured in the matrix; here reachability only has to pick the addresses.
-    g.pair.pings = 20;
-    g.pair.streams = 1;
-    g.pair.bandwidth_ms = 50;
-    g.ring_orders = pair::ring_orders_covering_all_pairs(static_cast<int>(nodes.size()));
+    const auto orders = pair::ring_orders_covering_all_pairs(static_cast<int>(nodes.size()));
+    std::vector<int> members;
+    for (int n : nodes) members.push_back(member_of_.at(n));
     try {
-      pair::GroupFacts gf = pair::run_group(g);
+      pair::GroupFacts gf = session_.run(members, orders, {r.bytes});
       for (const auto& st : gf.steps)
         if (st.status == "failed" && st.step != "bye" && r.error.empty())
           r.error = st.step + (st.host.empty() ? "" : " on " + st.host) + ": " + st.code + ": " +
@@ -131,8 +130,8 @@ class RingGroupTester : public GroupTester {
           double bw = fastest_iteration_busbw(t.sizes.front());
           if (!r.min_busbw_gbps || bw < *r.min_busbw_gbps) r.min_busbw_gbps = bw;
         }
-      if (r.rings < static_cast<int>(g.ring_orders.size()) && r.error.empty())
-        r.error = std::to_string(r.rings) + " of " + std::to_string(g.ring_orders.size()) +
+      if (r.rings < static_cast<int>(orders.size()) && r.error.empty())
+        r.error = std::to_string(r.rings) + " of " + std::to_string(orders.size()) +
                   " ring orders ran";
     } catch (const std::exception& e) {  // a worker thread must not throw (std::terminate)
       r.error = std::string("internal error in the group test: ") + e.what();
@@ -145,7 +144,23 @@ class RingGroupTester : public GroupTester {
 
   const ClusterOptions& o_;
   SearchFacts& s_;
+  pair::GroupSession& session_;
+  std::map<int, int> member_of_;  // node index -> the session's host index
 };
+
+// The pair options of the search's agents: one transport, the policy's iterations, and a light
+// reachability probe (the matrix measured the links; the probe only picks each host's address).
+pair::PairOptions search_agent_options(const ClusterOptions& o, const SearchPolicy& p) {
+  pair::PairOptions a = o.pair;
+  a.progress = nullptr;  // the groups of a round are parallel: the round has the line
+  a.iters = p.iters;
+  a.warmup_iters = p.warmup_iters;
+  a.transports = {"fabkit-socket"};
+  a.pings = 20;
+  a.streams = 1;
+  a.bandwidth_ms = 50;
+  return a;
+}
 
 }  // namespace
 
@@ -186,7 +201,21 @@ void run_search(const ClusterOptions& o, ClusterFacts& f) {
   s.rounds_bound = fabric_search_round_bound(n, s.policy);
   s.full_schedule_rounds = static_cast<int>(make_schedule(PairPlan::kAll, n).size());
   auto t0 = Clock::now();
-  RingGroupTester tester(o, s);
+  std::vector<std::string> hosts;
+  for (int c : s.candidates) hosts.push_back(f.hosts[static_cast<size_t>(c)]);
+  pair::GroupSession session(hosts, search_agent_options(o, s.policy));
+  {
+    ProgressScope starting(o.progress, "cluster: bad-link search, starting the agents on " +
+                                           std::to_string(hosts.size()) + " hosts");
+    const bool started = session.start();
+    s.agents_start_ms = ms_since(t0);
+    if (!started) {
+      s.skipped = "the search's agents did not start: " + session.error();
+      s.elapsed_ms = ms_since(t0);
+      return;
+    }
+  }
+  RingGroupTester tester(o, s, session);
   s.ran = true;
   s.result = search_fabric(s.candidates, tester, s.policy);
   s.elapsed_ms = ms_since(t0);

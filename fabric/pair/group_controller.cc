@@ -10,6 +10,7 @@
 
 #include "fabric/launch/child_process.h"
 #include "fabric/pair/agent_client.h"
+#include "fabric/pair/group_steps.h"
 #include "fabric/pair/pair_steps.h"
 #include "fabric/pair/session_peers.h"
 #include "fabric/pair/transport_plan.h"
@@ -17,9 +18,6 @@
 #include "fabric/wire/token.h"
 
 namespace fabkit::pair {
-namespace {
-
-using Agents = std::vector<std::unique_ptr<AgentClient>>;
 
 // Host b's address is where its left neighbour reached it; its own sends to its right neighbour
 // leave from that address too (the ring binds one address per rank), so that link must be open.
@@ -46,6 +44,8 @@ void choose_ring_addrs(GroupFacts& f) {
                           " (each rank sends from the address its left neighbour reached it on)");
   }
 }
+
+namespace {
 
 // The RDMA transports need one HCA port per host that suits both neighbours: each neighbour
 // pair's plan must pick the same port for the host they share.
@@ -160,6 +160,8 @@ std::vector<std::string> shared_transports(const GroupFacts& f, const PairOption
 }
 
 
+}  // namespace
+
 // The first order's neighbour pairs (first[r] -> first[r+1]) measured in rounds of disjoint
 // pairs, the pairs of a round at once (2 rounds, 3 when n is odd). One after the other, a group's
 // probes (20 pings and 50 ms of bandwidth each, per interface pair) grew with n: ~100 ms a host
@@ -232,7 +234,41 @@ bool probe_ring_neighbours(GroupFacts& f, Agents& ag, const PairOptions& o,
   return ok;
 }
 
-}  // namespace
+bool start_group_agents(GroupFacts& f, Agents& ag, const PairOptions& o, SessionPeers* peers) {
+  const size_t n = f.hosts.size();
+  launch::install_stop_handler();
+  std::string token = wire::generate_token();
+  ag.clear();
+  for (const auto& h : f.hosts) ag.push_back(std::make_unique<AgentClient>(h, token));
+  auto each = [&](const std::string& name, auto&& fn) {
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; ++i) ok = step(f.steps, name, f.hosts[i], [&] { fn(i); });
+    return ok;
+  };
+  std::vector<Json> hello(n);
+  bool ok = each("launch", [&](size_t i) {
+    ag[i]->launch(agent_command(o, f.hosts[i]), o.timeout_ms);
+  });
+  ok = ok && each("hello", [&](size_t i) { hello[i] = ag[i]->await_hello(o.timeout_ms); });
+  ok = ok && each("connect", [&](size_t i) {
+         ag[i]->connect(o.timeout_ms);
+         ag[i]->set_liveness_ms(liveness_bound_ms(o));
+       });
+  ok = ok && step(f.steps, "facts", "", [&] {
+         for (auto& a : ag) a->send("facts", Json::object());
+         std::vector<AgentFacts> got;  // a wrong-typed answer fails this step
+         for (size_t i = 0; i < n; ++i)
+           got.push_back(agent_facts(f.hosts[i], hello[i], ag[i]->receive(o.timeout_ms)));
+         f.agents = std::move(got);
+       });
+  ok = ok && step(f.steps, "peers", "", [&] {
+         std::vector<AgentClient*> agents;
+         for (auto& a : ag) agents.push_back(a.get());
+         *peers = send_session_peers(agents, f.agents, o);
+         f.refused_addresses = peers->refused;
+       });
+  return ok;
+}
 
 std::vector<std::vector<int>> ring_orders_covering_all_pairs(int n) {
   // Walecki: m nodes on a circle (plus the centre when n is odd); zigzag path j, j+1, j-1, j+2,
@@ -265,40 +301,11 @@ GroupFacts run_group(const GroupOptions& o) {
     orders.emplace_back();
     for (size_t i = 0; i < n; ++i) orders.back().push_back(static_cast<int>(i));
   }
-  launch::install_stop_handler();
-  std::string token = wire::generate_token();
   Agents ag;
-  for (const auto& h : o.hosts) ag.push_back(std::make_unique<AgentClient>(h, token));
-  auto each = [&](const std::string& name, auto&& fn) {
-    bool ok = true;
-    for (size_t i = 0; ok && i < n; ++i) ok = step(f.steps, name, o.hosts[i], [&] { fn(i); });
-    return ok;
-  };
-  std::vector<Json> hello(n);
+  SessionPeers peers;
   std::optional<ProgressScope> starting;
   starting.emplace(o.pair.progress, "group: starting the agents on " + std::to_string(n) + " hosts");
-  bool ok = each("launch", [&](size_t i) {
-    ag[i]->launch(agent_command(o.pair, o.hosts[i]), o.pair.timeout_ms);
-  });
-  ok = ok && each("hello", [&](size_t i) { hello[i] = ag[i]->await_hello(o.pair.timeout_ms); });
-  ok = ok && each("connect", [&](size_t i) {
-         ag[i]->connect(o.pair.timeout_ms);
-         ag[i]->set_liveness_ms(liveness_bound_ms(o.pair));
-       });
-  ok = ok && step(f.steps, "facts", "", [&] {
-         for (auto& a : ag) a->send("facts", Json::object());
-         std::vector<AgentFacts> got;  // a wrong-typed answer fails this step
-         for (size_t i = 0; i < n; ++i)
-           got.push_back(agent_facts(o.hosts[i], hello[i], ag[i]->receive(o.pair.timeout_ms)));
-         f.agents = std::move(got);
-       });
-  SessionPeers peers;
-  ok = ok && step(f.steps, "peers", "", [&] {
-         std::vector<AgentClient*> agents;
-         for (auto& a : ag) agents.push_back(a.get());
-         peers = send_session_peers(agents, f.agents, o.pair);
-         f.refused_addresses = peers.refused;
-       });
+  bool ok = start_group_agents(f, ag, o.pair, &peers);
   starting.reset();
   // Reachability stays pairwise, over the first order's ring neighbours only: n pairs, not
   // n(n-1)/2; later orders reuse the addresses (a pair they cannot join fails its ring run).
