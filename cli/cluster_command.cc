@@ -152,9 +152,14 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.search.policy.repeats = a.search_repeats;
   o.search.policy.blocks = a.search_blocks;
   o.search.fraction = a.search_fraction;
-  // The search's flags before the plan: --search reserves its estimated cost from the budget.
-  const slurm::ClusterPlan plan =
-      make_cluster_plan(a.plan, o.hosts, o.max_parallel, o.search.policy, o.search.force);
+  // The search's flags before the plan: a planned search has its estimated cost kept out of the
+  // budget (slurm/plan_search.h).
+  const slurm::PlanWithSearch planned = make_cluster_plan(
+      a.plan, o.hosts, o.max_parallel, o.search.policy,
+      a.search ? slurm::SearchMode::kForce
+               : a.no_search ? slurm::SearchMode::kOff : slurm::SearchMode::kAuto);
+  const slurm::ClusterPlan& plan = planned.plan;
+  if (planned.search_planned && !o.search.force) o.search.cover_trigger = planned.trigger;
   o.plan = plan.asked;
   o.rounds = plan.rounds;
   o.pair.rc = rc_plan(a.rc);  // a bad --rc-* is a usage error before anything starts

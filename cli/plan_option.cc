@@ -26,9 +26,9 @@ void add_plan_options(CLI::App* sub, PlanArgs* a) {
       ->check(CLI::Range(0.01, 3600.0));
 }
 
-slurm::ClusterPlan make_cluster_plan(const PlanArgs& a, const std::vector<std::string>& hosts,
-                                     int max_parallel, const slurm::SearchPolicy& search,
-                                     bool search_forced) {
+slurm::PlanWithSearch make_cluster_plan(const PlanArgs& a, const std::vector<std::string>& hosts,
+                                        int max_parallel, const slurm::SearchPolicy& search,
+                                        slurm::SearchMode mode) {
   slurm::PlanInput in;
   in.pairs = slurm::pair_plan_from_string(a.pairs);
   in.budget_s = slurm::parse_budget_s(a.budget);
@@ -50,17 +50,25 @@ slurm::ClusterPlan make_cluster_plan(const PlanArgs& a, const std::vector<std::s
   policy.max_parallel = max_parallel;
   const double search_s =
       in.nodes >= 2 ? slurm::search_cost_s(in.nodes, policy, slurm::RingCostModel{}) : 0;
-  if (search_forced) in.search_reserve_s = search_s;
-  slurm::ClusterPlan plan = slurm::plan_cluster(in);
-  if (plan.coverage.pairs_measured < plan.coverage.pairs_total && !search_forced) {
+  slurm::PlanWithSearch planned = slurm::plan_with_search(in, mode, search_s);
+  auto& cov = planned.plan.coverage;
+  const int64_t missing = cov.pairs_total - cov.pairs_measured;
+  if (missing > 0) {
     char text[64];
     std::snprintf(text, sizeof text, "%.0f s (%.1f min)", search_s, search_s / 60);
-    plan.coverage.notes.push_back(
-        std::string("--search covers every pair in its group tests: estimated ") + text +
-        " at " + std::to_string(in.nodes) +
-        " nodes by its cost model (slurm/search_cost.h, figures measured between netns hosts)");
+    cov.notes.push_back(
+        planned.search_planned
+            ? std::string("the bad-link search runs after the matrix and puts every pair in one of "
+                          "its group tests, the ") +
+                  std::to_string(missing) + " pairs the plan does not measure among them: estimated " +
+                  text + " at " + std::to_string(in.nodes) +
+                  " nodes by its cost model (slurm/search_cost.h, figures measured between netns "
+                  "hosts), kept out of the budget"
+            : std::string("--no-search: the ") + std::to_string(missing) +
+                  " pairs the plan does not measure are not looked at (the search would cover them "
+                  "in an estimated " + text + ")");
   }
-  return plan;
+  return planned;
 }
 
 }  // namespace fabkit::cli

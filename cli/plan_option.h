@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "slurm/fabric_search.h"
+#include "slurm/plan_search.h"
 #include "slurm/planner.h"
 
 namespace fabkit::cli {
@@ -21,12 +22,12 @@ struct PlanArgs {
 
 void add_plan_options(CLI::App* sub, PlanArgs* args);
 
-// Reads --topology (a usage error names the file, line and field) and plans the rounds. Throws
-// UsageError (exit 2) for a bad --pairs, --budget or topology file. search: the bad-link search's
-// policy; with search_forced (--search) its estimated cost (search_cost_s) is reserved from the
-// budget, and a plan that leaves pairs unmeasured says what --search would cost to cover them.
-slurm::ClusterPlan make_cluster_plan(const PlanArgs& args, const std::vector<std::string>& hosts,
-                                     int max_parallel, const slurm::SearchPolicy& search,
-                                     bool search_forced);
+// Reads --topology (a usage error names the file, line and field) and plans the rounds with the
+// search (slurm/plan_search.h). Throws UsageError (exit 2) for a bad --pairs, --budget or topology
+// file. search: the bad-link search's policy, whose estimated cost (search_cost_s) is kept out of
+// the budget when the search is planned (--search, or pairs the plan leaves unmeasured).
+slurm::PlanWithSearch make_cluster_plan(const PlanArgs& args, const std::vector<std::string>& hosts,
+                                        int max_parallel, const slurm::SearchPolicy& search,
+                                        slurm::SearchMode mode);
 
 }  // namespace fabkit::cli

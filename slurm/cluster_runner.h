@@ -29,6 +29,9 @@ namespace fabkit::slurm {
 struct SearchOptions {
   bool force = false;    // --search: run it even when the matrix is clean
   bool enabled = true;   // --no-search: never
+  // Set when the plan leaves pairs unmeasured (slurm/plan_search.h): the search runs even when the
+  // matrix is clean, with this as its trigger.
+  std::string cover_trigger;
   // The rounds' policy: --search-max-links, --search-repeats, --search-blocks (0: the cheapest by
   // the cost model), --search-chunk (a group of n runs n x chunk), --search-bytes (one size for
   // every group, fixed_bytes), iterations.

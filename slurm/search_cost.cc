@@ -53,10 +53,9 @@ bool group_test_positive(const GroupTestReading& r, double reference_gbit_s, dou
 double group_test_s(int n, const SearchPolicy& p, const RingCostModel& m) {
   if (n < 2) return 0;
   const double rings = n / 2;
-  const double ring = m.ring_start_s + m.ring_start_s_per_rank * n +
-                      (p.warmup_iters + p.iters) *
-                          ring_allreduce_s(n, static_cast<double>(group_test_bytes(n, p)), m);
-  return (m.setup_s_per_host + m.reach_s_per_host) * n + rings * ring;
+  const double ring = m.ring_start_s + (p.warmup_iters + p.iters) *
+                                           ring_allreduce_s(n, static_cast<double>(group_test_bytes(n, p)), m);
+  return m.group_s + rings * ring;
 }
 
 double search_first_stage_s(int n, int blocks, const SearchPolicy& p, const RingCostModel& m) {
@@ -104,7 +103,7 @@ double search_cost_s(int n, const SearchPolicy& policy, const RingCostModel& m) 
   const int g = effective_search_blocks(n, p);
   const int size = (n + g - 1) / g;
   const int s = g == 1 ? n : std::min(n, 2 * size);
-  double t = search_first_stage_s(n, g, p, m);
+  double t = m.agents_start_s_per_host * n + search_first_stage_s(n, g, p, m);
   // One fault: the re-test and the bisection, every round at most a group of s (measured twice
   // when positive), then the pair alone repeats - 1 more times and the node test (pairs).
   const int bisect = 1 + 2 * ceil_log2((s + 1) / 2) + 1;

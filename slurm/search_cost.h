@@ -18,23 +18,25 @@
 
 namespace fabkit::slurm {
 
-// The figures of the search's cost. The defaults are medians measured between network-namespace
+// The figures of the search's cost. alpha and B are medians measured between network-namespace
 // hosts on the 2-core development machine (fabkit-socket over veth, the whole group on 2 cores):
 //   sudo /usr/bin/python3 bench/search_cost/measure_ring_cost.py
 //        --fabcheck build-dev/cli/fabcheck --hosts 4,8,16 --repeat 3
-// (docs/cluster.md, "Bad-link search", has the table). A real cluster has its own: the planner
-// may pass figures from the matrix (B: the TCP reference) and from a first group test.
+// The rest is fitted (slurm/sim/measured.h, fit_group_model) from a real search over 32 netns
+// hosts with the agents kept and one ring session per group test
+// (bench/cluster/testdata/netns-32-ring-search-session.json; docs/cluster.md, "Bad-link search").
+// A real cluster has its own: the planner may pass figures from the matrix (B: the TCP reference).
 struct RingCostModel {
   double alpha_s = 250e-6;        // per ring step (latency, wake-up, reduction of a small chunk)
   double bandwidth_Bps = 0.17e9;  // per link, bytes/s
-  // run_group's set-up is sequential over the hosts (launch, hello, connect, facts), and so are
-  // its reachability probes (one per ring-neighbour pair, 20 pings and 50 ms of bandwidth).
-  double setup_s_per_host = 0.255;
-  double reach_s_per_host = 0.105;
-  // A ring order's runner start and connections: a constant plus a part per rank (on this
-  // machine every rank's start shares 2 cores; on real nodes they start in parallel).
-  double ring_start_s = 0.1;
-  double ring_start_s_per_rank = 0.05;
+  // Once per search, per candidate: its agent started and the ring of all candidates probed
+  // (pair::GroupSession::start; 3.0 s for 32 hosts, whose agents all start on 2 cores here).
+  double agents_start_s_per_host = 0.095;
+  // Per group test: the port, one request per member, the mesh of connections (a group of 2
+  // alone took 12-25 ms, its ring included).
+  double group_s = 0.02;
+  // Per ring order in the group's session (fitted: 0.09 s, 8 groups of 4 at once on 2 cores).
+  double ring_start_s = 0.09;
 };
 
 // The all-reduce size of a group test of n nodes: policy.fixed_bytes, or n x chunk_bytes.
@@ -67,8 +69,8 @@ double group_test_threshold_gbit_s(int n, uint64_t bytes, double reference_gbit_
 bool group_test_positive(const GroupTestReading& r, double reference_gbit_s, double fraction,
                          double alpha_s);
 
-// Seconds of one clean group test of n nodes: set-up and reachability, then floor(n/2) ring
-// orders, each started and run warmup + iters times.
+// Seconds of one clean group test of n nodes: the group's overhead, then floor(n/2) ring orders,
+// each started and run warmup + iters times (the agents' start is search_cost_s's, once).
 double group_test_s(int n, const SearchPolicy& policy, const RingCostModel& m);
 
 // The first stage for n candidates in g blocks: one round of the blocks, then the tournament's
@@ -87,7 +89,7 @@ RingCostModel ring_cost_model(double alpha_s, double reference_gbit_s);
 // clamps them. run_search and the simulator both call it, so both search with the same blocks.
 SearchPolicy resolve_search_policy(int n, SearchPolicy policy, int max_parallel,
                                    const RingCostModel& m);
-// What the planner reserves for the search over n candidates: the first stage (at policy.blocks,
+// What the planner reserves for the search over n candidates: the agents' start, the first stage (at policy.blocks,
 // or choose_search_blocks when 0), then one fault resolved at its worst (the bisection's rounds
 // of fabric_search_round_bound, each at the size of the group resolved and measured twice, as a
 // positive group is; the pair's repeats and the node test; the re-test), and the sweep of the one

@@ -173,7 +173,8 @@ void run_search(const ClusterOptions& o, ClusterFacts& f) {
       s.trigger = f.hosts[static_cast<size_t>(l.a)] + "<->" + f.hosts[static_cast<size_t>(l.b)] +
                   " " + l.state + (o.retest ? " after its re-test" : "");
   if (o.search.force) s.trigger = "--search";
-  if (s.trigger.empty()) return;  // nothing suspicious: the search is not considered
+  if (s.trigger.empty()) s.trigger = o.search.cover_trigger;
+  if (s.trigger.empty()) return;  // nothing suspicious, every pair measured: not considered
   // Nodes the matrix already explains (slow) or that could not be checked would make every group
   // holding them positive; the search is for a link between healthy nodes.
   for (size_t i = 0; i < f.hosts.size(); ++i) {
@@ -203,7 +204,8 @@ void run_search(const ClusterOptions& o, ClusterFacts& f) {
   auto t0 = Clock::now();
   std::vector<std::string> hosts;
   for (int c : s.candidates) hosts.push_back(f.hosts[static_cast<size_t>(c)]);
-  pair::GroupSession session(hosts, search_agent_options(o, s.policy));
+  // Every candidate's agent probes its node at once: bounded as the node checks are.
+  pair::GroupSession session(hosts, search_agent_options(o, s.policy), o.node_timeout_ms);
   {
     ProgressScope starting(o.progress, "cluster: bad-link search, starting the agents on " +
                                            std::to_string(hosts.size()) + " hosts");

@@ -16,16 +16,11 @@ int main(int argc, char** argv) {
     ns.clear();
     for (int i = 1; i < argc; ++i) ns.push_back(std::atoi(argv[i]));
   }
-  RingCostModel m;
-  // "kept": the same figures without the per-group agent set-up and reachability, what agents
-  // kept across the rounds would cost (not built: run_group starts its agents per group test).
-  const bool kept = std::getenv("SEARCH_COST_AGENTS_KEPT") != nullptr;
-  if (kept) m.setup_s_per_host = m.reach_s_per_host = 0;
+  const RingCostModel m;
   std::printf(
-      "model: alpha %.0f us, B %.3f GB/s, set-up %.3f s/host, reachability %.3f s/host, "
-      "ring start %.2f s + %.3f s/rank, chunk %llu KiB\n",
-      m.alpha_s * 1e6, m.bandwidth_Bps / 1e9, m.setup_s_per_host, m.reach_s_per_host,
-      m.ring_start_s, m.ring_start_s_per_rank,
+      "model: alpha %.0f us, B %.3f GB/s, agents' start %.3f s/host (once), %.3f s a group, "
+      "%.3f s a ring order, chunk %llu KiB\n",
+      m.alpha_s * 1e6, m.bandwidth_Bps / 1e9, m.agents_start_s_per_host, m.group_s, m.ring_start_s,
       static_cast<unsigned long long>(SearchPolicy{}.chunk_bytes >> 10));
   std::printf("%6s %10s %7s %14s %14s %14s %7s\n", "N", "parallel", "blocks", "one_group_s",
               "first_stage_s", "reserve_s", "bound");

@@ -234,7 +234,9 @@ bool probe_ring_neighbours(GroupFacts& f, Agents& ag, const PairOptions& o,
   return ok;
 }
 
-bool start_group_agents(GroupFacts& f, Agents& ag, const PairOptions& o, SessionPeers* peers) {
+bool start_group_agents(GroupFacts& f, Agents& ag, const PairOptions& o, SessionPeers* peers,
+                        int facts_timeout_ms) {
+  const int facts_ms = facts_timeout_ms > 0 ? facts_timeout_ms : o.timeout_ms;
   const size_t n = f.hosts.size();
   launch::install_stop_handler();
   std::string token = wire::generate_token();
@@ -258,7 +260,7 @@ bool start_group_agents(GroupFacts& f, Agents& ag, const PairOptions& o, Session
          for (auto& a : ag) a->send("facts", Json::object());
          std::vector<AgentFacts> got;  // a wrong-typed answer fails this step
          for (size_t i = 0; i < n; ++i)
-           got.push_back(agent_facts(f.hosts[i], hello[i], ag[i]->receive(o.timeout_ms)));
+           got.push_back(agent_facts(f.hosts[i], hello[i], ag[i]->receive(facts_ms)));
          f.agents = std::move(got);
        });
   ok = ok && step(f.steps, "peers", "", [&] {

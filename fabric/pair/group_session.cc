@@ -7,7 +7,8 @@
 
 namespace fabkit::pair {
 
-GroupSession::GroupSession(std::vector<std::string> hosts, PairOptions o) : o_(std::move(o)) {
+GroupSession::GroupSession(std::vector<std::string> hosts, PairOptions o, int facts_timeout_ms)
+    : o_(std::move(o)), facts_timeout_ms_(facts_timeout_ms) {
   f_.hosts = std::move(hosts);
   f_.launcher = o_.launcher_text;
   f_.timeout_ms = o_.timeout_ms;
@@ -50,7 +51,7 @@ void GroupSession::choose_addresses(const SessionPeers& peers) {
 bool GroupSession::start() {
   const size_t n = f_.hosts.size();
   SessionPeers peers;
-  bool ok = n >= 2 && start_group_agents(f_, ag_, o_, &peers);
+  bool ok = n >= 2 && start_group_agents(f_, ag_, o_, &peers, facts_timeout_ms_);
   if (ok) {
     std::vector<int> ring(n);
     std::iota(ring.begin(), ring.end(), 0);

@@ -23,7 +23,9 @@ namespace fabkit::pair {
 
 class GroupSession {
  public:
-  GroupSession(std::vector<std::string> hosts, PairOptions o);
+  // facts_timeout_ms bounds the start's facts step: every agent probes its node at once (the
+  // cluster's --node-timeout-ms; 0 = o.timeout_ms).
+  GroupSession(std::vector<std::string> hosts, PairOptions o, int facts_timeout_ms = 0);
   ~GroupSession();  // bye to every agent
   GroupSession(const GroupSession&) = delete;
   GroupSession& operator=(const GroupSession&) = delete;
@@ -58,6 +60,7 @@ class GroupSession {
   std::vector<std::string> lost_;  // per host: why its agent is gone ("" while it is not)
   std::vector<Clock::time_point> last_used_;
   std::string error_;
+  int facts_timeout_ms_ = 0;
   bool started_ = false;
 };
 

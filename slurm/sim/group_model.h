@@ -25,8 +25,11 @@ struct GroupModel {
   double fraction = 0.25;  // --search-fraction
   // Measured (slurm/sim/measured.h fits them from a real run's search rounds):
   double alpha_s = 0;           // one ring step's latency
-  double group_overhead_s = 0;  // per group test: agents started, reachability probes
-  double ring_setup_s = 0;      // per ring order: its connections
+  double group_overhead_s = 0;  // per group test: the port, the requests, the mesh's connections
+  double ring_setup_s = 0;      // per ring order in the group's ring session
+  // Once per search, per candidate: the agents started and their ring probed
+  // (pair::GroupSession; on the netns machine every agent starts on the same 2 cores).
+  double agents_start_s_per_node = 0;
   // One ring run's bound: the controller's transport_timeout_ms (fabric/pair/pair_controller.h,
   // 300 s); a ring still running then is a failed run (the group positive) and costs the bound.
   double ring_timeout_s = 300;

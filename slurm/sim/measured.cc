@@ -111,6 +111,13 @@ std::optional<GroupModel> fit_group_model(const Json& s, int* used) {
   }
   m.group_overhead_s = intercept;
   m.ring_setup_s = std::max(0.0, slope);
+  // One run gives one start: taken as per candidate (the netns machine starts every agent on its
+  // 2 cores, so the start grows with them); a report from before the kept agents has none.
+  const double start_s = num_or(s, "agents_start_ms", 0) / 1000;
+  const double candidates = s.contains("candidates") && s["candidates"].is_array()
+                                ? static_cast<double>(s["candidates"].size())
+                                : 0;
+  if (start_s > 0 && candidates > 0) m.agents_start_s_per_node = start_s / candidates;
   return m;
 }
 

@@ -57,18 +57,25 @@ void score(const Fabric& fab, SimOutcome& o) {
 
 }  // namespace
 
-std::vector<Round> plan_rounds(const SimOptions& o, const FabricTopology& t) {
-  if (o.plan == "ring") return make_schedule(PairPlan::kRing, t.nodes);
-  if (o.plan == "all") return make_schedule(PairPlan::kAll, t.nodes);
-  if (o.plan != "auto")
-    throw std::invalid_argument("unknown plan '" + o.plan + "' (auto, ring or all)");
+PlanWithSearch plan_rounds(const SimOptions& o, const FabricTopology& t) {
   PlanInput in;
   in.nodes = t.nodes;
   in.topology = t;
   in.budget_s = o.budget_s;
   in.per_pair_s = o.per_pair_s > 0 ? o.per_pair_s : kDefaultPerPairS;
   in.max_parallel = o.max_parallel;
-  return plan_cluster(in).rounds;
+  if (o.plan == "ring") in.pairs = PairPlan::kRing;
+  else if (o.plan == "all") in.pairs = PairPlan::kAll;
+  else if (o.plan != "auto")
+    throw std::invalid_argument("unknown plan '" + o.plan + "' (auto, ring or all)");
+  // As the command (cli/plan_option.cc): the search's estimate by the default cost model.
+  SearchPolicy policy = o.group.policy;
+  policy.max_parallel = o.max_parallel;
+  const double search_s = t.nodes >= 2 ? search_cost_s(t.nodes, policy, RingCostModel{}) : 0;
+  const SearchMode mode = !o.search        ? SearchMode::kOff
+                          : o.force_search ? SearchMode::kForce
+                                           : SearchMode::kAuto;
+  return plan_with_search(in, mode, search_s);
 }
 
 SearchOutcome search_candidates(const std::vector<int>& candidates, GroupTester& tester,
@@ -96,7 +103,8 @@ SimOutcome simulate_run(const Fabric& fab, const SimOptions& o, uint64_t seed) {
   Rng measure_rng = rng.fork(1), retest_rng = rng.fork(2), search_rng = rng.fork(3);
 
   // 1. The plan's rounds, every pair measured once.
-  const auto rounds = plan_rounds(o, t);
+  const PlanWithSearch planned = plan_rounds(o, t);
+  const auto& rounds = planned.plan.rounds;
   ScheduleCost cost = schedule_cost(rounds, n, o.per_pair_s, o.max_parallel);
   out.plan_rounds = cost.rounds;
   out.plan_waves = cost.waves;
@@ -132,7 +140,7 @@ SimOutcome simulate_run(const Fabric& fab, const SimOptions& o, uint64_t seed) {
   for (const auto& f : v.findings) out.codes.push_back(f.code);
   for (int i = 0; i < n; ++i)
     if (v.nodes[static_cast<size_t>(i)].slow) out.blamed_nodes.push_back(i);
-  bool trigger = o.force_search;
+  bool trigger = planned.search_planned;
   for (const auto& l : v.links) {
     if (l.state == "slow" || l.state == "failed") {
       out.blamed_links.push_back({l.a, l.b});
@@ -166,7 +174,8 @@ SimOutcome simulate_run(const Fabric& fab, const SimOptions& o, uint64_t seed) {
       SimGroupTester tester(fab, o.group, reference, search_rng);
       out.search = search_candidates(candidates, tester, policy);
       out.search_ran = true;
-      out.search_s = tester.seconds();
+      out.search_s = tester.seconds() +
+                     o.group.agents_start_s_per_node * static_cast<double>(candidates.size());
       for (const auto& l : out.search.bad_links)
         if (std::none_of(out.blamed_links.begin(), out.blamed_links.end(),
                          [&](const NodePair& b) { return b == l; }))

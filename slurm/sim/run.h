@@ -12,6 +12,7 @@
 
 #include "slurm/matrix_judge.h"
 #include "slurm/path_judge.h"
+#include "slurm/plan_search.h"
 #include "slurm/schedule.h"
 #include "slurm/sim/fabric.h"
 #include "slurm/sim/group_model.h"
@@ -19,10 +20,11 @@
 namespace fabkit::slurm::sim {
 
 struct SimOptions;
-// The plan, as the command makes it: "auto" (the default: plan_cluster within budget_s at
-// per_pair_s and max_parallel, on the simulated topology), "all" or "ring". Throws
-// std::invalid_argument on another name.
-std::vector<Round> plan_rounds(const SimOptions& o, const FabricTopology& t);
+// The plan and whether the search is planned, as the command decides them (plan_with_search,
+// slurm/plan_search.h, with the search's estimated cost by its default cost model): "auto" (the
+// default: plan_cluster within budget_s at per_pair_s and max_parallel, on the simulated
+// topology), "all" or "ring". Throws std::invalid_argument on another name.
+PlanWithSearch plan_rounds(const SimOptions& o, const FabricTopology& t);
 
 // What the search concluded: search_fabric's faults (every bad link up to the policy's cap, bad
 // nodes, flaky links).
@@ -44,7 +46,9 @@ struct SimOptions {
   MatrixOptions matrix;       // --slow-fraction
   bool retest = true;         // --no-retest: false
   bool search = true;         // --no-search: false
-  bool force_search = false;  // --search
+  // --search; without it the search runs as the command's default does: when a link stays
+  // flagged, or when the plan leaves pairs unmeasured.
+  bool force_search = false;
   GroupModel group;
   double per_pair_s = 0;     // one pair run's wall time (measured)
   double node_checks_s = 0;  // the node checks' wall time (measured)

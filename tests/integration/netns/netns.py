@@ -109,6 +109,7 @@ class NetnsWorld:
         self.slow_rate = slow_rate
         self._made = []
         self._closed = False
+        self._neigh_saved = None
 
     # -- helpers ------------------------------------------------------------------------------
     def sh(self, *argv, check=True, timeout=30):
@@ -148,11 +149,52 @@ class NetnsWorld:
         self.sh("ip", "-n", ns, "addr", "add", addr + "/24", "dev", "fab0")
         self.sh("ip", "-n", ns, "link", "set", "fab0", "up")
 
+    # The kernel's ARP table is one table for every namespace (only its entries are per
+    # namespace), sized by the init namespace's gc_thresh1..3 (128 / 512 / 1024 by default). A
+    # world whose hosts all talk to each other (N hosts: N(N+1) entries, 992 at 32) fills it within
+    # seconds of the cluster search's group tests, and then "neighbor table overflow" drops the
+    # SYNs of new connections: a test machine's limit, not the fabric's (a cluster node holds its
+    # own table). Raised for the world's life when it would not fit, put back on close.
+    _NEIGH = ["/proc/sys/net/ipv4/neigh/default/gc_thresh%d" % k for k in (1, 2, 3)]
+
+    def _size_neighbour_table(self):
+        need = (len(self.hosts) + 2) * (len(self.hosts) + 2)
+        try:
+            now = [int(open(p).read()) for p in self._NEIGH]
+        except (OSError, ValueError):
+            return
+        want = [max(now[0], need), max(now[1], 2 * need), max(now[2], 4 * need)]
+        if want == now:
+            return
+        try:
+            for p, v in zip(self._NEIGH, want):
+                with open(p, "w") as f:
+                    f.write(str(v))
+            self._neigh_saved = (now, want)
+        except OSError:
+            pass
+
+    def _restore_neighbour_table(self):
+        if not self._neigh_saved:
+            return
+        old, ours = self._neigh_saved
+        self._neigh_saved = None
+        try:
+            # Only what this world set: another world may have raised them since, and keeps them.
+            if [int(open(p).read()) for p in self._NEIGH] != ours:
+                return
+            for p, v in reversed(list(zip(self._NEIGH, old))):
+                with open(p, "w") as f:
+                    f.write(str(v))
+        except (OSError, ValueError):
+            pass
+
     def __enter__(self):
         _LIVE.append(self)
         if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
             signal.signal(signal.SIGTERM, _on_term)
         try:
+            self._size_neighbour_table()
             self._netns(self.switch)
             self.sh("ip", "-n", self.switch, "link", "add", "br0", "type", "bridge")
             self.sh("ip", "-n", self.switch, "link", "set", "br0", "up")
@@ -198,6 +240,7 @@ class NetnsWorld:
                 except ProcessLookupError:
                     pass
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        self._restore_neighbour_table()
         if self in _LIVE:
             _LIVE.remove(self)
 
