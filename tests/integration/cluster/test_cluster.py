@@ -237,6 +237,12 @@ class ClusterTest(unittest.TestCase):
         pairs = {frozenset((p["a"], p["b"])) for p in c["matrix"]["pairs"]}
         h = w.hosts
         self.assertEqual(pairs, {frozenset(x) for x in ((h[0], h[1]), (h[1], h[2]), (h[2], h[3]), (h[0], h[3]))})
+        # The ring leaves h0-h2 and h1-h3 unmeasured, so the search ran by default (no --search),
+        # over the nodes the matrix does not call slow, and found nothing among them.
+        se = c["search"]
+        self.assertTrue(se["trigger"].startswith("the plan measures 4 of 6 pairs"), se["trigger"])
+        self.assertEqual((se["ran"], se["outcome"], se["candidates"]), (True, "none", h[:3]))
+        self.assertGreater(se["agents_start_ms"], 0)
         if jsonschema:
             with open(os.path.join(HERE, "..", "..", "..", "docs", "schema", "report.schema.json")) as f:
                 jsonschema.validate(doc, json.load(f))

@@ -70,6 +70,16 @@ class PlanOnlyTest(unittest.TestCase):
         self.assertGreaterEqual(c["min_pairs_per_node"], 2)
         self.assertEqual(c["topology"], "unknown")
         self.assertTrue(any("found only by the bad-link search" in n for n in c["notes"]), c["notes"])
+        # The plan leaves pairs unmeasured, so the search is planned by default and its estimate
+        # is kept out of the budget before the pair rounds are chosen.
+        self.assertGreater(p["search_reserve_s"], 0)
+        self.assertAlmostEqual(p["total_estimated_s"], p["estimated_s"] + p["search_reserve_s"])
+        self.assertTrue(any(n.startswith("the bad-link search runs after the matrix") and "kept out of the budget" in n
+                            for n in c["notes"]), c["notes"])
+        rc, doc = self.plan("--no-search")
+        self.assertEqual(doc["plan"]["search_reserve_s"], 0)
+        self.assertGreater(doc["plan"]["pair_runs"], p["pair_runs"])  # the whole budget for pairs
+        self.assertTrue(any(n.startswith("--no-search:") for n in doc["plan"]["coverage"]["notes"]))
         # Every round's pairs are disjoint and no pair repeats.
         seen = set()
         for rd in p["schedule"]:

@@ -157,10 +157,17 @@ class NetnsWorld:
     # own table). Raised for the world's life when it would not fit, put back on close.
     _NEIGH = ["/proc/sys/net/ipv4/neigh/default/gc_thresh%d" % k for k in (1, 2, 3)]
 
+    def _read_neighbour_table(self):
+        values = []
+        for p in self._NEIGH:
+            with open(p) as f:
+                values.append(int(f.read()))
+        return values
+
     def _size_neighbour_table(self):
         need = (len(self.hosts) + 2) * (len(self.hosts) + 2)
         try:
-            now = [int(open(p).read()) for p in self._NEIGH]
+            now = self._read_neighbour_table()
         except (OSError, ValueError):
             return
         want = [max(now[0], need), max(now[1], 2 * need), max(now[2], 4 * need)]
@@ -181,7 +188,7 @@ class NetnsWorld:
         self._neigh_saved = None
         try:
             # Only what this world set: another world may have raised them since, and keeps them.
-            if [int(open(p).read()) for p in self._NEIGH] != ours:
+            if self._read_neighbour_table() != ours:
                 return
             for p, v in reversed(list(zip(self._NEIGH, old))):
                 with open(p, "w") as f:
