@@ -121,6 +121,45 @@ TEST(FabricSim, ASlowLinkAmong1024NodesIsNamedByTheJudgesAndTheSearch) {
   EXPECT_EQ(named, 5);
 }
 
+// The group model of the search as the command runs it: the agents kept across the rounds, one
+// ring session per group test (fitted from the real 32-host run in the testdata).
+GroupModel session_group_model() {
+  const std::string path =
+      std::string(FABKIT_SIM_TESTDATA) + "/netns-32-ring-search-session.json";
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return *measured_from_report(parse_json(ss.str(), path), path).group;
+}
+
+TEST(FabricSim, ByDefaultASlowLinkAmong1024NodesIsFoundWithinTheTenMinuteBudget) {
+  // The command's defaults: --pairs auto within 10 minutes, every pair of a round at once, no
+  // --search. The plan measures a fifth of the pairs, so the search is planned for the rest and
+  // its estimate kept out of the budget (slurm/plan_search.h).
+  SimOptions o = options("auto");
+  o.force_search = false;
+  o.max_parallel = 1 << 30;
+  o.group = session_group_model();
+  ASSERT_GT(o.group.agents_start_s_per_node, 0);
+  o.group.policy.fixed_bytes = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    Fabric f = fabric(1024, FaultKind::kSlowLink, seed);
+    SimOutcome out = simulate_run(f, o, seed);
+    EXPECT_TRUE(out.search_ran) << "seed " << seed;
+    EXPECT_TRUE(out.detected) << "seed " << seed;
+    EXPECT_EQ(out.false_blames, 0) << "seed " << seed;
+    EXPECT_LE(out.wall_s, 600) << "seed " << seed << ": plan " << out.plan_s << " s, search "
+                               << out.search_s << " s";
+    EXPECT_LT(out.pair_runs, 1024 * 1023 / 2);
+  }
+  // Without the search planned (--no-search) the same plan never looks at most pairs.
+  o.search = false;
+  int found = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed)
+    found += simulate_run(fabric(1024, FaultKind::kSlowLink, seed), o, seed).detected;
+  EXPECT_LT(found, 3);
+}
+
 TEST(FabricSim, ASlowNicIsNamedAsItsNodeNotAsASpinePath) {
   for (const char* plan : {"ring", "all"}) {
     Fabric f = fabric(64, FaultKind::kSlowNic, 5, 8, 8);

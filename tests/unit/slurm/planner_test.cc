@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/errors.h"
+#include "slurm/plan_search.h"
 #include "slurm/planner.h"
 
 namespace fabkit::slurm {
@@ -325,6 +326,39 @@ TEST(PairPlan, AutoParsesAndCannotBeScheduledWithoutThePlanner) {
   EXPECT_EQ(pair_plan_from_string("auto"), PairPlan::kAuto);
   EXPECT_STREQ(to_string(PairPlan::kAuto), "auto");
   EXPECT_THROW(make_schedule(PairPlan::kAuto, 4), InternalError);
+}
+
+TEST(PlanWithSearch, TheSearchIsPlannedOnlyWhenThePlanLeavesPairsOrWhenForced) {
+  PlanInput in;
+  in.nodes = 16;  // every pair fits 10 minutes at 3 s a wave
+  PlanWithSearch small = plan_with_search(in, SearchMode::kAuto, 100);
+  EXPECT_FALSE(small.search_planned);
+  EXPECT_EQ(small.trigger, "");
+  EXPECT_EQ(small.plan.search_reserve_s, 0);
+  EXPECT_EQ(small.plan.coverage.pairs_measured, small.plan.coverage.pairs_total);
+  PlanWithSearch forced = plan_with_search(in, SearchMode::kForce, 100);
+  EXPECT_TRUE(forced.search_planned);
+  EXPECT_EQ(forced.trigger, "--search");
+  EXPECT_EQ(forced.plan.search_reserve_s, 100);
+
+  in.nodes = 1024;  // all pairs: 1023 waves, far over the budget
+  PlanWithSearch big = plan_with_search(in, SearchMode::kAuto, 250);
+  ASSERT_TRUE(big.search_planned);
+  EXPECT_EQ(big.plan.search_reserve_s, 250);
+  EXPECT_LE(big.plan.estimated_s, in.budget_s);  // pair rounds + the search's estimate
+  EXPECT_LT(big.plan.coverage.pairs_measured, big.plan.coverage.pairs_total);
+  EXPECT_EQ(big.trigger.rfind("the plan measures " + std::to_string(big.plan.coverage.pairs_measured) +
+                                  " of 523776 pairs",
+                              0),
+            0u)
+      << big.trigger;
+  PlanWithSearch off = plan_with_search(in, SearchMode::kOff, 250);
+  EXPECT_FALSE(off.search_planned);
+  EXPECT_EQ(off.plan.search_reserve_s, 0);
+  EXPECT_GT(off.plan.cost.seconds, big.plan.cost.seconds);  // the whole budget for pair rounds
+  // A given reserve is replaced: the search's own estimate decides.
+  in.search_reserve_s = 999;
+  EXPECT_EQ(plan_with_search(in, SearchMode::kOff, 250).plan.search_reserve_s, 0);
 }
 
 }  // namespace
