@@ -28,7 +28,7 @@ void add_plan_options(CLI::App* sub, PlanArgs* a) {
 
 slurm::PlanWithSearch make_cluster_plan(const PlanArgs& a, const std::vector<std::string>& hosts,
                                         int max_parallel, const slurm::SearchPolicy& search,
-                                        slurm::SearchMode mode) {
+                                        double search_fraction, slurm::SearchMode mode) {
   slurm::PlanInput in;
   in.pairs = slurm::pair_plan_from_string(a.pairs);
   in.budget_s = slurm::parse_budget_s(a.budget);
@@ -48,8 +48,9 @@ slurm::PlanWithSearch make_cluster_plan(const PlanArgs& a, const std::vector<std
   // run re-chooses its blocks with the matrix's own bandwidth): an estimate, said as one.
   slurm::SearchPolicy policy = search;
   policy.max_parallel = max_parallel;
-  const double search_s =
-      in.nodes >= 2 ? slurm::search_cost_s(in.nodes, policy, slurm::RingCostModel{}) : 0;
+  slurm::RingCostModel model;
+  model.fault_bandwidth_fraction = search_fraction;
+  const double search_s = in.nodes >= 2 ? slurm::search_cost_s(in.nodes, policy, model) : 0;
   slurm::PlanWithSearch planned = slurm::plan_with_search(in, mode, search_s);
   auto& cov = planned.plan.coverage;
   const int64_t missing = cov.pairs_total - cov.pairs_measured;

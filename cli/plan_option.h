@@ -26,8 +26,9 @@ void add_plan_options(CLI::App* sub, PlanArgs* args);
 // search (slurm/plan_search.h). Throws UsageError (exit 2) for a bad --pairs, --budget or topology
 // file. search: the bad-link search's policy, whose estimated cost (search_cost_s) is kept out of
 // the budget when the search is planned (--search, or pairs the plan leaves unmeasured).
+// search_fraction: --search-fraction (a fault's group tests are priced at it).
 slurm::PlanWithSearch make_cluster_plan(const PlanArgs& args, const std::vector<std::string>& hosts,
                                         int max_parallel, const slurm::SearchPolicy& search,
-                                        slurm::SearchMode mode);
+                                        double search_fraction, slurm::SearchMode mode);
 
 }  // namespace fabkit::cli

@@ -41,7 +41,7 @@ struct SearchOptions {
   // single-stream TCP figure of the matrix's healthy links), with alpha_s per ring step
   // (group_test_positive, slurm/search_cost.h).
   double fraction = 0.25;
-  double alpha_s = RingCostModel{}.alpha_s;
+  double alpha_s = kGroupBarAlphaS;
 };
 
 struct ClusterOptions {

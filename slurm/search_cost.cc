@@ -106,9 +106,12 @@ double search_cost_s(int n, const SearchPolicy& policy, const RingCostModel& m) 
   double t = m.agents_start_s_per_host * n + search_first_stage_s(n, g, p, m);
   // One fault: the re-test and the bisection, every round at most a group of s (measured twice
   // when positive), then the pair alone repeats - 1 more times and the node test (pairs).
+  RingCostModel slow = m;  // the tests that hold the fault: below the bar
+  slow.bandwidth_Bps =
+      m.bandwidth_Bps * kFaultBelowBar * std::clamp(m.fault_bandwidth_fraction, 1e-6, 1.0);
   const int bisect = 1 + 2 * ceil_log2((s + 1) / 2) + 1;
-  t += (1 + bisect) * 2 * group_test_s(s, p, m);
-  t += p.repeats * 2 * group_test_s(2, p, m);
+  t += (1 + bisect) * 2 * group_test_s(s, p, slow);
+  t += p.repeats * 2 * group_test_s(2, p, slow);
   // The sweep of the end taken out: one block and the end per round, g rounds.
   t += g * group_test_s(std::min(n, size + 1), p, m);
   return t;

@@ -196,7 +196,8 @@ void run_search(const ClusterOptions& o, ClusterFacts& f) {
   const int n = static_cast<int>(s.candidates.size());
   // The blocks of the first stage: the cheapest by the cost model, its bandwidth the matrix's TCP
   // reference (the other figures are the defaults measured on netns hosts, slurm/search_cost.h).
-  const RingCostModel model = ring_cost_model(o.search.alpha_s, *s.reference_gbit_s);
+  RingCostModel model = ring_cost_model(o.search.alpha_s, *s.reference_gbit_s);
+  model.fault_bandwidth_fraction = o.search.fraction;
   s.policy = resolve_search_policy(n, s.policy, o.max_parallel, model);
   s.estimated_s = search_cost_s(n, s.policy, model);
   s.rounds_bound = fabric_search_round_bound(n, s.policy);

@@ -71,7 +71,9 @@ PlanWithSearch plan_rounds(const SimOptions& o, const FabricTopology& t) {
   // As the command (cli/plan_option.cc): the search's estimate by the default cost model.
   SearchPolicy policy = o.group.policy;
   policy.max_parallel = o.max_parallel;
-  const double search_s = t.nodes >= 2 ? search_cost_s(t.nodes, policy, RingCostModel{}) : 0;
+  RingCostModel model;
+  model.fault_bandwidth_fraction = o.group.fraction;
+  const double search_s = t.nodes >= 2 ? search_cost_s(t.nodes, policy, model) : 0;
   const SearchMode mode = !o.search        ? SearchMode::kOff
                           : o.force_search ? SearchMode::kForce
                                            : SearchMode::kAuto;

@@ -121,29 +121,42 @@ TEST(FabricSim, ASlowLinkAmong1024NodesIsNamedByTheJudgesAndTheSearch) {
   EXPECT_EQ(named, 5);
 }
 
-// The group model of the search as the command runs it: the agents kept across the rounds, one
-// ring session per group test (fitted from the real 32-host run in the testdata).
-GroupModel session_group_model() {
-  const std::string path =
-      std::string(FABKIT_SIM_TESTDATA) + "/netns-32-ring-search-session.json";
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return *measured_from_report(parse_json(ss.str(), path), path).group;
+// The real search as the command runs it (the agents kept, one ring session per group test):
+// the 32-host run in the testdata gives the healthy spread, the pair waves and the group model.
+const MeasuredRun& session_run() {
+  static const MeasuredRun m = [] {
+    const std::string path =
+        std::string(FABKIT_SIM_TESTDATA) + "/netns-32-ring-search-session.json";
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return measured_from_report(parse_json(ss.str(), path), path);
+  }();
+  return m;
 }
 
 TEST(FabricSim, ByDefaultASlowLinkAmong1024NodesIsFoundWithinTheTenMinuteBudget) {
   // The command's defaults: --pairs auto within 10 minutes, every pair of a round at once, no
   // --search. The plan measures a fifth of the pairs, so the search is planned for the rest and
   // its estimate kept out of the budget (slurm/plan_search.h).
-  SimOptions o = options("auto");
-  o.force_search = false;
-  o.max_parallel = 1 << 30;
-  o.group = session_group_model();
+  const MeasuredRun& m = session_run();
+  ASSERT_TRUE(m.group.has_value());
+  SimOptions o;
+  o.plan = "auto";
+  o.matrix.slow_fraction = m.slow_fraction;
+  o.group = *m.group;
   ASSERT_GT(o.group.agents_start_s_per_node, 0);
   o.group.policy.fixed_bytes = 0;
+  o.per_pair_s = m.per_wave_s;
+  o.node_checks_s = m.node_checks_s;
+  o.max_parallel = 1 << 30;
+  auto fabric_1024 = [&](uint64_t seed) {
+    FabricTopology t = fat_tree(1024, 32, 32, 1);
+    Rng place(seed * 7919 + 17);
+    return Fabric(t, m.healthy_gbit_s, place_fault(FaultKind::kSlowLink, t, place, 0.01, 0.5));
+  };
   for (uint64_t seed = 1; seed <= 3; ++seed) {
-    Fabric f = fabric(1024, FaultKind::kSlowLink, seed);
+    Fabric f = fabric_1024(seed);
     SimOutcome out = simulate_run(f, o, seed);
     EXPECT_TRUE(out.search_ran) << "seed " << seed;
     EXPECT_TRUE(out.detected) << "seed " << seed;
@@ -156,7 +169,7 @@ TEST(FabricSim, ByDefaultASlowLinkAmong1024NodesIsFoundWithinTheTenMinuteBudget)
   o.search = false;
   int found = 0;
   for (uint64_t seed = 1; seed <= 3; ++seed)
-    found += simulate_run(fabric(1024, FaultKind::kSlowLink, seed), o, seed).detected;
+    found += simulate_run(fabric_1024(seed), o, seed).detected;
   EXPECT_LT(found, 3);
 }
 

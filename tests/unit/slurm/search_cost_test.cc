@@ -20,7 +20,10 @@ double model_busbw_gbps(int n, double bytes, double alpha_s, double bytes_per_s)
 // called every healthy big group slow. The rule now holds it to the expected busbw at its n and
 // size, and the runner sizes a group n x chunk.
 TEST(SearchCost, AFixedSizeOverManyRanksIsLatencyBoundAndTheRuleAllowsForIt) {
-  const RingCostModel m;
+  // The bar's alpha and the link rate measured between netns hosts (measure_ring_cost.py).
+  RingCostModel m;
+  m.alpha_s = kGroupBarAlphaS;
+  m.bandwidth_Bps = 0.17e9;
   const double ref_gbit = m.bandwidth_Bps * 8 / 1e9, fraction = 0.25;
   const int n = 1024;
   const uint64_t fixed = 1u << 20;
@@ -65,6 +68,16 @@ TEST(SearchCost, BlocksMakeTheFirstStageFarCheaperThanOneGroupOfAll) {
     p.blocks = 0;
     EXPECT_GT(search_cost_s(n, p, m), blocks);  // the fault's rounds and the sweep on top
   }
+  // A fault's group tests run below the bar: priced slower than clean ones.
+  RingCostModel bar_low = m, bar_high = m;
+  bar_low.fault_bandwidth_fraction = 0.05;
+  bar_high.fault_bandwidth_fraction = 0.5;
+  EXPECT_GT(search_cost_s(1024, p, bar_low), search_cost_s(1024, p, bar_high));
+  // The agents' start is paid once, per candidate.
+  RingCostModel no_start = m;
+  no_start.agents_start_s_per_host = 0;
+  EXPECT_NEAR(search_cost_s(1024, p, m) - search_cost_s(1024, p, no_start),
+              1024 * m.agents_start_s_per_host, 1e-6);
   // A cap on the groups at once splits a round into waves.
   p.max_parallel = 8;
   EXPECT_GT(search_first_stage_s(1024, 64, p, m), 2 * search_first_stage_s(1024, 64, {}, m));
