@@ -154,10 +154,11 @@ int run_cluster_cmd(const ClusterArgs& a) {
   o.search.fraction = a.search_fraction;
   // The search's flags before the plan: a planned search has its estimated cost kept out of the
   // budget (slurm/plan_search.h).
-  const slurm::PlanWithSearch planned = make_cluster_plan(
-      a.plan, o.hosts, o.max_parallel, o.search.policy, o.search.fraction,
-      a.search ? slurm::SearchMode::kForce
-               : a.no_search ? slurm::SearchMode::kOff : slurm::SearchMode::kAuto);
+  const slurm::PlanWithSearch planned =
+      make_cluster_plan(a.plan, o.hosts, o.max_parallel, o.search.policy, o.search.fraction,
+                        a.search      ? slurm::SearchMode::kForce
+                        : a.no_search ? slurm::SearchMode::kOff
+                                      : slurm::SearchMode::kAuto);
   const slurm::ClusterPlan& plan = planned.plan;
   if (planned.search_planned && !o.search.force) o.search.cover_trigger = planned.trigger;
   o.plan = plan.asked;

@@ -61,13 +61,15 @@ slurm::PlanWithSearch make_cluster_plan(const PlanArgs& a, const std::vector<std
         planned.search_planned
             ? std::string("the bad-link search runs after the matrix and puts every pair in one of "
                           "its group tests, the ") +
-                  std::to_string(missing) + " pairs the plan does not measure among them: estimated " +
-                  text + " at " + std::to_string(in.nodes) +
+                  std::to_string(missing) +
+                  " pairs the plan does not measure among them: estimated " + text + " at " +
+                  std::to_string(in.nodes) +
                   " nodes by its cost model (slurm/search_cost.h, figures measured between netns "
                   "hosts), kept out of the budget"
             : std::string("--no-search: the ") + std::to_string(missing) +
                   " pairs the plan does not measure are not looked at (the search would cover them "
-                  "in an estimated " + text + ")");
+                  "in an estimated " +
+                  text + ")");
   }
   return planned;
 }

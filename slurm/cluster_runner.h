@@ -114,8 +114,8 @@ struct SearchFacts {
   double estimated_s = 0;        // search_cost_s for the candidates (the planner's reserve)
   int rounds_bound = 0;          // fabric_search_round_bound(candidates, policy)
   int full_schedule_rounds = 0;  // a round-robin over the candidates: n-1 (n even) or n
-  double elapsed_ms = 0;       // the whole search, its agents' start included
-  double agents_start_ms = 0;  // the candidates' agents started and their ring probed, once
+  double elapsed_ms = 0;         // the whole search, its agents' start included
+  double agents_start_ms = 0;    // the candidates' agents started and their ring probed, once
 };
 
 struct ClusterFacts {

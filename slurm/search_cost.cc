@@ -53,8 +53,9 @@ bool group_test_positive(const GroupTestReading& r, double reference_gbit_s, dou
 double group_test_s(int n, const SearchPolicy& p, const RingCostModel& m) {
   if (n < 2) return 0;
   const double rings = n / 2;
-  const double ring = m.ring_start_s + (p.warmup_iters + p.iters) *
-                                           ring_allreduce_s(n, static_cast<double>(group_test_bytes(n, p)), m);
+  const double ring =
+      m.ring_start_s + (p.warmup_iters + p.iters) *
+                           ring_allreduce_s(n, static_cast<double>(group_test_bytes(n, p)), m);
   return m.group_s + rings * ring;
 }
 

@@ -101,11 +101,11 @@ RingCostModel ring_cost_model(double alpha_s, double reference_gbit_s);
 // clamps them. run_search and the simulator both call it, so both search with the same blocks.
 SearchPolicy resolve_search_policy(int n, SearchPolicy policy, int max_parallel,
                                    const RingCostModel& m);
-// What the planner reserves for the search over n candidates: the agents' start, the first stage (at policy.blocks,
-// or choose_search_blocks when 0), then one fault resolved at its worst (the bisection's rounds
-// of fabric_search_round_bound, each at the size of the group resolved and measured twice, as a
-// positive group is; the pair's repeats and the node test; the re-test), and the sweep of the one
-// end taken out (max(1, g) rounds of a block and the end).
+// What the planner reserves for the search over n candidates: the agents' start, the first stage
+// (at policy.blocks, or choose_search_blocks when 0), then one fault resolved at its worst (the
+// bisection's rounds of fabric_search_round_bound, each at the size of the group resolved and
+// measured twice, as a positive group is; the pair's repeats and the node test; the re-test), and
+// the sweep of the one end taken out (max(1, g) rounds of a block and the end).
 double search_cost_s(int n, const SearchPolicy& policy, const RingCostModel& m);
 
 }  // namespace fabkit::slurm

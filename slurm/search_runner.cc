@@ -52,7 +52,8 @@ class RingGroupTester : public GroupTester {
   // session: the candidates' agents, host i of it = s.candidates[i].
   RingGroupTester(const ClusterOptions& o, SearchFacts& s, pair::GroupSession& session)
       : o_(o), s_(s), session_(session) {
-    for (size_t i = 0; i < s.candidates.size(); ++i) member_of_[s.candidates[i]] = static_cast<int>(i);
+    for (size_t i = 0; i < s.candidates.size(); ++i)
+      member_of_[s.candidates[i]] = static_cast<int>(i);
   }
 
   std::vector<bool> run_round(const std::vector<std::vector<int>>& groups) override {
@@ -131,8 +132,8 @@ class RingGroupTester : public GroupTester {
           if (!r.min_busbw_gbps || bw < *r.min_busbw_gbps) r.min_busbw_gbps = bw;
         }
       if (r.rings < static_cast<int>(orders.size()) && r.error.empty())
-        r.error = std::to_string(r.rings) + " of " + std::to_string(orders.size()) +
-                  " ring orders ran";
+        r.error =
+            std::to_string(r.rings) + " of " + std::to_string(orders.size()) + " ring orders ran";
     } catch (const std::exception& e) {  // a worker thread must not throw (std::terminate)
       r.error = std::string("internal error in the group test: ") + e.what();
     }

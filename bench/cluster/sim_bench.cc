@@ -238,8 +238,9 @@ int main(int argc, char** argv) {
     std::printf(
         "group model (%s): %.0f bytes a group (measured; 0: n x chunk), alpha %.1f us/step, %.2f s "
         "per group, %.2f s per ring order, agents' start %.3f s per candidate, fraction %.3g\n",
-        group_source.c_str(), static_cast<double>(group->policy.fixed_bytes), group->alpha_s * 1e6, group->group_overhead_s,
-        group->ring_setup_s, group->agents_start_s_per_node, group->fraction);
+        group_source.c_str(), static_cast<double>(group->policy.fixed_bytes), group->alpha_s * 1e6,
+        group->group_overhead_s, group->ring_setup_s, group->agents_start_s_per_node,
+        group->fraction);
     std::printf(
         "plan %s, --max-parallel %s, search %s (%.0f bytes a group, 0: n x %llu; fraction %.3g), slow "
         "fraction %.2f; fat tree %d nodes per "
@@ -263,7 +264,8 @@ int main(int argc, char** argv) {
         const int s = n > 1024 ? seeds_large : seeds;
         Cell c = run_cell(n, k, s, so, m, per_leaf, spines, rails, factor, p_slow, show_false);
         FabricTopology t = fat_tree(n, per_leaf, spines, rails);
-        const int waves = schedule_cost(plan_rounds(so, t).plan.rounds, n, 1, so.max_parallel).waves;
+        const int waves =
+            schedule_cost(plan_rounds(so, t).plan.rounds, n, 1, so.max_parallel).waves;
         std::printf(
             "| %d | %s | %d | %s | %s | %s | %s | %s | %d | %s | %s |\n", n, to_string(k), c.runs,
             k == FaultKind::kNone ? "—" : pct(c.detected, c.runs).c_str(),

@@ -44,8 +44,9 @@ std::vector<std::vector<int>> parse_ring_orders(const Json& a, int world_size) {
   std::vector<std::vector<int>> out;
   auto it = a.find("ring_orders");
   if (it == a.end()) return out;
-  const std::string fix = "field 'ring_orders' must be an array of 1..128 orders, each a permutation of the " +
-                          std::to_string(world_size) + " ranks 0.." + std::to_string(world_size - 1);
+  const std::string fix =
+      "field 'ring_orders' must be an array of 1..128 orders, each a permutation of the " +
+      std::to_string(world_size) + " ranks 0.." + std::to_string(world_size - 1);
   if (!it->is_array() || it->empty() || it->size() > 128)
     throw wire::WireError(wire::WireErrorKind::kBadMessage, fix);
   for (const auto& order : *it) {
@@ -56,8 +57,9 @@ std::vector<std::vector<int>> parse_ring_orders(const Json& a, int world_size) {
     for (const auto& r : order) {
       if (!r.is_number_integer() || r.get<int64_t>() < 0 || r.get<int64_t>() >= world_size ||
           seen[static_cast<size_t>(r.get<int64_t>())])
-        throw wire::WireError(wire::WireErrorKind::kBadMessage, fix + " (order " + std::to_string(out.size()) +
-                                                                    " holds " + r.dump().substr(0, 32) + ")");
+        throw wire::WireError(wire::WireErrorKind::kBadMessage,
+                              fix + " (order " + std::to_string(out.size()) + " holds " +
+                                  r.dump().substr(0, 32) + ")");
       seen[static_cast<size_t>(r.get<int64_t>())] = 1;
       ranks.push_back(static_cast<int>(r.get<int64_t>()));
     }

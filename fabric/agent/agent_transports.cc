@@ -52,8 +52,9 @@ Json run_agent_transport_here(const std::string& name, const TransportArgs& a, c
   spec.on_size_done = on_size_done;
   if (!a.ring_orders.empty()) {
     if (name != "fabkit-socket")
-      throw AgentOpError("agent.bad_transport_args",
-                         "ring_orders (a ring session) is run by fabkit-socket only, not '" + name + "'");
+      throw AgentOpError(
+          "agent.bad_transport_args",
+          "ring_orders (a ring session) is run by fabkit-socket only, not '" + name + "'");
     // Progress per size would count every order's sizes as one sweep's: not passed on.
     spec.on_size_done = nullptr;
     return fabric::to_json(fabric::run_fabkit_socket_ring_session(spec, a.ring_orders));

@@ -25,8 +25,8 @@ namespace {
 const char* const kTransport = "fabkit-socket";
 
 uint64_t session_digest(const AllreduceSpec& spec, const std::vector<std::vector<int>>& orders) {
-  std::string plan = "ring-session|" + std::to_string(spec.world_size) + "|" + std::to_string(spec.iters) + "|" +
-                     std::to_string(spec.warmup_iters);
+  std::string plan = "ring-session|" + std::to_string(spec.world_size) + "|" +
+                     std::to_string(spec.iters) + "|" + std::to_string(spec.warmup_iters);
   for (uint64_t b : effective_sizes(spec)) plan += "|" + std::to_string(b);
   for (const auto& o : orders) {
     plan += "|";
@@ -44,7 +44,9 @@ void check_orders(const std::vector<std::vector<int>>& orders, int world) {
       ok = ok && r >= 0 && r < world && !seen[static_cast<size_t>(r)];
       if (ok) seen[static_cast<size_t>(r)] = 1;
     }
-    if (!ok) throw UsageError("ring order is not a permutation of the " + std::to_string(world) + " ranks");
+    if (!ok)
+      throw UsageError("ring order is not a permutation of the " + std::to_string(world) +
+                       " ranks");
   }
 }
 
@@ -60,18 +62,21 @@ std::vector<Fd> connect_mesh(const AllreduceSpec& spec, uint64_t digest, std::st
   auto up = std::async(std::launch::async, [&] {
     std::vector<Fd> out;
     for (int j = me + 1; j < n; ++j)
-      out.push_back(connect_peer(addrs[static_cast<size_t>(j)], spec.port, addrs[static_cast<size_t>(me)],
-                                 spec.ifname, spec.token, mine, spec.timeout_ms, nullptr));
+      out.push_back(connect_peer(addrs[static_cast<size_t>(j)], spec.port,
+                                 addrs[static_cast<size_t>(me)], spec.ifname, spec.token, mine,
+                                 spec.timeout_ms, nullptr));
     return out;
   });
   std::exception_ptr accept_error;
   try {
-    for (auto& p : accept_peers(listener.get(), static_cast<size_t>(me), spec.token, mine, spec.timeout_ms)) {
+    for (auto& p :
+         accept_peers(listener.get(), static_cast<size_t>(me), spec.token, mine, spec.timeout_ms)) {
       const int from = static_cast<int>(p.hello.rank);
       if (from >= me || mesh[static_cast<size_t>(from)])
-        throw PeerError("unexpected_peer", "rank " + std::to_string(me) + " was reached by a rank " +
-                                               std::to_string(from) +
-                                               " it does not wait for (it accepts each lower rank once)");
+        throw PeerError("unexpected_peer",
+                        "rank " + std::to_string(me) + " was reached by a rank " +
+                            std::to_string(from) +
+                            " it does not wait for (it accepts each lower rank once)");
       mesh[static_cast<size_t>(from)] = std::move(p.fd);
     }
   } catch (...) {
@@ -79,11 +84,13 @@ std::vector<Fd> connect_mesh(const AllreduceSpec& spec, uint64_t digest, std::st
   }
   std::vector<Fd> higher = up.get();
   if (accept_error) std::rethrow_exception(accept_error);
-  for (size_t k = 0; k < higher.size(); ++k) mesh[static_cast<size_t>(me) + 1 + k] = std::move(higher[k]);
+  for (size_t k = 0; k < higher.size(); ++k)
+    mesh[static_cast<size_t>(me) + 1 + k] = std::move(higher[k]);
   for (int j = 0; j < n; ++j) {
     if (j == me) continue;
     set_nonblocking(mesh[static_cast<size_t>(j)].get());
-    const std::string t = tune_data_socket(mesh[static_cast<size_t>(j)].get(), spec.socket_buffer_bytes);
+    const std::string t =
+        tune_data_socket(mesh[static_cast<size_t>(j)].get(), spec.socket_buffer_bytes);
     if (note->empty()) *note = t;  // the same note for every connection: once
   }
   return mesh;
@@ -108,13 +115,15 @@ RingSessionRun run_fabkit_socket_ring_session(const AllreduceSpec& spec,
     std::vector<Fd> mesh = connect_mesh(spec, session_digest(spec, orders), &note);
     for (const auto& order : orders) {
       const int n = spec.world_size;
-      const int pos = static_cast<int>(std::find(order.begin(), order.end(), spec.rank) - order.begin());
+      const int pos =
+          static_cast<int>(std::find(order.begin(), order.end(), spec.rank) - order.begin());
       const int right = order[static_cast<size_t>((pos + 1) % n)];
       const int left = order[static_cast<size_t>((pos + n - 1) % n)];
       AllreduceSpec in_order = spec;
       in_order.rank = pos;  // the ring schedule works on places in the ring
-      TransportRun run = sweep_on_links(in_order, Collective::kAllreduce, mesh[static_cast<size_t>(right)].get(),
-                                        mesh[static_cast<size_t>(left)].get(), note);
+      TransportRun run =
+          sweep_on_links(in_order, Collective::kAllreduce, mesh[static_cast<size_t>(right)].get(),
+                         mesh[static_cast<size_t>(left)].get(), note);
       const bool ok = run.status == "ok";
       out.orders.push_back(std::move(run));
       // A failed order leaves its connections mid-stream: the orders after it cannot run on them.
@@ -126,9 +135,10 @@ RingSessionRun run_fabkit_socket_ring_session(const AllreduceSpec& spec,
     out.session.extra["world_size"] = spec.world_size;
     out.session.extra["orders"] = orders.size();
     if (!all) {
-      out.session.reason = "ring order " + std::to_string(out.orders.size()) + " of " +
-                           std::to_string(orders.size()) + " failed: " + out.orders.back().reason +
-                           (out.orders.size() < orders.size() ? " (the orders after it did not run)" : "");
+      out.session.reason =
+          "ring order " + std::to_string(out.orders.size()) + " of " +
+          std::to_string(orders.size()) + " failed: " + out.orders.back().reason +
+          (out.orders.size() < orders.size() ? " (the orders after it did not run)" : "");
       out.session.extra["error"] = out.orders.back().extra.value("error", "failed");
     }
     return out;

@@ -26,7 +26,8 @@ struct RingSessionRun {
   TransportRun session;
   std::vector<TransportRun> orders;
 };
-RingSessionRun run_fabkit_socket_ring_session(const AllreduceSpec&, const std::vector<std::vector<int>>& orders);
+RingSessionRun run_fabkit_socket_ring_session(const AllreduceSpec&,
+                                              const std::vector<std::vector<int>>& orders);
 // The session's TransportRun with "orders": [TransportRun...].
 Json to_json(const RingSessionRun&);
 

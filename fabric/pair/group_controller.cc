@@ -159,7 +159,6 @@ std::vector<std::string> shared_transports(const GroupFacts& f, const PairOption
   return names;
 }
 
-
 }  // namespace
 
 // The first order's neighbour pairs (first[r] -> first[r+1]) measured in rounds of disjoint
@@ -248,9 +247,8 @@ bool start_group_agents(GroupFacts& f, Agents& ag, const PairOptions& o, Session
     return ok;
   };
   std::vector<Json> hello(n);
-  bool ok = each("launch", [&](size_t i) {
-    ag[i]->launch(agent_command(o, f.hosts[i]), o.timeout_ms);
-  });
+  bool ok =
+      each("launch", [&](size_t i) { ag[i]->launch(agent_command(o, f.hosts[i]), o.timeout_ms); });
   ok = ok && each("hello", [&](size_t i) { hello[i] = ag[i]->await_hello(o.timeout_ms); });
   ok = ok && each("connect", [&](size_t i) {
          ag[i]->connect(o.timeout_ms);

@@ -35,7 +35,8 @@ void GroupSession::choose_addresses(const SessionPeers& peers) {
     if (!f_.addrs[h].empty()) continue;
     for (const auto& c : f_.agents[h].candidates) {
       bool allowed = false;
-      for (size_t o = 0; o < n && !allowed; ++o) allowed = o != h && peers.allowed[o].count(c.addr) > 0;
+      for (size_t o = 0; o < n && !allowed; ++o)
+        allowed = o != h && peers.allowed[o].count(c.addr) > 0;
       if (allowed) {
         f_.addrs[h] = c.addr;
         f_.ifnames[h] = c.ifname;
@@ -60,15 +61,16 @@ bool GroupSession::start() {
   }
   for (const auto& s : f_.steps)
     if (s.status == "failed" && s.step != "reachability" && error_.empty())
-      error_ = "step '" + s.step + "' failed" + (s.host.empty() ? "" : " on " + s.host) + " (" + s.code +
-               "): " + s.error;
+      error_ = "step '" + s.step + "' failed" + (s.host.empty() ? "" : " on " + s.host) + " (" +
+               s.code + "): " + s.error;
   if (n < 2) error_ = "a group session needs 2 hosts or more";
   started_ = ok && error_.empty();
   last_used_.assign(n, Clock::now());
   return started_;
 }
 
-GroupFacts GroupSession::run(const std::vector<int>& members, const std::vector<std::vector<int>>& orders,
+GroupFacts GroupSession::run(const std::vector<int>& members,
+                             const std::vector<std::vector<int>>& orders,
                              const std::vector<uint64_t>& sizes_bytes) {
   const size_t m = members.size();
   GroupFacts g;
@@ -81,10 +83,12 @@ GroupFacts GroupSession::run(const std::vector<int>& members, const std::vector<
   }
   const std::string name = "fabkit-socket";
   step(g.steps, "allreduce:" + name, "", [&] {
-    if (!started_) throw StepError("", "pair.agent_error", "the group session did not start: " + error_);
+    if (!started_)
+      throw StepError("", "pair.agent_error", "the group session did not start: " + error_);
     for (int h : members)
       if (!lost_[static_cast<size_t>(h)].empty())
-        throw StepError(f_.hosts[static_cast<size_t>(h)], "pair.agent_lost", lost_[static_cast<size_t>(h)]);
+        throw StepError(f_.hosts[static_cast<size_t>(h)], "pair.agent_lost",
+                        lost_[static_cast<size_t>(h)]);
     std::vector<AgentClient*> ranks;
     for (int h : members) ranks.push_back(ag_[static_cast<size_t>(h)].get());
     Json ring = Json(g.addrs);
@@ -141,7 +145,8 @@ GroupFacts GroupSession::run(const std::vector<int>& members, const std::vector<
       bool any = false;
       for (const Json& d : docs) {
         const Json* o = nullptr;
-        if (d.is_object() && d.contains("orders") && d["orders"].is_array() && k < d["orders"].size())
+        if (d.is_object() && d.contains("orders") && d["orders"].is_array() &&
+            k < d["orders"].size())
           o = &d["orders"][k];
         any = any || o != nullptr;
         if (o) {

@@ -64,8 +64,10 @@ PlanWithSearch plan_rounds(const SimOptions& o, const FabricTopology& t) {
   in.budget_s = o.budget_s;
   in.per_pair_s = o.per_pair_s > 0 ? o.per_pair_s : kDefaultPerPairS;
   in.max_parallel = o.max_parallel;
-  if (o.plan == "ring") in.pairs = PairPlan::kRing;
-  else if (o.plan == "all") in.pairs = PairPlan::kAll;
+  if (o.plan == "ring")
+    in.pairs = PairPlan::kRing;
+  else if (o.plan == "all")
+    in.pairs = PairPlan::kAll;
   else if (o.plan != "auto")
     throw std::invalid_argument("unknown plan '" + o.plan + "' (auto, ring or all)");
   // As the command (cli/plan_option.cc): the search's estimate by the default cost model.

@@ -100,8 +100,8 @@ TEST(RingRequest, RingOrdersMustBePermutationsOfTheRanksAndNeedTheRing) {
   for (int i = 0; i < 129; ++i) many["ring_orders"].push_back({0, 1});
   expect_bad(many, "ring_orders");
   // A 2-rank session names both addresses too: the mesh connects by ring_addrs.
-  Json two = {{"rank", 1},          {"local_addr", "10.0.0.2"}, {"peer_addr", "10.0.0.1"},
-              {"port", 5000},       {"sizes_bytes", {4096u}},   {"ring_orders", {{0, 1}}}};
+  Json two = {{"rank", 1},    {"local_addr", "10.0.0.2"}, {"peer_addr", "10.0.0.1"},
+              {"port", 5000}, {"sizes_bytes", {4096u}},   {"ring_orders", {{0, 1}}}};
   expect_bad(two, "ring_addrs");
   two["ring_addrs"] = {"10.0.0.1", "10.0.0.2"};
   EXPECT_EQ(agent::parse_transport_args(two).ring_orders.size(), 1u);

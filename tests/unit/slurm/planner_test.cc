@@ -347,10 +347,11 @@ TEST(PlanWithSearch, TheSearchIsPlannedOnlyWhenThePlanLeavesPairsOrWhenForced) {
   EXPECT_EQ(big.plan.search_reserve_s, 250);
   EXPECT_LE(big.plan.estimated_s, in.budget_s);  // pair rounds + the search's estimate
   EXPECT_LT(big.plan.coverage.pairs_measured, big.plan.coverage.pairs_total);
-  EXPECT_EQ(big.trigger.rfind("the plan measures " + std::to_string(big.plan.coverage.pairs_measured) +
-                                  " of 523776 pairs",
-                              0),
-            0u)
+  EXPECT_EQ(
+      big.trigger.rfind("the plan measures " + std::to_string(big.plan.coverage.pairs_measured) +
+                            " of 523776 pairs",
+                        0),
+      0u)
       << big.trigger;
   PlanWithSearch off = plan_with_search(in, SearchMode::kOff, 250);
   EXPECT_FALSE(off.search_planned);
