@@ -128,14 +128,7 @@ TransportResult run_ring_transport(GroupFacts& f, Agents& ag, const PairOptions&
     for (size_t r = 0; r < n; ++r) ranks.push_back(ag[order[r]].get());
     RankAnswers answers = receive_ranks(ranks, o.transport_timeout_ms, on_size);
     const std::vector<Json>& docs = answers.docs;
-    bool port_taken = false;
-    for (const Json& d : docs) {
-      const std::string reason = d.is_object() && d.contains("reason") && d["reason"].is_string()
-                                     ? d["reason"].get<std::string>()
-                                     : "";
-      port_taken = port_taken || (reason.find("bind ") != std::string::npos &&
-                                  reason.find("in use") != std::string::npos);
-    }
+    const bool port_taken = a_rank_found_the_port_taken(docs);
     result = combine_ranks(name, docs);
     result.port_attempts = attempt + 1;
     if (answers.fatal) {
@@ -231,6 +224,17 @@ bool probe_ring_neighbours(GroupFacts& f, Agents& ag, const PairOptions& o,
     if (steps[r].back().status == "ok") f.probed.push_back(std::move(probed[r]));
   }
   return ok;
+}
+
+bool a_rank_found_the_port_taken(const std::vector<Json>& docs) {
+  for (const Json& d : docs) {
+    const std::string reason = d.is_object() && d.contains("reason") && d["reason"].is_string()
+                                   ? d["reason"].get<std::string>()
+                                   : "";
+    if (reason.find("bind ") != std::string::npos && reason.find("in use") != std::string::npos)
+      return true;
+  }
+  return false;
 }
 
 bool start_group_agents(GroupFacts& f, Agents& ag, const PairOptions& o, SessionPeers* peers,

@@ -128,15 +128,7 @@ GroupFacts GroupSession::run(const std::vector<int>& members,
             lost_[static_cast<size_t>(members[r])] = answers.fatal->what();
         throw_with_other_ranks(*answers.fatal, ranks, docs);
       }
-      bool port_taken = false;
-      for (const Json& d : docs) {
-        const std::string reason = d.is_object() && d.contains("reason") && d["reason"].is_string()
-                                       ? d["reason"].get<std::string>()
-                                       : "";
-        port_taken = port_taken || (reason.find("bind ") != std::string::npos &&
-                                    reason.find("in use") != std::string::npos);
-      }
-      if (!port_taken) break;
+      if (!a_rank_found_the_port_taken(docs)) break;
     }
     // Order k's answer from every rank; a rank whose session failed before order k has none, and
     // stands in with its session's status and reason (the order did not run there).

@@ -25,6 +25,11 @@ bool start_group_agents(GroupFacts& f, Agents& ag, const PairOptions& o, Session
 bool probe_ring_neighbours(GroupFacts& f, Agents& ag, const PairOptions& o,
                            const SessionPeers& peers, const std::vector<int>& first);
 
+// Every rank of a ring listens on one port number that only the first rank's host was asked
+// for: true when a rank's answer says it could not bind it there (the run is then repeated on a
+// fresh port).
+bool a_rank_found_the_port_taken(const std::vector<Json>& docs);
+
 // f.addrs / f.ifnames from f.probed: each host's address where its left neighbour reached it.
 // Throws StepError (pair.no_reachable_link, pair.ring_unreachable).
 void choose_ring_addrs(GroupFacts& f);
