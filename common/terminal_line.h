@@ -7,8 +7,15 @@ namespace fabkit {
 
 // fd: the terminal the line is drawn on; -1 once it is erased.
 void set_drawn_line_fd(int fd);
+
+// A frame is drawn between these two: begin returns false once a stop signal was taken (draw
+// nothing then). The handler waits (at most 100 ms) for a frame being drawn in another thread
+// before it erases, so a frame can never land after the erase (seen once under CI load: the
+// ticker thread drew between the handler's erase and the process's end).
+bool begin_drawing_line();
+void end_drawing_line();
 // Carriage return + erase to end of line on that terminal, if a line is drawn. Async-signal-safe:
-// one atomic load and one write(2).
+// atomics, nanosleep(2) while a frame is being drawn, and one write(2).
 void erase_drawn_line_from_signal_handler();
 
 }  // namespace fabkit

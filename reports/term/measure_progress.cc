@@ -154,9 +154,11 @@ void MeasureProgress::draw_if_due(double now) {
   if (last_frame_s_ && now - *last_frame_s_ < o_.min_redraw_s) return;
   const size_t columns = o_.columns ? o_.columns : terminal_columns(o_.fd);
   const auto eta = total_ ? eta_.seconds_left(static_cast<int64_t>(total_)) : std::nullopt;
+  if (!begin_drawing_line()) return;  // a stop signal is erasing the line: draw no more
   line_.draw(format_measure_frame(label_, done_, total_, elapsed, eta, spin_++, columns));
   drawn_ = true;
   set_drawn_line_fd(o_.fd);  // a stop signal erases it (common/terminal_line.h)
+  end_drawing_line();
   last_frame_s_ = now;
 }
 
