@@ -44,14 +44,10 @@ slurm::PlanWithSearch make_cluster_plan(const PlanArgs& a, const std::vector<std
                                             &in.topology_notes);
   }
   in.topology.nodes = in.nodes;
-  // The search over every node, by its cost model at the figures measured on netns hosts (the
-  // run re-chooses its blocks with the matrix's own bandwidth): an estimate, said as one.
-  slurm::SearchPolicy policy = search;
-  policy.max_parallel = max_parallel;
-  slurm::RingCostModel model;
-  model.fault_bandwidth_fraction = search_fraction;
-  const double search_s = in.nodes >= 2 ? slurm::search_cost_s(in.nodes, policy, model) : 0;
-  slurm::PlanWithSearch planned = slurm::plan_with_search(in, mode, search_s);
+  // The search's estimate is its cost model's at the figures measured on netns hosts (the run
+  // re-chooses its blocks with the matrix's own bandwidth): an estimate, said as one.
+  slurm::PlanWithSearch planned = slurm::plan_with_search(in, mode, search, search_fraction);
+  const double search_s = planned.search_estimate_s;
   auto& cov = planned.plan.coverage;
   const int64_t missing = cov.pairs_total - cov.pairs_measured;
   if (missing > 0) {

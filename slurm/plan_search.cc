@@ -1,9 +1,18 @@
 #include "slurm/plan_search.h"
 
+#include "slurm/search_cost.h"
+
 namespace fabkit::slurm {
 
-PlanWithSearch plan_with_search(PlanInput in, SearchMode mode, double search_s) {
+PlanWithSearch plan_with_search(PlanInput in, SearchMode mode, const SearchPolicy& policy,
+                                double search_fraction) {
   PlanWithSearch out;
+  SearchPolicy p = policy;
+  p.max_parallel = in.max_parallel;
+  RingCostModel model;
+  model.fault_bandwidth_fraction = search_fraction;
+  const double search_s = in.nodes >= 2 ? search_cost_s(in.nodes, p, model) : 0;
+  out.search_estimate_s = search_s;
   in.search_reserve_s = 0;
   if (mode == SearchMode::kForce) {
     in.search_reserve_s = search_s;

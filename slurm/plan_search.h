@@ -12,6 +12,7 @@
 
 #include <string>
 
+#include "slurm/fabric_search.h"
 #include "slurm/planner.h"
 
 namespace fabkit::slurm {
@@ -24,10 +25,15 @@ struct PlanWithSearch {
   bool search_planned = false;
   // "--search" | "the plan measures M of T pairs; ..." | "" (not planned).
   std::string trigger;
+  // The search over every node by its cost model (search_cost_s at the default figures, measured
+  // between netns hosts), whether planned or not: what it would cost to cover the pairs left.
+  double search_estimate_s = 0;
 };
 
-// search_s: the search's estimated cost over in.nodes (search_cost_s), kept out of in.budget_s
-// when the search is planned (in.search_reserve_s is ignored).
-PlanWithSearch plan_with_search(PlanInput in, SearchMode mode, double search_s);
+// policy: the search's (its max_parallel taken from in.max_parallel); search_fraction: the
+// group tests' bar (--search-fraction), at which a fault's tests are priced. The estimate is kept
+// out of in.budget_s when the search is planned (in.search_reserve_s is ignored).
+PlanWithSearch plan_with_search(PlanInput in, SearchMode mode, const SearchPolicy& policy,
+                                double search_fraction);
 
 }  // namespace fabkit::slurm

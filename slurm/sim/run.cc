@@ -70,16 +70,10 @@ PlanWithSearch plan_rounds(const SimOptions& o, const FabricTopology& t) {
     in.pairs = PairPlan::kAll;
   else if (o.plan != "auto")
     throw std::invalid_argument("unknown plan '" + o.plan + "' (auto, ring or all)");
-  // As the command (cli/plan_option.cc): the search's estimate by the default cost model.
-  SearchPolicy policy = o.group.policy;
-  policy.max_parallel = o.max_parallel;
-  RingCostModel model;
-  model.fault_bandwidth_fraction = o.group.fraction;
-  const double search_s = t.nodes >= 2 ? search_cost_s(t.nodes, policy, model) : 0;
   const SearchMode mode = !o.search        ? SearchMode::kOff
                           : o.force_search ? SearchMode::kForce
                                            : SearchMode::kAuto;
-  return plan_with_search(in, mode, search_s);
+  return plan_with_search(in, mode, o.group.policy, o.group.fraction);
 }
 
 SearchOutcome search_candidates(const std::vector<int>& candidates, GroupTester& tester,

@@ -11,6 +11,7 @@
 #include "common/errors.h"
 #include "slurm/plan_search.h"
 #include "slurm/planner.h"
+#include "slurm/search_cost.h"
 
 namespace fabkit::slurm {
 namespace {
@@ -331,20 +332,33 @@ TEST(PairPlan, AutoParsesAndCannotBeScheduledWithoutThePlanner) {
 TEST(PlanWithSearch, TheSearchIsPlannedOnlyWhenThePlanLeavesPairsOrWhenForced) {
   PlanInput in;
   in.nodes = 16;  // every pair fits 10 minutes at 3 s a wave
-  PlanWithSearch small = plan_with_search(in, SearchMode::kAuto, 100);
+  const SearchPolicy policy;
+  const double fraction = 0.25;
+  // The estimate is the cost model's at its default figures, the policy run with the plan's
+  // parallelism and a fault's tests priced at the bar's fraction.
+  auto estimate = [&](int nodes) {
+    SearchPolicy p = policy;
+    p.max_parallel = in.max_parallel;
+    RingCostModel m;
+    m.fault_bandwidth_fraction = fraction;
+    return search_cost_s(nodes, p, m);
+  };
+  PlanWithSearch small = plan_with_search(in, SearchMode::kAuto, policy, fraction);
   EXPECT_FALSE(small.search_planned);
   EXPECT_EQ(small.trigger, "");
   EXPECT_EQ(small.plan.search_reserve_s, 0);
+  EXPECT_DOUBLE_EQ(small.search_estimate_s, estimate(16));  // said even when not planned
   EXPECT_EQ(small.plan.coverage.pairs_measured, small.plan.coverage.pairs_total);
-  PlanWithSearch forced = plan_with_search(in, SearchMode::kForce, 100);
+  PlanWithSearch forced = plan_with_search(in, SearchMode::kForce, policy, fraction);
   EXPECT_TRUE(forced.search_planned);
   EXPECT_EQ(forced.trigger, "--search");
-  EXPECT_EQ(forced.plan.search_reserve_s, 100);
+  EXPECT_GT(forced.plan.search_reserve_s, 0);
+  EXPECT_DOUBLE_EQ(forced.plan.search_reserve_s, estimate(16));
 
   in.nodes = 1024;  // all pairs: 1023 waves, far over the budget
-  PlanWithSearch big = plan_with_search(in, SearchMode::kAuto, 250);
+  PlanWithSearch big = plan_with_search(in, SearchMode::kAuto, policy, fraction);
   ASSERT_TRUE(big.search_planned);
-  EXPECT_EQ(big.plan.search_reserve_s, 250);
+  EXPECT_DOUBLE_EQ(big.plan.search_reserve_s, estimate(1024));
   EXPECT_LE(big.plan.estimated_s, in.budget_s);  // pair rounds + the search's estimate
   EXPECT_LT(big.plan.coverage.pairs_measured, big.plan.coverage.pairs_total);
   EXPECT_EQ(
@@ -353,13 +367,18 @@ TEST(PlanWithSearch, TheSearchIsPlannedOnlyWhenThePlanLeavesPairsOrWhenForced) {
                         0),
       0u)
       << big.trigger;
-  PlanWithSearch off = plan_with_search(in, SearchMode::kOff, 250);
+  // A lower bar prices a fault's tests slower: more is kept out of the budget.
+  EXPECT_GT(plan_with_search(in, SearchMode::kAuto, policy, 0.05).plan.search_reserve_s,
+            big.plan.search_reserve_s);
+  PlanWithSearch off = plan_with_search(in, SearchMode::kOff, policy, fraction);
   EXPECT_FALSE(off.search_planned);
   EXPECT_EQ(off.plan.search_reserve_s, 0);
   EXPECT_GT(off.plan.cost.seconds, big.plan.cost.seconds);  // the whole budget for pair rounds
   // A given reserve is replaced: the search's own estimate decides.
   in.search_reserve_s = 999;
-  EXPECT_EQ(plan_with_search(in, SearchMode::kOff, 250).plan.search_reserve_s, 0);
+  EXPECT_EQ(plan_with_search(in, SearchMode::kOff, policy, fraction).plan.search_reserve_s, 0);
+  EXPECT_DOUBLE_EQ(plan_with_search(in, SearchMode::kAuto, policy, fraction).plan.search_reserve_s,
+                   estimate(1024));
 }
 
 }  // namespace
