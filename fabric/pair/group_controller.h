@@ -1,9 +1,9 @@
 // `fabcheck pair A B C ...` (3 or more hosts): an agent on each host, the ring neighbours' links
 // measured (host i to host i+1 of the first ring order, every candidate interface pair each end
 // may contact, session_peers.h), one address per rank, then the all-reduce of every transport the
-// agents share across all of them (a ring of N ranks), once per ring order. Used by the cluster's
-// bad-link search too, with the ring orders that put every pair of a group side by side once
-// (ring_orders_covering_all_pairs).
+// agents share across all of them (a ring of N ranks), once per ring order. The cluster's bad-link
+// search no longer comes here: it keeps its agents (group_session.h) and runs a group's orders in
+// one ring session; no caller now passes ring_orders (the identity is the one order).
 // Bounded like the 2-host controller: every step has a deadline; agents get bye, then are stopped.
 #pragma once
 
